@@ -1,0 +1,83 @@
+/**
+ * Every error rxccl raises is an `RxcclError` with a stable `code`, so callers can branch on
+ * `error.code` without parsing messages. Messages name the rank, sequence, tag or rail involved,
+ * following the reference implementation's wording (`missing ranks [1]`, `direct peer rank 1 left`).
+ */
+export type RxcclErrorCode =
+  | 'PROTOCOL'
+  | 'INVALID_CONFIGURATION'
+  | 'WRONG_SESSION'
+  | 'WRONG_DESTINATION'
+  | 'REMOTE_ABORT'
+  | 'TIMEOUT'
+  | 'CHANNEL_CLOSED'
+  | 'KERNEL';
+
+export class RxcclError extends Error {
+  readonly code: RxcclErrorCode;
+
+  constructor(code: RxcclErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A frame or header broke the GX1 wire format. */
+export class ProtocolError extends RxcclError {
+  constructor(message: string) {
+    super('PROTOCOL', message);
+  }
+}
+
+/** A caller, environment variable or peer asked for something the session cannot do. */
+export class ConfigurationError extends RxcclError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INVALID_CONFIGURATION', message, options);
+  }
+}
+
+export class WrongSessionError extends RxcclError {
+  constructor(message = 'collective frame belongs to another session') {
+    super('WRONG_SESSION', message);
+  }
+}
+
+export class WrongDestinationError extends RxcclError {
+  constructor(readonly expected: number, readonly actual: number) {
+    super('WRONG_DESTINATION', `collective response destination ${actual} does not match rank ${expected}`);
+  }
+}
+
+/** The coordinator or a peer aborted the session; `reason` is the original failure text. */
+export class RemoteAbortError extends RxcclError {
+  constructor(readonly reason: string) {
+    super('REMOTE_ABORT', `collective coordinator aborted: ${reason}`);
+  }
+}
+
+export class TimeoutError extends RxcclError {
+  constructor(operation: string) {
+    super('TIMEOUT', `${operation} timed out`);
+  }
+}
+
+export class ChannelClosedError extends RxcclError {
+  constructor(message = 'collective response channel closed') {
+    super('CHANNEL_CLOSED', message);
+  }
+}
+
+/** A reduction kernel was called with arguments it cannot reduce. */
+export class KernelError extends RxcclError {
+  constructor(message: string) {
+    super('KERNEL', message);
+  }
+}
+
+/** The text a failure is reported with to other ranks: an abort keeps its original reason. */
+export function failureText(error: unknown): string {
+  if (error instanceof RemoteAbortError) return error.reason;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

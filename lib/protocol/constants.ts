@@ -1,0 +1,19 @@
+/** Fixed numbers of the GX1 wire format; docs/protocol.md explains each. */
+
+/** "GX1F" read as a little-endian u32 (bytes 0x47 0x58 0x31 0x46). */
+export const PROTOCOL_MAGIC = 0x46315847;
+export const PROTOCOL_VERSION = 1;
+export const FRAME_HEADER_BYTES = 96;
+/** Bytes covered by the header checksum: everything before it. */
+export const HEADER_CHECKSUM_OFFSET = 92;
+/** The largest payload one frame may declare (1 GiB). Nothing larger is ever allocated. */
+export const MAX_FRAME_PAYLOAD_BYTES = 1 << 30;
+/** Rank field value meaning "no particular rank" (any source, no root, no destination). */
+export const ANY_RANK = 0xffffffff;
+export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+
+/** Header flag bits (u16 at byte 12). Unknown bits are rejected. */
+export const FLAG_PAYLOAD = 0x0001;
+export const FLAG_P2P_CHANNEL = 0x0002;
+export const FLAG_COUNTS_PREFIX = 0x0004;
+export const KNOWN_FLAGS = FLAG_PAYLOAD | FLAG_P2P_CHANNEL | FLAG_COUNTS_PREFIX;

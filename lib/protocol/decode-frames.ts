@@ -1,0 +1,36 @@
+import { Observable, type OperatorFunction } from 'rxjs';
+import type { Frame } from './frame.js';
+import { FrameDecoder } from './frame-decoder.js';
+
+/**
+ * Turns a stream of byte chunks (as a TCP socket delivers them, split anywhere) into GX1 frames.
+ * Each frame is emitted as soon as it is complete; the first bad header errors the stream with a
+ * `ProtocolError`; completing inside a frame is an error too. See `FrameDecoder` for the copy rules.
+ */
+export function decodeFrames(): OperatorFunction<Uint8Array, Frame> {
+  return (source) =>
+    new Observable<Frame>((subscriber) => {
+      const decoder = new FrameDecoder();
+      const emit = (frame: Frame) => subscriber.next(frame);
+      return source.subscribe({
+        next(chunk) {
+          try {
+            decoder.push(chunk, emit);
+          } catch (error) {
+            subscriber.error(error);
+          }
+        },
+        error(error) {
+          subscriber.error(error);
+        },
+        complete() {
+          try {
+            decoder.end();
+            subscriber.complete();
+          } catch (error) {
+            subscriber.error(error);
+          }
+        },
+      });
+    });
+}

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import { ConfigurationError } from '../errors.js';
+
+/** The 16-byte identity of one job: every frame of a session carries it. */
+export class UniqueId {
+  static readonly BYTES = 16;
+  readonly bytes: Uint8Array;
+
+  private constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
+  }
+
+  static fromBytes(bytes: ArrayLike<number>): UniqueId {
+    if (bytes.length !== UniqueId.BYTES) {
+      throw new ConfigurationError(`unique id has ${bytes.length} bytes, expected ${UniqueId.BYTES}`);
+    }
+    return new UniqueId(Uint8Array.from(bytes));
+  }
+
+  /** Parses 32 hex digits (as `GX1_UNIQUE_ID` carries it). */
+  static fromHex(hex: string): UniqueId {
+    const text = hex.trim();
+    if (!/^[0-9a-fA-F]{32}$/.test(text)) {
+      throw new ConfigurationError(`unique id must be 32 hex digits, got ${JSON.stringify(hex)}`);
+    }
+    return new UniqueId(Uint8Array.from(Buffer.from(text, 'hex')));
+  }
+
+  static random(): UniqueId {
+    return new UniqueId(new Uint8Array(randomBytes(UniqueId.BYTES)));
+  }
+
+  static from(value: UniqueId | string | ArrayLike<number>): UniqueId {
+    if (value instanceof UniqueId) return value;
+    if (typeof value === 'string') return UniqueId.fromHex(value);
+    return UniqueId.fromBytes(value);
+  }
+
+  equals(other: UniqueId): boolean {
+    return Buffer.compare(this.bytes, other.bytes) === 0;
+  }
+
+  toHex(): string {
+    return Buffer.from(this.bytes).toString('hex');
+  }
+
+  toString(): string {
+    return this.toHex();
+  }
+}

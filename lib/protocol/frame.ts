@@ -31,11 +31,11 @@ export interface FrameFields {
 }
 
 /**
- * Builds a frame around `payload` without copying it; `payloadBytes` and the PAYLOAD flag follow
+ * Builds a header for a payload of `payloadBytes` bytes; `payloadBytes` and the PAYLOAD flag follow
  * the payload, so they can never disagree with it. Throws `ProtocolError` for an invalid header.
  */
-export function makeFrame(fields: FrameFields, payload: Uint8Array = EMPTY): Frame {
-  const flags = ((fields.flags ?? 0) & ~FLAG_PAYLOAD) | (payload.length > 0 ? FLAG_PAYLOAD : 0);
+export function makeHeader(fields: FrameFields, payloadBytes: number): FrameHeader {
+  const flags = ((fields.flags ?? 0) & ~FLAG_PAYLOAD) | (payloadBytes > 0 ? FLAG_PAYLOAD : 0);
   const header: FrameHeader = {
     opcode: fields.opcode,
     elementType: fields.elementType ?? ElementType.None,
@@ -49,10 +49,15 @@ export function makeFrame(fields: FrameFields, payload: Uint8Array = EMPTY): Fra
     sequence: fields.sequence ?? 0n,
     tag: fields.tag ?? 0n,
     elementCount: fields.elementCount ?? 0,
-    payloadBytes: payload.length,
+    payloadBytes,
   };
   validateHeader(header);
-  return { header, payload };
+  return header;
+}
+
+/** Builds a frame around `payload` without copying it (see `makeHeader`). */
+export function makeFrame(fields: FrameFields, payload: Uint8Array = EMPTY): Frame {
+  return { header: makeHeader(fields, payload.length), payload };
 }
 
 /** Checks a decoded header against the payload that arrived with it. */

@@ -1,0 +1,9 @@
+export { perValue } from './per-value.js';
+export { allReduce } from './all-reduce.js';
+export { reduce } from './reduce.js';
+export { broadcast } from './broadcast.js';
+export { allGather } from './all-gather.js';
+export { gather } from './gather.js';
+export { reduceScatter } from './reduce-scatter.js';
+export { allToAll } from './all-to-all.js';
+export { heartbeat$ } from './heartbeat.js';

@@ -1,0 +1,108 @@
+import { Observable, type SchedulerLike, type Subscription, timer } from 'rxjs';
+import { ConfigurationError, TimeoutError } from '../errors.js';
+import { CollectiveAgreement } from '../protocol/agreement.js';
+import type { Frame } from '../protocol/frame.js';
+import { Opcode } from '../protocol/opcode.js';
+import type { UniqueId } from '../protocol/unique-id.js';
+import type { FrameChannel } from '../transport/frame-channel.js';
+import { errorText, rankEvents } from './rank-events.js';
+import { routeCollective } from './route-collective.js';
+
+export interface CollectiveLoopOptions {
+  readonly uniqueId: UniqueId;
+  readonly timeoutMs: number;
+  readonly scheduler: SchedulerLike;
+  /** How long a disconnect mid-sequence waits for a concurrent abort to explain it. */
+  readonly disconnectGraceMs: number;
+}
+
+/** The sequence the loop is filling, for Abort frames sent when the loop fails. */
+export interface CollectiveProgress {
+  sequence: bigint;
+}
+
+/**
+ * The coordinator's ordered collective loop over every rank's collective channel. Per sequence it
+ * waits for one request from each rank, routes them (`routeCollective`) and answers each rank.
+ *
+ * - The timeout starts when the first rank submits a sequence (a collective is then in flight),
+ *   and names the ranks still missing: `collective sequence 3; missing ranks [1]`. SetTimeout
+ *   changes it for every later sequence.
+ * - A rank whose channel ends between sequences has left; the loop completes when all left,
+ *   and a later sequence that needs a departed rank fails at once naming it.
+ * - A rank that disconnects mid-sequence fails the loop after a short grace, so that an abort
+ *   racing the disconnect on another channel is reported instead.
+ *
+ * Emits nothing; completes on a clean end, errors with the failure.
+ */
+export function collectiveLoop(
+  channels: readonly FrameChannel[],
+  options: CollectiveLoopOptions,
+  progress: CollectiveProgress,
+): Observable<never> {
+  return new Observable<never>((subscriber) => {
+    const worldSize = channels.length;
+    const agreement = new CollectiveAgreement(worldSize);
+    let timeoutMs = options.timeoutMs;
+    let requests: (Frame | undefined)[] = new Array<Frame | undefined>(worldSize).fill(undefined);
+    let submitted = 0;
+    const left = new Array<boolean>(worldSize).fill(false);
+    let deadline: Subscription | null = null;
+    let grace: Subscription | null = null;
+
+    const fail = (error: unknown) => subscriber.error(error);
+    const sequence = () => agreement.nextSequence();
+
+    const onRequest = (rank: number, frame: Frame) => {
+      if (requests[rank] !== undefined) {
+        throw new ConfigurationError(`rank ${rank} submitted collective sequence ${sequence()} twice`);
+      }
+      requests[rank] = frame;
+      submitted += 1;
+      const departed = left.findIndex(Boolean);
+      if (departed >= 0) throw new ConfigurationError(`rank ${departed} left before collective sequence ${sequence()}`);
+      if (submitted === 1) {
+        deadline = timer(timeoutMs, options.scheduler).subscribe(() => {
+          const missing = requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
+          fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missing.join(',')}]`));
+        });
+      }
+      if (submitted < worldSize) return;
+      deadline?.unsubscribe();
+      const round = requests as Frame[];
+      const responses = routeCollective(agreement, options.uniqueId, round[0]!.header.sequence, round);
+      responses.forEach((response, destination) => channels[destination]!.send(response));
+      if (round[0]!.header.opcode === Opcode.SetTimeout) timeoutMs = Number(round[0]!.header.tag);
+      requests = new Array<Frame | undefined>(worldSize).fill(undefined);
+      submitted = 0;
+      progress.sequence = sequence();
+    };
+
+    const onGone = (rank: number, reason: string | null) => {
+      if (submitted === 0) {
+        left[rank] = true;
+        if (left.every(Boolean)) subscriber.complete();
+        return;
+      }
+      const what =
+        reason === null
+          ? `rank ${rank} disconnected during collective sequence ${sequence()}`
+          : `rank ${rank} failed during collective sequence ${sequence()}: ${reason}`;
+      grace ??= timer(options.disconnectGraceMs, options.scheduler).subscribe(() => fail(new ConfigurationError(what)));
+    };
+
+    const events = rankEvents(channels).subscribe((event) => {
+      try {
+        if (event.kind === 'frame') onRequest(event.rank, event.frame);
+        else onGone(event.rank, event.kind === 'failed' ? errorText(event.error) : null);
+      } catch (error) {
+        fail(error);
+      }
+    });
+    return () => {
+      events.unsubscribe();
+      deadline?.unsubscribe();
+      grace?.unsubscribe();
+    };
+  });
+}

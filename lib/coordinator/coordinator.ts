@@ -1,0 +1,306 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { asyncScheduler, EmptyError, firstValueFrom, type SchedulerLike, type Subscription, take, timeout, TimeoutError } from 'rxjs';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError } from '../errors.js';
+import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
+import { ElementType } from '../protocol/element-type.js';
+import { makeHeader } from '../protocol/frame.js';
+import { Opcode } from '../protocol/opcode.js';
+import { UniqueId } from '../protocol/unique-id.js';
+import { FrameChannel } from '../transport/frame-channel.js';
+import {
+  type CollectiveTransport,
+  validateRails,
+  validateTimeout,
+  validateWorldSize,
+} from '../transport/transport-kind.js';
+import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
+import { p2pRouter } from './p2p-router.js';
+import { type ChannelRole, roleKey, validateJoin } from './validate-join.js';
+
+export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
+
+export interface CoordinatorOptions {
+  host?: string;
+  port?: number;
+  uniqueId: UniqueId | string;
+  worldSize: number;
+  rails?: number;
+  transport?: CollectiveTransport;
+  /** Per collective sequence, from its first request (default 300 s, as the reference design). */
+  collectiveTimeoutMs?: number;
+  /** Heartbeat lease per rank; off unless set. */
+  heartbeatTimeoutMs?: number;
+  /** How long a new connection may take to send its JOIN (default 10 s). */
+  joinTimeoutMs?: number;
+  /** Time source for timeouts and leases (tests inject a virtual one). */
+  scheduler?: SchedulerLike;
+}
+
+/** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
+class ChannelGroup {
+  readonly members: (FrameChannel | undefined)[];
+  joined = 0;
+  constructor(worldSize: number) {
+    this.members = new Array<FrameChannel | undefined>(worldSize);
+  }
+  get complete(): boolean {
+    return this.joined === this.members.length;
+  }
+}
+
+const DISCONNECT_GRACE_MS = 25;
+const ZERO_ID = UniqueId.fromBytes(new Array<number>(UniqueId.BYTES).fill(0));
+
+/**
+ * The rendezvous coordinator (the reference design's `TcpRendezvousServer`): accepts each rank's
+ * collective channel and P2P rails, then runs the ordered collective loop and one P2P router per
+ * rail until every rank leaves or something fails. A failure anywhere is broadcast as Abort on
+ * every channel of every rank, and `done` rejects with it.
+ *
+ * A connection that fails its JOIN, speaks garbage or closes early is answered with an Abort frame
+ * naming the reason and dropped; the rendezvous of the legitimate ranks goes on.
+ */
+export class Coordinator {
+  readonly address: { host: string; port: number };
+  readonly uniqueId: UniqueId;
+  readonly worldSize: number;
+  readonly rails: number;
+  readonly transport: CollectiveTransport;
+  /** Resolves when every rank has left cleanly; rejects with the session's failure. */
+  readonly done: Promise<void>;
+
+  private readonly groups = new Map<string, ChannelGroup>();
+  private readonly progress: CollectiveProgress = { sequence: 0n };
+  private readonly running: Subscription[] = [];
+  private readonly pending = new Set<Socket>();
+  private readonly earlyLeaves = new Map<FrameChannel, () => void>();
+  private loopsLeft: number;
+  private finished = false;
+  private settle!: { resolve: () => void; reject: (error: unknown) => void };
+
+  private constructor(
+    private readonly server: Server,
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs'>> & {
+      heartbeatTimeoutMs: number | null;
+      uniqueId: UniqueId;
+    },
+  ) {
+    const bound = server.address();
+    if (bound === null || typeof bound === 'string') throw new ConfigurationError('coordinator socket has no TCP address');
+    this.address = { host: bound.address, port: bound.port };
+    this.uniqueId = options.uniqueId;
+    this.worldSize = options.worldSize;
+    this.rails = options.rails;
+    this.transport = options.transport;
+    this.groups.set('collective', new ChannelGroup(this.worldSize));
+    for (let rail = 0; rail < this.p2pChannels; rail++) this.groups.set(`rail ${rail}`, new ChannelGroup(this.worldSize));
+    this.loopsLeft = this.groups.size;
+    this.done = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+    // Nobody may be awaiting `done` yet; an unobserved failure is still reported through it.
+    this.done.catch(() => undefined);
+    server.on('connection', (socket) => this.accept(socket));
+  }
+
+  static async listen(options: CoordinatorOptions): Promise<Coordinator> {
+    if (options.transport === 'tcp_peer') {
+      throw new ConfigurationError('transport tcp_peer is not available yet in this build; use tcp_host_staged');
+    }
+    const resolved = {
+      uniqueId: UniqueId.from(options.uniqueId),
+      worldSize: validateWorldSize(options.worldSize),
+      rails: validateRails(options.rails ?? 1),
+      transport: options.transport ?? 'tcp_host_staged',
+      collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
+      heartbeatTimeoutMs:
+        options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),
+      joinTimeoutMs: validateTimeout(options.joinTimeoutMs ?? 10_000, 'JOIN timeout'),
+      scheduler: options.scheduler ?? asyncScheduler,
+    };
+    const server = createServer({ noDelay: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
+      server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+    });
+    return new Coordinator(server, resolved);
+  }
+
+  /** Stops the session: ranks still connected get an Abort, and `done` rejects if not yet settled. */
+  async close(): Promise<void> {
+    this.fail(new ChannelClosedError('coordinator closed by its owner'));
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** P2P channels per rank: every rail on tcp_host_staged; one control channel on tcp_peer. */
+  private get p2pChannels(): number {
+    return this.transport === 'tcp_peer' ? 1 : this.rails;
+  }
+
+  private accept(socket: Socket): void {
+    if (this.finished) {
+      socket.destroy();
+      return;
+    }
+    this.pending.add(socket);
+    socket.once('close', () => this.pending.delete(socket));
+    const channel = new FrameChannel(socket);
+    firstValueFrom(channel.frames$.pipe(take(1), timeout({ first: this.options.joinTimeoutMs, scheduler: this.options.scheduler })))
+      .then(
+        (frame) => {
+          let joined: { rank: number; role: ChannelRole };
+          try {
+            joined = validateJoin(frame, this.uniqueId, this.worldSize, this.p2pChannels);
+          } catch (error) {
+            // Only a rank of this session learns its id back; a rank of this world is addressed.
+            const ours = frame.header.uniqueId.equals(this.uniqueId);
+            const rank = frame.header.sourceRank < this.worldSize ? frame.header.sourceRank : ANY_RANK;
+            this.reject(channel, failureText(error), ours ? this.uniqueId : ZERO_ID, rank);
+            return;
+          }
+          this.join(channel, joined.rank, joined.role);
+        },
+        (error: unknown) => {
+          const reason =
+            error instanceof ProtocolError
+              ? `not a GX1 JOIN: ${error.message}`
+              : error instanceof EmptyError
+                ? 'connection closed before JOIN'
+                : error instanceof TimeoutError
+                  ? `no JOIN within ${this.options.joinTimeoutMs} ms`
+                  : `connection failed before JOIN: ${failureText(error)}`;
+          this.reject(channel, reason, ZERO_ID, ANY_RANK);
+        },
+      );
+  }
+
+  private join(channel: FrameChannel, rank: number, role: ChannelRole): void {
+    const group = this.groups.get(roleKey(role))!;
+    if (group.members[rank] !== undefined || group.complete) {
+      this.reject(channel, `rank ${rank} joined twice (${roleKey(role)})`, this.uniqueId, rank);
+      return;
+    }
+    group.members[rank] = channel;
+    group.joined += 1;
+    // A rank that drops out before everyone arrived frees its place for a retry.
+    const leaveEarly = () => {
+      if (group.members[rank] === channel && !group.complete) {
+        group.members[rank] = undefined;
+        group.joined -= 1;
+        this.earlyLeaves.delete(channel);
+      }
+    };
+    this.earlyLeaves.set(channel, leaveEarly);
+    channel.socket.once('close', leaveEarly);
+    if (!group.complete) return;
+    const channels = group.members as FrameChannel[];
+    channels.forEach((member, memberRank) => {
+      member.socket.off('close', this.earlyLeaves.get(member)!);
+      this.earlyLeaves.delete(member);
+      this.pending.delete(member.socket);
+      member.send({ header: this.readyHeader(memberRank, role), parts: [] });
+    });
+    this.start(role, channels);
+  }
+
+  private readyHeader(rank: number, role: ChannelRole) {
+    return makeHeader(
+      {
+        uniqueId: this.uniqueId,
+        opcode: Opcode.Ready,
+        destinationRank: rank,
+        worldSize: this.worldSize,
+        flags: role.kind === 'rail' ? FLAG_P2P_CHANNEL : 0,
+        tag: role.kind === 'rail' ? BigInt(role.rail) : 0n,
+      },
+      0,
+    );
+  }
+
+  private start(role: ChannelRole, channels: FrameChannel[]): void {
+    const { scheduler } = this.options;
+    const loop =
+      role.kind === 'collective'
+        ? collectiveLoop(
+            channels,
+            { uniqueId: this.uniqueId, timeoutMs: this.options.collectiveTimeoutMs, scheduler, disconnectGraceMs: DISCONNECT_GRACE_MS },
+            this.progress,
+          )
+        : // The heartbeat lease lives on the first rail, which every rank always has.
+          p2pRouter(channels, {
+            uniqueId: this.uniqueId,
+            heartbeatTimeoutMs: role.rail === 0 ? this.options.heartbeatTimeoutMs : null,
+            scheduler,
+          });
+    this.running.push(
+      loop.subscribe({
+        error: (error: unknown) => this.fail(error),
+        complete: () => {
+          this.loopsLeft -= 1;
+          if (this.loopsLeft === 0) this.succeed();
+        },
+      }),
+    );
+  }
+
+  private succeed(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.shutdown();
+    this.settle.resolve();
+  }
+
+  private fail(error: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    const message = failureText(error);
+    for (const [key, group] of this.groups) {
+      group.members.forEach((channel, rank) => {
+        if (channel === undefined || channel.closed) return;
+        const sequence = key === 'collective' ? this.progress.sequence : 0n;
+        try {
+          channel.send(this.abortFrame(message, this.uniqueId, rank, sequence));
+        } catch {
+          // Already gone: nothing to tell.
+        }
+      });
+    }
+    this.shutdown();
+    this.settle.reject(error);
+  }
+
+  private shutdown(): void {
+    for (const subscription of this.running) subscription.unsubscribe();
+    for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
+    for (const socket of this.pending) socket.end();
+    this.server.close();
+  }
+
+  private reject(channel: FrameChannel, reason: string, uniqueId: UniqueId, rank: number): void {
+    try {
+      channel.send(this.abortFrame(`connection rejected: ${reason}`, uniqueId, rank, 0n));
+    } catch {
+      // The stray connection is already gone.
+    }
+    channel.finish();
+    // Do not wait on a peer that never reads: the Abort is best-effort.
+    setTimeout(() => channel.destroy(), 1_000).unref();
+  }
+
+  private abortFrame(message: string, uniqueId: UniqueId, destination: number, sequence: bigint) {
+    const payload = new Uint8Array(Buffer.from(message, 'utf8'));
+    const header = makeHeader(
+      {
+        uniqueId,
+        opcode: Opcode.Abort,
+        elementType: ElementType.U8,
+        destinationRank: destination,
+        worldSize: this.worldSize,
+        sequence,
+        elementCount: payload.length,
+      },
+      payload.length,
+    );
+    return { header, parts: [payload] };
+  }
+}

@@ -1,0 +1,169 @@
+import { ConfigurationError, RemoteAbortError, WrongSessionError } from '../errors.js';
+import { ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
+import { ElementType, elementTypeName } from '../protocol/element-type.js';
+import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
+import { Opcode, opcodeName } from '../protocol/opcode.js';
+import type { UniqueId } from '../protocol/unique-id.js';
+import type { OutgoingFrame } from '../transport/frame-channel.js';
+
+/** A frame the router must write to one rank's connection on this rail. */
+export interface Delivery {
+  readonly rank: number;
+  readonly frame: OutgoingFrame;
+}
+
+/**
+ * Point-to-point matching for one rail (the reference design's `route_p2p_request`): a Send is
+ * acknowledged and either meets a posted Receive or waits; a Receive meets the oldest matching
+ * Send or waits. Matching is by (source, destination, tag) with ANY source, FIFO per match key.
+ *
+ * Beyond the reference: unmatched sends of one rank are buffered eagerly only up to
+ * MAX_FRAME_PAYLOAD_BYTES; past that their acknowledgement waits until a receive takes them, so a
+ * sender that awaits its sends cannot make the coordinator hold unbounded data.
+ */
+export class P2pMatcher {
+  private readonly sends: { frame: Frame; acknowledged: boolean }[] = [];
+  private readonly receives: Frame[] = [];
+  private readonly bufferedBytes: number[];
+
+  constructor(
+    private readonly uniqueId: UniqueId,
+    private readonly worldSize: number,
+  ) {
+    this.bufferedBytes = new Array<number>(worldSize).fill(0);
+  }
+
+  /** Routes one request from `rank`'s connection; throws on invalid requests and on Abort. */
+  route(rank: number, frame: Frame): Delivery[] {
+    this.validate(rank, frame);
+    const header = frame.header;
+    switch (header.opcode) {
+      case Opcode.Send: {
+        const deliveries: Delivery[] = [];
+        const index = this.receives.findIndex((receive) => matches(frame, receive));
+        if (index >= 0) {
+          deliveries.push(this.acknowledge(frame));
+          deliveries.push(this.deliver(frame, this.receives.splice(index, 1)[0]!));
+          return deliveries;
+        }
+        const eager = this.bufferedBytes[rank]! + frame.payload.length <= MAX_FRAME_PAYLOAD_BYTES;
+        this.bufferedBytes[rank]! += frame.payload.length;
+        this.sends.push({ frame, acknowledged: eager });
+        return eager ? [this.acknowledge(frame)] : [];
+      }
+      case Opcode.Receive: {
+        const index = this.sends.findIndex((send) => matches(send.frame, frame));
+        if (index < 0) {
+          this.receives.push(frame);
+          return [];
+        }
+        const [send] = this.sends.splice(index, 1);
+        this.bufferedBytes[send!.frame.header.sourceRank]! -= send!.frame.payload.length;
+        const deliveries = [this.deliver(send!.frame, frame)];
+        if (!send!.acknowledged) deliveries.push(this.acknowledge(send!.frame));
+        return deliveries;
+      }
+      case Opcode.Heartbeat:
+        return [{ rank, frame: this.reply(Opcode.Heartbeat, frame, rank) }];
+      case Opcode.Leave:
+        return [];
+      case Opcode.Abort:
+        throw new RemoteAbortError(`rank ${rank} aborted: ${frameText(frame)}`);
+      default:
+        throw new ConfigurationError(`opcode ${opcodeName(header.opcode)} is invalid on the point-to-point channel`);
+    }
+  }
+
+  private acknowledge(send: Frame): Delivery {
+    return { rank: send.header.sourceRank, frame: this.reply(Opcode.Send, send, send.header.sourceRank) };
+  }
+
+  private reply(opcode: Opcode, request: Frame, destination: number): OutgoingFrame {
+    const header = makeHeader(
+      {
+        uniqueId: this.uniqueId,
+        opcode,
+        sourceRank: request.header.sourceRank,
+        destinationRank: destination,
+        worldSize: this.worldSize,
+        sequence: request.header.sequence,
+        tag: request.header.tag,
+      },
+      0,
+    );
+    return { header, parts: [] };
+  }
+
+  private deliver(send: Frame, receive: Frame): Delivery {
+    const s = send.header;
+    const r = receive.header;
+    if (s.elementType !== r.elementType || s.elementCount !== r.elementCount) {
+      throw new ConfigurationError(
+        `point-to-point tag ${s.tag} contract mismatch: send ${elementTypeName(s.elementType)}/${s.elementCount} ` +
+          `receive ${elementTypeName(r.elementType)}/${r.elementCount} (rank ${s.sourceRank} -> rank ${r.sourceRank})`,
+      );
+    }
+    const header = makeHeader(
+      {
+        uniqueId: this.uniqueId,
+        opcode: Opcode.Receive,
+        elementType: s.elementType,
+        sourceRank: s.sourceRank,
+        destinationRank: r.sourceRank,
+        worldSize: this.worldSize,
+        sequence: r.sequence,
+        tag: s.tag,
+        elementCount: s.elementCount,
+      },
+      send.payload.length,
+    );
+    return { rank: r.sourceRank, frame: { header, parts: [send.payload] } };
+  }
+
+  private validate(rank: number, frame: Frame): void {
+    const h = frame.header;
+    if (!h.uniqueId.equals(this.uniqueId)) throw new WrongSessionError();
+    if (h.worldSize !== this.worldSize || h.sourceRank !== rank) {
+      throw new ConfigurationError(
+        `point-to-point connection rank ${rank} submitted source ${h.sourceRank} and world ${h.worldSize}`,
+      );
+    }
+    if (h.rootRank !== ANY_RANK) throw new ConfigurationError('point-to-point request cannot declare a collective root');
+    const emptyControl =
+      h.destinationRank === ANY_RANK && h.elementType === ElementType.None && h.elementCount === 0 && frame.payload.length === 0;
+    switch (h.opcode) {
+      case Opcode.Send:
+        if (h.destinationRank === ANY_RANK) throw new ConfigurationError('point-to-point send requires a destination rank');
+        if (frame.payload.length === 0 && h.elementCount > 0) {
+          throw new ConfigurationError(`point-to-point send with tag ${h.tag} declares ${h.elementCount} elements but carries no data`);
+        }
+        break;
+      case Opcode.Receive:
+        if (frame.payload.length > 0) throw new ConfigurationError('point-to-point receive request cannot carry data');
+        break;
+      case Opcode.Abort:
+        if (h.destinationRank !== ANY_RANK || h.elementType !== ElementType.U8 || frame.payload.length === 0) {
+          throw new ConfigurationError('point-to-point abort requires a non-empty U8 message');
+        }
+        break;
+      case Opcode.Heartbeat:
+        if (!emptyControl) throw new ConfigurationError('point-to-point heartbeat must be an empty control frame');
+        break;
+      case Opcode.Leave:
+        if (!emptyControl) throw new ConfigurationError('point-to-point LEAVE must be an empty control frame');
+        break;
+      default:
+        throw new ConfigurationError(`opcode ${opcodeName(h.opcode)} is invalid on the point-to-point channel`);
+    }
+  }
+}
+
+function matches(send: Frame, receive: Frame): boolean {
+  const s = send.header;
+  const r = receive.header;
+  return (
+    s.destinationRank === r.sourceRank &&
+    (r.destinationRank === ANY_RANK || r.destinationRank === s.sourceRank) &&
+    s.tag === r.tag
+  );
+}

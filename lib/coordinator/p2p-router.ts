@@ -1,0 +1,82 @@
+import { interval, Observable, type SchedulerLike } from 'rxjs';
+import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
+import { Opcode } from '../protocol/opcode.js';
+import type { UniqueId } from '../protocol/unique-id.js';
+import type { FrameChannel } from '../transport/frame-channel.js';
+import { P2pMatcher } from './p2p-matcher.js';
+import { errorText, rankEvents } from './rank-events.js';
+
+export interface P2pRouterOptions {
+  readonly uniqueId: UniqueId;
+  /** When set, every rank must show signs of life this often, and must LEAVE before closing. */
+  readonly heartbeatTimeoutMs: number | null;
+  readonly scheduler: SchedulerLike;
+}
+
+/**
+ * Serves one point-to-point rail (the reference design's `run_p2p_loop`): routes Send, Receive,
+ * Heartbeat, Leave and Abort from every rank's connection on this rail through a `P2pMatcher`.
+ *
+ * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame: a rank silent
+ * for longer fails the session (`heartbeat lease for rank 1; last contact 153 ms ago`), checked
+ * on a timer stream every quarter of the timeout (1..250 ms). Completes when every rank's
+ * connection has ended; errors with the first failure.
+ */
+export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterOptions): Observable<never> {
+  return new Observable<never>((subscriber) => {
+    const worldSize = channels.length;
+    const { scheduler, heartbeatTimeoutMs } = options;
+    const matcher = new P2pMatcher(options.uniqueId, worldSize);
+    const lastSeen = new Array<number>(worldSize).fill(scheduler.now());
+    const graceful = new Array<boolean>(worldSize).fill(false);
+    const closed = new Array<boolean>(worldSize).fill(false);
+
+    const onFrame = (rank: number, frame: Parameters<P2pMatcher['route']>[1]) => {
+      lastSeen[rank] = scheduler.now();
+      if (graceful[rank]) throw new ConfigurationError(`point-to-point rank ${rank} sent data after LEAVE`);
+      for (const delivery of matcher.route(rank, frame)) {
+        try {
+          channels[delivery.rank]!.send(delivery.frame);
+        } catch (error) {
+          // A rank that already went away cannot take its reply; its departure is handled on its own.
+          if (!(error instanceof ChannelClosedError)) throw error;
+        }
+      }
+      if (frame.header.opcode === Opcode.Leave) graceful[rank] = true;
+    };
+
+    const onGone = (rank: number, reason: string | null) => {
+      closed[rank] = true;
+      if (heartbeatTimeoutMs !== null && !graceful[rank]) {
+        throw new ConfigurationError(
+          reason === null
+            ? `point-to-point rank ${rank} disconnected without LEAVE`
+            : `point-to-point rank ${rank} failed without LEAVE: ${reason}`,
+        );
+      }
+      if (closed.every(Boolean)) subscriber.complete();
+    };
+
+    const events = rankEvents(channels).subscribe((event) => {
+      try {
+        if (event.kind === 'frame') onFrame(event.rank, event.frame);
+        else onGone(event.rank, event.kind === 'failed' ? errorText(event.error) : null);
+      } catch (error) {
+        subscriber.error(error);
+      }
+    });
+    if (heartbeatTimeoutMs !== null) {
+      const poll = Math.min(250, Math.max(1, Math.floor(heartbeatTimeoutMs / 4)));
+      events.add(
+        interval(poll, scheduler).subscribe(() => {
+          const now = scheduler.now();
+          const stale = lastSeen.findIndex((seen, rank) => !closed[rank] && !graceful[rank] && now - seen >= heartbeatTimeoutMs);
+          if (stale >= 0) {
+            subscriber.error(new TimeoutError(`heartbeat lease for rank ${stale}; last contact ${Math.round(now - lastSeen[stale]!)} ms ago`));
+          }
+        }),
+      );
+    }
+    return () => events.unsubscribe();
+  });
+}

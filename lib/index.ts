@@ -1,0 +1,34 @@
+/** rxccl: reactive collective communication for Node.js. See README.md and docs/. */
+export * from './errors.js';
+export {
+  ANY_RANK,
+  FRAME_HEADER_BYTES,
+  MAX_FRAME_PAYLOAD_BYTES,
+  PROTOCOL_VERSION,
+  FLAG_PAYLOAD,
+  FLAG_P2P_CHANNEL,
+  FLAG_COUNTS_PREFIX,
+  Opcode,
+  ElementType,
+  elementWidth,
+  type DType,
+  type ReduceOp,
+  REDUCE_OPS,
+  UniqueId,
+  type Frame,
+  type FrameHeader,
+  makeFrame,
+  encodeHeader,
+  decodeHeader,
+  decodeFrames,
+  FrameDecoder,
+  CollectiveAgreement,
+  type OperationDescriptor,
+} from './protocol/index.js';
+export type { Tensor, TaggedTensor, TypedArray } from './tensor.js';
+export type { CollectiveTransport } from './transport/transport-kind.js';
+export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
+export { RankSession, type ReceiveShape, type RailOption } from './rank/rank-session.js';
+export type { SessionOptions } from './rank/session-options.js';
+export { openSession, connect } from './rank/open-session.js';
+export * from './collectives/index.js';

@@ -1,0 +1,57 @@
+import { ConfigurationError } from '../errors.js';
+import { UniqueId } from '../protocol/unique-id.js';
+import { type CollectiveTransport, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
+
+export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
+
+/** What `openSession` takes (the public contract's `SessionOptions`). */
+export interface SessionOptions {
+  /** `'host:port'` of the coordinator. */
+  coordinator: string;
+  uniqueId: UniqueId | string;
+  rank: number;
+  worldSize: number;
+  /** Connecting, and each response (the reference design's session timeout). Default 300 s. */
+  timeoutMs?: number;
+  rails?: number;
+  transport?: CollectiveTransport | string;
+}
+
+export interface ResolvedSessionOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly uniqueId: UniqueId;
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly timeoutMs: number;
+  readonly rails: number;
+  readonly transport: CollectiveTransport;
+}
+
+/** Splits `host:port` (IPv6 as `[::1]:port`). */
+export function parseHostPort(value: string, name = 'coordinator'): { host: string; port: number } {
+  const match = /^\s*(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})\s*$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port < 1 || port > 65535) {
+    throw new ConfigurationError(`${name} must be host:port with a port in 1..65535, got ${JSON.stringify(value)}`);
+  }
+  return { host: match[1] ?? match[2]!, port };
+}
+
+export function resolveSessionOptions(options: SessionOptions): ResolvedSessionOptions {
+  const { host, port } = parseHostPort(options.coordinator);
+  const worldSize = options.worldSize;
+  if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
+    throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
+  }
+  return {
+    host,
+    port,
+    uniqueId: UniqueId.from(options.uniqueId),
+    rank: options.rank,
+    worldSize,
+    timeoutMs: validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout'),
+    rails: validateRails(options.rails ?? 1),
+    transport: parseTransport(options.transport ?? 'tcp_host_staged', 'transport'),
+  };
+}

@@ -1,0 +1,101 @@
+import { connect as netConnect, type Socket } from 'node:net';
+import { firstValueFrom, take, timeout } from 'rxjs';
+import { ConfigurationError, RemoteAbortError, TimeoutError } from '../errors.js';
+import { FLAG_P2P_CHANNEL } from '../protocol/constants.js';
+import { makeHeader, frameText } from '../protocol/frame.js';
+import { Opcode, opcodeName } from '../protocol/opcode.js';
+import type { UniqueId } from '../protocol/unique-id.js';
+import { FrameChannel } from './frame-channel.js';
+import { validateResponse } from './validate-response.js';
+
+export interface ChannelAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface JoinRequest {
+  readonly uniqueId: UniqueId;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** null for the collective channel, else the P2P rail index. */
+  readonly rail: number | null;
+  readonly timeoutMs: number;
+}
+
+const RETRY_DELAY_MS = 50;
+
+/** Connects a TCP socket, retrying refused connections (the coordinator may still be starting). */
+async function connectSocket(address: ChannelAddress, deadline: number): Promise<Socket> {
+  for (;;) {
+    const socket = netConnect({ host: address.host, port: address.port, noDelay: true });
+    const remaining = deadline - Date.now();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`)), Math.max(0, remaining));
+        socket.once('connect', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        socket.once('error', (error) => {
+          clearTimeout(timer);
+          reject(error);
+        });
+      });
+      return socket;
+    } catch (error) {
+      socket.destroy();
+      const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
+      if (!refused || Date.now() + RETRY_DELAY_MS >= deadline) {
+        if (error instanceof TimeoutError) throw error;
+        throw new ConfigurationError(`cannot connect to coordinator ${address.host}:${address.port}: ${(error as Error).message}`, { cause: error });
+      }
+      await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+    }
+  }
+}
+
+/**
+ * Opens one of a rank's channels to the coordinator (the reference design's
+ * `connect_rank_channel`): connect, send JOIN, and wait for the matching READY. An Abort in place
+ * of READY (the coordinator refused the JOIN) rejects with its reason.
+ */
+export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
+  const deadline = Date.now() + join.timeoutMs;
+  const socket = await connectSocket(address, deadline);
+  const channel = new FrameChannel(socket);
+  const p2p = join.rail !== null;
+  const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
+  try {
+    channel.send({
+      header: makeHeader(
+        {
+          uniqueId: join.uniqueId,
+          opcode: Opcode.Join,
+          sourceRank: join.rank,
+          worldSize: join.worldSize,
+          flags: p2p ? FLAG_P2P_CHANNEL : 0,
+          tag: BigInt(join.rail ?? 0),
+        },
+        0,
+      ),
+      parts: [],
+    });
+    const ready = await firstValueFrom(channel.frames$.pipe(take(1), timeout(Math.max(1, deadline - Date.now())))).catch((error: unknown) => {
+      if (error instanceof Error && error.name === 'TimeoutError') throw new TimeoutError(`rank ${join.rank} waiting for READY on ${what}`);
+      if (error instanceof Error && error.name === 'EmptyError') throw new ConfigurationError(`coordinator closed before READY on ${what}`);
+      throw error;
+    });
+    if (ready.header.opcode === Opcode.Abort) throw new RemoteAbortError(frameText(ready));
+    validateResponse(ready, join.uniqueId, join.rank, join.worldSize, 0n);
+    const readyP2p = (ready.header.flags & FLAG_P2P_CHANNEL) !== 0;
+    if (ready.header.opcode !== Opcode.Ready || readyP2p !== p2p || ready.header.tag !== BigInt(join.rail ?? 0)) {
+      throw new ConfigurationError(
+        `coordinator answered JOIN on the wrong channel/rail with ${opcodeName(ready.header.opcode)} tag ${ready.header.tag}`,
+      );
+    }
+    return channel;
+  } catch (error) {
+    channel.destroy();
+    throw error;
+  }
+}

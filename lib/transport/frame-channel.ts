@@ -1,0 +1,156 @@
+import type { Socket } from 'node:net';
+import { Observable, type Subscriber } from 'rxjs';
+import { ChannelClosedError } from '../errors.js';
+import { encodeHeader, type FrameHeader } from '../protocol/header.js';
+import type { Frame } from '../protocol/frame.js';
+import { FrameDecoder } from '../protocol/frame-decoder.js';
+
+/** A frame to write: its header and the payload as one or more parts, written back to back. */
+export interface OutgoingFrame {
+  readonly header: FrameHeader;
+  /** Payload parts; their lengths must add up to `header.payloadBytes`. Never concatenated. */
+  readonly parts: readonly Uint8Array[];
+}
+
+export function outgoing(frame: Frame): OutgoingFrame {
+  return { header: frame.header, parts: frame.payload.length > 0 ? [frame.payload] : [] };
+}
+
+type Ending = { readonly error: unknown } | { readonly error?: undefined };
+
+/**
+ * One TCP connection speaking GX1: incoming bytes become `frames$`, outgoing frames are written as
+ * header + payload parts in one corked batch (a single writev, no concatenation).
+ *
+ * `frames$` has one subscriber at a time. The channel keeps one decoder for the whole connection,
+ * so a consumer may unsubscribe (say after a handshake frame) and another subscribe later without
+ * losing a byte: frames that arrive while nobody listens wait in a backlog and the socket is
+ * paused meanwhile, which also pushes back on the sender. The stream completes when the peer ends
+ * the connection at a frame boundary and errors on a socket error or a `ProtocolError`.
+ */
+export class FrameChannel {
+  readonly frames$: Observable<Frame>;
+  private readonly decoder = new FrameDecoder();
+  private readonly backlog: Frame[] = [];
+  private subscriber: Subscriber<Frame> | null = null;
+  private ending: Ending | null = null;
+  private discarding = false;
+
+  constructor(readonly socket: Socket) {
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        this.decoder.push(chunk, (frame) => this.dispatch(frame));
+      } catch (error) {
+        this.end({ error });
+        socket.destroy();
+      }
+    });
+    socket.on('end', () => {
+      try {
+        this.decoder.end();
+        this.end({});
+      } catch (error) {
+        this.end({ error });
+      }
+    });
+    socket.on('error', (error) => this.end({ error }));
+    socket.on('close', () => this.end({}));
+    this.frames$ = new Observable<Frame>((subscriber) => {
+      if (this.subscriber !== null) {
+        subscriber.error(new ChannelClosedError(`frame channel ${this.describe()} already has a reader`));
+        return;
+      }
+      this.subscriber = subscriber;
+      while (this.backlog.length > 0 && this.subscriber === subscriber) subscriber.next(this.backlog.shift()!);
+      if (this.subscriber === subscriber) {
+        if (this.ending !== null) this.deliverEnding(subscriber);
+        else socket.resume();
+      }
+      return () => {
+        if (this.subscriber === subscriber) this.subscriber = null;
+      };
+    });
+  }
+
+  get closed(): boolean {
+    return this.ending !== null || this.socket.destroyed;
+  }
+
+  /**
+   * Writes one frame. Returns false when the socket's buffer is full: the caller should wait for
+   * `drained()` before writing more (the frame itself is queued, never dropped).
+   */
+  send(frame: OutgoingFrame): boolean {
+    if (this.socket.destroyed || this.socket.writableEnded) {
+      throw new ChannelClosedError(`cannot send on closed connection ${this.describe()}`);
+    }
+    const socket = this.socket;
+    socket.cork();
+    let writable = socket.write(encodeHeader(frame.header));
+    for (const part of frame.parts) if (part.length > 0) writable = socket.write(part);
+    socket.uncork();
+    return writable;
+  }
+
+  /** Resolves once the socket can take more data (at once if it already can). */
+  drained(): Promise<void> {
+    if (!this.socket.writableNeedDrain || this.socket.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      this.socket.on('drain', done);
+      this.socket.on('close', done);
+    });
+  }
+
+  /**
+   * Ends the connection after queued writes are flushed. Nothing more is read: later frames are
+   * discarded and the socket keeps flowing so the peer's end is seen and the socket closes (a
+   * peer that never closes is cut off after `lingerMs`).
+   */
+  finish(lingerMs = 2_000): void {
+    this.discarding = true;
+    this.backlog.length = 0;
+    this.subscriber = null;
+    if (this.socket.destroyed) return;
+    this.socket.resume();
+    if (!this.socket.writableEnded) this.socket.end();
+    setTimeout(() => this.socket.destroy(), lingerMs).unref();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  describe(): string {
+    return `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}`;
+  }
+
+  private dispatch(frame: Frame): void {
+    if (this.discarding) return;
+    if (this.subscriber !== null && this.backlog.length === 0) {
+      this.subscriber.next(frame);
+      return;
+    }
+    this.backlog.push(frame);
+    this.socket.pause();
+  }
+
+  private end(ending: Ending): void {
+    if (this.ending !== null) return;
+    this.ending = ending;
+    const subscriber = this.subscriber;
+    if (subscriber !== null && this.backlog.length === 0) this.deliverEnding(subscriber);
+  }
+
+  private deliverEnding(subscriber: Subscriber<Frame>): void {
+    this.subscriber = null;
+    const ending = this.ending!;
+    if (ending.error !== undefined) subscriber.error(ending.error);
+    else subscriber.complete();
+  }
+}

@@ -1,0 +1,50 @@
+import { ConfigurationError } from '../errors.js';
+
+/** How collective and point-to-point data travel between ranks. */
+export type CollectiveTransport = 'tcp_host_staged' | 'tcp_peer';
+
+export const MAX_P2P_RAILS = 64;
+
+/** Parses a transport name with the reference design's accepted spellings. */
+export function parseTransport(value: string, source = 'GX1_COLLECTIVE_TRANSPORT'): CollectiveTransport {
+  switch (value.trim().toLowerCase()) {
+    case 'coordinator':
+    case 'tcp_coordinator':
+    case 'tcp_host_staged':
+      return 'tcp_host_staged';
+    case 'peer':
+    case 'tcp_peer':
+      return 'tcp_peer';
+    default:
+      throw new ConfigurationError(`${source} must be tcp_host_staged or tcp_peer, got ${JSON.stringify(value)}`);
+  }
+}
+
+export function validateRails(rails: number): number {
+  if (!Number.isInteger(rails) || rails < 1 || rails > MAX_P2P_RAILS) {
+    throw new ConfigurationError(`point-to-point rail count ${rails} is outside 1..=${MAX_P2P_RAILS}`);
+  }
+  return rails;
+}
+
+/** Parses `GX1_P2P_RAILS` (default 1). */
+export function parseRails(value: string | undefined, source = 'GX1_P2P_RAILS'): number {
+  if (value === undefined) return 1;
+  const text = value.trim();
+  if (!/^\d+$/.test(text)) {
+    throw new ConfigurationError(`${source} must be an integer in 1..=${MAX_P2P_RAILS}, got ${JSON.stringify(value)}`);
+  }
+  return validateRails(Number(text));
+}
+
+export function validateWorldSize(worldSize: number): number {
+  if (!Number.isInteger(worldSize) || worldSize < 1 || worldSize > 0xffffffff) {
+    throw new ConfigurationError(`TCP collective world size ${worldSize} is outside 1..=${0xffffffff}`);
+  }
+  return worldSize;
+}
+
+export function validateTimeout(ms: number, what: string): number {
+  if (!Number.isFinite(ms) || ms <= 0) throw new ConfigurationError(`${what} must be greater than zero, got ${ms}`);
+  return ms;
+}

@@ -1,0 +1,64 @@
+import { Coordinator, type CoordinatorOptions } from '../../lib/coordinator/coordinator.js';
+import { UniqueId } from '../../lib/protocol/unique-id.js';
+import { RankSession } from '../../lib/rank/rank-session.js';
+import { resolveSessionOptions } from '../../lib/rank/session-options.js';
+
+export type JobOptions = Omit<CoordinatorOptions, 'uniqueId' | 'worldSize'> & { uniqueId?: UniqueId; timeoutMs?: number };
+
+/** A coordinator on loopback plus a way to open its ranks in this process. */
+export interface TestJob {
+  readonly coordinator: Coordinator;
+  readonly uniqueId: UniqueId;
+  readonly worldSize: number;
+  openRank(rank: number, overrides?: { timeoutMs?: number; rails?: number }): Promise<RankSession>;
+  /** Closes every session opened through this job and the coordinator. */
+  dispose(): Promise<void>;
+}
+
+export async function startCoordinator(worldSize: number, options: JobOptions = {}): Promise<TestJob> {
+  const uniqueId = options.uniqueId ?? UniqueId.random();
+  const coordinator = await Coordinator.listen({ ...options, host: '127.0.0.1', port: 0, uniqueId, worldSize });
+  const sessions: RankSession[] = [];
+  return {
+    coordinator,
+    uniqueId,
+    worldSize,
+    async openRank(rank, overrides = {}) {
+      const session = await RankSession.open(
+        resolveSessionOptions({
+          coordinator: `127.0.0.1:${coordinator.address.port}`,
+          uniqueId,
+          rank,
+          worldSize,
+          timeoutMs: overrides.timeoutMs ?? options.timeoutMs ?? 5_000,
+          rails: overrides.rails ?? options.rails ?? 1,
+        }),
+      );
+      sessions.push(session);
+      return session;
+    },
+    async dispose() {
+      await Promise.all(sessions.map((session) => session.close()));
+      await coordinator.close();
+    },
+  };
+}
+
+/** Opens every rank of a job concurrently (each rank's rendezvous waits for the others). */
+export async function startJob(worldSize: number, options: JobOptions = {}): Promise<TestJob & { sessions: RankSession[] }> {
+  const job = await startCoordinator(worldSize, options);
+  const sessions = await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank)));
+  return { ...job, sessions };
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Resolves with the rejection of `promise` (fails if it resolves). */
+export async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error & { code?: string };
+  }
+  throw new Error('expected a rejection, got a value');
+}

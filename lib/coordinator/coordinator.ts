@@ -14,6 +14,7 @@ import {
   validateWorldSize,
 } from '../transport/transport-kind.js';
 import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
+import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { p2pRouter } from './p2p-router.js';
 import { type ChannelRole, roleKey, validateJoin } from './validate-join.js';
 
@@ -104,9 +105,6 @@ export class Coordinator {
   }
 
   static async listen(options: CoordinatorOptions): Promise<Coordinator> {
-    if (options.transport === 'tcp_peer') {
-      throw new ConfigurationError('transport tcp_peer is not available yet in this build; use tcp_host_staged');
-    }
     const resolved = {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
@@ -218,6 +216,24 @@ export class Coordinator {
   }
 
   private start(role: ChannelRole, channels: FrameChannel[]): void {
+    if (role.kind === 'collective' && this.transport === 'tcp_peer') {
+      // Ranks publish their direct peer endpoints on the collective channel before any collective.
+      exchangePeerEndpoints(channels, {
+        uniqueId: this.uniqueId,
+        rails: this.rails,
+        timeoutMs: this.options.collectiveTimeoutMs,
+        scheduler: this.options.scheduler,
+      }).then(
+        () => this.run(role, channels),
+        (error: unknown) => this.fail(error),
+      );
+      return;
+    }
+    this.run(role, channels);
+  }
+
+  private run(role: ChannelRole, channels: FrameChannel[]): void {
+    if (this.finished) return;
     const { scheduler } = this.options;
     const loop =
       role.kind === 'collective'

@@ -9,12 +9,17 @@ import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import { reduceOpCode, type ReduceOp } from '../protocol/reduce-op.js';
 import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
+import { CollectiveTopology } from '../topology/collective-topology.js';
+import { probeTopology } from '../topology/probe.js';
+import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
 import { connectChannel } from '../transport/connect-channel.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { validateTimeout } from '../transport/transport-kind.js';
 import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkTag } from './arguments.js';
 import { CollectiveClient, type CollectiveRequest } from './collective-client.js';
+import { CoordinatorDataPlane, type DataPlane, PeerDataPlane } from './data-plane.js';
+import { openPeerPlane } from './open-peer-plane.js';
 import { P2pClient } from './p2p-client.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import { SessionFailure } from './session-failure.js';
@@ -30,14 +35,30 @@ export interface RailOption {
   readonly rail?: number;
 }
 
+function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
+  const size = bytes.length / parts;
+  return Array.from({ length: parts }, (_, index) => bytes.subarray(index * size, (index + 1) * size));
+}
+
 /** A tensor the session returns for a dtype it learnt from the wire: tagged for f16/bf16. */
 function tensorOfDType(dtype: DType, bytes: Uint8Array): Tensor {
   return tensorFromBytes(dtype, bytes, dtype === 'f16' || dtype === 'bf16');
 }
 
+/** Resolves every connection attempt; if one fails, closes those that succeeded and rethrows. */
+async function settleAll(attempts: Promise<FrameChannel>[]): Promise<FrameChannel[]> {
+  const settled = await Promise.allSettled(attempts);
+  const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  const channels = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  if (failed === undefined) return channels;
+  for (const channel of channels) channel.destroy();
+  throw failed.reason;
+}
+
 /**
- * One rank's membership in a job (the reference design's `TcpRankSession`, tcp_host_staged):
- * an ordered collective channel to the coordinator plus `rails` multiplexed P2P channels.
+ * One rank's membership in a job (the reference design's `TcpRankSession`): an ordered collective
+ * channel to the coordinator, plus either `rails` multiplexed P2P channels through the coordinator
+ * (tcp_host_staged) or a direct peer mesh with a control channel (tcp_peer).
  *
  * Every method validates its arguments before anything is sent. Collectives run one at a time in
  * call order; P2P requests are multiplexed. Reductions run rank-side in the GX kernels. The first
@@ -53,7 +74,7 @@ export class RankSession {
     readonly worldSize: number,
     readonly transport: CollectiveTransport,
     private readonly collective: CollectiveClient,
-    private readonly railClients: readonly P2pClient[],
+    private readonly plane: DataPlane,
     private readonly failure: SessionFailure,
     private timeoutMs: number,
   ) {
@@ -61,29 +82,32 @@ export class RankSession {
   }
 
   static async open(options: ResolvedSessionOptions): Promise<RankSession> {
-    if (options.transport === 'tcp_peer') {
-      throw new ConfigurationError('transport tcp_peer is not available yet in this build; use tcp_host_staged');
-    }
     const address = { host: options.host, port: options.port };
-    const join = (rail: number | null) => ({ ...options, rail });
-    const attempts = [connectChannel(address, join(null)), ...Array.from({ length: options.rails }, (_, rail) => connectChannel(address, join(rail)))];
-    const settled = await Promise.allSettled(attempts);
-    const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-    const channels = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
-    if (failed !== undefined) {
-      for (const channel of channels) channel.destroy();
-      throw failed.reason;
-    }
-    const [collectiveChannel, ...railChannels] = channels as [FrameChannel, ...FrameChannel[]];
+    const { uniqueId, rank, worldSize, timeoutMs } = options;
+    const join = (rail: number | null) => ({ uniqueId, rank, worldSize, timeoutMs, rail });
     const failure = new SessionFailure();
-    const { uniqueId, rank, worldSize } = options;
-    const collective = new CollectiveClient(collectiveChannel, uniqueId, rank, worldSize, failure, options.timeoutMs);
-    const rails = railChannels.map((channel, rail) => new P2pClient(channel, uniqueId, rank, worldSize, rail, failure));
-    return new RankSession(rank, worldSize, options.transport, collective, rails, failure, options.timeoutMs);
+    let collectiveChannel: FrameChannel;
+    let plane: DataPlane;
+    if (options.transport === 'tcp_peer') {
+      collectiveChannel = await connectChannel(address, join(null));
+      try {
+        plane = await openPeerPlane(collectiveChannel, address, options, failure);
+      } catch (error) {
+        collectiveChannel.destroy();
+        throw error;
+      }
+    } else {
+      // All channels at once: the coordinator answers each kind once every rank has joined it.
+      const channels = await settleAll([connectChannel(address, join(null)), ...Array.from({ length: options.rails }, (_, rail) => connectChannel(address, join(rail)))]);
+      collectiveChannel = channels[0]!;
+      plane = new CoordinatorDataPlane(channels.slice(1).map((channel, rail) => new P2pClient(channel, uniqueId, rank, worldSize, rail, failure)));
+    }
+    const collective = new CollectiveClient(collectiveChannel, uniqueId, rank, worldSize, failure, timeoutMs);
+    return new RankSession(rank, worldSize, options.transport, collective, plane, failure, timeoutMs);
   }
 
   get rails(): number {
-    return this.railClients.length;
+    return this.plane.rails;
   }
 
   /** The session's failure, if it has failed. */
@@ -187,16 +211,7 @@ export class RankSession {
     checkRank(destination, this.worldSize, 'destination');
     const wireTag = checkTag(tag);
     const view = viewTensor(data);
-    const client = this.rail(wireTag, options);
-    await client.request({
-      opcode: Opcode.Send,
-      peer: destination,
-      tag: wireTag,
-      elementType: view.elementType,
-      elementCount: view.count,
-      payload: view.bytes,
-      timeoutMs: this.timeoutMs,
-    });
+    await this.plane.send(this.rail(wireTag, options), destination, wireTag, view.elementType, view.count, view.bytes, this.timeoutMs);
   }
 
   /** Receives the next matching message; `source` null means any rank. f16/bf16 come as `{ dtype, data }`. */
@@ -205,15 +220,7 @@ export class RankSession {
     const wireTag = checkTag(tag);
     const elementType = elementTypeOfDType(like?.dtype);
     checkCount(like.count, 'receive count');
-    const client = this.rail(wireTag, options);
-    const frame = await client.request({
-      opcode: Opcode.Receive,
-      peer: source ?? ANY_RANK,
-      tag: wireTag,
-      elementType,
-      elementCount: like.count,
-      timeoutMs: this.timeoutMs,
-    });
+    const frame = await this.plane.receive(this.rail(wireTag, options), source, wireTag, elementType, like.count, this.timeoutMs);
     return tensorOfDType(like.dtype, frame.payload);
   }
 
@@ -230,11 +237,41 @@ export class RankSession {
     );
   }
 
+  /**
+   * Measures latency and bandwidth between every pair of ranks on every rail (tcp_peer only; a
+   * collective: every rank calls it). Every rank ends with the identical topology. Options default
+   * to the `GX1_TOPOLOGY_PROBE_*` variables.
+   */
+  async probeTopology(options?: Partial<TopologyProbeOptions>): Promise<CollectiveTopology> {
+    const resolved = options === undefined ? probeOptionsFromEnvironment() : resolveProbeOptions(options);
+    if (!(this.plane instanceof PeerDataPlane)) {
+      throw new ConfigurationError('topology probe requires GX1_COLLECTIVE_TRANSPORT=tcp_peer (direct peer links to measure)');
+    }
+    this.failure.check();
+    const mesh = this.plane.peerMesh;
+    const session = this;
+    return this.failure.race(() =>
+      probeTopology(
+        {
+          rank: this.rank,
+          worldSize: this.worldSize,
+          rails: this.rails,
+          send: (rail, destination, tag, bytes) => session.plane.send(rail, destination, tag, ElementType.U8, bytes.length, bytes, session.timeoutMs),
+          receive: async (rail, source, tag, byteCount) => (await mesh.receive(rail, source, tag, ElementType.U8, byteCount)).payload,
+          allGather: async (bytes) => splitEqually(await session.allGather(bytes), session.worldSize),
+          barrier: () => session.barrier(),
+          now: () => process.hrtime.bigint(),
+        },
+        resolved,
+      ),
+    );
+  }
+
   /** Round trip of an empty control frame through the coordinator, in milliseconds. */
   async heartbeat(timeoutMs: number): Promise<number> {
     validateTimeout(timeoutMs, 'heartbeat timeout');
     const started = performance.now();
-    await this.railClients[0]!.request({
+    await this.plane.control.request({
       opcode: Opcode.Heartbeat,
       peer: ANY_RANK,
       tag: 0n,
@@ -252,15 +289,7 @@ export class RankSession {
   async abort(message: string): Promise<void> {
     const text = String(message);
     if (text.length === 0) throw new ConfigurationError('abort message must not be empty');
-    let sent = false;
-    for (const client of this.railClients) {
-      try {
-        client.abort(text);
-        sent = true;
-      } catch {
-        // This rail is gone; the others carry the abort.
-      }
-    }
+    const sent = this.plane.abort(text) > 0;
     if (!sent) throw new ChannelClosedError(`rank ${this.rank} could not send its abort: every rail is closed`);
   }
 
@@ -268,9 +297,9 @@ export class RankSession {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const client of this.railClients) client.close();
-    this.collective.close();
     this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
+    this.plane.close();
+    this.collective.close();
   }
 
   private run(request: CollectiveRequest, parts: readonly Uint8Array[]): Promise<Frame> {
@@ -297,8 +326,7 @@ export class RankSession {
     return tensorFromBytes(view.dtype, output, view.tagged);
   }
 
-  private rail(tag: bigint, options: RailOption): P2pClient {
-    const rail = options.rail === undefined ? Number(tag % BigInt(this.rails)) : checkRail(options.rail, this.rails);
-    return this.railClients[rail]!;
+  private rail(tag: bigint, options: RailOption): number {
+    return options.rail === undefined ? Number(tag % BigInt(this.rails)) : checkRail(options.rail, this.rails);
   }
 }

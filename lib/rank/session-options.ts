@@ -1,5 +1,13 @@
 import { ConfigurationError } from '../errors.js';
 import { UniqueId } from '../protocol/unique-id.js';
+import {
+  parseIpAddress,
+  parseRailIpAddresses,
+  parseRailSocketAddresses,
+  parseSocketAddress,
+  type PeerEndpointConfiguration,
+  validatePeerEndpointConfiguration,
+} from '../transport/peer-endpoint-config.js';
 import { type CollectiveTransport, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
@@ -15,6 +23,12 @@ export interface SessionOptions {
   timeoutMs?: number;
   rails?: number;
   transport?: CollectiveTransport | string;
+  /**
+   * tcp_peer only: where this rank listens for its peers and what it tells them to dial, one
+   * shared value or one per rail (as `GX1_P2P_LISTEN_ADDR` / `GX1_P2P_RAIL_LISTEN_ADDRS` and
+   * `GX1_P2P_ADVERTISE_ADDR` / `GX1_P2P_RAIL_ADVERTISE_ADDRS`, which apply when this is absent).
+   */
+  peerEndpoints?: { listen?: string | readonly string[]; advertise?: string | readonly string[] };
 }
 
 export interface ResolvedSessionOptions {
@@ -26,6 +40,7 @@ export interface ResolvedSessionOptions {
   readonly timeoutMs: number;
   readonly rails: number;
   readonly transport: CollectiveTransport;
+  readonly peerEndpoints: PeerEndpointConfiguration | null;
 }
 
 /** Splits `host:port` (IPv6 as `[::1]:port`). */
@@ -44,6 +59,7 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
   if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
+  const rails = validateRails(options.rails ?? 1);
   return {
     host,
     port,
@@ -51,7 +67,28 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
     rank: options.rank,
     worldSize,
     timeoutMs: validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout'),
-    rails: validateRails(options.rails ?? 1),
+    rails,
     transport: parseTransport(options.transport ?? 'tcp_host_staged', 'transport'),
+    peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
   };
+}
+
+function peerEndpointOptions(options: NonNullable<SessionOptions['peerEndpoints']>, rails: number): PeerEndpointConfiguration {
+  const { listen, advertise } = options;
+  const configuration: PeerEndpointConfiguration = {
+    listenAddresses:
+      listen === undefined
+        ? [{ host: '0.0.0.0', port: 0 }]
+        : typeof listen === 'string'
+          ? [parseSocketAddress('peerEndpoints.listen', listen)]
+          : parseRailSocketAddresses('peerEndpoints.listen', listen.join(','), rails),
+    advertiseAddresses:
+      advertise === undefined
+        ? []
+        : typeof advertise === 'string'
+          ? [parseIpAddress('peerEndpoints.advertise', advertise)]
+          : parseRailIpAddresses('peerEndpoints.advertise', advertise.join(','), rails),
+  };
+  validatePeerEndpointConfiguration(configuration, rails);
+  return configuration;
 }

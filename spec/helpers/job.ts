@@ -1,7 +1,13 @@
 import { Coordinator, type CoordinatorOptions } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { RankSession } from '../../lib/rank/rank-session.js';
-import { resolveSessionOptions } from '../../lib/rank/session-options.js';
+import { resolveSessionOptions, type SessionOptions } from '../../lib/rank/session-options.js';
+
+export interface RankOverrides {
+  timeoutMs?: number;
+  rails?: number;
+  peerEndpoints?: SessionOptions['peerEndpoints'];
+}
 
 export type JobOptions = Omit<CoordinatorOptions, 'uniqueId' | 'worldSize'> & { uniqueId?: UniqueId; timeoutMs?: number };
 
@@ -10,7 +16,7 @@ export interface TestJob {
   readonly coordinator: Coordinator;
   readonly uniqueId: UniqueId;
   readonly worldSize: number;
-  openRank(rank: number, overrides?: { timeoutMs?: number; rails?: number }): Promise<RankSession>;
+  openRank(rank: number, overrides?: RankOverrides): Promise<RankSession>;
   /** Closes every session opened through this job and the coordinator. */
   dispose(): Promise<void>;
 }
@@ -32,6 +38,8 @@ export async function startCoordinator(worldSize: number, options: JobOptions = 
           worldSize,
           timeoutMs: overrides.timeoutMs ?? options.timeoutMs ?? 5_000,
           rails: overrides.rails ?? options.rails ?? 1,
+          transport: options.transport ?? 'tcp_host_staged',
+          ...(overrides.peerEndpoints ? { peerEndpoints: overrides.peerEndpoints } : {}),
         }),
       );
       sessions.push(session);

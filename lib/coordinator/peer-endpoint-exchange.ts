@@ -1,0 +1,101 @@
+import { catchError, firstValueFrom, forkJoin, map, type SchedulerLike, take, throwError, timeout } from 'rxjs';
+import { ConfigurationError, TimeoutError } from '../errors.js';
+import { ANY_RANK, FLAG_PAYLOAD } from '../protocol/constants.js';
+import { ElementType } from '../protocol/element-type.js';
+import { makeHeader, type Frame } from '../protocol/frame.js';
+import { Opcode } from '../protocol/opcode.js';
+import type { UniqueId } from '../protocol/unique-id.js';
+import type { FrameChannel } from '../transport/frame-channel.js';
+import { formatEndpointTable, parseRankEndpoints, type SocketAddressText } from '../transport/peer-endpoint-config.js';
+
+export interface EndpointExchangeOptions {
+  readonly uniqueId: UniqueId;
+  readonly rails: number;
+  readonly timeoutMs: number;
+  readonly scheduler: SchedulerLike;
+}
+
+/**
+ * tcp_peer set-up on the coordinator (the reference design's `exchange_peer_endpoints_server`):
+ * every rank publishes its listen endpoints (one shared, or one per rail) as a PeerEndpoint frame
+ * on its collective channel; once all have, every rank gets the whole table. An unspecified IP is
+ * replaced by the address the coordinator sees the rank connect from. A rank that does not
+ * publish within the collective timeout fails the exchange, naming it.
+ */
+export async function exchangePeerEndpoints(channels: readonly FrameChannel[], options: EndpointExchangeOptions): Promise<void> {
+  const worldSize = channels.length;
+  const published = new Array<boolean>(worldSize).fill(false);
+  const table = await firstValueFrom(
+    forkJoin(
+      channels.map((channel, rank) =>
+        channel.frames$.pipe(
+          take(1),
+          timeout({ first: options.timeoutMs, scheduler: options.scheduler, with: () => throwError(() => missing(published, options.timeoutMs)) }),
+          map((frame) => {
+            const endpoints = readPublication(frame, rank, worldSize, options, channel.socket.remoteAddress ?? '127.0.0.1');
+            published[rank] = true;
+            return endpoints;
+          }),
+          catchError((error: unknown) =>
+            throwError(() =>
+              error instanceof Error && error.name === 'EmptyError'
+                ? new ConfigurationError(`rank ${rank} closed before publishing its direct peer endpoint`)
+                : error,
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+  const text = new Uint8Array(Buffer.from(formatEndpointTable(table), 'utf8'));
+  channels.forEach((channel, rank) => {
+    const header = makeHeader(
+      {
+        uniqueId: options.uniqueId,
+        opcode: Opcode.PeerEndpoint,
+        elementType: ElementType.U8,
+        destinationRank: rank,
+        worldSize,
+        tag: BigInt(options.rails),
+        elementCount: text.length,
+      },
+      text.length,
+    );
+    channel.send({ header, parts: [text] });
+  });
+}
+
+function missing(published: readonly boolean[], timeoutMs: number): TimeoutError {
+  const ranks = published.flatMap((done, rank) => (done ? [] : [rank]));
+  return new TimeoutError(`direct peer endpoint exchange after ${timeoutMs} ms; missing ranks [${ranks.join(',')}]`);
+}
+
+function readPublication(frame: Frame, rank: number, worldSize: number, options: EndpointExchangeOptions, peerHost: string): SocketAddressText[] {
+  const h = frame.header;
+  const valid =
+    h.opcode === Opcode.PeerEndpoint &&
+    h.elementType === ElementType.U8 &&
+    h.uniqueId.equals(options.uniqueId) &&
+    h.sourceRank === rank &&
+    h.destinationRank === ANY_RANK &&
+    h.rootRank === ANY_RANK &&
+    h.worldSize === worldSize &&
+    h.sequence === 0n &&
+    h.tag === BigInt(options.rails) &&
+    h.flags === FLAG_PAYLOAD &&
+    h.elementCount === frame.payload.length;
+  if (!valid) {
+    throw new ConfigurationError(
+      `rank ${rank} published an invalid direct peer endpoint frame: opcode ${h.opcode}, element type ${h.elementType}, ` +
+        `source ${h.sourceRank}, world ${h.worldSize}, sequence ${h.sequence}, tag ${h.tag} (expected ${options.rails} rails), ` +
+        `flags 0x${h.flags.toString(16)}, payload bytes ${frame.payload.length}`,
+    );
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(frame.payload);
+  } catch {
+    throw new ConfigurationError(`rank ${rank} direct peer endpoints are not UTF-8`);
+  }
+  return parseRankEndpoints(text, rank, options.rails, peerHost);
+}

@@ -1,0 +1,5 @@
+export * from './collective-topology.js';
+export * from './probe-buckets.js';
+export * from './probe-options.js';
+export * from './probe.js';
+export * from './best-ring-order.js';

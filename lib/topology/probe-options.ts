@@ -1,0 +1,104 @@
+import { ConfigurationError } from '../errors.js';
+import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
+
+/** How hard the topology probe measures each link (the reference's `TopologyProbeOptions`). */
+export interface TopologyProbeOptions {
+  /** Bytes of each bandwidth sample; one frame, so at most MAX_FRAME_PAYLOAD_BYTES. */
+  readonly payloadBytes: number;
+  /** One-byte sends timed per link and direction; the median is kept. */
+  readonly latencyIterations: number;
+  /** Payload sends timed per link and direction; the median is kept. */
+  readonly bandwidthIterations: number;
+  /** Untimed sends before each timed series, so connection set-up and slow start are not measured. */
+  readonly warmupIterations: number;
+}
+
+export const DEFAULT_TOPOLOGY_PROBE_OPTIONS: TopologyProbeOptions = Object.freeze({
+  payloadBytes: 1024 * 1024,
+  latencyIterations: 16,
+  bandwidthIterations: 3,
+  warmupIterations: 1,
+});
+
+type MutableProbeOptions = { -readonly [K in keyof TopologyProbeOptions]: TopologyProbeOptions[K] };
+
+/** Iteration counts above this would make a probe run for minutes: surely a typo. */
+const MAX_PROBE_ITERATIONS = 10_000;
+
+/** The environment variable that overrides each option. */
+const PROBE_ENVIRONMENT: readonly (readonly [keyof TopologyProbeOptions, string])[] = [
+  ['payloadBytes', 'GX1_TOPOLOGY_PROBE_BYTES'],
+  ['latencyIterations', 'GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS'],
+  ['bandwidthIterations', 'GX1_TOPOLOGY_PROBE_BANDWIDTH_ITERATIONS'],
+  ['warmupIterations', 'GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS'],
+];
+
+/**
+ * Checks the options against the reference's limits and returns them. Non-integers are rejected
+ * too: TypeScript callers can pass values the reference's `usize` fields could never hold.
+ */
+export function validateProbeOptions(options: TopologyProbeOptions): TopologyProbeOptions {
+  for (const [field] of PROBE_ENVIRONMENT) {
+    const value = options[field];
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new ConfigurationError(`topology probe ${field} must be a non-negative integer, got ${value}`);
+    }
+  }
+  const { payloadBytes, latencyIterations, bandwidthIterations, warmupIterations } = options;
+  if (payloadBytes === 0 || payloadBytes > MAX_FRAME_PAYLOAD_BYTES) {
+    throw new ConfigurationError(
+      `topology probe payload ${payloadBytes} is outside 1..=${MAX_FRAME_PAYLOAD_BYTES}`,
+    );
+  }
+  if (latencyIterations === 0 || bandwidthIterations === 0) {
+    throw new ConfigurationError(
+      'topology probe latency and bandwidth iterations must be greater than zero',
+    );
+  }
+  if (
+    latencyIterations > MAX_PROBE_ITERATIONS ||
+    bandwidthIterations > MAX_PROBE_ITERATIONS ||
+    warmupIterations > MAX_PROBE_ITERATIONS
+  ) {
+    throw new ConfigurationError(
+      `topology probe iteration counts must not exceed ${MAX_PROBE_ITERATIONS}`,
+    );
+  }
+  return options;
+}
+
+/**
+ * Fills the fields a caller left out (or set to undefined) with the defaults, then validates:
+ * `session.probeTopology({ payloadBytes: 65536 })` keeps the default iteration counts.
+ */
+export function resolveProbeOptions(options: Partial<TopologyProbeOptions> = {}): TopologyProbeOptions {
+  const resolved: MutableProbeOptions = { ...DEFAULT_TOPOLOGY_PROBE_OPTIONS };
+  for (const [field] of PROBE_ENVIRONMENT) {
+    const value = options[field];
+    if (value !== undefined) resolved[field] = value;
+  }
+  return validateProbeOptions(resolved);
+}
+
+/**
+ * Reads `GX1_TOPOLOGY_PROBE_BYTES`, `GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS`,
+ * `GX1_TOPOLOGY_PROBE_BANDWIDTH_ITERATIONS` and `GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS`; an unset
+ * variable keeps its default. Like the reference, surrounding whitespace and a leading `+` are
+ * accepted, anything else that is not a decimal integer is an error naming the variable.
+ */
+export function probeOptionsFromEnvironment(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TopologyProbeOptions {
+  const options: MutableProbeOptions = { ...DEFAULT_TOPOLOGY_PROBE_OPTIONS };
+  for (const [field, name] of PROBE_ENVIRONMENT) {
+    const value = env[name];
+    if (value === undefined) continue;
+    const text = value.trim();
+    const parsed = /^\+?[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(parsed)) {
+      throw new ConfigurationError(`${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+    }
+    options[field] = parsed;
+  }
+  return validateProbeOptions(options);
+}

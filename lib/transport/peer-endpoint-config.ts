@@ -1,0 +1,350 @@
+import { type AddressInfo, createServer, isIP, SocketAddress, type Server, type Socket } from 'node:net';
+import { ConfigurationError } from '../errors.js';
+import { validateRails } from './transport-kind.js';
+
+/**
+ * Where a rank listens for direct peer connections and what it tells its peers to dial, per
+ * point-to-point rail (the reference's `PeerEndpointConfiguration`). One shared listener serves
+ * every rail unless the deployment gives each rail its own address, e.g. one NIC per rail:
+ *
+ *   GX1_P2P_LISTEN_ADDR=0.0.0.0:0                         one listener for all rails
+ *   GX1_P2P_RAIL_LISTEN_ADDRS=10.0.0.5:0,10.1.0.5:0        one listener per rail
+ *   GX1_P2P_ADVERTISE_ADDR=10.0.0.5                        the address peers dial (behind NAT ...)
+ *   GX1_P2P_RAIL_ADVERTISE_ADDRS=10.0.0.5,10.1.0.5         ... per rail
+ */
+
+/** An IP address (no brackets, canonical form) and a port: what `net.connect` takes. */
+export interface SocketAddressText {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface PeerEndpointConfiguration {
+  /** One shared address, or one per rail. Port 0 lets the system pick. */
+  readonly listenAddresses: readonly SocketAddressText[];
+  /** Empty (advertise what was bound), one shared IP address, or one per rail. */
+  readonly advertiseAddresses: readonly string[];
+}
+
+const SOCKET_ADDRESS_SYNTAX = 'invalid socket address syntax';
+const IP_ADDRESS_SYNTAX = 'invalid IP address syntax';
+
+/**
+ * The canonical text of an IP literal, or undefined when `text` is none: IPv6 compressed and
+ * lower case as Rust prints it (so equal addresses compare equal as strings), a zone id kept.
+ */
+function canonicalIp(text: string): string | undefined {
+  const family = isIP(text);
+  if (family === 4) return text;
+  if (family !== 6) return undefined;
+  const zoneAt = text.indexOf('%');
+  const zone = zoneAt < 0 ? '' : text.slice(zoneAt);
+  const address = zoneAt < 0 ? text : text.slice(0, zoneAt);
+  return new SocketAddress({ address, family: 'ipv6' }).address + zone;
+}
+
+/** `a.b.c.d:port` or `[v6]:port`, IP literals only (no host names), as Rust's `SocketAddr` parses. */
+function socketAddressOf(text: string): SocketAddressText | undefined {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(text);
+  if (match === null) return undefined;
+  const [, bracketed, plain, portText] = match;
+  const host = bracketed !== undefined ? canonicalIp(bracketed) : canonicalIp(plain!);
+  const port = Number(portText);
+  if (host === undefined || port > 0xffff) return undefined;
+  // Brackets are for IPv6 only, and IPv6 needs them.
+  if ((bracketed !== undefined) !== (isIP(host) === 6)) return undefined;
+  return { host, port };
+}
+
+function isUnspecified(host: string): boolean {
+  return host === '0.0.0.0' || host === '::';
+}
+
+/** `a.b.c.d:port`, or `[v6]:port`: the form `parseSocketAddress` and the endpoint tables read. */
+export function formatEndpoint(endpoint: SocketAddressText): string {
+  const host = isIP(endpoint.host) === 6 ? `[${endpoint.host}]` : endpoint.host;
+  return `${host}:${endpoint.port}`;
+}
+
+/** Parses the socket address an environment variable `name` holds (surrounding blanks allowed). */
+export function parseSocketAddress(name: string, value: string): SocketAddressText {
+  const address = socketAddressOf(value.trim());
+  if (address === undefined) {
+    throw new ConfigurationError(
+      `${name} must be a socket address, got ${JSON.stringify(value)}: ${SOCKET_ADDRESS_SYNTAX}`,
+    );
+  }
+  return address;
+}
+
+/** Parses the IP address an environment variable `name` holds, returned in canonical form. */
+export function parseIpAddress(name: string, value: string): string {
+  const address = canonicalIp(value.trim());
+  if (address === undefined) {
+    throw new ConfigurationError(
+      `${name} must be an IP address, got ${JSON.stringify(value)}: ${IP_ADDRESS_SYNTAX}`,
+    );
+  }
+  return address;
+}
+
+function splitPerRail(name: string, value: string, rails: number): string[] {
+  const entries = value.split(',');
+  if (entries.length !== rails) {
+    throw new ConfigurationError(`${name} contains ${entries.length} addresses, expected ${rails}`);
+  }
+  return entries;
+}
+
+/** Errors from one rail's entry say which rail, so a long list is easy to fix. */
+function perRail<T>(entries: readonly string[], parse: (entry: string) => T): T[] {
+  return entries.map((entry, rail) => {
+    try {
+      return parse(entry);
+    } catch (error) {
+      throw new ConfigurationError(`${(error as Error).message} (rail ${rail})`, { cause: error });
+    }
+  });
+}
+
+/** A comma-separated list of exactly `rails` socket addresses, in rail order. */
+export function parseRailSocketAddresses(name: string, value: string, rails: number): SocketAddressText[] {
+  return perRail(splitPerRail(name, value, rails), (entry) => parseSocketAddress(name, entry));
+}
+
+/** A comma-separated list of exactly `rails` IP addresses, in rail order. */
+export function parseRailIpAddresses(name: string, value: string, rails: number): string[] {
+  return perRail(splitPerRail(name, value, rails), (entry) => parseIpAddress(name, entry));
+}
+
+
+/** Checks that the lists fit `rails`: one shared entry or one per rail (advertise may be empty). */
+export function validatePeerEndpointConfiguration(
+  configuration: PeerEndpointConfiguration,
+  rails: number,
+): void {
+  validateRails(rails);
+  const listen = configuration.listenAddresses.length;
+  if (listen !== 1 && listen !== rails) {
+    throw new ConfigurationError(
+      `direct peer listen configuration contains ${listen} addresses, expected one shared address or ${rails} rail addresses`,
+    );
+  }
+  const advertise = configuration.advertiseAddresses.length;
+  if (advertise !== 0 && advertise !== 1 && advertise !== rails) {
+    throw new ConfigurationError(
+      `direct peer advertise configuration contains ${advertise} addresses, expected zero, one shared address, or ${rails} rail addresses`,
+    );
+  }
+}
+
+export interface PeerEndpointEnvironmentOptions {
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly rails: number;
+  /**
+   * The family of the control connection's local address (`socket.localFamily`): without
+   * configuration the rank listens on that family's unspecified address, so peers can reach it
+   * the way the coordinator did.
+   */
+  readonly controlLocalAddressFamily: 'IPv4' | 'IPv6';
+}
+
+/**
+ * Reads `GX1_P2P_RAIL_LISTEN_ADDRS` (else `GX1_P2P_LISTEN_ADDR`, else the unspecified address
+ * of the control connection's family, port 0) and `GX1_P2P_RAIL_ADVERTISE_ADDRS` (else
+ * `GX1_P2P_ADVERTISE_ADDR`, else nothing). A per-rail variable wins over its shared one.
+ */
+export function peerEndpointConfigurationFromEnvironment(
+  options: PeerEndpointEnvironmentOptions,
+): PeerEndpointConfiguration {
+  const { env = process.env, rails, controlLocalAddressFamily } = options;
+  validateRails(rails);
+  const railListen = env.GX1_P2P_RAIL_LISTEN_ADDRS;
+  const sharedListen = env.GX1_P2P_LISTEN_ADDR;
+  const listenAddresses =
+    railListen !== undefined
+      ? parseRailSocketAddresses('GX1_P2P_RAIL_LISTEN_ADDRS', railListen, rails)
+      : sharedListen !== undefined
+        ? [parseSocketAddress('GX1_P2P_LISTEN_ADDR', sharedListen)]
+        : [{ host: controlLocalAddressFamily === 'IPv6' ? '::' : '0.0.0.0', port: 0 }];
+  const railAdvertise = env.GX1_P2P_RAIL_ADVERTISE_ADDRS;
+  const sharedAdvertise = env.GX1_P2P_ADVERTISE_ADDR;
+  const advertiseAddresses =
+    railAdvertise !== undefined
+      ? parseRailIpAddresses('GX1_P2P_RAIL_ADVERTISE_ADDRS', railAdvertise, rails)
+      : sharedAdvertise !== undefined
+        ? [parseIpAddress('GX1_P2P_ADVERTISE_ADDR', sharedAdvertise)]
+        : [];
+  const configuration = { listenAddresses, advertiseAddresses };
+  validatePeerEndpointConfiguration(configuration, rails);
+  return configuration;
+}
+
+export interface PeerListeners {
+  /** One per configured listen address; the caller owns them (close them, handle 'error'). */
+  readonly servers: Server[];
+  /** What peers should dial, per rail. */
+  readonly endpoints: SocketAddressText[];
+}
+
+/**
+ * Called for each accepted peer connection: `rail` is the listener's rail, or null when one
+ * listener serves every rail (the connecting peer must then say which rail it is).
+ */
+export type PeerConnectionHandler = (rail: number | null, socket: Socket) => void;
+
+function listen(server: Server, address: SocketAddressText, index: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: Error): void => {
+      reject(
+        new ConfigurationError(
+          `cannot bind direct peer listener ${index} to ${formatEndpoint(address)}: ${error.message}`,
+          { cause: error },
+        ),
+      );
+    };
+    server.once('error', failed);
+    server.listen({ host: address.host, port: address.port }, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Binds the configured listeners and returns them with the endpoint each rail advertises: the
+ * configured advertise address (shared or per rail) if any, else the bound address, with the
+ * bound port. An unspecified bound address (0.0.0.0, ::) is advertised as is; the coordinator
+ * replaces it with the address it sees the rank connect from.
+ *
+ * `onConnection` is attached before each server listens, so a peer that dials the moment the
+ * endpoints are published is never accepted with nobody to take it. If any bind fails, the
+ * listeners already bound are closed before the error is thrown.
+ */
+export async function bindPeerListeners(
+  configuration: PeerEndpointConfiguration,
+  rails: number,
+  onConnection: PeerConnectionHandler,
+): Promise<PeerListeners> {
+  validatePeerEndpointConfiguration(configuration, rails);
+  const shared = configuration.listenAddresses.length === 1;
+  const servers: Server[] = [];
+  try {
+    for (const [index, address] of configuration.listenAddresses.entries()) {
+      const server = createServer();
+      server.on('connection', (socket: Socket) => onConnection(shared ? null : index, socket));
+      servers.push(server);
+      await listen(server, address, index);
+    }
+  } catch (error) {
+    await Promise.all(servers.map((server) => new Promise<void>((done) => server.close(() => done()))));
+    throw error;
+  }
+  const bound = servers.map((server) => {
+    // A listening TCP server always has an AddressInfo (a string is a pipe, null not listening).
+    const local = server.address() as AddressInfo;
+    return { host: canonicalIp(local.address) ?? local.address, port: local.port };
+  });
+  const advertise = configuration.advertiseAddresses;
+  const endpoints = Array.from({ length: rails }, (_, rail) => {
+    const local = bound[shared ? 0 : rail]!;
+    const host = advertise.length === 0 ? local.host : advertise[advertise.length === 1 ? 0 : rail]!;
+    return { host, port: local.port };
+  });
+  return { servers, endpoints };
+}
+
+function endpointsEqual(left: SocketAddressText, right: SocketAddressText): boolean {
+  return left.host === right.host && left.port === right.port;
+}
+
+/** Whether every rail of a rank uses the same endpoint (one shared listener, one advertise). */
+function usesSharedEndpoint(endpoints: readonly SocketAddressText[]): boolean {
+  return endpoints.every((endpoint) => endpointsEqual(endpoint, endpoints[0]!));
+}
+
+/**
+ * A rank's own endpoints as it publishes them to the coordinator: one line when every rail
+ * shares one endpoint, else one line per rail.
+ */
+export function formatRankEndpoints(endpoints: readonly SocketAddressText[]): string {
+  const published = usesSharedEndpoint(endpoints) ? endpoints.slice(0, 1) : endpoints;
+  return published.map(formatEndpoint).join('\n');
+}
+
+/**
+ * What the coordinator makes of rank `rank`'s published endpoints: one shared line or `rails`
+ * lines, no port zero, and an unspecified address replaced by `peerHost`, the address the
+ * rank's control connection came from. Returns one endpoint per rail.
+ */
+export function parseRankEndpoints(
+  text: string,
+  rank: number,
+  rails: number,
+  peerHost: string,
+): SocketAddressText[] {
+  const entries = lines(text);
+  if (entries.length !== 1 && entries.length !== rails) {
+    throw new ConfigurationError(
+      `rank ${rank} published ${entries.length} direct peer endpoints, expected one shared endpoint or ${rails} rail endpoints`,
+    );
+  }
+  const endpoints = entries.map((entry, rail) => {
+    const endpoint = socketAddressOf(entry);
+    if (endpoint === undefined) {
+      throw new ConfigurationError(
+        `rank ${rank} direct peer endpoint ${JSON.stringify(entry)} for rail ${rail} is invalid: ${SOCKET_ADDRESS_SYNTAX}`,
+      );
+    }
+    if (endpoint.port === 0) {
+      throw new ConfigurationError(`rank ${rank} direct peer endpoint for rail ${rail} uses port zero`);
+    }
+    if (!isUnspecified(endpoint.host)) return endpoint;
+    return { host: canonicalIp(peerHost) ?? peerHost, port: endpoint.port };
+  });
+  return endpoints.length === 1 ? Array.from({ length: rails }, () => endpoints[0]!) : endpoints;
+}
+
+/**
+ * The table the coordinator returns to every rank, `table[rank][rail]`. While every rank uses
+ * one shared endpoint it keeps the original one-line-per-rank layout, so deployments with a
+ * scalar GX1_P2P_LISTEN_ADDR keep their wire form; otherwise it lists every rank's rails in turn.
+ */
+export function formatEndpointTable(table: readonly (readonly SocketAddressText[])[]): string {
+  const compact = table.every(usesSharedEndpoint);
+  return table
+    .flatMap((endpoints) => (compact ? endpoints.slice(0, 1) : endpoints))
+    .map(formatEndpoint)
+    .join('\n');
+}
+
+/** Reads either layout of `formatEndpointTable` back into `table[rank][rail]`. */
+export function parseEndpointTable(text: string, worldSize: number, rails: number): SocketAddressText[][] {
+  const flat = lines(text).map((entry) => {
+    const endpoint = socketAddressOf(entry);
+    if (endpoint === undefined) {
+      throw new ConfigurationError(
+        `direct peer endpoint ${JSON.stringify(entry)} is invalid: ${SOCKET_ADDRESS_SYNTAX}`,
+      );
+    }
+    return endpoint;
+  });
+  if (flat.length === worldSize) {
+    return flat.map((endpoint) => Array.from({ length: rails }, () => endpoint));
+  }
+  const expected = worldSize * rails;
+  if (flat.length !== expected) {
+    throw new ConfigurationError(
+      `coordinator returned ${flat.length} direct peer endpoints, expected ${worldSize} shared endpoints or ${expected} rail endpoints`,
+    );
+  }
+  return Array.from({ length: worldSize }, (_, rank) => flat.slice(rank * rails, (rank + 1) * rails));
+}
+
+/** Lines as Rust's `str::lines` splits them: `\n` or `\r\n`, no empty line after a final break. */
+function lines(text: string): string[] {
+  if (text === '') return [];
+  const parts = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
+  if (text.endsWith('\n')) parts.pop();
+  return parts;
+}

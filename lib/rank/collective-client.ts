@@ -11,6 +11,12 @@ import type { SessionFailure } from './session-failure.js';
 /** Extra time a rank waits for a collective response beyond the session timeout (as the reference). */
 export const COLLECTIVE_RESPONSE_GRACE_MS = 250;
 
+/**
+ * The longest delay Node's timers honour (2^31 - 1 ms, about 24.8 days): a longer one is silently
+ * set to 1 ms. Longer timeouts are clamped to it, which is as good as never timing out.
+ */
+export const MAX_TIMER_DELAY_MS = 0x7fff_ffff;
+
 export type CollectiveRequest = Omit<FrameFields, 'uniqueId' | 'sourceRank' | 'worldSize' | 'sequence'>;
 
 interface Waiter {
@@ -72,7 +78,7 @@ export class CollectiveClient {
     return new Promise<Frame>((resolve) => {
       const timer = setTimeout(() => {
         this.failure.fail(new TimeoutError(`rank ${this.rank} collective sequence ${sequence} (${opcodeName(fields.opcode)}) response`));
-      }, this.timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS);
+      }, Math.min(this.timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS));
       this.waiter = { sequence, opcode: fields.opcode, resolve, timer };
       this.channel.send({ header, parts });
     }).finally(() => {

@@ -6,6 +6,7 @@ import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
+import { MAX_TIMER_DELAY_MS } from './collective-client.js';
 import type { SessionFailure } from './session-failure.js';
 
 export interface P2pRequest {
@@ -61,7 +62,7 @@ export class P2pClient {
         const timer = setTimeout(() => {
           this.pending.delete(key);
           this.failure.fail(new TimeoutError(`point-to-point ${opcodeName(request.opcode)} with tag ${request.tag} on rail ${this.rail}`));
-        }, request.timeoutMs);
+        }, Math.min(request.timeoutMs, MAX_TIMER_DELAY_MS));
         this.pending.set(key, { resolve, timer });
         const payload = request.payload ?? new Uint8Array(0);
         const header = makeHeader(

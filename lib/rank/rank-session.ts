@@ -2,11 +2,11 @@ import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable
 import type { Observable } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, ProtocolError } from '../errors.js';
 import { reduceSlices, validateReduction } from '../kernels/index.js';
-import { ANY_RANK, FLAG_COUNTS_PREFIX } from '../protocol/constants.js';
+import { ANY_RANK, FLAG_COUNTS_PREFIX, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import { encodeCounts, readCountsPrefix } from '../protocol/counts.js';
 import { type DType, dtypeOfElementType, ElementType, elementTypeOfDType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
-import { Opcode } from '../protocol/opcode.js';
+import { Opcode, opcodeName } from '../protocol/opcode.js';
 import { reduceOpCode, type ReduceOp } from '../protocol/reduce-op.js';
 import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
@@ -34,6 +34,9 @@ export interface RailOption {
   /** The P2P rail to use; default `tag % rails`. */
   readonly rail?: number;
 }
+
+/** Collectives whose response carries every rank's payload. */
+const GATHERING: ReadonlySet<Opcode> = new Set([Opcode.AllReduce, Opcode.Reduce, Opcode.AllGather, Opcode.Gather]);
 
 function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
   const size = bytes.length / parts;
@@ -308,6 +311,13 @@ export class RankSession {
   }
 
   private shaped(opcode: Opcode, view: TensorView, extra: Partial<CollectiveRequest> = {}): CollectiveRequest {
+    if (GATHERING.has(opcode) && view.bytes.length * this.worldSize > MAX_FRAME_PAYLOAD_BYTES) {
+      // The coordinator answers these with every rank's data in one frame.
+      throw new ConfigurationError(
+        `${opcodeName(opcode)} of ${view.bytes.length} bytes x world size ${this.worldSize} exceeds the frame limit ` +
+          `MAX_FRAME_PAYLOAD_BYTES (${MAX_FRAME_PAYLOAD_BYTES}); split the tensor`,
+      );
+    }
     return { opcode, elementType: view.elementType, elementCount: view.count, ...extra };
   }
 

@@ -18,7 +18,7 @@ export interface Delivery {
  * Send or waits. Matching is by (source, destination, tag) with ANY source, FIFO per match key.
  *
  * Beyond the reference: unmatched sends of one rank are buffered eagerly only up to
- * MAX_FRAME_PAYLOAD_BYTES; past that their acknowledgement waits until a receive takes them, so a
+ * `bufferLimit` (MAX_FRAME_PAYLOAD_BYTES); past that their acknowledgement waits until a receive takes them, so a
  * sender that awaits its sends cannot make the coordinator hold unbounded data.
  */
 export class P2pMatcher {
@@ -29,8 +29,15 @@ export class P2pMatcher {
   constructor(
     private readonly uniqueId: UniqueId,
     private readonly worldSize: number,
+    /** Eagerly acknowledged unmatched bytes per sending rank. */
+    private readonly bufferLimit = MAX_FRAME_PAYLOAD_BYTES,
   ) {
     this.bufferedBytes = new Array<number>(worldSize).fill(0);
+  }
+
+  /** Bytes of `rank`'s sends waiting here for a receive. */
+  bufferedBy(rank: number): number {
+    return this.bufferedBytes[rank]!;
   }
 
   /** Routes one request from `rank`'s connection; throws on invalid requests and on Abort. */
@@ -46,7 +53,7 @@ export class P2pMatcher {
           deliveries.push(this.deliver(frame, this.receives.splice(index, 1)[0]!));
           return deliveries;
         }
-        const eager = this.bufferedBytes[rank]! + frame.payload.length <= MAX_FRAME_PAYLOAD_BYTES;
+        const eager = this.bufferedBytes[rank]! + frame.payload.length <= this.bufferLimit;
         this.bufferedBytes[rank]! += frame.payload.length;
         this.sends.push({ frame, acknowledged: eager });
         return eager ? [this.acknowledge(frame)] : [];

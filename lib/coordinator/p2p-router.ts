@@ -1,5 +1,6 @@
 import { interval, Observable, type SchedulerLike } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
+import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
@@ -16,6 +17,10 @@ export interface P2pRouterOptions {
 /**
  * Serves one point-to-point rail (the reference design's `run_p2p_loop`): routes Send, Receive,
  * Heartbeat, Leave and Abort from every rank's connection on this rail through a `P2pMatcher`.
+ *
+ * Memory is bounded per connection: past MAX_FRAME_PAYLOAD_BYTES of a rank's unmatched sends, its
+ * acknowledgements wait (see `P2pMatcher`) and its connection is no longer read until receives
+ * take the data.
  *
  * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame: a rank silent
  * for longer fails the session (`heartbeat lease for rank 1; last contact 153 ms ago`), checked
@@ -43,6 +48,19 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
         }
       }
       if (frame.header.opcode === Opcode.Leave) graceful[rank] = true;
+      throttle();
+    };
+
+    // A rank whose unmatched sends exceed the frame limit is not read until receives drain them.
+    const paused = new Array<boolean>(worldSize).fill(false);
+    const throttle = () => {
+      channels.forEach((channel, rank) => {
+        const over = matcher.bufferedBy(rank) > MAX_FRAME_PAYLOAD_BYTES;
+        if (over !== paused[rank]) {
+          paused[rank] = over;
+          channel.setReading(!over);
+        }
+      });
     };
 
     const onGone = (rank: number, reason: string | null) => {

@@ -93,6 +93,17 @@ export class FrameChannel {
     return writable;
   }
 
+  /**
+   * Stops (or restarts) reading from the socket, so a peer that sends faster than its data is
+   * consumed fills its own socket buffer instead of this process's memory. Frames already
+   * decoded from the last chunk are still delivered.
+   */
+  setReading(reading: boolean): void {
+    if (this.discarding || this.socket.destroyed) return;
+    if (reading) this.socket.resume();
+    else this.socket.pause();
+  }
+
   /** Resolves once the socket can take more data (at once if it already can). */
   drained(): Promise<void> {
     if (!this.socket.writableNeedDrain || this.socket.destroyed) return Promise.resolve();

@@ -44,7 +44,11 @@ export function validateWorldSize(worldSize: number): number {
   return worldSize;
 }
 
+/** The longest timeout a Node.js timer can wait (about 24.8 days), less room for response grace. */
+export const MAX_TIMEOUT_MS = 0x7fff_ffff - 1_000;
+
 export function validateTimeout(ms: number, what: string): number {
   if (!Number.isFinite(ms) || ms <= 0) throw new ConfigurationError(`${what} must be greater than zero, got ${ms}`);
+  if (ms > MAX_TIMEOUT_MS) throw new ConfigurationError(`${what} ${ms} ms exceeds the longest supported timeout, ${MAX_TIMEOUT_MS} ms`);
   return ms;
 }

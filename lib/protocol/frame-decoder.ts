@@ -66,21 +66,28 @@ export class FrameDecoder {
           this.headerFill = 0;
           header = decodeHeader(this.headerBytes);
         }
-        const size = header.payloadBytes;
-        if (size === 0) {
+        if (header.payloadBytes === 0) {
           this.deliver({ header, payload: EMPTY }, emit);
           continue;
         }
+        this.header = header;
+      }
+      if (this.payload === null) {
+        // No payload byte has arrived yet: if the whole payload lies in this chunk, hand out a
+        // view, even when the header came in earlier chunks (a header-only chunk is common).
+        const header = this.header;
+        const size = header.payloadBytes;
         if (chunk.length - offset >= size) {
+          this.header = null;
           this.deliver({ header, payload: chunk.subarray(offset, offset + size) }, emit);
           offset += size;
           continue;
         }
-        this.header = header;
+        if (offset === chunk.length) return;
         this.payload = new Uint8Array(size);
         this.payloadFill = 0;
       }
-      const payload = this.payload!;
+      const payload = this.payload;
       const take = Math.min(payload.length - this.payloadFill, chunk.length - offset);
       payload.set(chunk.subarray(offset, offset + take), this.payloadFill);
       this.payloadFill += take;

@@ -55,7 +55,10 @@ function fail(field: string, seen: unknown, expected: string): never {
 }
 
 function checkRank(field: string, rank: number, worldSize: number): void {
-  if (rank !== ANY_RANK && !(rank < worldSize)) fail(field, rank, `< worldSize ${worldSize} or ANY_RANK`);
+  // Integer and non-negative too: the encoder must never turn -1 into ANY_RANK or 0.5 into 0.
+  if (rank !== ANY_RANK && !(Number.isInteger(rank) && rank >= 0 && rank < worldSize)) {
+    fail(field, rank, `< worldSize ${worldSize} or ANY_RANK`);
+  }
 }
 
 /**
@@ -69,7 +72,9 @@ export function validateHeader(header: FrameHeader): void {
   if (!(Number.isInteger(reduceOp) && reduceOp >= 0 && reduceOp <= REDUCE_OPS.length)) {
     fail('reduceOp', reduceOp, `0..${REDUCE_OPS.length}`);
   }
-  if ((flags & ~KNOWN_FLAGS) !== 0) fail('flags', `0x${flags.toString(16)}`, `only bits 0x${KNOWN_FLAGS.toString(16)}`);
+  if (!Number.isInteger(flags) || flags < 0 || flags > 0xffff || (flags & ~KNOWN_FLAGS) !== 0) {
+    fail('flags', `0x${flags.toString(16)}`, `only bits 0x${KNOWN_FLAGS.toString(16)}`);
+  }
   if (!(Number.isInteger(worldSize) && worldSize >= 1 && worldSize <= 0xffffffff)) fail('worldSize', worldSize, '>= 1');
   checkRank('sourceRank', header.sourceRank, worldSize);
   checkRank('destinationRank', header.destinationRank, worldSize);

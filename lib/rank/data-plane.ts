@@ -78,12 +78,12 @@ export class PeerDataPlane implements DataPlane {
     return this.mesh;
   }
 
-  send(rail: number, destination: number, tag: bigint, elementType: ElementType, count: number, payload: Uint8Array): Promise<void> {
-    return this.abortOnFailure(this.mesh.send(rail, destination, tag, elementType, count, payload));
+  send(rail: number, destination: number, tag: bigint, elementType: ElementType, count: number, payload: Uint8Array, timeoutMs: number): Promise<void> {
+    return this.abortOnFailure(this.mesh.send(rail, destination, tag, elementType, count, payload, timeoutMs));
   }
 
-  receive(rail: number, source: number | null, tag: bigint, elementType: ElementType, count: number): Promise<Frame> {
-    return this.abortOnFailure(this.mesh.receive(rail, source, tag, elementType, count));
+  receive(rail: number, source: number | null, tag: bigint, elementType: ElementType, count: number, timeoutMs: number): Promise<Frame> {
+    return this.abortOnFailure(this.mesh.receive(rail, source, tag, elementType, count, timeoutMs));
   }
 
   abort(message: string): number {

@@ -251,7 +251,6 @@ export class RankSession {
       throw new ConfigurationError('topology probe requires GX1_COLLECTIVE_TRANSPORT=tcp_peer (direct peer links to measure)');
     }
     this.failure.check();
-    const mesh = this.plane.peerMesh;
     const session = this;
     return this.failure.race(() =>
       probeTopology(
@@ -260,7 +259,7 @@ export class RankSession {
           worldSize: this.worldSize,
           rails: this.rails,
           send: (rail, destination, tag, bytes) => session.plane.send(rail, destination, tag, ElementType.U8, bytes.length, bytes, session.timeoutMs),
-          receive: async (rail, source, tag, byteCount) => (await mesh.receive(rail, source, tag, ElementType.U8, byteCount)).payload,
+          receive: async (rail, source, tag, byteCount) => (await session.plane.receive(rail, source, tag, ElementType.U8, byteCount, session.timeoutMs)).payload,
           allGather: async (bytes) => splitEqually(await session.allGather(bytes), session.worldSize),
           barrier: () => session.barrier(),
           now: () => process.hrtime.bigint(),

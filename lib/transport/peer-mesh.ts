@@ -100,7 +100,8 @@ export class PeerMesh {
     this.onFailure = handler;
   }
 
-  async send(rail: number, destination: number, tag: bigint, elementType: ElementType, count: number, payload: Uint8Array): Promise<void> {
+  /** Writes one message; waits (up to `timeoutMs`) only while the socket pushes back. */
+  async send(rail: number, destination: number, tag: bigint, elementType: ElementType, count: number, payload: Uint8Array, timeoutMs: number): Promise<void> {
     this.check();
     const { uniqueId, rank, worldSize } = this.identity;
     const key = linkKey(destination, rail);
@@ -117,17 +118,31 @@ export class PeerMesh {
     }
     if (this.departed.has(destination)) throw new RemoteAbortError(`direct peer rank ${destination} left`);
     const link = this.links.get(key)!;
-    if (!link.send({ header, parts: [payload] })) await link.drained();
+    if (!link.send({ header, parts: [payload] })) {
+      await withTimeout(link.drained(), timeoutMs, `direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`);
+    }
   }
 
-  receive(rail: number, source: number | null, tag: bigint, elementType: ElementType, count: number): Promise<Frame> {
+  /** Waits for the next matching message; after `timeoutMs` it gives up with a TimeoutError. */
+  receive(rail: number, source: number | null, tag: bigint, elementType: ElementType, count: number, timeoutMs: number): Promise<Frame> {
     this.check();
     const from = source ?? ANY_RANK;
     if (from !== ANY_RANK && this.departed.has(from) && !this.arrived[rail]!.some((frame) => frame.header.sourceRank === from)) {
       return Promise.reject(new RemoteAbortError(`direct peer rank ${from} left`));
     }
     return new Promise<Frame>((resolve, reject) => {
-      const receive: PostedReceive = { source: from, tag, elementType, count, resolve, reject };
+      const timer = setTimeout(() => {
+        const queue = this.posted[rail]!;
+        const index = queue.indexOf(receive);
+        if (index >= 0) queue.splice(index, 1);
+        const peer = from === ANY_RANK ? 'any rank' : `rank ${from}`;
+        reject(new TimeoutError(`direct peer receive from ${peer} with tag ${tag} on rail ${rail}`));
+      }, timeoutMs);
+      const settle = <T>(finish: (value: T) => void) => (value: T) => {
+        clearTimeout(timer);
+        finish(value);
+      };
+      const receive: PostedReceive = { source: from, tag, elementType, count, resolve: settle(resolve), reject: settle(reject) };
       const queue = this.arrived[rail]!;
       const index = queue.findIndex((frame) => matches(frame, receive));
       if (index < 0) {

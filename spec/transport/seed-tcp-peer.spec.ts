@@ -242,4 +242,16 @@ describe('seed tests: tcp_peer', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     await expect(job.coordinator.done).rejects.toThrow(/collective failure reason/);
   });
+
+  it('setTimeout applies to the mesh: a receive nobody answers times out and aborts the job', async () => {
+    const job = await peerJob(2, { timeoutMs: 5_000 });
+    const [zero, one] = (await Promise.all([0, 1].map((rank) => job.openRank(rank)))) as [RankSession, RankSession];
+    await Promise.all([zero.setTimeout(100), one.setTimeout(100)]);
+    const started = Date.now();
+    const error = await rejection(zero.receive(1, 9, { dtype: 'f32', count: 4 }));
+    expect(error.code).toBe('TIMEOUT');
+    expect(error.message).toBe('direct peer receive from rank 1 with tag 9 on rail 0 timed out');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await expect(job.coordinator.done).rejects.toThrow(/rank 0 aborted: direct peer receive from rank 1 with tag 9 on rail 0 timed out/);
+  });
 });

@@ -1,0 +1,34 @@
+/**
+ * One process of the network-namespace test (spec/transport/netns.spec.ts), run inside a
+ * namespace with `ip netns exec`. `coordinator HOST WORLD RAILS UNIQUE_ID` prints the bound port
+ * and lives until the job ends; `rank` opens a tcp_peer session from the GX1_* environment and
+ * exchanges a message with the other rank on every rail, printing one JSON line of what it saw.
+ */
+import { Coordinator } from '../../lib/coordinator/coordinator.js';
+import { openSession } from '../../lib/rank/open-session.js';
+import type { FrameChannel } from '../../lib/transport/frame-channel.js';
+
+const [mode, ...args] = process.argv.slice(2);
+if (mode === 'coordinator') {
+  const [host, worldSize, rails, uniqueId] = args as [string, string, string, string];
+  const coordinator = await Coordinator.listen({ host, port: 0, uniqueId, worldSize: Number(worldSize), rails: Number(rails), transport: 'tcp_peer', collectiveTimeoutMs: 10_000 });
+  console.log(JSON.stringify({ port: coordinator.address.port }));
+  await coordinator.done;
+} else {
+  const session = await openSession();
+  const peer = 1 - session.rank;
+  const received: number[][] = [];
+  for (let rail = 0; rail < session.rails; rail++) {
+    const [, message] = await Promise.all([
+      session.send(peer, 100 + rail, Float64Array.of(session.rank, rail), { rail }),
+      session.receive(peer, 100 + rail, { dtype: 'f64', count: 2 }, { rail }),
+    ]);
+    received.push(Array.from(message as Float64Array));
+  }
+  // Which local address each rail's link uses, to prove the rail went over its own network.
+  const links = (session as unknown as { plane: { peerMesh: { links: Map<string, FrameChannel> } } }).plane.peerMesh.links;
+  const localAddresses = Array.from({ length: session.rails }, (_, rail) => links.get(`${peer}/${rail}`)!.socket.localAddress);
+  await session.barrier();
+  await session.close();
+  console.log(JSON.stringify({ rank: session.rank, received, localAddresses }));
+}

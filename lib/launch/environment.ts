@@ -1,38 +1,28 @@
-import { ConfigurationError } from '../errors.js';
-import type { SessionOptions } from '../rank/session-options.js';
-import { parseRails } from '../transport/transport-kind.js';
-
-type Environment = Readonly<Record<string, string | undefined>>;
-
-function integer(env: Environment, name: string): number {
-  const value = env[name]!;
-  if (!/^\s*\d+\s*$/.test(value)) throw new ConfigurationError(`${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
-  return Number(value);
-}
+import { DEFAULT_SESSION_TIMEOUT_MS, type SessionOptions } from '../rank/session-options.js';
+import { discoverJob } from './discover-job.js';
+import { hostCoordinator } from './hosted-coordinator.js';
+import { type Environment, hostPort } from './job-environment.js';
+import { waitUntilResolvable } from './wait-for-host.js';
 
 /**
- * Session options from the `GX1_*` variables that `rxccl launch` sets:
- * `GX1_COORDINATOR` (host:port), `GX1_UNIQUE_ID` (32 hex digits), `GX1_RANK`, `GX1_WORLD_SIZE`,
- * and optionally `GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_TIMEOUT_MS`.
+ * Session options from the environment a launcher gave this rank: `rxccl launch`'s `GX1_*`
+ * variables, else torchrun's, Open MPI's, Slurm's or a Kubernetes indexed Job's (see
+ * `discoverJob` and docs/launch.md). Where no coordinator runs separately, rank 0 starts one
+ * in-process here, on the port every rank agreed on, and the others connect to it (they wait for
+ * its name to resolve, and their connects retry until it listens).
  */
 export async function sessionOptionsFromEnvironment(env: Environment): Promise<SessionOptions> {
-  const required = ['GX1_COORDINATOR', 'GX1_UNIQUE_ID', 'GX1_RANK', 'GX1_WORLD_SIZE'];
-  const missing = required.filter((name) => env[name] === undefined || env[name] === '');
-  if (missing.length > 0) {
-    const found = required.filter((name) => !missing.includes(name));
-    throw new ConfigurationError(
-      `cannot open a session from the environment: missing ${missing.join(', ')}` +
-        (found.length > 0 ? ` (found ${found.join(', ')})` : '') +
-        '; run ranks under `rxccl launch` or pass options to openSession()',
-    );
-  }
-  return {
-    coordinator: env.GX1_COORDINATOR!,
-    uniqueId: env.GX1_UNIQUE_ID!,
-    rank: integer(env, 'GX1_RANK'),
-    worldSize: integer(env, 'GX1_WORLD_SIZE'),
-    rails: parseRails(env.GX1_P2P_RAILS),
-    ...(env.GX1_COLLECTIVE_TRANSPORT !== undefined ? { transport: env.GX1_COLLECTIVE_TRANSPORT } : {}),
-    ...(env.GX1_TIMEOUT_MS !== undefined ? { timeoutMs: integer(env, 'GX1_TIMEOUT_MS') } : {}),
+  const job = discoverJob(env);
+  const options: SessionOptions = {
+    coordinator: hostPort(job.coordinator),
+    uniqueId: job.uniqueId,
+    rank: job.rank,
+    worldSize: job.worldSize,
+    rails: job.rails,
+    transport: job.transport,
+    ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
   };
+  if (job.hostCoordinator !== null && job.rank === 0) return hostCoordinator(job, job.hostCoordinator.bind, options);
+  await waitUntilResolvable(job.coordinator.host, job.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
+  return options;
 }

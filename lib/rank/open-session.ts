@@ -1,5 +1,6 @@
 import { Observable } from 'rxjs';
 import { sessionOptionsFromEnvironment } from '../launch/environment.js';
+import { keepHostedCoordinator } from '../launch/hosted-coordinator.js';
 import { RankSession } from './rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from './session-options.js';
 
@@ -8,8 +9,9 @@ import { resolveSessionOptions, type SessionOptions } from './session-options.js
  * sets, or those of torchrun, Slurm, Open MPI; see lib/launch).
  */
 export async function openSession(options?: SessionOptions): Promise<RankSession> {
-  const resolved = resolveSessionOptions(options ?? (await sessionOptionsFromEnvironment(process.env)));
-  return RankSession.open(resolved);
+  const chosen = options ?? (await sessionOptionsFromEnvironment(process.env));
+  // A rank 0 that hosts the coordinator keeps it until every rank has left.
+  return keepHostedCoordinator(chosen, () => RankSession.open(resolveSessionOptions(chosen)));
 }
 
 /**

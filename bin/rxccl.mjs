@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+/**
+ * The `rxccl` command. It runs the CLI in this process (no wrapper child: signals reach the
+ * launcher directly, and there is one process fewer to orphan) from one of two places:
+ *
+ * - a source checkout (lib/cli/main.ts next to this file, and tsx installed, as the devDependency
+ *   it is): tsx's loader is registered in-process and the TypeScript sources run as they are, so
+ *   the command always matches the sources and needs no build step;
+ * - otherwise the build, dist/lib/cli/main.js (`npm run build`), as in an installed package.
+ *
+ * Sources win over a build that is present too: a stale dist/ must never shadow what a developer
+ * edits. RXCCL_CLI=dist forces the build (to try the built CLI in a checkout).
+ */
+import { existsSync } from 'node:fs';
+
+const sources = new URL('../lib/cli/main.ts', import.meta.url);
+const built = new URL('../dist/lib/cli/main.js', import.meta.url);
+
+async function loadCli() {
+  if (process.env.RXCCL_CLI !== 'dist' && existsSync(sources)) {
+    const tsx = await import('tsx/esm/api').catch(() => null);
+    if (tsx !== null) {
+      tsx.register();
+      return import(sources.href);
+    }
+  }
+  if (existsSync(built)) return import(built.href);
+  process.stderr.write('rxccl: the CLI is not built: run `npm run build` (or install tsx to run it from the sources)\n');
+  process.exit(2);
+}
+
+const { runCli } = await loadCli();
+// exitCode rather than exit(): the last output lines must reach a pipe before the process ends.
+process.exitCode = await runCli(process.argv.slice(2));

@@ -1,0 +1,40 @@
+import { parseTransport, validateWorldSize } from '../transport/transport-kind.js';
+import { UsageError } from './args.js';
+import { defineCommand } from './command.js';
+import { runLocalJob } from './run-local-job.js';
+import { COORDINATOR_FLAGS } from './session-flags.js';
+
+export const launchCommand = defineCommand(
+  {
+    name: 'launch',
+    brief: 'Run N ranks of COMMAND on this host',
+    synopsis: '-n N [options] -- COMMAND [ARGS...]',
+    summary: [
+      'Runs N copies of COMMAND as the ranks of one job on this host. A coordinator listens on',
+      'loopback in this process; each rank gets GX1_COORDINATOR, GX1_UNIQUE_ID, GX1_RANK,',
+      'GX1_WORLD_SIZE, GX1_LOCAL_RANK, GX1_LOCAL_WORLD_SIZE, GX1_P2P_RAILS and',
+      'GX1_COLLECTIVE_TRANSPORT, so openSession() needs no options. Output lines are prefixed',
+      'with "[rank N] ". Exits 0 when every rank exits 0; when one fails, the others are ended',
+      'and the exit status is 1, naming the failing rank.',
+    ].join('\n'),
+    trailing: 'COMMAND',
+    flags: {
+      ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, required: true, help: 'number of ranks' },
+      ...COORDINATOR_FLAGS,
+    },
+  },
+  async (values, rest) => {
+    const [command, ...args] = rest;
+    if (command === undefined) throw new UsageError('missing the COMMAND to run (rxccl launch -n N -- COMMAND [ARGS...])');
+    const { status } = await runLocalJob('launch', {
+      worldSize: validateWorldSize(values.ranks),
+      command,
+      args,
+      ...(values.rails !== undefined ? { rails: values.rails } : {}),
+      ...(values.transport !== undefined ? { transport: parseTransport(values.transport, '--transport') } : {}),
+      ...(values['collective-timeout'] !== undefined ? { collectiveTimeoutMs: values['collective-timeout'] } : {}),
+      ...(values['heartbeat-timeout'] !== undefined ? { heartbeatTimeoutMs: values['heartbeat-timeout'] } : {}),
+    });
+    return status;
+  },
+);

@@ -1,0 +1,64 @@
+import { Coordinator } from '../coordinator/coordinator.js';
+import { ConfigurationError } from '../errors.js';
+import type { RankSession } from '../rank/rank-session.js';
+import type { SessionOptions } from '../rank/session-options.js';
+import { type DiscoveredJob, hostPort } from './job-environment.js';
+
+/** The coordinators rank 0 hosts, by the session options they were discovered with. */
+const hosted = new WeakMap<SessionOptions, Coordinator>();
+
+/**
+ * Starts the coordinator rank 0 hosts in-process (no coordinator runs separately) and returns the
+ * session options that reach it over loopback. The coordinator is remembered with the returned
+ * options, so `keepHostedCoordinator` can tie it to rank 0's session.
+ */
+export async function hostCoordinator(job: DiscoveredJob, bind: string, options: SessionOptions): Promise<SessionOptions> {
+  let coordinator: Coordinator;
+  try {
+    coordinator = await Coordinator.listen({
+      host: bind,
+      port: job.coordinator.port,
+      uniqueId: job.uniqueId,
+      worldSize: job.worldSize,
+      rails: job.rails,
+      transport: job.transport,
+      ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
+      ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    throw new ConfigurationError(
+      `rank 0 hosts the job's coordinator (${job.launcher}) and ${error.message}; ` +
+        'if another job or program holds that port, set GX1_COORDINATOR_PORT to a free one (the same on every rank)',
+      { cause: error },
+    );
+  }
+  const local = { ...options, coordinator: hostPort({ host: bind === '0.0.0.0' ? '127.0.0.1' : bind, port: coordinator.address.port }) };
+  hosted.set(local, coordinator);
+  return local;
+}
+
+/**
+ * Opens a session and, when these options come with a coordinator this rank hosts, keeps the
+ * coordinator serving the other ranks until they are done: the session's `close()` then also waits
+ * for the coordinator's `done` to settle (its failure is the session's own, already reported), so
+ * a rank 0 that exits right after closing does not cut the others off. A session that fails to
+ * open closes the coordinator with it.
+ */
+export async function keepHostedCoordinator(options: SessionOptions, open: () => Promise<RankSession>): Promise<RankSession> {
+  const coordinator = hosted.get(options);
+  if (coordinator === undefined) return open();
+  let session: RankSession;
+  try {
+    session = await open();
+  } catch (error) {
+    await coordinator.close();
+    throw error;
+  }
+  const closeSession = session.close.bind(session);
+  session.close = async () => {
+    await closeSession();
+    await coordinator.done.catch(() => undefined);
+  };
+  return session;
+}

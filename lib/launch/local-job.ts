@@ -1,0 +1,150 @@
+import type { Writable } from 'node:stream';
+import { Coordinator } from '../coordinator/coordinator.js';
+import { failureText } from '../errors.js';
+import { UniqueId } from '../protocol/unique-id.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
+import { hostPort } from './job-environment.js';
+import { describeExit, RankProcess } from './rank-process.js';
+
+export interface LocalJobOptions {
+  readonly worldSize: number;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly rails?: number;
+  readonly transport?: CollectiveTransport;
+  readonly collectiveTimeoutMs?: number;
+  readonly heartbeatTimeoutMs?: number;
+  /** The environment the ranks inherit, before the `GX1_*` variables (default `process.env`). */
+  readonly env?: NodeJS.ProcessEnv;
+  readonly stdout?: Writable;
+  readonly stderr?: Writable;
+  /** How long ranks get between SIGTERM and SIGKILL (default 5 s). */
+  readonly killGraceMs?: number;
+  /** How long the coordinator may take to see the last rank leave after every rank exited 0 (default 3 s). */
+  readonly leaveGraceMs?: number;
+}
+
+export interface JobOutcome {
+  /** Every rank exited 0 and the coordinator saw every rank leave. */
+  readonly ok: boolean;
+  /** The first failure, naming the rank (or the coordinator) and why; null when ok. */
+  readonly failure: string | null;
+  /** Set when the job was ended by a signal the launcher received. */
+  readonly interruptedBy: NodeJS.Signals | null;
+}
+
+const DEFAULT_KILL_GRACE_MS = 5_000;
+const DEFAULT_LEAVE_GRACE_MS = 3_000;
+/** How long a rank's output may keep flowing after its process group was killed. */
+const DRAIN_GRACE_MS = 1_000;
+
+const delay = (ms: number) => new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), ms));
+
+/**
+ * A job on this host (`rxccl launch`): a coordinator on loopback in this process, on a port the
+ * system picks (parallel jobs never collide), a fresh unique id, and one process per rank with the
+ * `GX1_*` variables set. The first failure (a rank exiting non-zero or killed, the coordinator
+ * failing, or `interrupt`) ends the other ranks: SIGTERM to each rank's process group, SIGKILL
+ * after the grace. No rank process outlives the job.
+ */
+export class LocalJob {
+  readonly outcome: Promise<JobOutcome>;
+  private failure: string | null = null;
+  private interruptedBy: NodeJS.Signals | null = null;
+  private killTimer: NodeJS.Timeout | null = null;
+  private readonly killAllOnExit = () => this.signalAll('SIGKILL');
+
+  private constructor(
+    readonly coordinator: Coordinator,
+    readonly ranks: readonly RankProcess[],
+    private readonly options: LocalJobOptions,
+  ) {
+    // Last resort should the launcher itself die of an exception: its ranks must not outlive it.
+    process.once('exit', this.killAllOnExit);
+    coordinator.done.catch((error: unknown) => this.fail(`the coordinator failed: ${failureText(error)}`, 'SIGTERM'));
+    for (const rank of ranks) {
+      void rank.exited.then((exit) => {
+        if (exit.kind !== 'exited' || exit.code !== 0) this.fail(`rank ${rank.rank} ${describeExit(exit)}`, 'SIGTERM');
+      });
+    }
+    this.outcome = this.finish();
+  }
+
+  static async start(options: LocalJobOptions): Promise<LocalJob> {
+    const uniqueId = UniqueId.random();
+    const coordinator = await Coordinator.listen({
+      host: '127.0.0.1',
+      port: 0,
+      uniqueId,
+      worldSize: options.worldSize,
+      rails: options.rails ?? 1,
+      transport: options.transport ?? 'tcp_host_staged',
+      ...(options.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: options.collectiveTimeoutMs } : {}),
+      ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
+    });
+    const shared = {
+      GX1_COORDINATOR: hostPort(coordinator.address),
+      GX1_UNIQUE_ID: uniqueId.toHex(),
+      GX1_WORLD_SIZE: String(options.worldSize),
+      GX1_LOCAL_WORLD_SIZE: String(options.worldSize),
+      GX1_P2P_RAILS: String(coordinator.rails),
+      GX1_COLLECTIVE_TRANSPORT: coordinator.transport,
+    };
+    const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
+      RankProcess.start({
+        rank,
+        command: options.command,
+        args: options.args,
+        env: { ...(options.env ?? process.env), ...shared, GX1_RANK: String(rank), GX1_LOCAL_RANK: String(rank) },
+        stdout: options.stdout ?? process.stdout,
+        stderr: options.stderr ?? process.stderr,
+      }),
+    );
+    return new LocalJob(coordinator, ranks, options);
+  }
+
+  /**
+   * Ends the job because the launcher got `signal`: the ranks get the same signal (SIGINT stays
+   * SIGINT, so they can clean up as after Ctrl-C), then SIGKILL after the grace. A second
+   * interrupt kills them at once.
+   */
+  interrupt(signal: NodeJS.Signals): void {
+    if (this.interruptedBy !== null) {
+      this.signalAll('SIGKILL');
+      return;
+    }
+    this.interruptedBy = signal;
+    this.fail(`interrupted by ${signal}`, signal);
+  }
+
+  private fail(reason: string, signal: NodeJS.Signals): void {
+    if (this.failure !== null) return;
+    this.failure = reason;
+    for (const rank of this.ranks) if (rank.running) rank.signal(signal);
+    this.killTimer = setTimeout(() => this.signalAll('SIGKILL'), this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS);
+  }
+
+  private signalAll(signal: NodeJS.Signals): void {
+    for (const rank of this.ranks) rank.signal(signal);
+  }
+
+  private async finish(): Promise<JobOutcome> {
+    await Promise.all(this.ranks.map((rank) => rank.exited));
+    if (this.failure === null) {
+      // Every rank exited 0; their last LEAVE may still be on its way to the coordinator.
+      const left = await Promise.race([this.coordinator.done.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);
+      if (left === 'late') {
+        this.failure = 'every rank exited 0, but the coordinator did not see every rank join and leave (does each rank open a session and close it?)';
+      }
+      // 'failed' has already recorded the coordinator's failure.
+    }
+    if (this.killTimer !== null) clearTimeout(this.killTimer);
+    await this.coordinator.close();
+    // Whatever a rank left running in its process group ends with the job.
+    this.signalAll('SIGKILL');
+    const drained = await Promise.race([Promise.all(this.ranks.map((rank) => rank.drained)), delay(DRAIN_GRACE_MS)]);
+    if (drained === 'late') for (const rank of this.ranks) rank.abandonOutput();
+    process.off('exit', this.killAllOnExit);
+    return { ok: this.failure === null, failure: this.failure, interruptedBy: this.interruptedBy };
+  }
+}

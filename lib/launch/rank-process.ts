@@ -1,0 +1,97 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { prefixLines } from './line-prefixer.js';
+
+/** How a rank's process ended. */
+export type RankExit =
+  | { readonly kind: 'exited'; readonly code: number }
+  | { readonly kind: 'signalled'; readonly signal: NodeJS.Signals }
+  | { readonly kind: 'not-started'; readonly reason: string };
+
+export function describeExit(exit: RankExit): string {
+  switch (exit.kind) {
+    case 'exited':
+      return `exited with code ${exit.code}`;
+    case 'signalled':
+      return `was killed by ${exit.signal}`;
+    case 'not-started':
+      return `could not start: ${exit.reason}`;
+  }
+}
+
+export interface RankProcessOptions {
+  readonly rank: number;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: NodeJS.ProcessEnv;
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+}
+
+/**
+ * One rank's process, started as the leader of its own process group so that signals reach
+ * everything it started (`tsx` runs the script in a child of its own; a shell runs pipelines):
+ * killing only the leader would leave those orphaned. Its output goes line by line, prefixed with
+ * `[rank N] `, to the launcher's stdout and stderr.
+ */
+export class RankProcess {
+  /** Settles when the process has ended (its output may still be draining). */
+  readonly exited: Promise<RankExit>;
+  /** Settles when its stdout and stderr have been passed on completely. */
+  readonly drained: Promise<void>;
+  private exit: RankExit | null = null;
+
+  private constructor(
+    readonly rank: number,
+    private readonly child: ChildProcess,
+  ) {
+    this.exited = new Promise<RankExit>((resolve) => {
+      child.once('exit', (code, signal) => resolve(signal !== null ? { kind: 'signalled', signal } : { kind: 'exited', code: code ?? 0 }));
+      // Without a pid the process never existed (command not found, not executable): no exit event.
+      child.once('error', (error) => {
+        if (child.pid === undefined) resolve({ kind: 'not-started', reason: error.message });
+      });
+    }).then((exit) => (this.exit = exit));
+    this.drained = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  }
+
+  static start(options: RankProcessOptions): RankProcess {
+    const child = spawn(options.command, options.args, {
+      env: options.env,
+      // Ranks do not read the terminal: a background process group that did would be stopped.
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const prefix = `[rank ${options.rank}] `;
+    child.stdout!.pipe(prefixLines(prefix)).pipe(options.stdout, { end: false });
+    child.stderr!.pipe(prefixLines(prefix)).pipe(options.stderr, { end: false });
+    return new RankProcess(options.rank, child);
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.exit === null;
+  }
+
+  /**
+   * Signals the rank's whole process group: also after the leader ended, to reach what it left
+   * behind. A group that no longer exists is not an error.
+   */
+  signal(signal: NodeJS.Signals): void {
+    if (this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
+  }
+
+  /** Stops waiting for output that a process which escaped the group may still hold open. */
+  abandonOutput(): void {
+    this.child.stdout?.destroy();
+    this.child.stderr?.destroy();
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The command line's surface: help, and one-line errors with exit status 2. Most cases run the
+ * CLI in this process (a new process per case costs a second); two go through bin/rxccl.mjs.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../lib/cli/main.js';
+import { ROOT, runRxccl } from './rxccl-process.js';
+
+/** Runs the CLI in-process, capturing what it writes. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const output = { stdout: '', stderr: '' };
+  const capture = (stream: 'stdout' | 'stderr') =>
+    vi.spyOn(process[stream], 'write').mockImplementation(((chunk: string | Uint8Array) => {
+      output[stream] += String(chunk);
+      return true;
+    }) as typeof process.stdout.write);
+  const spies = [capture('stdout'), capture('stderr')];
+  try {
+    return { code: await runCli(args), ...output };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+
+describe('rxccl command line', () => {
+  it.each(['launch', 'coordinator', 'bench', 'probe'])('rxccl %s --help describes the command and exits 0', async (command) => {
+    const result = await cli([command, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^usage: rxccl ${command} `));
+    expect(result.stdout).toContain('-h, --help');
+  });
+
+  it('rxccl --help lists the commands', async () => {
+    const result = await cli(['--help']);
+    expect(result.code).toBe(0);
+    for (const command of ['launch', 'coordinator', 'bench', 'probe']) expect(result.stdout).toContain(`  ${command} `);
+  });
+
+  it.each([
+    [['launch', '-n', '2', '--bogus', '--', 'true'], 'rxccl launch: unknown option --bogus (see rxccl launch --help)'],
+    [['launch', '-x', '--', 'true'], 'rxccl launch: unknown option -x (see rxccl launch --help)'],
+    [['launch', '-n', 'two', '--', 'true'], 'rxccl launch: --ranks must be an integer >= 1, got "two"'],
+    [['launch', '-n', '0', '--', 'true'], 'rxccl launch: --ranks must be an integer >= 1, got "0"'],
+    [['launch', '--', 'true'], 'rxccl launch: missing -n/--ranks (see rxccl launch --help)'],
+    [['launch', '-n', '2'], 'rxccl launch: missing the COMMAND to run (rxccl launch -n N -- COMMAND [ARGS...])'],
+    [['launch', '-n', '2', '--rails'], 'rxccl launch: --rails needs a value (R)'],
+    [['launch', '-n', '2', '--rails', '65', '--', 'true'], 'rxccl launch: point-to-point rail count 65 is outside 1..=64'],
+    [['launch', '-n', '2', '--transport', 'udp', '--', 'true'], 'rxccl launch: --transport must be tcp_host_staged or tcp_peer, got "udp"'],
+    [['launch', '-n', '2', '-n', '3', '--', 'true'], 'rxccl launch: --ranks is given twice'],
+    [['coordinator'], 'rxccl coordinator: missing --world-size (see rxccl coordinator --help)'],
+    [['coordinator', '--world-size', '2', '--unique-id', 'xyz'], 'rxccl coordinator: unique id must be 32 hex digits, got "xyz"'],
+    [['coordinator', '--world-size', '2', '--bind', 'nowhere'], 'rxccl coordinator: --bind must be host:port with a port in 1..65535, got "nowhere"'],
+    [['coordinator', '--world-size', '2', 'extra'], 'rxccl coordinator: unexpected argument "extra" (see rxccl coordinator --help)'],
+    [['bench', '--json=yes'], 'rxccl bench: --json takes no value, got "yes"'],
+    [['probe', '-n'], 'rxccl probe: --ranks needs a value (N)'],
+    [['probe', '-n', '1'], 'rxccl probe: --ranks must be an integer >= 2, got "1"'],
+    [['frobnicate'], 'rxccl: unknown command "frobnicate" (one of launch, coordinator, bench, probe; see rxccl --help)'],
+    [[], 'rxccl: missing COMMAND (one of launch, coordinator, bench, probe; see rxccl --help)'],
+  ])('%j fails with one line and exit status 2', async (args, message) => {
+    const result = await cli(args);
+    expect(result.stderr).toBe(`${message}\n`);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+  });
+
+  it.skipIf(existsSync(join(ROOT, 'bench/collectives/run.ts')))('rxccl bench says clearly when the bench is not available', async () => {
+    const result = await cli(['bench', '-n', '2']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^rxccl bench: the collectives bench is not available here .*\n$/);
+  });
+});
+
+/** Through bin/rxccl.mjs, in child processes (concurrently: most of their time is start-up). */
+describe.concurrent('rxccl as a process', () => {
+  it('rxccl probe measures the links of a local tcp_peer job', async () => {
+    const result = await runRxccl(['probe', '-n', '2', '--json'], { GX1_TOPOLOGY_PROBE_BYTES: '65536' });
+    expect(result.stderr).not.toContain('job failed');
+    expect(result.code).toBe(0);
+    const topology = JSON.parse(result.stdout) as { worldSize: number; rails: number; links: { source: number; destination: number }[] };
+    expect(topology).toMatchObject({ worldSize: 2, rails: 1 });
+    expect(topology.links.map(({ source, destination }) => [source, destination])).toEqual([
+      [0, 1],
+      [1, 0],
+    ]);
+  }, 60_000);
+
+  it.skipIf(!existsSync(join(ROOT, 'bench/collectives/run.ts')))('rxccl bench passes its options to the collectives bench', async () => {
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'barrier', '--json']);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as { rows: { op: string; worldSize: number }[] };
+    expect(report.rows.map(({ op, worldSize }) => ({ op, worldSize }))).toEqual([{ op: 'barrier', worldSize: 2 }]);
+  }, 60_000);
+
+  it('bin/rxccl.mjs runs the CLI: help on stdout, a bad flag in one line with exit status 2', async () => {
+    const [help, bad] = await Promise.all([runRxccl(['launch', '--help']), runRxccl(['coordinator', '--world-size', '2', '--rails', 'x'])]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: rxccl launch -n N/);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('rxccl coordinator: --rails must be an integer >= 1, got "x"\n');
+  }, 30_000);
+});

@@ -1,0 +1,81 @@
+/**
+ * `rxccl launch` as a user runs it: a child process with real rank processes. Ranks that must not
+ * join the coordinator are plain Node scripts (fixtures/hold.mjs): they start fast.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { alive, runRxccl, startRxccl, tsNode } from './rxccl-process.js';
+
+const HOLD = 'spec/cli/fixtures/hold.mjs';
+/** Runs `body` with a fresh directory for the ranks' pid files (the tests run concurrently). */
+async function withPidDirectory(body: (directory: string) => Promise<void>): Promise<void> {
+  const directory = mkdtempSync(join(tmpdir(), 'rxccl-launch-'));
+  try {
+    await body(directory);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** Every pid the ranks recorded (their own and their children's). */
+function recordedPids(directory: string): number[] {
+  return readdirSync(directory)
+    .filter((name) => name.endsWith('.pids'))
+    .flatMap((name) => readFileSync(join(directory, name), 'utf8').split(' ').map(Number));
+}
+
+async function waitFor(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe.concurrent('rxccl launch', () => {
+  it('exits 0 when every rank joins, leaves and exits 0, prefixing each line with its rank', async () => {
+    const result = await runRxccl(['launch', '-n', '2', '--', ...tsNode('spec/cli/fixtures/rank.ts')]);
+    expect(result.stderr).not.toContain('job failed');
+    expect(result.code).toBe(0);
+    const stdout = result.stdout.split('\n');
+    const stderr = result.stderr.split('\n');
+    for (const rank of [0, 1]) {
+      expect(stdout).toContain(`[rank ${rank}] joined as ${rank} of 2`);
+      expect(stderr).toContain(`[rank ${rank}] a line on stderr from ${rank}`);
+      // The unterminated last line is flushed as a line of its own.
+      expect(stdout).toContain(`[rank ${rank}] unterminated ${rank}`);
+    }
+    // Every line is whole and prefixed: no two ranks' output shares a line.
+    for (const line of [...stdout, ...stderr].filter((text) => text.length > 0 && !text.includes('Warning') && !text.includes('--trace-warnings'))) {
+      expect(line).toMatch(/^\[rank [01]\] (joined as [01] of 2|a line on stderr from [01]|unterminated [01])$/);
+    }
+  }, 60_000);
+
+  it('ends the other ranks (and what they started) when one exits non-zero, naming it', () =>
+    withPidDirectory(async (directory) => {
+      const result = await runRxccl(['launch', '-n', '3', '--', 'node', HOLD], { PID_DIR: directory, FAIL_RANK: '1', FAIL_CODE: '3', SPAWN_CHILD: '1' });
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n').at(-1)).toBe('rxccl launch: job failed: rank 1 exited with code 3');
+      const pids = recordedPids(directory);
+      expect(pids).toHaveLength(6);
+      expect(pids.filter(alive)).toEqual([]);
+    }), 60_000);
+
+  for (const [signal, status] of [
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const) {
+    it(`forwards ${signal} to every rank and exits ${status} with no rank left running`, () =>
+      withPidDirectory(async (directory) => {
+        const launcher = startRxccl(['launch', '-n', '3', '--', 'node', HOLD], { PID_DIR: directory, SPAWN_CHILD: '1' });
+        await waitFor(() => recordedPids(directory).length === 6, 'every rank to start');
+        launcher.child.kill(signal);
+        const result = await launcher.finished;
+        expect(result.code).toBe(status);
+        expect(result.stderr).toContain(`rxccl launch: job failed: interrupted by ${signal}`);
+        expect(recordedPids(directory).filter(alive)).toEqual([]);
+      }), 60_000);
+  }
+});

@@ -1,0 +1,69 @@
+/** The local launcher as a library: environment, escalation to SIGKILL, no process left behind. */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalJob, type LocalJobOptions } from '../../lib/launch/local-job.js';
+import { alive, ROOT } from '../cli/rxccl-process.js';
+
+const directories: string[] = [];
+afterEach(() => {
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+/** Runs a job, collecting what its ranks print. */
+async function run(options: Omit<LocalJobOptions, 'stdout' | 'stderr'>) {
+  const stdout = new PassThrough();
+  let text = '';
+  stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+  const job = await LocalJob.start({ ...options, stdout, stderr: new PassThrough().resume() });
+  const outcome = await job.outcome;
+  return { job, outcome, stdout: text };
+}
+
+describe('LocalJob', () => {
+  it('gives every rank the GX1 variables of one job on a loopback coordinator', async () => {
+    const print = `console.log(JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('GX1_')))))`;
+    const { job, outcome, stdout } = await run({ worldSize: 2, rails: 2, command: process.execPath, args: ['-e', print], leaveGraceMs: 100 });
+    const seen = [0, 1].map((rank) => JSON.parse(stdout.split('\n').find((line) => line.startsWith(`[rank ${rank}] `))!.slice(9)) as Record<string, string>);
+    expect(seen[1]).toEqual({
+      GX1_COORDINATOR: `127.0.0.1:${job.coordinator.address.port}`,
+      GX1_UNIQUE_ID: job.coordinator.uniqueId.toHex(),
+      GX1_RANK: '1',
+      GX1_WORLD_SIZE: '2',
+      GX1_LOCAL_RANK: '1',
+      GX1_LOCAL_WORLD_SIZE: '2',
+      GX1_P2P_RAILS: '2',
+      GX1_COLLECTIVE_TRANSPORT: 'tcp_host_staged',
+    });
+    expect(seen[0]!.GX1_RANK).toBe('0');
+    // Nobody joined, so the job did not complete although both ranks exited 0.
+    expect(outcome).toEqual({ ok: false, failure: expect.stringContaining('did not see every rank join and leave'), interruptedBy: null });
+  }, 30_000);
+
+  it('names a rank killed by a signal, and one whose command cannot start', async () => {
+    const killed = await run({ worldSize: 2, command: 'sh', args: ['-c', 'if [ "$GX1_RANK" = 1 ]; then kill -KILL $$; fi; sleep 30'] });
+    expect(killed.outcome).toEqual({ ok: false, failure: 'rank 1 was killed by SIGKILL', interruptedBy: null });
+    const missing = await run({ worldSize: 1, command: 'rxccl-no-such-command', args: [] });
+    expect(missing.outcome).toEqual({ ok: false, failure: 'rank 0 could not start: spawn rxccl-no-such-command ENOENT', interruptedBy: null });
+  }, 30_000);
+
+  it('escalates to SIGKILL for ranks that ignore SIGTERM, and leaves no process behind', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'rxccl-local-job-'));
+    directories.push(directory);
+    const started = Date.now();
+    const { outcome } = await run({
+      worldSize: 3,
+      command: process.execPath,
+      args: [join(ROOT, 'spec/cli/fixtures/hold.mjs')],
+      env: { ...process.env, PID_DIR: directory, FAIL_RANK: '2', FAIL_CODE: '7', IGNORE_SIGTERM: '1', SPAWN_CHILD: '1' },
+      killGraceMs: 300,
+    });
+    expect(outcome).toEqual({ ok: false, failure: 'rank 2 exited with code 7', interruptedBy: null });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const pids = readdirSync(directory).flatMap((name) => readFileSync(join(directory, name), 'utf8').split(' ').map(Number));
+    expect(pids).toHaveLength(6);
+    expect(pids.filter(alive)).toEqual([]);
+  }, 30_000);
+});

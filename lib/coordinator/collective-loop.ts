@@ -28,8 +28,9 @@ export interface CollectiveProgress {
  * - The timeout starts when the first rank submits a sequence (a collective is then in flight),
  *   and names the ranks still missing: `collective sequence 3; missing ranks [1]`. SetTimeout
  *   changes it for every later sequence.
- * - A rank whose channel ends between sequences has left; the loop completes when all left,
- *   and a later sequence that needs a departed rank fails at once naming it.
+ * - A rank whose channel ends cleanly between sequences has left; the loop completes when all
+ *   left, and a later sequence that needs a departed rank fails at once naming it. A channel that
+ *   fails (protocol error, reset) fails the loop, between sequences too.
  * - A rank that disconnects mid-sequence fails the loop after a short grace, so that an abort
  *   racing the disconnect on another channel is reported instead.
  *
@@ -62,12 +63,16 @@ export function collectiveLoop(
       const departed = left.findIndex(Boolean);
       if (departed >= 0) throw new ConfigurationError(`rank ${departed} left before collective sequence ${sequence()}`);
       if (submitted === 1) {
-        deadline = timer(timeoutMs, options.scheduler).subscribe(() => {
+        // Node timers cannot wait longer than 2^31 - 1 ms (a longer delay fires after 1 ms): clamp.
+        deadline = timer(Math.min(timeoutMs, 0x7fff_ffff), options.scheduler).subscribe(() => {
           const missing = requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
           fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missing.join(',')}]`));
         });
       }
       if (submitted < worldSize) return;
+      // A rank whose connection went away during this sequence cannot take its response: leave the
+      // report to the grace timer, which names that rank (sending would only fail "closed").
+      if (grace !== null) return;
       deadline?.unsubscribe();
       const round = requests as Frame[];
       const responses = routeCollective(agreement, options.uniqueId, round[0]!.header.sequence, round);
@@ -79,7 +84,10 @@ export function collectiveLoop(
     };
 
     const onGone = (rank: number, reason: string | null) => {
-      if (submitted === 0) {
+      // Only a clean close between sequences is a departure; a connection that fails (a protocol
+      // error, a reset) fails the session even when no collective is in flight, as in the
+      // reference design.
+      if (submitted === 0 && reason === null) {
         left[rank] = true;
         if (left.every(Boolean)) subscriber.complete();
         return;
@@ -87,7 +95,9 @@ export function collectiveLoop(
       const what =
         reason === null
           ? `rank ${rank} disconnected during collective sequence ${sequence()}`
-          : `rank ${rank} failed during collective sequence ${sequence()}: ${reason}`;
+          : submitted === 0
+            ? `rank ${rank} failed before collective sequence ${sequence()}: ${reason}`
+            : `rank ${rank} failed during collective sequence ${sequence()}: ${reason}`;
       grace ??= timer(options.disconnectGraceMs, options.scheduler).subscribe(() => fail(new ConfigurationError(what)));
     };
 

@@ -16,8 +16,13 @@ const EMPTY = new Uint8Array(0);
  *   connection is told off at once and nothing beyond MAX_FRAME_PAYLOAD_BYTES is ever allocated.
  * - Chunks must not be modified after they were pushed: frames may be views of them.
  * - After a ProtocolError the decoder is poisoned: the stream has lost its framing.
+ * - `allocate` chooses where a spanning payload is assembled (default: a fresh buffer), so a
+ *   consumer that knows what is coming can supply reusable memory. It is called only after the
+ *   header was validated, with its declared size, and must return exactly that many bytes.
  */
 export class FrameDecoder {
+  constructor(private readonly allocate: (header: FrameHeader) => Uint8Array = (header) => new Uint8Array(header.payloadBytes)) {}
+
   private readonly headerBytes = new Uint8Array(FRAME_HEADER_BYTES);
   private headerFill = 0;
   private header: FrameHeader | null = null;
@@ -84,7 +89,8 @@ export class FrameDecoder {
           continue;
         }
         if (offset === chunk.length) return;
-        this.payload = new Uint8Array(size);
+        this.payload = this.allocate(header);
+        if (this.payload.length !== size) throw new RangeError(`payload allocator returned ${this.payload.length} bytes for a ${size}-byte payload`);
         this.payloadFill = 0;
       }
       const payload = this.payload;

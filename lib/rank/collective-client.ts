@@ -4,6 +4,7 @@ import { MAX_U64 } from '../protocol/constants.js';
 import { frameText, makeHeader, type Frame, type FrameFields } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import type { BufferPool } from '../transport/buffer-pool.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { validateResponse } from '../transport/validate-response.js';
 import type { SessionFailure } from './session-failure.js';
@@ -22,6 +23,8 @@ export type CollectiveRequest = Omit<FrameFields, 'uniqueId' | 'sourceRank' | 'w
 interface Waiter {
   readonly sequence: bigint;
   readonly opcode: Opcode;
+  /** The response only feeds a kernel: assemble it in pooled memory. */
+  readonly scratch: boolean;
   readonly resolve: (frame: Frame) => void;
   readonly timer: NodeJS.Timeout;
 }
@@ -43,7 +46,9 @@ export class CollectiveClient {
     private readonly worldSize: number,
     private readonly failure: SessionFailure,
     public timeoutMs: number,
+    private readonly pool: BufferPool,
   ) {
+    channel.allocatePayload = (header) => (this.waiter?.scratch ? this.pool.take(header.payloadBytes) : new Uint8Array(header.payloadBytes));
     this.reader = channel.frames$.subscribe({
       next: (frame) => this.onFrame(frame),
       error: (error: unknown) => failure.fail(error),
@@ -55,9 +60,13 @@ export class CollectiveClient {
     failure.failure$.subscribe({ error: stopTimer, complete: stopTimer });
   }
 
-  /** Queues a collective behind earlier ones; resolves with the coordinator's response frame. */
-  request(fields: CollectiveRequest, parts: readonly Uint8Array[]): Promise<Frame> {
-    const run = () => this.failure.race(() => this.exchange(fields, parts));
+  /**
+   * Queues a collective behind earlier ones; resolves with the coordinator's response frame. With
+   * `scratch`, a response payload that spans socket chunks is assembled in the pool's memory: the
+   * caller must give it back once consumed (and must not hand it out).
+   */
+  request(fields: CollectiveRequest, parts: readonly Uint8Array[], scratch = false): Promise<Frame> {
+    const run = () => this.failure.race(() => this.exchange(fields, parts, scratch));
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -69,7 +78,7 @@ export class CollectiveClient {
     this.channel.finish();
   }
 
-  private exchange(fields: CollectiveRequest, parts: readonly Uint8Array[]): Promise<Frame> {
+  private exchange(fields: CollectiveRequest, parts: readonly Uint8Array[], scratch: boolean): Promise<Frame> {
     this.failure.check();
     const sequence = this.sequence;
     if (sequence === MAX_U64) throw new ProtocolError('collective sequence overflow');
@@ -79,7 +88,7 @@ export class CollectiveClient {
       const timer = setTimeout(() => {
         this.failure.fail(new TimeoutError(`rank ${this.rank} collective sequence ${sequence} (${opcodeName(fields.opcode)}) response`));
       }, Math.min(this.timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS));
-      this.waiter = { sequence, opcode: fields.opcode, resolve, timer };
+      this.waiter = { sequence, opcode: fields.opcode, scratch, resolve, timer };
       this.channel.send({ header, parts });
     }).finally(() => {
       if (this.waiter?.sequence === sequence) {

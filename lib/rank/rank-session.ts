@@ -12,6 +12,7 @@ import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../te
 import { CollectiveTopology } from '../topology/collective-topology.js';
 import { probeTopology } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
+import { BufferPool } from '../transport/buffer-pool.js';
 import { connectChannel } from '../transport/connect-channel.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
@@ -80,6 +81,8 @@ export class RankSession {
     private readonly plane: DataPlane,
     private readonly failure: SessionFailure,
     private timeoutMs: number,
+    /** Memory for responses that only feed a reduction kernel. */
+    private readonly scratch: BufferPool,
   ) {
     this.failure$ = failure.failure$;
   }
@@ -105,8 +108,9 @@ export class RankSession {
       collectiveChannel = channels[0]!;
       plane = new CoordinatorDataPlane(channels.slice(1).map((channel, rail) => new P2pClient(channel, uniqueId, rank, worldSize, rail, failure)));
     }
-    const collective = new CollectiveClient(collectiveChannel, uniqueId, rank, worldSize, failure, timeoutMs);
-    return new RankSession(rank, worldSize, options.transport, collective, plane, failure, timeoutMs);
+    const scratch = new BufferPool();
+    const collective = new CollectiveClient(collectiveChannel, uniqueId, rank, worldSize, failure, timeoutMs, scratch);
+    return new RankSession(rank, worldSize, options.transport, collective, plane, failure, timeoutMs, scratch);
   }
 
   get rails(): number {
@@ -124,14 +128,14 @@ export class RankSession {
 
   async allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
     const view = this.reducible(data, op);
-    const response = await this.run(this.shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), [view.bytes]);
+    const response = await this.run(this.shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), [view.bytes], true);
     return this.reduced(view, op, response.payload) as Promise<T>;
   }
 
   async reduce<T extends Tensor>(data: T, op: ReduceOp, root: number): Promise<T | null> {
     const view = this.reducible(data, op);
     checkRank(root, this.worldSize, 'root');
-    const response = await this.run(this.shaped(Opcode.Reduce, view, { reduceOp: reduceOpCode(op), rootRank: root }), [view.bytes]);
+    const response = await this.run(this.shaped(Opcode.Reduce, view, { reduceOp: reduceOpCode(op), rootRank: root }), [view.bytes], true);
     return this.rank === root ? ((await this.reduced(view, op, response.payload)) as T) : null;
   }
 
@@ -169,13 +173,19 @@ export class RankSession {
       view === null ? { opcode: Opcode.Scatter, rootRank: root } : this.shaped(Opcode.Scatter, view, { rootRank: root });
     const response = await this.run(request, this.rank === root ? [view!.bytes] : []);
     if (view !== null) return tensorFromBytes(view.dtype, response.payload, view.tagged) as T;
+    // A rank that passed null declared no shape on the wire: check what the root sent here.
+    if (response.header.elementCount !== countPerRank) {
+      throw new ConfigurationError(
+        `scatter root rank ${root} sent ${response.header.elementCount} elements per rank, rank ${this.rank} expected countPerRank ${countPerRank}`,
+      );
+    }
     return tensorOfDType(dtypeOfElementType(response.header.elementType), response.payload) as T;
   }
 
   async reduceScatter<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
     const view = this.reducible(data, op);
     checkDivisible(view.count, this.worldSize, 'reduce-scatter');
-    const response = await this.run(this.shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), [view.bytes]);
+    const response = await this.run(this.shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), [view.bytes], true);
     return this.reduced(view, op, response.payload) as Promise<T>;
   }
 
@@ -304,9 +314,9 @@ export class RankSession {
     this.collective.close();
   }
 
-  private run(request: CollectiveRequest, parts: readonly Uint8Array[]): Promise<Frame> {
+  private run(request: CollectiveRequest, parts: readonly Uint8Array[], scratch = false): Promise<Frame> {
     if (this.closed) return Promise.reject(new ChannelClosedError(`rank ${this.rank} session closed`));
-    return this.collective.request(request, parts);
+    return this.collective.request(request, parts, scratch);
   }
 
   private shaped(opcode: Opcode, view: TensorView, extra: Partial<CollectiveRequest> = {}): CollectiveRequest {
@@ -331,8 +341,13 @@ export class RankSession {
     if (payload.length % this.worldSize !== 0) {
       throw new ProtocolError(`reduction payload of ${payload.length} bytes does not split into ${this.worldSize} slices`);
     }
-    const output = await reduceSlices({ dtype: view.dtype, op, input: payload, slices: this.worldSize });
-    return tensorFromBytes(view.dtype, output, view.tagged);
+    try {
+      const output = await reduceSlices({ dtype: view.dtype, op, input: payload, slices: this.worldSize });
+      return tensorFromBytes(view.dtype, output, view.tagged);
+    } finally {
+      // The response was only the kernel's input: its memory serves the next reduction.
+      this.scratch.give(payload);
+    }
   }
 
   private rail(tag: bigint, options: RailOption): number {

@@ -16,6 +16,9 @@ export function outgoing(frame: Frame): OutgoingFrame {
   return { header: frame.header, parts: frame.payload.length > 0 ? [frame.payload] : [] };
 }
 
+/** How long a channel that failed to decode stays open for its owner's last word. */
+const UNOWNED_LINGER_MS = 5_000;
+
 type Ending = { readonly error: unknown } | { readonly error?: undefined };
 
 /**
@@ -30,7 +33,12 @@ type Ending = { readonly error: unknown } | { readonly error?: undefined };
  */
 export class FrameChannel {
   readonly frames$: Observable<Frame>;
-  private readonly decoder = new FrameDecoder();
+  /**
+   * Where payloads that span socket chunks are assembled (see `FrameDecoder`); a consumer that
+   * knows what comes next may point it at reusable memory.
+   */
+  allocatePayload: (header: FrameHeader) => Uint8Array = (header) => new Uint8Array(header.payloadBytes);
+  private readonly decoder = new FrameDecoder((header) => this.allocatePayload(header));
   private readonly backlog: Frame[] = [];
   private subscriber: Subscriber<Frame> | null = null;
   private ending: Ending | null = null;
@@ -39,11 +47,16 @@ export class FrameChannel {
   constructor(readonly socket: Socket) {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
+      if (this.discarding) return;
       try {
         this.decoder.push(chunk, (frame) => this.dispatch(frame));
       } catch (error) {
+        // The stream lost its framing: read no more, but leave the socket open so its owner can
+        // still say why (an Abort) before closing it; a channel nobody finishes is cut off later.
+        this.discarding = true;
+        this.backlog.length = 0;
         this.end({ error });
-        socket.destroy();
+        setTimeout(() => socket.destroy(), UNOWNED_LINGER_MS).unref();
       }
     });
     socket.on('end', () => {

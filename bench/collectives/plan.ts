@@ -1,0 +1,136 @@
+/**
+ * What the collectives bench measures: the operations, their nccl-tests size conventions and bus
+ * bandwidth factors, and the per-cell plan the bench process hands to its rank processes.
+ */
+import type { DType } from '../../lib/protocol/element-type.js';
+import { DTYPES } from '../../lib/protocol/element-type.js';
+import { dtypeWidth } from '../../lib/tensor.js';
+
+export const BENCH_OPS = ['allreduce', 'allgather', 'reducescatter', 'broadcast', 'reduce', 'alltoall', 'barrier'] as const;
+export type BenchOp = (typeof BENCH_OPS)[number];
+
+/** Accepts `allreduce`, `all_reduce`, `all-reduce`, `allReduce`, ... */
+export function parseOp(name: string): BenchOp {
+  const plain = name.trim().toLowerCase().replace(/[-_\s]/g, '');
+  const op = BENCH_OPS.find((candidate) => candidate === plain);
+  if (op === undefined) throw new Error(`unknown collective ${JSON.stringify(name)}; expected one of ${BENCH_OPS.join(', ')}`);
+  return op;
+}
+
+export function parseDType(name: string): DType {
+  if (!DTYPES.includes(name as DType)) throw new Error(`unknown dtype ${JSON.stringify(name)}; expected one of ${DTYPES.join(' ')}`);
+  return name as DType;
+}
+
+/**
+ * nccl-tests' bus bandwidth factor: busbw = algbw x factor, the share of the data every rank's
+ * link must carry in an optimal algorithm, so that results compare across world sizes.
+ */
+export function busFactor(op: BenchOp, worldSize: number): number {
+  const n = worldSize;
+  switch (op) {
+    case 'allreduce':
+      return (2 * (n - 1)) / n;
+    case 'allgather':
+    case 'reducescatter':
+    case 'alltoall':
+      return (n - 1) / n;
+    case 'broadcast':
+    case 'reduce':
+      return 1;
+    case 'barrier':
+      return 0;
+  }
+}
+
+/** One measured cell: an operation at one size. */
+export interface Cell {
+  readonly op: BenchOp;
+  readonly dtype: DType;
+  /**
+   * nccl-tests' size: the bytes of the tensor for allreduce, broadcast and reduce; of the whole
+   * gathered output for allgather; of each rank's whole input for reducescatter and alltoall.
+   */
+  readonly bytes: number;
+  /** Elements in `bytes`. */
+  readonly count: number;
+  /** Elements each rank passes to the call. */
+  readonly inputCount: number;
+}
+
+/**
+ * The cell for `op` at (about) `bytes`: at least one element per rank, and counts divisible by
+ * the world size where the collective splits its data (so the 8 B row of a 4-rank allgather is
+ * 16 B, as in nccl-tests and the peers' tables).
+ */
+export function cellFor(op: BenchOp, dtype: DType, bytes: number, worldSize: number): Cell {
+  const width = dtypeWidth(dtype);
+  if (op === 'barrier') return { op, dtype, bytes: 0, count: 0, inputCount: 0 };
+  const elements = Math.max(1, Math.floor(bytes / width));
+  switch (op) {
+    case 'allreduce':
+    case 'broadcast':
+    case 'reduce':
+      return { op, dtype, bytes: elements * width, count: elements, inputCount: elements };
+    case 'allgather': {
+      const perRank = Math.max(1, Math.floor(elements / worldSize));
+      return { op, dtype, bytes: perRank * worldSize * width, count: perRank * worldSize, inputCount: perRank };
+    }
+    case 'reducescatter':
+    case 'alltoall': {
+      const total = Math.max(1, Math.floor(elements / worldSize)) * worldSize;
+      return { op, dtype, bytes: total * width, count: total, inputCount: total };
+    }
+  }
+}
+
+/** Message sizes from `minBytes` to `maxBytes`, multiplying by `step`; `maxBytes` always included. */
+export function sizeSweep(minBytes: number, maxBytes: number, step: number): number[] {
+  const sizes: number[] = [];
+  for (let bytes = minBytes; bytes < maxBytes; bytes *= step) sizes.push(bytes);
+  sizes.push(maxBytes);
+  return sizes;
+}
+
+/** How long the ranks spend on each cell (all decisions are taken on values every rank agrees on). */
+export interface Budget {
+  /** Target duration of warm-up, beyond the first call and the probe call. */
+  readonly warmupMs: number;
+  /** Target duration of one timed sample (sets the iterations per sample). */
+  readonly sampleMs: number;
+  readonly minSamples: number;
+  readonly maxSamples: number;
+  /** Stop taking samples (past minSamples) once the samples took this long. */
+  readonly cellMs: number;
+  /** Stop taking samples (past the first, even below minSamples) once they took this long. */
+  readonly maxCellMs: number;
+  readonly maxIterations: number;
+}
+
+export const DEFAULT_BUDGET: Budget = { warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
+
+/** What the bench process hands each rank process (as JSON in BENCH_PLAN). */
+export interface WorkerPlan {
+  readonly cells: readonly Cell[];
+  readonly budget: Budget;
+}
+
+/** One result row, as rank 0 reports it. */
+export interface BenchRow {
+  readonly op: BenchOp;
+  readonly worldSize: number;
+  readonly transport: string;
+  readonly dtype: DType;
+  readonly bytes: number;
+  readonly count: number;
+  /** Median over samples of (max over ranks of the per-op average), microseconds. */
+  readonly timeUs: number;
+  readonly minUs: number;
+  readonly maxUs: number;
+  /** GB/s, GB = 1e9 bytes. */
+  readonly algbw: number;
+  readonly busbw: number;
+  readonly samples: number;
+  readonly iterations: number;
+  readonly warmup: number;
+}

@@ -1,0 +1,151 @@
+/**
+ * One rank of the collectives bench, run as its own process by bench/collectives/run.ts with the
+ * GX1_* environment and the plan in BENCH_PLAN. For each cell, nccl-tests style:
+ *
+ * 1. one timed probe call (also the first warm-up call); every rank takes the max over ranks
+ *    (allReduce max, outside any timed region) as the estimate of one call;
+ * 2. warm-up calls for about `warmupMs` (at least one more unless a call takes longer than
+ *    `cellMs`), timed together to re-estimate one call; iterations per sample for about
+ *    `sampleMs`;
+ * 3. samples: barrier, then `iterations` back-to-back calls, timed; the sample is the max over
+ *    ranks of the per-call average; samples go on until `maxSamples`, or past `minSamples` once
+ *    they took `cellMs`, or past the first once they took `maxCellMs` (very slow cells).
+ *
+ * Every count and stop decision derives from values all ranks agree on (reduced with max), so all
+ * ranks run the same collectives. Rank 0 prints one `ROW <json>` line per cell.
+ */
+import { performance } from 'node:perf_hooks';
+import { kernelBackend } from '../../lib/kernels/index.js';
+import { openSession } from '../../lib/rank/open-session.js';
+import type { RankSession } from '../../lib/rank/rank-session.js';
+import { arrayClassOf, type Tensor } from '../../lib/tensor.js';
+import { type Budget, busFactor, type Cell, type WorkerPlan } from './plan.js';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+function tensor(cell: Cell, count: number): Tensor {
+  const Class = arrayClassOf(cell.dtype);
+  const array = new Class(count);
+  // Small values (no overflow to Inf/NaN, no denormals) for every element type.
+  if (array instanceof BigInt64Array || array instanceof BigUint64Array) array.fill(1n);
+  else if (cell.dtype === 'f16') (array as Uint16Array).fill(0x3c00);
+  else if (cell.dtype === 'bf16') (array as Uint16Array).fill(0x3f80);
+  else (array as Exclude<typeof array, BigInt64Array | BigUint64Array>).fill(1);
+  return cell.dtype === 'f16' || cell.dtype === 'bf16' ? { dtype: cell.dtype, data: array } : array;
+}
+
+function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
+  const input = tensor(cell, cell.inputCount);
+  switch (cell.op) {
+    case 'allreduce':
+      return () => session.allReduce(input, 'sum');
+    case 'broadcast':
+      return () => session.broadcast(input, 0);
+    case 'reduce':
+      return () => session.reduce(input, 'sum', 0);
+    case 'allgather':
+      return () => session.allGather(input);
+    case 'reducescatter':
+      return () => session.reduceScatter(input, 'sum');
+    case 'alltoall':
+      return () => session.allToAll(input);
+    case 'barrier':
+      return () => session.barrier();
+  }
+}
+
+async function maxOverRanks(session: RankSession, value: number): Promise<number> {
+  const reduced = await session.allReduce(Float64Array.of(value), 'max');
+  return reduced[0]!;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
+
+async function measure(session: RankSession, cell: Cell, budget: Budget) {
+  const call = callFor(session, cell);
+  // The first call is the probe: its time (max over ranks) sizes warm-up and samples.
+  await session.barrier();
+  const probeStart = performance.now();
+  await call();
+  let estimate = Math.max(1e-3, await maxOverRanks(session, performance.now() - probeStart));
+  const warmup = clamp(Math.ceil(budget.warmupMs / estimate), estimate < budget.cellMs ? 1 : 0, budget.maxIterations);
+  if (warmup > 0) {
+    // The first call carries one-off costs (JIT, first allocations): re-estimate from the
+    // back-to-back warm-up calls.
+    await session.barrier();
+    const warmupStart = performance.now();
+    for (let index = 0; index < warmup; index++) await call();
+    estimate = Math.max(1e-3, await maxOverRanks(session, (performance.now() - warmupStart) / warmup));
+  }
+  const iterations = clamp(Math.round(budget.sampleMs / estimate), 1, budget.maxIterations);
+  const samples: number[] = [];
+  let spentMs = 0;
+  while (samples.length < budget.maxSamples) {
+    await session.barrier();
+    const start = performance.now();
+    for (let index = 0; index < iterations; index++) await call();
+    const perCall = (performance.now() - start) / iterations;
+    const sample = await maxOverRanks(session, perCall);
+    samples.push(sample);
+    spentMs += sample * iterations;
+    if (samples.length >= budget.minSamples && spentMs >= budget.cellMs) break;
+    if (spentMs >= budget.maxCellMs) break;
+  }
+  return { samples, iterations, warmup: warmup + 1 };
+}
+
+async function main(): Promise<number> {
+  const plan = JSON.parse(process.env.BENCH_PLAN ?? 'null') as WorkerPlan | null;
+  if (plan === null) throw new Error('BENCH_PLAN is not set: run bench/collectives/run.ts');
+  const session = await openSession();
+  if (session.rank === 0) say(`META ${JSON.stringify({ kernels: kernelBackend(), transport: session.transport, node: process.version })}`);
+  // Process warm-up (JIT, kernel thread pool, socket buffers) before the first cell is timed.
+  const small = new Float32Array(256);
+  for (let round = 0; round < 200; round++) {
+    await session.barrier();
+    if (round % 2 === 0) await session.allReduce(small);
+  }
+  for (const cell of plan.cells) {
+    const { samples, iterations, warmup } = await measure(session, cell, plan.budget);
+    if (session.rank === 0) {
+      const timeMs = median(samples);
+      const algbw = cell.bytes === 0 ? 0 : cell.bytes / (timeMs / 1e3) / 1e9;
+      say(
+        `ROW ${JSON.stringify({
+          op: cell.op,
+          worldSize: session.worldSize,
+          transport: session.transport,
+          dtype: cell.dtype,
+          bytes: cell.bytes,
+          count: cell.count,
+          timeUs: timeMs * 1e3,
+          minUs: Math.min(...samples) * 1e3,
+          maxUs: Math.max(...samples) * 1e3,
+          algbw,
+          busbw: algbw * busFactor(cell.op, session.worldSize),
+          samples: samples.length,
+          iterations,
+          warmup,
+        })}`,
+      );
+    }
+  }
+  await session.close();
+  say('DONE');
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    const e = error as Error & { code?: string };
+    say(`ERROR ${e.code ?? e.name} ${e.message}`);
+    process.exit(3);
+  },
+);

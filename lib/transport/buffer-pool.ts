@@ -1,0 +1,46 @@
+/**
+ * Reusable scratch buffers. On this class of machine the first touch of freshly allocated memory
+ * costs far more than copying into warm memory (a 16 MiB allocation can cost ten times the kernel
+ * that fills it), so buffers that live only for one operation (a reduction's input, say) are
+ * recycled instead of left to the garbage collector.
+ *
+ * Buffers come in power-of-two size classes; `take` hands out a view of exactly the size asked
+ * for, `give` returns it. Only buffers this pool made are taken back, and at most `perClass` wait
+ * per size class, so an idle pool holds bounded memory. Nothing may use a view after giving it.
+ */
+export class BufferPool {
+  private readonly free = new Map<number, ArrayBuffer[]>();
+  private readonly owned = new WeakSet<ArrayBuffer>();
+
+  constructor(
+    /** Smaller requests are plain allocations: small allocations are cheap and pooled by V8. */
+    private readonly minBytes = 64 * 1024,
+    private readonly perClass = 2,
+  ) {}
+
+  take(bytes: number): Uint8Array {
+    if (bytes < this.minBytes) return new Uint8Array(bytes);
+    const size = sizeClass(bytes);
+    const buffer = this.free.get(size)?.pop() ?? this.allocate(size);
+    return new Uint8Array(buffer, 0, bytes);
+  }
+
+  give(view: Uint8Array): void {
+    const buffer = view.buffer as ArrayBuffer;
+    if (!this.owned.has(buffer) || view.byteOffset !== 0) return;
+    const list = this.free.get(buffer.byteLength) ?? [];
+    if (list.length >= this.perClass || list.includes(buffer)) return;
+    list.push(buffer);
+    this.free.set(buffer.byteLength, list);
+  }
+
+  private allocate(size: number): ArrayBuffer {
+    const buffer = new ArrayBuffer(size);
+    this.owned.add(buffer);
+    return buffer;
+  }
+}
+
+function sizeClass(bytes: number): number {
+  return 2 ** Math.ceil(Math.log2(bytes));
+}

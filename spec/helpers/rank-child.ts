@@ -1,0 +1,98 @@
+/**
+ * A rank as a separate process, for spec/process: `node --import tsx spec/helpers/rank-child.ts
+ * SCENARIO`. It opens its session with `openSession()` and no options, so everything comes from
+ * the GX1_* environment (GX1_COORDINATOR, GX1_UNIQUE_ID, GX1_RANK, GX1_WORLD_SIZE,
+ * GX1_TIMEOUT_MS), as under `rxccl launch`.
+ *
+ * It reports on stdout, one line each: `READY`, `RESULT <name> <json>`, `WAITING`, `BLOCKING`,
+ * `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
+ */
+import { openSession } from '../../lib/index.js';
+import type { RankSession } from '../../lib/rank/rank-session.js';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const result = (name: string, value: unknown) =>
+  say(`RESULT ${name} ${JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`);
+
+async function collectives(session: RankSession): Promise<void> {
+  const { rank, worldSize } = session;
+  const sum = await session.allReduce(Float32Array.from({ length: 4 }, (_, index) => rank + index));
+  result('allReduce', Array.from(sum));
+  const max = await session.allReduce(BigInt64Array.of(BigInt(rank) * 1_000_000_000_000n), 'max');
+  result('allReduceMax', Array.from(max));
+  const root = worldSize - 1;
+  const broadcast = await session.broadcast(rank === root ? Int32Array.of(7, 8, 9) : new Int32Array(3), root);
+  result('broadcast', Array.from(broadcast));
+  await session.barrier();
+  result('barrier', true);
+  const gathered = await session.allGather({ dtype: 'bf16', data: Uint16Array.of(0x3f80 + rank) });
+  result('allGather', { dtype: gathered.dtype, data: Array.from(gathered.data) });
+  // A ring of point-to-point messages: each rank sends to the next, receives from the previous.
+  const next = (rank + 1) % worldSize;
+  const previous = (rank + worldSize - 1) % worldSize;
+  const [, received] = await Promise.all([
+    session.send(next, 42, Uint8Array.of(rank, rank, rank)),
+    session.receive(previous, 42, { dtype: 'u8', count: 3 }),
+  ]);
+  result('ring', Array.from(received as Uint8Array));
+}
+
+/** Every rank completes one allReduce; then the victim blocks while the others wait in a second. */
+async function dieInAllReduce(session: RankSession): Promise<void> {
+  const victim = Number(process.env.VICTIM_RANK ?? '2');
+  const first = await session.allReduce(Int32Array.of(1));
+  result('warmup', Array.from(first));
+  if (session.rank === victim) {
+    say('BLOCKING');
+    // Busy with something else forever: the parent kills this process.
+    setInterval(() => undefined, 1_000);
+    await new Promise<never>(() => undefined);
+  }
+  const pending = session.allReduce(Int32Array.of(2));
+  // Let the request reach the socket before saying so.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  say('WAITING');
+  await pending;
+  result('unexpected', 'the allReduce completed without the victim');
+}
+
+const scenarios: Record<string, (session: RankSession) => Promise<void>> = {
+  collectives,
+  'die-in-allreduce': dieInAllReduce,
+};
+
+async function main(): Promise<number> {
+  const scenario = scenarios[process.argv[2] ?? ''];
+  if (scenario === undefined) {
+    say(`ERROR USAGE unknown scenario ${JSON.stringify(process.argv[2])}`);
+    return 4;
+  }
+  let session: RankSession;
+  try {
+    session = await openSession();
+  } catch (error) {
+    const e = error as Error & { code?: string };
+    say(`ERROR ${e.code ?? e.name} ${e.message}`);
+    return 3;
+  }
+  say('READY');
+  try {
+    await scenario(session);
+    await session.close();
+    say('DONE');
+    return 0;
+  } catch (error) {
+    const e = error as Error & { code?: string };
+    say(`ERROR ${e.code ?? e.name} ${e.message}`);
+    await session.close().catch(() => undefined);
+    return 3;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    say(`ERROR CRASH ${String(error)}`);
+    process.exit(4);
+  },
+);

@@ -1,0 +1,135 @@
+/**
+ * Ranks as child processes (`node --import tsx SCRIPT ARGS`) with the GX1_* environment the
+ * launcher sets, for spec/process and bench/collectives. Every spawned process is tracked, so a
+ * test can kill whatever is left (`killAll`) and prove none is (`isAlive`).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+/** The repository root (children run there, so `--import tsx` resolves). */
+export const REPOSITORY_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface RankProcessOptions {
+  /** `host:port` of the coordinator. */
+  readonly coordinator: string;
+  readonly uniqueId: string;
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly timeoutMs?: number;
+  /** More environment variables (they override the GX1_* ones). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Script path relative to the repository root. */
+  readonly script: string;
+  readonly args?: readonly string[];
+}
+
+export interface RankProcess {
+  readonly rank: number;
+  readonly pid: number;
+  readonly child: ChildProcess;
+  /** Every stdout line so far. */
+  readonly lines: string[];
+  /** stderr, for failure messages. */
+  stderr(): string;
+  /** Resolves with the first stdout line (past or future) that matches. Rejects if the process exits first. */
+  waitFor(pattern: RegExp): Promise<string>;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const tracked = new Set<RankProcess>();
+
+/** Every process spawned and not yet known to have exited. */
+export function liveProcesses(): RankProcess[] {
+  return [...tracked];
+}
+
+export function spawnRank(options: RankProcessOptions): RankProcess {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GX1_COORDINATOR: options.coordinator,
+    GX1_UNIQUE_ID: options.uniqueId,
+    GX1_RANK: String(options.rank),
+    GX1_WORLD_SIZE: String(options.worldSize),
+    ...(options.timeoutMs === undefined ? {} : { GX1_TIMEOUT_MS: String(options.timeoutMs) }),
+    ...options.env,
+  };
+  // Vitest's own variables would make a child think it runs under a test worker.
+  for (const name of Object.keys(env)) if (name.startsWith('VITEST')) delete env[name];
+  const child = spawn(process.execPath, ['--import', 'tsx', options.script, ...(options.args ?? [])], {
+    cwd: REPOSITORY_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let errors = '';
+  const watchers: { pattern: RegExp; resolve: (line: string) => void; reject: (error: Error) => void }[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line);
+    for (const watcher of [...watchers]) {
+      if (watcher.pattern.test(line)) {
+        watchers.splice(watchers.indexOf(watcher), 1);
+        watcher.resolve(line);
+      }
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    errors += chunk.toString('utf8');
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  const handle: RankProcess = {
+    rank: options.rank,
+    pid: child.pid!,
+    child,
+    lines,
+    stderr: () => errors,
+    waitFor(pattern) {
+      const seen = lines.find((line) => pattern.test(line));
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise<string>((resolve, reject) => watchers.push({ pattern, resolve, reject }));
+    },
+    exited,
+  };
+  tracked.add(handle);
+  void exited.then(({ code, signal }) => {
+    tracked.delete(handle);
+    for (const watcher of watchers.splice(0)) {
+      watcher.reject(
+        new Error(`rank ${options.rank} (pid ${handle.pid}) exited (code ${code}, signal ${signal}) before printing ${watcher.pattern}\n` + `stdout:\n${lines.join('\n')}\nstderr:\n${errors}`),
+      );
+    }
+  });
+  return handle;
+}
+
+/** Whether a process with this pid exists (a reaped child does not). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** SIGKILLs every tracked process still running and waits until each has exited. */
+export async function killAll(): Promise<void> {
+  const live = liveProcesses();
+  for (const rank of live) {
+    try {
+      rank.child.kill('SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  await Promise.all(live.map((rank) => rank.exited));
+}
+
+/** The parsed value of the child's `RESULT name json` line. */
+export function resultOf(rank: RankProcess, name: string): unknown {
+  const line = rank.lines.find((candidate) => candidate.startsWith(`RESULT ${name} `));
+  if (line === undefined) throw new Error(`rank ${rank.rank} printed no RESULT ${name}; stdout:\n${rank.lines.join('\n')}\nstderr:\n${rank.stderr()}`);
+  return JSON.parse(line.slice(`RESULT ${name} `.length)) as unknown;
+}

@@ -1,0 +1,113 @@
+/**
+ * Ranks as separate processes (spec/helpers/rank-child.ts, started with `node --import tsx` and
+ * the GX1_* environment, `openSession()` without options) against a coordinator in this process.
+ * Each child costs about a second of tsx start-up on this machine, so the tests are few and big.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Coordinator } from '../../lib/coordinator/coordinator.js';
+import { UniqueId } from '../../lib/protocol/unique-id.js';
+import { isAlive, killAll, liveProcesses, type RankProcess, resultOf, spawnRank } from '../helpers/rank-process.js';
+
+const CHILD = 'spec/helpers/rank-child.ts';
+const TIMEOUT_MS = 10_000;
+
+const coordinators: Coordinator[] = [];
+const spawned: RankProcess[] = [];
+afterEach(async () => {
+  await killAll();
+  for (const rank of spawned.splice(0)) expect(isAlive(rank.pid), `rank ${rank.rank} (pid ${rank.pid}) left behind`).toBe(false);
+  await Promise.all(coordinators.splice(0).map((coordinator) => coordinator.close()));
+});
+
+async function job(worldSize: number, scenario: string, env: Record<string, string> = {}) {
+  const uniqueId = UniqueId.random();
+  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: TIMEOUT_MS });
+  coordinators.push(coordinator);
+  const ranks = Array.from({ length: worldSize }, (_, rank) =>
+    spawnRank({
+      script: CHILD,
+      args: [scenario],
+      coordinator: `127.0.0.1:${coordinator.address.port}`,
+      uniqueId: uniqueId.toHex(),
+      rank,
+      worldSize,
+      timeoutMs: TIMEOUT_MS,
+      env,
+    }),
+  );
+  spawned.push(...ranks);
+  return { coordinator, ranks };
+}
+
+function describeRank(rank: RankProcess): string {
+  return `rank ${rank.rank} (pid ${rank.pid})\nstdout:\n${rank.lines.join('\n')}\nstderr:\n${rank.stderr()}`;
+}
+
+describe('ranks in separate processes', () => {
+  it('four processes: allReduce, broadcast, barrier, allGather and a point-to-point ring', async () => {
+    const worldSize = 4;
+    const { coordinator, ranks } = await job(worldSize, 'collectives');
+    const exits = await Promise.all(ranks.map((rank) => rank.exited));
+    exits.forEach((exit, rank) => expect(exit, describeRank(ranks[rank]!)).toEqual({ code: 0, signal: null }));
+    await expect(coordinator.done).resolves.toBeUndefined();
+    for (const rank of ranks) {
+      const r = rank.rank;
+      expect(resultOf(rank, 'allReduce')).toEqual([6, 10, 14, 18]);
+      expect(resultOf(rank, 'allReduceMax')).toEqual(['3000000000000']);
+      expect(resultOf(rank, 'broadcast')).toEqual([7, 8, 9]);
+      expect(resultOf(rank, 'barrier')).toBe(true);
+      expect(resultOf(rank, 'allGather')).toEqual({ dtype: 'bf16', data: [0x3f80, 0x3f81, 0x3f82, 0x3f83] });
+      const previous = (r + worldSize - 1) % worldSize;
+      expect(resultOf(rank, 'ring')).toEqual([previous, previous, previous]);
+      expect(rank.lines.at(-1)).toBe('DONE');
+    }
+    expect(liveProcesses()).toEqual([]);
+  });
+
+  it('a rank killed with SIGKILL mid-collective: every other rank and the coordinator name it, promptly', async () => {
+    const { coordinator, ranks } = await job(3, 'die-in-allreduce', { VICTIM_RANK: '2' });
+    const [zero, one, victim] = ranks as [RankProcess, RankProcess, RankProcess];
+    const done = coordinator.done.then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    // Ranks 0 and 1 wait in allReduce sequence 1; rank 2 is blocked elsewhere.
+    await Promise.all([zero.waitFor(/^WAITING$/), one.waitFor(/^WAITING$/), victim.waitFor(/^BLOCKING$/)]);
+    const killed = Date.now();
+    victim.child.kill('SIGKILL');
+    const victimExit = await victim.exited;
+    expect(victimExit.signal).toBe('SIGKILL');
+    const errors = await Promise.all([zero, one].map((rank) => rank.waitFor(/^ERROR /)));
+    const elapsed = Date.now() - killed;
+    for (const [index, line] of errors.entries()) {
+      const what = describeRank([zero, one][index]!);
+      expect(line, what).toMatch(/^ERROR REMOTE_ABORT /);
+      // The victim closed its sockets while the others waited, or was seen gone before they were.
+      expect(line, what).toMatch(/rank 2 (disconnected during|failed during|left before) collective sequence 1\b/);
+    }
+    expect(elapsed, 'survivors told within the session timeout').toBeLessThan(TIMEOUT_MS);
+    for (const rank of [zero, one]) expect(await rank.exited, describeRank(rank)).toEqual({ code: 3, signal: null });
+    const failure = await done;
+    expect(failure?.message).toMatch(/rank 2 (disconnected during|failed during|left before) collective sequence 1\b/);
+    for (const rank of ranks) expect(isAlive(rank.pid)).toBe(false);
+  });
+
+  it('a rank that cannot join (wrong unique id) is refused with a reason, and exits', async () => {
+    const uniqueId = UniqueId.random();
+    const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize: 2, joinTimeoutMs: 5_000 });
+    coordinators.push(coordinator);
+    const stranger = spawnRank({
+      script: CHILD,
+      args: ['collectives'],
+      coordinator: `127.0.0.1:${coordinator.address.port}`,
+      uniqueId: UniqueId.random().toHex(),
+      rank: 0,
+      worldSize: 2,
+      timeoutMs: TIMEOUT_MS,
+    });
+    spawned.push(stranger);
+    const line = await stranger.waitFor(/^ERROR /);
+    expect(line).toMatch(/^ERROR REMOTE_ABORT .*unique id mismatch/);
+    expect(await stranger.exited).toEqual({ code: 3, signal: null });
+  });
+});

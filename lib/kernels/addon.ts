@@ -1,0 +1,58 @@
+/**
+ * Finding and loading the native kernels (native/ built by cmake-js on `npm install`), and the
+ * TypeScript view of their entry points (native/addon.cc). Offsets and counts are in elements;
+ * a kernel runs synchronously when `done` is omitted, else on a worker thread.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigurationError, KernelError } from '../errors.js';
+
+/** Where cmake-js puts the addon, relative to the package root. */
+export const ADDON_PATH = 'native/build/Release/rxccl_kernels.node';
+
+/** Called on the JS thread when a queued kernel finishes; `ran` is false when it was cancelled first. */
+export type KernelDone = (error: Error | null, ran: boolean) => void;
+
+declare const cancelTokenBrand: unique symbol;
+/** Returned for a queued kernel; pass it to cancel(). */
+export interface CancelToken {
+  readonly [cancelTokenBrand]: true;
+}
+
+/** Each kernel returns a CancelToken when given `done`, else runs before returning undefined. */
+export interface KernelAddon {
+  reduceSlices(dtype: number, op: number, input: Uint8Array, inputOffset: number, count: number, slices: number, output: Uint8Array, outputOffset: number, done?: KernelDone): CancelToken | undefined;
+  accumulate(dtype: number, op: number, accumulator: Uint8Array, accumulatorOffset: number, source: Uint8Array, sourceOffset: number, count: number, done?: KernelDone): CancelToken | undefined;
+  divide(dtype: number, data: Uint8Array, offset: number, count: number, divisor: number, done?: KernelDone): CancelToken | undefined;
+  /** Stops a queued kernel from starting; does nothing once it has started or finished. */
+  cancel(token: CancelToken): void;
+  /** Threads one large kernel is split across ($RXCCL_KERNEL_THREADS, else the CPU count). */
+  kernelThreads(): number;
+}
+
+/**
+ * The directory holding this package's package.json. This file runs from lib/kernels/ (tsx,
+ * vitest) or dist/lib/kernels/ (after `npm run build`), so the root is found by walking up.
+ */
+export function packageRoot(start: string = dirname(fileURLToPath(import.meta.url))): string {
+  for (let directory = start; ; directory = dirname(directory)) {
+    if (existsSync(join(directory, 'package.json'))) return directory;
+    if (dirname(directory) === directory) throw new Error(`no package.json above ${start}`);
+  }
+}
+
+/** Loads the addon; throws (with the loader's reason) when it is missing or does not load. */
+export function loadAddon(path: string = join(packageRoot(), ADDON_PATH)): KernelAddon {
+  return createRequire(import.meta.url)(path) as KernelAddon;
+}
+
+/** Rethrows an addon exception as the RxcclError its `code` names. */
+export function rethrowNativeError(error: unknown): never {
+  if (error instanceof Error && 'code' in error) {
+    if (error.code === 'KERNEL') throw new KernelError(error.message);
+    if (error.code === 'INVALID_CONFIGURATION') throw new ConfigurationError(error.message);
+  }
+  throw error;
+}

@@ -1,0 +1,127 @@
+// JavaScript entry points of rxccl_kernels.node. Offsets and counts are in elements; buffers are
+// Uint8Arrays at any byte offset. Each kernel runs synchronously when its last argument is
+// undefined, else on a worker thread with that argument as its completion callback (see
+// kernel_worker.h). lib/kernels/addon.ts declares these signatures for TypeScript.
+#include <napi.h>
+
+#include "args.h"
+#include "dispatch.h"
+#include "errors.h"
+#include "kernel_worker.h"
+#include "thread_pool.h"
+
+namespace rxccl {
+namespace {
+
+// reduceSlices(dtype, op, input, inputOffset, count, slices, output, outputOffset, done?)
+// output[0 .. count) = op over the `slices` slices of `count` elements laid end to end in input.
+Napi::Value ReduceSlicesEntry(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExpectArgumentCount(info, 8, 9);
+  const DType type = DTypeArgument(info, 0);
+  const Op op = OpArgument(info, 1, type);
+  const size_t width = ElementWidth(type);
+  const Bytes input = BytesArgument(info, 2, "input");
+  const size_t input_offset = CountArgument(info, 3, "inputOffset");
+  const size_t count = CountArgument(info, 4, "count");
+  const size_t slices = CountArgument(info, 5, "slices");
+  if (slices == 0) ThrowKernelError(env, "slices must be at least 1");
+  const Bytes output = BytesArgument(info, 6, "output");
+  const size_t output_offset = CountArgument(info, 7, "outputOffset");
+
+  const size_t input_elements = CheckedProduct(env, count, slices, "count * slices");
+  const uint8_t* source = ElementRange(env, input, input_offset, input_elements, width, "input");
+  uint8_t* target = ElementRange(env, output, output_offset, count, width, "output");
+  const size_t slice_bytes = count * width;
+  const size_t input_bytes = input_elements * width;
+  // Writing into slice 0 is safe (see ReduceSlices); any other overlap would feed results back in.
+  if (target != source && Overlaps(target, slice_bytes, source, input_bytes)) {
+    ThrowKernelError(env, "output overlaps the input somewhere other than exactly slice 0");
+  }
+
+  Job job;
+  job.body = ReduceSlicesBody(type, op);
+  job.source = source;
+  job.slice_stride = slice_bytes;
+  job.slices = slices;
+  job.target = target;
+  job.count = count;
+  job.bytes_read = input_bytes;
+  return RunOrQueue(info, 8, job, {info[2], info[6]});
+}
+
+// accumulate(dtype, op, accumulator, accumulatorOffset, source, sourceOffset, count, done?)
+// accumulator[i] = op(accumulator[i], source[i]) for `count` elements; avg accumulates a sum.
+Napi::Value AccumulateEntry(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExpectArgumentCount(info, 7, 8);
+  const DType type = DTypeArgument(info, 0);
+  const Op op = OpArgument(info, 1, type);
+  const size_t width = ElementWidth(type);
+  const Bytes accumulator = BytesArgument(info, 2, "accumulator");
+  const size_t accumulator_offset = CountArgument(info, 3, "accumulatorOffset");
+  const Bytes source = BytesArgument(info, 4, "source");
+  const size_t source_offset = CountArgument(info, 5, "sourceOffset");
+  const size_t count = CountArgument(info, 6, "count");
+
+  uint8_t* target = ElementRange(env, accumulator, accumulator_offset, count, width, "accumulator");
+  const uint8_t* from = ElementRange(env, source, source_offset, count, width, "source");
+  const size_t bytes = count * width;
+  // The same range is fine (element i only reads element i); a shifted overlap is order-dependent.
+  if (target != from && Overlaps(target, bytes, from, bytes)) {
+    ThrowKernelError(env, "accumulator and source overlap without being the same range");
+  }
+
+  Job job;
+  job.body = AccumulateBody(type, op);
+  job.source = from;
+  job.target = target;
+  job.count = count;
+  job.bytes_read = 2 * bytes;
+  return RunOrQueue(info, 7, job, {info[2], info[4]});
+}
+
+// divide(dtype, data, offset, count, divisor, done?): data[i] = data[i] / divisor (avg's finish).
+Napi::Value DivideEntry(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExpectArgumentCount(info, 5, 6);
+  const DType type = DTypeArgument(info, 0);
+  const size_t width = ElementWidth(type);
+  const Bytes data = BytesArgument(info, 1, "data");
+  const size_t offset = CountArgument(info, 2, "offset");
+  const size_t count = CountArgument(info, 3, "count");
+  const size_t divisor = CountArgument(info, 4, "divisor");
+  if (divisor == 0) ThrowKernelError(env, "divisor must be at least 1");
+
+  Job job;
+  job.body = DivideBody(type);
+  job.target = ElementRange(env, data, offset, count, width, "data");
+  job.count = count;
+  job.divisor = divisor;
+  job.bytes_read = count * width;
+  return RunOrQueue(info, 5, job, {info[1]});
+}
+
+// kernelThreads(): threads one large kernel splits across (RXCCL_KERNEL_THREADS or the CPUs).
+Napi::Value KernelThreadsEntry(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(KernelThreads()));
+}
+
+}  // namespace
+}  // namespace rxccl
+
+namespace {
+
+Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
+  using namespace rxccl;
+  exports.Set("reduceSlices", Napi::Function::New(env, ReduceSlicesEntry, "reduceSlices"));
+  exports.Set("accumulate", Napi::Function::New(env, AccumulateEntry, "accumulate"));
+  exports.Set("divide", Napi::Function::New(env, DivideEntry, "divide"));
+  exports.Set("cancel", Napi::Function::New(env, Cancel, "cancel"));
+  exports.Set("kernelThreads", Napi::Function::New(env, KernelThreadsEntry, "kernelThreads"));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(rxccl_kernels, InitKernels)

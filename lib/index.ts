@@ -8,6 +8,7 @@ export {
   FLAG_PAYLOAD,
   FLAG_P2P_CHANNEL,
   FLAG_COUNTS_PREFIX,
+  FLAG_PEER_DATA,
   Opcode,
   ElementType,
   elementWidth,

@@ -1,6 +1,6 @@
 import { ConfigurationError, WrongSessionError } from '../errors.js';
 import type { CollectiveAgreement } from '../protocol/agreement.js';
-import { ANY_RANK, FLAG_COUNTS_PREFIX } from '../protocol/constants.js';
+import { ANY_RANK, FLAG_COUNTS_PREFIX, FLAG_PEER_DATA } from '../protocol/constants.js';
 import { encodeCounts, readCountsPrefix } from '../protocol/counts.js';
 import { ElementType, elementWidth } from '../protocol/element-type.js';
 import { makeHeader, type Frame } from '../protocol/frame.js';
@@ -44,6 +44,8 @@ export function routeCollective(
       layoutHash: variable ? 0n : header.tag,
     });
   });
+  const viaMesh = requests.map((request) => (request.header.flags & FLAG_PEER_DATA) !== 0);
+  if (viaMesh.some(Boolean)) return agreeOnly(viaMesh, sequence, (rank) => response(uniqueId, first.opcode, ElementType.None, sequence, rank, worldSize, 0, []));
   const shape = scatterRoot ?? first;
   const count = shape.elementCount;
   const width = elementWidth(shape.elementType);
@@ -121,6 +123,21 @@ function response(
   const payloadBytes = parts.reduce((total, part) => total + part.length, 0);
   const fields = { uniqueId, opcode, elementType, sequence, destinationRank: destination, worldSize, elementCount, flags };
   return { header: makeHeader(fields, payloadBytes), parts };
+}
+
+/**
+ * A collective whose data travels over the direct peer mesh (flag PEER_DATA, tcp_peer): the
+ * coordinator has checked the agreement and answers every rank with an empty frame, which is the
+ * ranks' go-ahead. Every rank must say so, or they would wait on each other on different planes.
+ */
+function agreeOnly(viaMesh: boolean[], sequence: bigint, build: (rank: number) => OutgoingFrame): OutgoingFrame[] {
+  if (!viaMesh.every(Boolean)) {
+    const ranks = (value: boolean) => viaMesh.flatMap((flag, rank) => (flag === value ? [rank] : []));
+    throw new ConfigurationError(
+      `collective sequence ${sequence}: ranks [${ranks(true).join(',')}] move its data over the peer mesh, ranks [${ranks(false).join(',')}] through the coordinator`,
+    );
+  }
+  return viaMesh.map((_, rank) => build(rank));
 }
 
 function routeEmpty(requests: readonly Frame[], build: (rank: number) => OutgoingFrame): OutgoingFrame[] {

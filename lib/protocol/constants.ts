@@ -16,4 +16,6 @@ export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 export const FLAG_PAYLOAD = 0x0001;
 export const FLAG_P2P_CHANNEL = 0x0002;
 export const FLAG_COUNTS_PREFIX = 0x0004;
-export const KNOWN_FLAGS = FLAG_PAYLOAD | FLAG_P2P_CHANNEL | FLAG_COUNTS_PREFIX;
+/** A collective request whose data travels over the direct peer mesh: the coordinator only agrees. */
+export const FLAG_PEER_DATA = 0x0008;
+export const KNOWN_FLAGS = FLAG_PAYLOAD | FLAG_P2P_CHANNEL | FLAG_COUNTS_PREFIX | FLAG_PEER_DATA;

@@ -3,6 +3,7 @@ import {
   ANY_RANK,
   FLAG_COUNTS_PREFIX,
   FLAG_PAYLOAD,
+  FLAG_PEER_DATA,
   FRAME_HEADER_BYTES,
   HEADER_CHECKSUM_OFFSET,
   KNOWN_FLAGS,
@@ -97,6 +98,7 @@ export function validateHeader(header: FrameHeader): void {
     if ((flags & FLAG_COUNTS_PREFIX) !== 0) fail('flags.COUNTS_PREFIX', 'set', 'clear without a payload');
     return;
   }
+  if ((flags & FLAG_PEER_DATA) !== 0) fail('flags.PEER_DATA', 'set', 'clear on a frame with payload (the data travels over the peer mesh)');
   if (elementType === ElementType.None) fail('elementType', 'None', 'a concrete type for a frame with payload');
   // A payload always carries exactly the declared elements (after the counts prefix, if any);
   // a frame without payload may still declare a count (a receive's or a non-root's contract).

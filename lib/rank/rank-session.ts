@@ -1,8 +1,9 @@
 import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
 import type { Observable } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, ProtocolError } from '../errors.js';
+import { ringAllReduce, type RingLinks } from '../collectives/ring-all-reduce.js';
 import { reduceSlices, validateReduction } from '../kernels/index.js';
-import { ANY_RANK, FLAG_COUNTS_PREFIX, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
+import { ANY_RANK, FLAG_COUNTS_PREFIX, FLAG_PEER_DATA, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import { encodeCounts, readCountsPrefix } from '../protocol/counts.js';
 import { type DType, dtypeOfElementType, ElementType, elementTypeOfDType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
@@ -35,6 +36,9 @@ export interface RailOption {
   /** The P2P rail to use; default `tag % rails`. */
   readonly rail?: number;
 }
+
+/** From this size an all-reduce on tcp_peer goes round the ring of direct links. */
+export const RING_MIN_BYTES = 256 * 1024;
 
 /** Collectives whose response carries every rank's payload. */
 const GATHERING: ReadonlySet<Opcode> = new Set([Opcode.AllReduce, Opcode.Reduce, Opcode.AllGather, Opcode.Gather]);
@@ -128,6 +132,7 @@ export class RankSession {
 
   async allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
     const view = this.reducible(data, op);
+    if (this.plane instanceof PeerDataPlane && view.bytes.length >= RING_MIN_BYTES) return this.ringAllReduce(view, op, this.plane) as Promise<T>;
     const response = await this.run(this.shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), [view.bytes], true);
     return this.reduced(view, op, response.payload) as Promise<T>;
   }
@@ -157,6 +162,24 @@ export class RankSession {
     checkRank(root, this.worldSize, 'root');
     const response = await this.run(this.shaped(Opcode.Gather, view, { rootRank: root }), [view.bytes]);
     return this.rank === root ? (tensorFromBytes(view.dtype, response.payload, view.tagged) as T) : null;
+  }
+
+  /**
+   * tcp_peer, large tensors: the coordinator only agrees on the operation (PEER_DATA), the data
+   * goes round a ring of direct links (see `ringAllReduce`).
+   */
+  private async ringAllReduce(view: TensorView, op: ReduceOp, plane: PeerDataPlane): Promise<Tensor> {
+    const agreed = await this.run({ opcode: Opcode.AllReduce, elementType: view.elementType, elementCount: view.count, reduceOp: reduceOpCode(op), flags: FLAG_PEER_DATA }, []);
+    const links: RingLinks = {
+      rank: this.rank,
+      worldSize: this.worldSize,
+      rails: this.rails,
+      send: (rail, destination, tag, bytes, count) => plane.send(rail, destination, tag, view.elementType, count, bytes, this.timeoutMs),
+      receive: async (rail, source, tag, count) => (await plane.receive(rail, source, tag, view.elementType, count, this.timeoutMs)).payload,
+      release: (bytes) => plane.peerMesh.recycle(bytes),
+    };
+    const result = await this.failure.race(() => ringAllReduce(links, { dtype: view.dtype, op, data: view.bytes, sequence: agreed.header.sequence }));
+    return tensorFromBytes(view.dtype, result, view.tagged);
   }
 
   /** Root passes `countPerRank * worldSize` elements; other ranks pass null (or a same-shaped array). */

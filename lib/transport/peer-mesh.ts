@@ -6,6 +6,7 @@ import { ElementType, elementTypeName } from '../protocol/element-type.js';
 import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import { BufferPool } from './buffer-pool.js';
 import { FrameChannel } from './frame-channel.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 
@@ -54,6 +55,8 @@ export class PeerMesh {
   private readonly arrived: Frame[][];
   private readonly buffered = new Map<string, number>();
   private readonly sequences = new Map<string, bigint>();
+  /** Memory for payloads that span socket chunks; consumers that are done with one give it back. */
+  private readonly pool = new BufferPool(64 * 1024, 4);
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
 
@@ -153,6 +156,11 @@ export class PeerMesh {
       this.release(rail, frame!);
       deliver(frame!, receive);
     });
+  }
+
+  /** Takes back the payload of a received message its consumer no longer needs (see BufferPool). */
+  recycle(payload: Uint8Array): void {
+    this.pool.give(payload);
   }
 
   /** Sends an Abort with `message` down every link (best effort) so every peer stops at once. */
@@ -266,6 +274,7 @@ export class PeerMesh {
 
   private attach(peer: number, rail: number, channel: FrameChannel): void {
     const key = linkKey(peer, rail);
+    channel.allocatePayload = (header) => this.pool.take(header.payloadBytes);
     this.links.set(key, channel);
     this.buffered.set(key, 0);
     this.read(peer, rail, channel);

@@ -9,6 +9,7 @@ import {
   encodeHeader,
   encodeHeaderInto,
   FLAG_COUNTS_PREFIX,
+  FLAG_PEER_DATA,
   FLAG_P2P_CHANNEL,
   FLAG_PAYLOAD,
   FRAME_HEADER_BYTES,
@@ -184,12 +185,18 @@ describe('header corruption', () => {
     }
   });
 
+  it('rejects PEER_DATA on a frame that carries a payload', () => {
+    expect(() => encodeHeader(header({ flags: FLAG_PAYLOAD | FLAG_PEER_DATA }))).toThrow(
+      'header field flags.PEER_DATA is set, expected clear on a frame with payload (the data travels over the peer mesh)',
+    );
+  });
+
   it('rejects unknown flag bits', () => {
-    for (let bit = 3; bit < 16; bit++) {
+    for (let bit = 4; bit < 16; bit++) {
       const flag = 1 << bit;
       expectProtocolError(
         () => decodeEdited((view) => view.setUint16(12, FLAG_PAYLOAD | flag, true)),
-        `header field flags is 0x${(FLAG_PAYLOAD | flag).toString(16)}, expected only bits 0x7`,
+        `header field flags is 0x${(FLAG_PAYLOAD | flag).toString(16)}, expected only bits 0xf`,
       );
     }
   });

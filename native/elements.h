@@ -52,8 +52,7 @@ struct Integer {
 // min/max propagate NaN (as torch.minimum/maximum do): min(a, b) = `a < b || a is NaN ? a : b`,
 // the expression lib/kernels/reference.ts uses, so both agree on signed zeros too. A NaN second
 // operand fails the comparison and is picked; a NaN first operand is picked by the second select.
-// Written as two plain selects, which gcc turns into vector compares and blends (the `||` form
-// left some loops scalar).
+// Written as two plain selects, which gcc reliably turns into vector compares and blends.
 template <class F>
 struct FloatMinMax {
   RXCCL_ALWAYS_INLINE static F Min(F a, F b) {

@@ -5,10 +5,11 @@
 
 namespace rxccl {
 
-// Jobs reading less than this run on the calling thread alone: waking a helper costs tens of
-// microseconds on a VM, about what reading 1-2 MiB costs, so smaller jobs would mostly wait for
-// it (measured with bench/kernels/split.ts, see bench/kernels/RESULTS.md).
-constexpr size_t kMinSplitBytes = size_t(4) << 20;
+// Jobs reading less than this run on the calling thread alone. Waking a helper costs tens of
+// microseconds on a VM, about what reading 1-2 MiB costs; on the 2-vCPU VM we measured, splitting
+// was a wash at 4-8 MiB and up to 1.8x faster from 16 MiB (bench/kernels/split.ts, numbers in
+// bench/kernels/RESULTS.md).
+constexpr size_t kMinSplitBytes = size_t(8) << 20;
 
 // Bytes read per piece of a split job. Pieces are claimed dynamically; several per thread let the
 // calling thread absorb a helper that is slow to wake.

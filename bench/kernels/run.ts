@@ -4,7 +4,7 @@
  *   npx tsx bench/kernels/run.ts [--json]
  * Columns: `scheduled` is reduceSlices() as callers use it (sync up to SYNC_CROSSOVER_BYTES,
  * else a worker thread, awaited one at a time); `kernel` is the addon called synchronously (the
- * loop alone, split across threads above 1 MiB per thread).
+ * loop alone, split across threads from 8 MiB).
  */
 import os from 'node:os';
 import { loadAddon } from '../../lib/kernels/addon.js';

@@ -87,14 +87,14 @@ describe.skipIf(!native)('native kernels = reference kernels', () => {
     expect(Array.from(new Int32Array(bytes.buffer))).toEqual([2, -4, 6, -2]);
   });
 
-  // Large enough (over 4 MiB read) to run on a worker thread and be split into pieces across the
+  // Large enough (over 8 MiB read) to run on a worker thread and be split into pieces across the
   // pool; odd element counts leave partial blocks and vector tails.
   const large: readonly [DType, ReduceOp, number, number][] = [
-    ['f32', 'sum', 3, 700_001],
-    ['f16', 'avg', 4, 1_048_577],
-    ['bf16', 'max', 2, 1_500_003],
-    ['i64', 'prod', 5, 110_003],
-    ['u8', 'avg', 8, 1_000_001],
+    ['f32', 'sum', 3, 800_001],
+    ['f16', 'avg', 4, 1_100_001],
+    ['bf16', 'max', 2, 2_200_003],
+    ['i64', 'prod', 5, 220_003],
+    ['u8', 'avg', 8, 1_100_001],
   ];
   for (const [dtype, op, slices, count] of large) {
     it(`reduceSlices ${op} ${dtype} over ${slices} x ${count} elements, unaligned`, async () => {
@@ -108,6 +108,24 @@ describe.skipIf(!native)('native kernels = reference kernels', () => {
       expectSame(dtype, await reduceSlices({ dtype, op, input, slices, output: input.subarray(0, expected.length) }), expected);
     });
   }
+
+  it('accumulates and divides 2 x 1100003 bf16 elements, unaligned, split across the pool', async () => {
+    const count = 2 * 1_100_003;
+    const raw = fc.sample(elements('bf16', 4096), { numRuns: 1, seed: 7 })[0]!;
+    const fill = (offset: number) => {
+      const bytes = placeAt(new Uint8Array(count * 2), offset);
+      for (let at = 0; at < bytes.length; at += raw.length) bytes.set(raw.subarray(0, Math.min(raw.length, bytes.length - at)), at);
+      return bytes;
+    };
+    const accumulator = fill(1);
+    const source = fill(5).reverse();
+    const expected = accumulator.slice();
+    referenceAccumulate('bf16', 'avg', expected, source);
+    referenceDivide('bf16', expected, 3);
+    await firstValueFrom(scheduleAccumulate({ dtype: 'bf16', op: 'avg', accumulator, source }));
+    await firstValueFrom(scheduleDivide({ dtype: 'bf16', data: accumulator, divisor: 3 }));
+    expectSame('bf16', accumulator, expected);
+  });
 
   it('takes element offsets into larger buffers (addon entry points)', () => {
     const addon = loadAddon();

@@ -33,3 +33,15 @@ export { RankSession, type ReceiveShape, type RailOption } from './rank/rank-ses
 export type { SessionOptions } from './rank/session-options.js';
 export { openSession, connect } from './rank/open-session.js';
 export * from './collectives/index.js';
+export {
+  CollectiveTopology,
+  type TopologyLink,
+  type TopologyRailLink,
+  type TopologyAggregateLink,
+  type TopologyProbeOptions,
+  bestRingOrder,
+  ringMetrics,
+} from './topology/index.js';
+export { scheduleReduce, reduceSlices, scheduleAccumulate, scheduleDivide, validateReduction, kernelBackend } from './kernels/index.js';
+export { discoverJob } from './launch/discover-job.js';
+export type { DiscoveredJob } from './launch/job-environment.js';

@@ -5,6 +5,7 @@ import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
+import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { errorText, rankEvents } from './rank-events.js';
 import { routeCollective } from './route-collective.js';
 
@@ -63,8 +64,7 @@ export function collectiveLoop(
       const departed = left.findIndex(Boolean);
       if (departed >= 0) throw new ConfigurationError(`rank ${departed} left before collective sequence ${sequence()}`);
       if (submitted === 1) {
-        // Node timers cannot wait longer than 2^31 - 1 ms (a longer delay fires after 1 ms): clamp.
-        deadline = timer(Math.min(timeoutMs, 0x7fff_ffff), options.scheduler).subscribe(() => {
+        deadline = timer(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), options.scheduler).subscribe(() => {
           const missing = requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
           fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missing.join(',')}]`));
         });

@@ -6,17 +6,13 @@ import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
+import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { validateResponse } from '../transport/validate-response.js';
 import type { SessionFailure } from './session-failure.js';
 
 /** Extra time a rank waits for a collective response beyond the session timeout (as the reference). */
 export const COLLECTIVE_RESPONSE_GRACE_MS = 250;
 
-/**
- * The longest delay Node's timers honour (2^31 - 1 ms, about 24.8 days): a longer one is silently
- * set to 1 ms. Longer timeouts are clamped to it, which is as good as never timing out.
- */
-export const MAX_TIMER_DELAY_MS = 0x7fff_ffff;
 
 export type CollectiveRequest = Omit<FrameFields, 'uniqueId' | 'sourceRank' | 'worldSize' | 'sequence'>;
 

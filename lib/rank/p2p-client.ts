@@ -6,7 +6,7 @@ import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
-import { MAX_TIMER_DELAY_MS } from './collective-client.js';
+import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import type { SessionFailure } from './session-failure.js';
 
 export interface P2pRequest {
@@ -54,34 +54,35 @@ export class P2pClient {
   }
 
   request(request: P2pRequest): Promise<Frame> {
-    return this.failure.race(
-      () =>
-        new Promise<Frame>((resolve) => {
-        const sequence = this.nextSequence(request.opcode);
-        const key = `${request.opcode}:${sequence}`;
-        const timer = setTimeout(() => {
-          this.pending.delete(key);
-          this.failure.fail(new TimeoutError(`point-to-point ${opcodeName(request.opcode)} with tag ${request.tag} on rail ${this.rail}`));
-        }, Math.min(request.timeoutMs, MAX_TIMER_DELAY_MS));
-        this.pending.set(key, { resolve, timer });
-        const payload = request.payload ?? new Uint8Array(0);
-        const header = makeHeader(
-          {
-            uniqueId: this.uniqueId,
-            opcode: request.opcode,
-            elementType: request.elementType,
-            sourceRank: this.rank,
-            destinationRank: request.peer,
-            worldSize: this.worldSize,
-            sequence,
-            tag: request.tag,
-            elementCount: request.elementCount,
-          },
-          payload.length,
-        );
-        this.channel.send({ header, parts: [payload] });
-      }),
-    );
+    return this.failure.race(() => this.post(request));
+  }
+
+  private post(request: P2pRequest): Promise<Frame> {
+    return new Promise<Frame>((resolve) => {
+      const sequence = this.nextSequence(request.opcode);
+      const key = `${request.opcode}:${sequence}`;
+      const timer = setTimeout(() => {
+        this.pending.delete(key);
+        this.failure.fail(new TimeoutError(`point-to-point ${opcodeName(request.opcode)} with tag ${request.tag} on rail ${this.rail}`));
+      }, Math.min(request.timeoutMs, MAX_TIMER_DELAY_MS));
+      this.pending.set(key, { resolve, timer });
+      const payload = request.payload ?? new Uint8Array(0);
+      const header = makeHeader(
+        {
+          uniqueId: this.uniqueId,
+          opcode: request.opcode,
+          elementType: request.elementType,
+          sourceRank: this.rank,
+          destinationRank: request.peer,
+          worldSize: this.worldSize,
+          sequence,
+          tag: request.tag,
+          elementCount: request.elementCount,
+        },
+        payload.length,
+      );
+      this.channel.send({ header, parts: [payload] });
+    });
   }
 
   /** Tells the coordinator this rank abandons the session (interrupts every rank's pending work). */

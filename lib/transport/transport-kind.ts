@@ -44,8 +44,14 @@ export function validateWorldSize(worldSize: number): number {
   return worldSize;
 }
 
-/** The longest timeout a Node.js timer can wait (about 24.8 days), less room for response grace. */
-export const MAX_TIMEOUT_MS = 0x7fff_ffff - 1_000;
+/**
+ * The longest delay Node's timers honour (2^31 - 1 ms, about 24.8 days): a longer one is silently
+ * set to 1 ms, so delays that come from outside are clamped to it (as good as never timing out).
+ */
+export const MAX_TIMER_DELAY_MS = 0x7fff_ffff;
+
+/** The longest timeout a caller may configure: a timer's limit, less room for response grace. */
+export const MAX_TIMEOUT_MS = MAX_TIMER_DELAY_MS - 1_000;
 
 export function validateTimeout(ms: number, what: string): number {
   if (!Number.isFinite(ms) || ms <= 0) throw new ConfigurationError(`${what} must be greater than zero, got ${ms}`);

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { rejection, sleep, startCoordinator, startJob, type TestJob } from '../helpers/job.js';
+import { expectAbortInterruptsCollective, rejection, sleep, startCoordinator, startJob, type TestJob } from '../helpers/job.js';
 
 const jobs: TestJob[] = [];
 async function track<T extends TestJob>(job: Promise<T>): Promise<T> {
@@ -94,17 +94,7 @@ describe('seed tests: tcp_host_staged', () => {
   });
 
   it('explicit_rank_abort_interrupts_collective_without_closing_its_session', async () => {
-    const job = await track(startCoordinator(2, { timeoutMs: 2_000 }));
-    const [waiting, aborting] = await Promise.all([job.openRank(0), job.openRank(1)]);
-    const pending = rejection(waiting.barrier());
-    await sleep(20);
-    const started = Date.now();
-    await aborting.abort('collective failure reason');
-    const error = await pending;
-    expect(error.code).toBe('REMOTE_ABORT');
-    expect(error.message).toContain('collective failure reason');
-    expect(Date.now() - started).toBeLessThan(1_000);
-    await expect(job.coordinator.done).rejects.toThrow(/collective failure reason/);
+    await expectAbortInterruptsCollective(await track(startCoordinator(2, { timeoutMs: 2_000 })));
   });
 
   it('abort_is_broadcast_to_pending_work_on_every_point_to_point_rail', async () => {

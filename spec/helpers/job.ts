@@ -70,3 +70,29 @@ export async function rejection(promise: Promise<unknown>): Promise<Error & { co
   }
   throw new Error('expected a rejection, got a value');
 }
+
+/**
+ * The reference design's explicit_rank_abort_interrupts_collective_without_closing_its_session,
+ * for one transport: rank 1 aborts (over its P2P channels, its session still open) while rank 0
+ * waits in a barrier; rank 0 wakes within 1 s with the reason, and the coordinator fails with it.
+ */
+export async function expectAbortInterruptsCollective(job: TestJob): Promise<void> {
+  const [waiting, aborting] = await Promise.all([job.openRank(0), job.openRank(1)]);
+  const pending = rejection(waiting.barrier());
+  await sleep(20);
+  const started = Date.now();
+  await aborting.abort('collective failure reason');
+  const error = await pending;
+  if (error.code !== 'REMOTE_ABORT' || !error.message.includes('collective failure reason')) {
+    throw new Error(`unexpected collective abort: ${error.code}: ${error.message}`);
+  }
+  if (Date.now() - started >= 1_000) throw new Error(`the abort took ${Date.now() - started} ms to wake the collective`);
+  await job.coordinator.done.then(
+    () => {
+      throw new Error('the coordinator did not fail');
+    },
+    (failure: Error) => {
+      if (!failure.message.includes('collective failure reason')) throw failure;
+    },
+  );
+}

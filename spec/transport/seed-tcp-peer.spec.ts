@@ -12,7 +12,7 @@ import { UniqueId } from '../../lib/protocol/unique-id.js';
 import type { RankSession } from '../../lib/rank/rank-session.js';
 import { connectChannel } from '../../lib/transport/connect-channel.js';
 import type { FrameChannel } from '../../lib/transport/frame-channel.js';
-import { rejection, sleep, startCoordinator, type JobOptions, type TestJob } from '../helpers/job.js';
+import { expectAbortInterruptsCollective, rejection, sleep, startCoordinator, type JobOptions, type TestJob } from '../helpers/job.js';
 
 const jobs: TestJob[] = [];
 const rawChannels: FrameChannel[] = [];
@@ -230,17 +230,7 @@ describe('seed tests: tcp_peer', () => {
   });
 
   it('explicit_rank_abort_interrupts_collective_without_closing_its_session (tcp_peer)', async () => {
-    const job = await peerJob(2, { timeoutMs: 2_000, uniqueId: UniqueId.fromBytes(new Array(16).fill(0x5b)) });
-    const [waiting, aborting] = (await Promise.all([0, 1].map((rank) => job.openRank(rank)))) as [RankSession, RankSession];
-    const pending = rejection(waiting.barrier());
-    await sleep(20);
-    const started = Date.now();
-    await aborting.abort('collective failure reason');
-    const error = await pending;
-    expect(error.code).toBe('REMOTE_ABORT');
-    expect(error.message).toContain('collective failure reason');
-    expect(Date.now() - started).toBeLessThan(1_000);
-    await expect(job.coordinator.done).rejects.toThrow(/collective failure reason/);
+    await expectAbortInterruptsCollective(await peerJob(2, { timeoutMs: 2_000, uniqueId: UniqueId.fromBytes(new Array(16).fill(0x5b)) }));
   });
 
   it('setTimeout applies to the mesh: a receive nobody answers times out and aborts the job', async () => {

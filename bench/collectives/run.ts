@@ -21,6 +21,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
+import { progressBar } from '../../lib/cli/bench-command.js';
 import { parseTransport } from '../../lib/transport/transport-kind.js';
 import {
   BENCH_OPS,
@@ -351,11 +352,9 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   const progress = !options.json && process.stderr.isTTY;
   runCollectivesBench({
     ...options,
-    ...(progress ? { onProgress: (done: number, total: number) => process.stderr.write(`\r${done}/${total} cells`) } : {}),
+    ...(progress ? { onProgress: progressBar((text) => process.stderr.write(text)) } : {}),
   }).then(
-    () => {
-      if (progress) process.stderr.write('\n');
-    },
+    () => undefined,
     (error: unknown) => {
       process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
       process.exitCode = 1;

@@ -15,14 +15,24 @@ export interface BenchOptions {
   readonly minBytes?: number;
   readonly maxBytes?: number;
   readonly dtype?: string;
+  readonly transport?: string;
   readonly json: boolean;
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** A one-line progress bar on stderr, redrawn in place: `[#######.............]  7/20 cells`. */
+export function progressBar(write: (text: string) => void, width = 30): (done: number, total: number) => void {
+  return (done, total) => {
+    const filled = total === 0 ? width : Math.round((done / total) * width);
+    write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(done).padStart(String(total).length)}/${total} cells${done === total ? '\n' : ''}`);
+  };
 }
 
 export const benchCommand = defineCommand(
   {
     name: 'bench',
     brief: 'Measure collectives over a local job',
-    synopsis: '[-n N] [--op allreduce|...] [--min-bytes B --max-bytes B] [--dtype f32] [--json]',
+    synopsis: '[-n N] [--op allreduce|...] [--min-bytes B --max-bytes B] [--dtype f32] [--transport T] [--json]',
     summary: 'Measures collectives over a local job of N ranks (bench/collectives), sweeping message sizes.',
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, help: 'number of ranks' },
@@ -30,6 +40,7 @@ export const benchCommand = defineCommand(
       'min-bytes': { kind: 'integer', value: 'B', help: 'smallest message size in bytes' },
       'max-bytes': { kind: 'integer', value: 'B', help: 'largest message size in bytes' },
       dtype: { kind: 'string', value: 'T', help: 'element type (f32, i32, bf16, ...)' },
+      transport: { kind: 'string', value: 'T', help: 'tcp_host_staged (default) or tcp_peer' },
       json: { kind: 'boolean', help: 'print the results as JSON' },
     },
   },
@@ -41,7 +52,10 @@ export const benchCommand = defineCommand(
       ...(values['min-bytes'] !== undefined ? { minBytes: values['min-bytes'] } : {}),
       ...(values['max-bytes'] !== undefined ? { maxBytes: values['max-bytes'] } : {}),
       ...(values.dtype !== undefined ? { dtype: values.dtype } : {}),
+      ...(values.transport !== undefined ? { transport: values.transport } : {}),
       json: values.json ?? false,
+      // A progress bar only for a person watching a terminal, never into pipes or JSON.
+      ...(!values.json && process.stderr.isTTY ? { onProgress: progressBar((text) => process.stderr.write(text)) } : {}),
     };
     const status = await bench(options);
     return typeof status === 'number' ? status : 0;

@@ -79,9 +79,10 @@ describe.concurrent('rxccl as a process', () => {
   }, 60_000);
 
   it('rxccl bench passes its options to the collectives bench', async () => {
-    const result = await runRxccl(['bench', '-n', '2', '--op', 'barrier', '--json']);
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'barrier', '--transport', 'tcp_peer', '--json']);
     expect(result.code).toBe(0);
-    const report = JSON.parse(result.stdout) as { rows: { op: string; worldSize: number }[] };
+    const report = JSON.parse(result.stdout) as { meta: { transport?: string }; rows: { op: string; worldSize: number }[] };
+    expect(report.meta.transport).toBe('tcp_peer');
     expect(report.rows.map(({ op, worldSize }) => ({ op, worldSize }))).toEqual([{ op: 'barrier', worldSize: 2 }]);
   }, 60_000);
 

@@ -39,7 +39,8 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
     const onFrame = (rank: number, frame: Parameters<P2pMatcher['route']>[1]) => {
       lastSeen[rank] = scheduler.now();
       if (graceful[rank]) throw new ConfigurationError(`point-to-point rank ${rank} sent data after LEAVE`);
-      for (const delivery of matcher.route(rank, frame)) {
+      const deliveries = matcher.route(rank, frame);
+      for (const delivery of deliveries) {
         try {
           channels[delivery.rank]!.send(delivery.frame);
         } catch (error) {
@@ -48,19 +49,19 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
         }
       }
       if (frame.header.opcode === Opcode.Leave) graceful[rank] = true;
-      throttle();
+      // Only the sender's parked bytes, and those of senders whose data was just delivered, changed.
+      throttle(rank);
+      for (const delivery of deliveries) throttle(delivery.frame.header.sourceRank);
     };
 
     // A rank whose unmatched sends exceed the frame limit is not read until receives drain them.
     const paused = new Array<boolean>(worldSize).fill(false);
-    const throttle = () => {
-      channels.forEach((channel, rank) => {
-        const over = matcher.bufferedBy(rank) > MAX_FRAME_PAYLOAD_BYTES;
-        if (over !== paused[rank]) {
-          paused[rank] = over;
-          channel.setReading(!over);
-        }
-      });
+    const throttle = (rank: number) => {
+      const over = matcher.bufferedBy(rank) > MAX_FRAME_PAYLOAD_BYTES;
+      if (over !== paused[rank]) {
+        paused[rank] = over;
+        channels[rank]!.setReading(!over);
+      }
     };
 
     const onGone = (rank: number, reason: string | null) => {

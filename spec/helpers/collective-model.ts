@@ -12,6 +12,7 @@ import type { DType } from '../../lib/protocol/element-type.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import type { RankSession } from '../../lib/rank/rank-session.js';
 import { arrayClassOf, dtypeWidth, type Tensor, viewTensor } from '../../lib/tensor.js';
+import { concatBytes } from '../protocol/arbitraries.js';
 
 export type CollectiveKind =
   | 'barrier'
@@ -157,19 +158,9 @@ export function outcomeOf(result: Tensor | null | undefined): Outcome {
 
 // ---- the model ------------------------------------------------------------------------------
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const total = parts.reduce((sum, part) => sum + part.length, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
 
 function reduceModel(dtype: DType, op: ReduceOp, slices: readonly Uint8Array[]): Uint8Array {
-  const input = concat(slices);
+  const input = concatBytes(slices);
   const output = new Uint8Array(input.length / slices.length);
   referenceReduceSlices(dtype, op, input, slices.length, output);
   return output;
@@ -196,9 +187,9 @@ export function modelCollective(c: CollectiveCase, worldSize: number): Outcome[]
     case 'broadcast':
       return ranks.map((rank) => shaped(Uint8Array.from(inputs[c.root]!), rank));
     case 'allGather':
-      return ranks.map((rank) => shaped(concat(all()), rank));
+      return ranks.map((rank) => shaped(concatBytes(all()), rank));
     case 'gather':
-      return ranks.map((rank) => (rank === c.root ? shaped(concat(all()), rank) : { bytes: null }));
+      return ranks.map((rank) => (rank === c.root ? shaped(concatBytes(all()), rank) : { bytes: null }));
     case 'reduce':
       return ranks.map((rank) => (rank === c.root ? shaped(reduceModel(c.dtype, c.op, all()), rank) : { bytes: null }));
     case 'allReduce':
@@ -208,7 +199,7 @@ export function modelCollective(c: CollectiveCase, worldSize: number): Outcome[]
     case 'reduceScatter':
       return ranks.map((rank) => shaped(reduceModel(c.dtype, c.op, all().map((input) => shard(input, rank, worldSize))), rank));
     case 'allToAll':
-      return ranks.map((rank) => shaped(concat(all().map((input) => shard(input, rank, worldSize))), rank));
+      return ranks.map((rank) => shaped(concatBytes(all().map((input) => shard(input, rank, worldSize))), rank));
     case 'allToAllV': {
       const counts = c.sendCounts!;
       const segment = (source: number, destination: number) => {
@@ -216,7 +207,7 @@ export function modelCollective(c: CollectiveCase, worldSize: number): Outcome[]
         return inputs[source]!.subarray(start * width, (start + counts[source]![destination]!) * width);
       };
       return ranks.map((rank) => ({
-        ...shaped(concat(ranks.map((source) => segment(source, rank))), rank),
+        ...shaped(concatBytes(ranks.map((source) => segment(source, rank))), rank),
         counts: ranks.map((source) => counts[source]![rank]!),
       }));
     }

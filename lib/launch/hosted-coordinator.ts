@@ -41,7 +41,7 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
 /**
  * Opens a session and, when these options come with a coordinator this rank hosts, keeps the
  * coordinator serving the other ranks until they are done: the session's `close()` then also waits
- * for the coordinator's `done` to settle (its failure is the session's own, already reported), so
+ * (`holdCloseUntil`) for the coordinator's `done` to settle (its failure is the session's own, already reported), so
  * a rank 0 that exits right after closing does not cut the others off. A session that fails to
  * open closes the coordinator with it.
  */
@@ -55,10 +55,6 @@ export async function keepHostedCoordinator(options: SessionOptions, open: () =>
     await coordinator.close();
     throw error;
   }
-  const closeSession = session.close.bind(session);
-  session.close = async () => {
-    await closeSession();
-    await coordinator.done.catch(() => undefined);
-  };
+  session.holdCloseUntil(coordinator.done);
   return session;
 }

@@ -76,6 +76,7 @@ async function settleAll(attempts: Promise<FrameChannel>[]): Promise<FrameChanne
 export class RankSession {
   readonly failure$: Observable<never>;
   private closed = false;
+  private readonly closeWaits: Promise<void>[] = [];
 
   private constructor(
     readonly rank: number,
@@ -330,11 +331,22 @@ export class RankSession {
 
   /** Leaves the session: LEAVE on every rail, then the connections are closed. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
-    this.plane.close();
-    this.collective.close();
+    if (!this.closed) {
+      this.closed = true;
+      this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
+      this.plane.close();
+      this.collective.close();
+    }
+    await Promise.all(this.closeWaits);
+  }
+
+  /**
+   * Makes `close()` also wait for `work` (settled either way). Rank 0 uses it to keep the
+   * coordinator it hosts serving until every other rank has left.
+   * @internal
+   */
+  holdCloseUntil(work: Promise<unknown>): void {
+    this.closeWaits.push(work.then(() => undefined, () => undefined));
   }
 
   private run(request: CollectiveRequest, parts: readonly Uint8Array[], scratch = false): Promise<Frame> {

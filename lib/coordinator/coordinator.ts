@@ -2,11 +2,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { asyncScheduler, EmptyError, firstValueFrom, type SchedulerLike, type Subscription, take, timeout, TimeoutError } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, ProtocolError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
-import { ElementType } from '../protocol/element-type.js';
+import { abortFrame } from '../protocol/control-frames.js';
 import { makeHeader } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
-import { FrameChannel } from '../transport/frame-channel.js';
+import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
   type CollectiveTransport,
   validateRails,
@@ -303,20 +303,8 @@ export class Coordinator {
     setTimeout(() => channel.destroy(), 1_000).unref();
   }
 
-  private abortFrame(message: string, uniqueId: UniqueId, destination: number, sequence: bigint) {
-    const payload = new Uint8Array(Buffer.from(message, 'utf8'));
-    const header = makeHeader(
-      {
-        uniqueId,
-        opcode: Opcode.Abort,
-        elementType: ElementType.U8,
-        destinationRank: destination,
-        worldSize: this.worldSize,
-        sequence,
-        elementCount: payload.length,
-      },
-      payload.length,
-    );
-    return { header, parts: [payload] };
+  private abortFrame(message: string, uniqueId: UniqueId, destination: number, sequence: bigint): OutgoingFrame {
+    return outgoing(abortFrame({ uniqueId, worldSize: this.worldSize }, message, { destination, sequence }));
   }
+
 }

@@ -5,6 +5,13 @@ import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { OutgoingFrame } from '../transport/frame-channel.js';
+import { TagMatcher } from '../transport/tag-matcher.js';
+
+/** A send waiting for its receive; unacknowledged while its sender is over the buffer limit. */
+interface UnmatchedSend {
+  readonly frame: Frame;
+  readonly acknowledged: boolean;
+}
 
 /** A frame the router must write to one rank's connection on this rail. */
 export interface Delivery {
@@ -22,8 +29,8 @@ export interface Delivery {
  * sender that awaits its sends cannot make the coordinator hold unbounded data.
  */
 export class P2pMatcher {
-  private readonly sends: { frame: Frame; acknowledged: boolean }[] = [];
-  private readonly receives: Frame[] = [];
+  /** One matcher per receiving rank: messages keyed by sender, receives by the source they name. */
+  private readonly byReceiver: TagMatcher<UnmatchedSend, Frame>[];
   private readonly bufferedBytes: number[];
 
   constructor(
@@ -32,6 +39,7 @@ export class P2pMatcher {
     /** Eagerly acknowledged unmatched bytes per sending rank. */
     private readonly bufferLimit = MAX_FRAME_PAYLOAD_BYTES,
   ) {
+    this.byReceiver = Array.from({ length: worldSize }, () => new TagMatcher<UnmatchedSend, Frame>());
     this.bufferedBytes = new Array<number>(worldSize).fill(0);
   }
 
@@ -46,28 +54,18 @@ export class P2pMatcher {
     const header = frame.header;
     switch (header.opcode) {
       case Opcode.Send: {
-        const deliveries: Delivery[] = [];
-        const index = this.receives.findIndex((receive) => matches(frame, receive));
-        if (index >= 0) {
-          deliveries.push(this.acknowledge(frame));
-          deliveries.push(this.deliver(frame, this.receives.splice(index, 1)[0]!));
-          return deliveries;
-        }
         const eager = this.bufferedBytes[rank]! + frame.payload.length <= this.bufferLimit;
+        const receive = this.byReceiver[header.destinationRank]!.offer(rank, header.tag, { frame, acknowledged: eager });
+        if (receive !== null) return [this.acknowledge(frame), this.deliver(frame, receive)];
         this.bufferedBytes[rank]! += frame.payload.length;
-        this.sends.push({ frame, acknowledged: eager });
         return eager ? [this.acknowledge(frame)] : [];
       }
       case Opcode.Receive: {
-        const index = this.sends.findIndex((send) => matches(send.frame, frame));
-        if (index < 0) {
-          this.receives.push(frame);
-          return [];
-        }
-        const [send] = this.sends.splice(index, 1);
-        this.bufferedBytes[send!.frame.header.sourceRank]! -= send!.frame.payload.length;
-        const deliveries = [this.deliver(send!.frame, frame)];
-        if (!send!.acknowledged) deliveries.push(this.acknowledge(send!.frame));
+        const send = this.byReceiver[rank]!.post(header.destinationRank, header.tag, frame);
+        if (send === null) return [];
+        this.bufferedBytes[send.frame.header.sourceRank]! -= send.frame.payload.length;
+        const deliveries = [this.deliver(send.frame, frame)];
+        if (!send.acknowledged) deliveries.push(this.acknowledge(send.frame));
         return deliveries;
       }
       case Opcode.Heartbeat:
@@ -129,7 +127,7 @@ export class P2pMatcher {
 
   private validate(rank: number, frame: Frame): void {
     const h = frame.header;
-    if (!h.uniqueId.equals(this.uniqueId)) throw new WrongSessionError();
+    if (!h.uniqueId.equals(this.uniqueId)) throw new WrongSessionError('point-to-point frame belongs to another session');
     if (h.worldSize !== this.worldSize || h.sourceRank !== rank) {
       throw new ConfigurationError(
         `point-to-point connection rank ${rank} submitted source ${h.sourceRank} and world ${h.worldSize}`,
@@ -165,12 +163,3 @@ export class P2pMatcher {
   }
 }
 
-function matches(send: Frame, receive: Frame): boolean {
-  const s = send.header;
-  const r = receive.header;
-  return (
-    s.destinationRank === r.sourceRank &&
-    (r.destinationRank === ANY_RANK || r.destinationRank === s.sourceRank) &&
-    s.tag === r.tag
-  );
-}

@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
-import { Observable, type Subscriber } from 'rxjs';
-import { ChannelClosedError } from '../errors.js';
+import { Observable, type Subscriber, type Subscription } from 'rxjs';
+import { ChannelClosedError, ProtocolError } from '../errors.js';
+import { decodeFrames } from '../protocol/decode-frames.js';
 import { encodeHeader, type FrameHeader } from '../protocol/header.js';
 import type { Frame } from '../protocol/frame.js';
-import { FrameDecoder } from '../protocol/frame-decoder.js';
 
 /** A frame to write: its header and the payload as one or more parts, written back to back. */
 export interface OutgoingFrame {
@@ -20,6 +20,17 @@ export function outgoing(frame: Frame): OutgoingFrame {
 const UNOWNED_LINGER_MS = 5_000;
 
 type Ending = { readonly error: unknown } | { readonly error?: undefined };
+
+/** A socket's incoming bytes until it ends (complete) or fails (error). */
+function socketChunks(socket: Socket): Observable<Uint8Array> {
+  return new Observable<Uint8Array>((subscriber) => {
+    const onData = (chunk: Buffer) => subscriber.next(chunk);
+    const onEnd = () => subscriber.complete();
+    const onError = (error: Error) => subscriber.error(error);
+    socket.on('data', onData).on('end', onEnd).on('error', onError);
+    return () => socket.off('data', onData).off('end', onEnd).off('error', onError);
+  });
+}
 
 /**
  * One TCP connection speaking GX1: incoming bytes become `frames$`, outgoing frames are written as
@@ -38,7 +49,7 @@ export class FrameChannel {
    * knows what comes next may point it at reusable memory.
    */
   allocatePayload: (header: FrameHeader) => Uint8Array = (header) => new Uint8Array(header.payloadBytes);
-  private readonly decoder = new FrameDecoder((header) => this.allocatePayload(header));
+  private readonly reading: Subscription;
   private readonly backlog: Frame[] = [];
   private subscriber: Subscriber<Frame> | null = null;
   private ending: Ending | null = null;
@@ -46,27 +57,24 @@ export class FrameChannel {
 
   constructor(readonly socket: Socket) {
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      if (this.discarding) return;
-      try {
-        this.decoder.push(chunk, (frame) => this.dispatch(frame));
-      } catch (error) {
-        // The stream lost its framing: read no more, but leave the socket open so its owner can
-        // still say why (an Abort) before closing it; a channel nobody finishes is cut off later.
-        this.discarding = true;
-        this.backlog.length = 0;
-        this.end({ error });
-        setTimeout(() => socket.destroy(), UNOWNED_LINGER_MS).unref();
-      }
-    });
-    socket.on('end', () => {
-      try {
-        this.decoder.end();
-        this.end({});
-      } catch (error) {
-        this.end({ error });
-      }
-    });
+    this.reading = socketChunks(socket)
+      .pipe(decodeFrames({ allocate: (header) => this.allocatePayload(header) }))
+      .subscribe({
+        next: (frame) => this.dispatch(frame),
+        error: (error: unknown) => {
+          if (error instanceof ProtocolError) {
+            // The stream lost its framing: read no more (the decoder unsubscribed from the socket),
+            // but leave it open so its owner can still say why (an Abort) before closing it; a
+            // channel nobody finishes is cut off later.
+            this.discarding = true;
+            this.backlog.length = 0;
+            setTimeout(() => socket.destroy(), UNOWNED_LINGER_MS).unref();
+          }
+          this.end({ error });
+        },
+        complete: () => this.end({}),
+      });
+    // Stays after the decoder let go of the socket: an 'error' nobody listens to kills the process.
     socket.on('error', (error) => this.end({ error }));
     socket.on('close', () => this.end({}));
     this.frames$ = new Observable<Frame>((subscriber) => {
@@ -138,6 +146,7 @@ export class FrameChannel {
    */
   finish(lingerMs = 2_000): void {
     this.discarding = true;
+    this.reading.unsubscribe();
     this.backlog.length = 0;
     this.subscriber = null;
     if (this.socket.destroyed) return;

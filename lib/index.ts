@@ -29,10 +29,11 @@ export {
 export type { Tensor, TaggedTensor, TypedArray } from './tensor.js';
 export type { CollectiveTransport } from './transport/transport-kind.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
-export { RankSession, type ReceiveShape, type RailOption } from './rank/rank-session.js';
-export type { SessionOptions } from './rank/session-options.js';
-export { openSession, connect } from './rank/open-session.js';
-export * from './collectives/index.js';
+export { RankSession, type ReceiveShape, type RailOption } from './session/rank-session.js';
+export type { SessionEvent } from './session/events.js';
+export type { SessionOptions } from './session/session-options.js';
+export { openSession, connect } from './launch/open-session.js';
+export * from './session/operators/index.js';
 export {
   CollectiveTopology,
   type TopologyLink,

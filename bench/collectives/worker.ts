@@ -16,8 +16,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { kernelBackend } from '../../lib/kernels/index.js';
-import { openSession } from '../../lib/rank/open-session.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import { openSession } from '../../lib/launch/open-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import { arrayClassOf, type Tensor } from '../../lib/tensor.js';
 import { type Budget, busFactor, type Cell, type WorkerPlan } from './plan.js';
 

@@ -3,7 +3,7 @@ import { Coordinator } from '../coordinator/coordinator.js';
 import { failureText } from '../errors.js';
 import { hostPort } from '../launch/job-environment.js';
 import { UniqueId } from '../protocol/unique-id.js';
-import { parseHostPort } from '../rank/session-options.js';
+import { parseHostPort } from '../session/session-options.js';
 import { parseTransport, validateWorldSize } from '../transport/transport-kind.js';
 import { defineCommand } from './command.js';
 import { COORDINATOR_FLAGS } from './session-flags.js';

@@ -4,7 +4,7 @@
  * the file RXCCL_PROBE_OUTPUT names. Probe sizes follow the GX1_TOPOLOGY_PROBE_* variables.
  */
 import { writeFileSync } from 'node:fs';
-import { openSession } from '../rank/open-session.js';
+import { openSession } from '../launch/open-session.js';
 
 const output = process.env.RXCCL_PROBE_OUTPUT;
 if (output === undefined) throw new Error('probe-rank runs under `rxccl probe`, which sets RXCCL_PROBE_OUTPUT');

@@ -1,4 +1,4 @@
-import { parseHostPort } from '../rank/session-options.js';
+import { parseHostPort } from '../session/session-options.js';
 import { type JobIdentity, portOf, uniqueIdOf } from './job-identity.js';
 import type { DiscoveredJob, EnvironmentReader, LauncherName } from './job-environment.js';
 import { sessionSettings } from './session-settings.js';

@@ -1,4 +1,4 @@
-import { DEFAULT_SESSION_TIMEOUT_MS, type SessionOptions } from '../rank/session-options.js';
+import { DEFAULT_SESSION_TIMEOUT_MS, type SessionOptions } from '../session/session-options.js';
 import { discoverJob } from './discover-job.js';
 import { hostCoordinator } from './hosted-coordinator.js';
 import { type Environment, hostPort } from './job-environment.js';

@@ -1,7 +1,7 @@
 import { Coordinator } from '../coordinator/coordinator.js';
 import { ConfigurationError } from '../errors.js';
-import type { RankSession } from '../rank/rank-session.js';
-import type { SessionOptions } from '../rank/session-options.js';
+import type { RankSession, SessionHolds } from '../session/rank-session.js';
+import type { SessionOptions } from '../session/session-options.js';
 import { type DiscoveredJob, hostPort } from './job-environment.js';
 
 /** The coordinators rank 0 hosts, by the session options they were discovered with. */
@@ -40,21 +40,18 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
 
 /**
  * Opens a session and, when these options come with a coordinator this rank hosts, keeps the
- * coordinator serving the other ranks until they are done: the session's `close()` then also waits
- * (`holdCloseUntil`) for the coordinator's `done` to settle (its failure is the session's own, already reported), so
+ * coordinator serving the other ranks until they are done: the session holds the coordinator's
+ * `done`, and its `close()` waits for it to settle (its failure is the session's own, already reported), so
  * a rank 0 that exits right after closing does not cut the others off. A session that fails to
  * open closes the coordinator with it.
  */
-export async function keepHostedCoordinator(options: SessionOptions, open: () => Promise<RankSession>): Promise<RankSession> {
+export async function keepHostedCoordinator(options: SessionOptions, open: (holds: SessionHolds) => Promise<RankSession>): Promise<RankSession> {
   const coordinator = hosted.get(options);
-  if (coordinator === undefined) return open();
-  let session: RankSession;
+  if (coordinator === undefined) return open({});
   try {
-    session = await open();
+    return await open({ closeAfter: [coordinator.done] });
   } catch (error) {
     await coordinator.close();
     throw error;
   }
-  session.holdCloseUntil(coordinator.done);
-  return session;
 }

@@ -1,5 +1,8 @@
 import { ConfigurationError } from '../errors.js';
+import { lastValueFrom } from 'rxjs';
 import { MAX_U64 } from '../protocol/constants.js';
+import { ElementType } from '../protocol/element-type.js';
+import type { Links } from '../transport/links/links.js';
 import {
   CollectiveTopology,
   type TopologyAggregateLink,
@@ -15,27 +18,26 @@ import {
 import { resolveProbeOptions, type TopologyProbeOptions } from './probe-options.js';
 
 /**
- * What the probe needs from a rank's data plane: the direct peer mesh in a session, an in-memory
- * fake in tests. Every rank of the world calls `probeTopology` with its own instance.
+ * What the probe needs from a rank: its links (the direct peer mesh in a session, an in-memory
+ * fake in tests), two collectives and a clock. Every rank of the world calls `probeTopology`.
  */
-export interface ProbeLinks {
-  readonly rank: number;
-  readonly worldSize: number;
-  /** Point-to-point rails between every pair of ranks. */
-  readonly rails: number;
-  /**
-   * Sends `bytes` to `destination` on `rail` under `tag`; resolves once the transport has taken
-   * the bytes (written to the socket), which is what the probe times.
-   */
-  send(rail: number, destination: number, tag: bigint, bytes: Uint8Array): Promise<void>;
-  /** Receives the next message from `source` on `rail` with `tag`, of exactly `byteCount` bytes. */
-  receive(rail: number, source: number, tag: bigint, byteCount: number): Promise<Uint8Array>;
+export interface ProbeContext {
+  /** Sends are timed until the transport took the bytes (written to the socket). */
+  readonly links: Links;
   /** Collective: every rank's `bytes`, indexed by rank. */
   allGather(bytes: Uint8Array): Promise<readonly Uint8Array[]>;
   /** Collective: resolves once every rank has entered. */
   barrier(): Promise<void>;
   /** A monotonic clock in nanoseconds (`process.hrtime.bigint` in production). */
   now(): bigint;
+}
+
+function send(probe: ProbeContext, rail: number, destination: number, tag: bigint, bytes: Uint8Array): Promise<void> {
+  return lastValueFrom(probe.links.send(rail, destination, tag, bytes, { elementType: ElementType.U8, count: bytes.length }), { defaultValue: undefined });
+}
+
+function receive(probe: ProbeContext, rail: number, source: number, tag: bigint, byteCount: number): Promise<Uint8Array> {
+  return lastValueFrom(probe.links.receive(rail, source, tag, { elementType: ElementType.U8, count: byteCount }));
 }
 
 /** One direction of one rail, as its sender measured it. */
@@ -63,8 +65,8 @@ function saturate(value: bigint): bigint {
 }
 
 /** Nanoseconds since `started`, at least 1 (a coarse clock may not have ticked). */
-function elapsedSince(links: ProbeLinks, started: bigint): bigint {
-  const elapsed = links.now() - started;
+function elapsedSince(probe: ProbeContext, started: bigint): bigint {
+  const elapsed = probe.now() - started;
   return elapsed < 1n ? 1n : saturate(elapsed);
 }
 
@@ -75,13 +77,13 @@ function megabytesPerSecond(bytes: bigint, nanoseconds: bigint): bigint {
 }
 
 async function receiveExactly(
-  links: ProbeLinks,
+  probe: ProbeContext,
   rail: number,
   source: number,
   tag: bigint,
   byteCount: number,
 ): Promise<void> {
-  const bytes = await links.receive(rail, source, tag, byteCount);
+  const bytes = await receive(probe, rail, source, tag, byteCount);
   if (bytes.length !== byteCount) {
     throw new ConfigurationError(
       `topology probe from rank ${source} on rail ${rail} received ${bytes.length} bytes, expected ${byteCount}`,
@@ -97,7 +99,7 @@ async function receiveExactly(
  * every rank ends at the barrier, so the next direction starts on a quiet network.
  */
 async function probeDirection(
-  links: ProbeLinks,
+  probe: ProbeContext,
   pair: ProbePair,
   sender: number,
   receiver: number,
@@ -109,35 +111,35 @@ async function probeDirection(
   const bandwidthTag = topologyProbeTag(pair.first, pair.second, rail, direction, BANDWIDTH_KIND);
   const latencySamples: bigint[] = [];
   const bandwidthSamples: bigint[] = [];
-  if (links.rank === sender) {
+  if (probe.links.rank === sender) {
     for (let iteration = 0; iteration < options.warmupIterations; iteration += 1) {
-      await links.send(rail, receiver, latencyTag, LATENCY_PAYLOAD);
+      await send(probe, rail, receiver, latencyTag, LATENCY_PAYLOAD);
     }
     for (let iteration = 0; iteration < options.latencyIterations; iteration += 1) {
-      const started = links.now();
-      await links.send(rail, receiver, latencyTag, LATENCY_PAYLOAD);
-      latencySamples.push(elapsedSince(links, started));
+      const started = probe.now();
+      await send(probe, rail, receiver, latencyTag, LATENCY_PAYLOAD);
+      latencySamples.push(elapsedSince(probe, started));
     }
     // One payload serves every send: the probe never writes to it and its contents are noise.
     const payload = new Uint8Array(options.payloadBytes).fill(0xa5);
     for (let iteration = 0; iteration < options.warmupIterations; iteration += 1) {
-      await links.send(rail, receiver, bandwidthTag, payload);
+      await send(probe, rail, receiver, bandwidthTag, payload);
     }
     for (let iteration = 0; iteration < options.bandwidthIterations; iteration += 1) {
-      const started = links.now();
-      await links.send(rail, receiver, bandwidthTag, payload);
-      bandwidthSamples.push(elapsedSince(links, started));
+      const started = probe.now();
+      await send(probe, rail, receiver, bandwidthTag, payload);
+      bandwidthSamples.push(elapsedSince(probe, started));
     }
-  } else if (links.rank === receiver) {
+  } else if (probe.links.rank === receiver) {
     for (let index = 0; index < options.warmupIterations + options.latencyIterations; index += 1) {
-      await receiveExactly(links, rail, sender, latencyTag, 1);
+      await receiveExactly(probe, rail, sender, latencyTag, 1);
     }
     for (let index = 0; index < options.warmupIterations + options.bandwidthIterations; index += 1) {
-      await receiveExactly(links, rail, sender, bandwidthTag, options.payloadBytes);
+      await receiveExactly(probe, rail, sender, bandwidthTag, options.payloadBytes);
     }
   }
-  await links.barrier();
-  if (links.rank !== sender) return null;
+  await probe.barrier();
+  if (probe.links.rank !== sender) return null;
   const latencyNs = (median(latencySamples) + 1n) / 2n;
   const elapsedNs = median(bandwidthSamples);
   const twiceLatency = latencyNs * 2n;
@@ -154,7 +156,7 @@ async function probeDirection(
  * (one NIC, one loopback). Only the sender returns a measurement.
  */
 async function probeConcurrentRailsDirection(
-  links: ProbeLinks,
+  probe: ProbeContext,
   pair: ProbePair,
   sender: number,
   receiver: number,
@@ -163,37 +165,37 @@ async function probeConcurrentRailsDirection(
 ): Promise<bigint | null> {
   const samples = options.warmupIterations + options.bandwidthIterations;
   const bandwidthSamples: bigint[] = [];
-  const rails = Array.from({ length: links.rails }, (_, rail) => rail);
+  const rails = Array.from({ length: probe.links.rails }, (_, rail) => rail);
   const tags = rails.map((rail) =>
     topologyProbeTag(pair.first, pair.second, rail, direction, CONCURRENT_KIND),
   );
-  if (links.rank === sender) {
+  if (probe.links.rank === sender) {
     const payload = new Uint8Array(options.payloadBytes).fill(0x5a);
     for (let sample = 0; sample < samples; sample += 1) {
-      const started = links.now();
-      await Promise.all(rails.map((rail) => links.send(rail, receiver, tags[rail]!, payload)));
-      const elapsedNs = elapsedSince(links, started);
+      const started = probe.now();
+      await Promise.all(rails.map((rail) => send(probe, rail, receiver, tags[rail]!, payload)));
+      const elapsedNs = elapsedSince(probe, started);
       if (sample >= options.warmupIterations) bandwidthSamples.push(elapsedNs);
     }
-  } else if (links.rank === receiver) {
+  } else if (probe.links.rank === receiver) {
     for (let sample = 0; sample < samples; sample += 1) {
       for (const rail of rails) {
-        await receiveExactly(links, rail, sender, tags[rail]!, options.payloadBytes);
+        await receiveExactly(probe, rail, sender, tags[rail]!, options.payloadBytes);
       }
     }
   }
-  await links.barrier();
-  if (links.rank !== sender) return null;
-  const totalBytes = BigInt(options.payloadBytes) * BigInt(links.rails);
+  await probe.barrier();
+  if (probe.links.rank !== sender) return null;
+  const totalBytes = BigInt(options.payloadBytes) * BigInt(probe.links.rails);
   return megabytesPerSecond(totalBytes, median(bandwidthSamples));
 }
 
 /** Shares `local` (u64s) with every rank and returns all ranks' values, rank after rank. */
-async function gatherMetrics(links: ProbeLinks, local: readonly bigint[], what: string): Promise<bigint[]> {
+async function gatherMetrics(probe: ProbeContext, local: readonly bigint[], what: string): Promise<bigint[]> {
   const bytes = new Uint8Array(local.length * 8);
   const view = new DataView(bytes.buffer);
   local.forEach((value, index) => view.setBigUint64(index * 8, saturate(value), true));
-  const gathered = await links.allGather(bytes);
+  const gathered = await probe.allGather(bytes);
   const values: bigint[] = [];
   for (const part of gathered) {
     const partView = new DataView(part.buffer, part.byteOffset, part.byteLength);
@@ -201,8 +203,8 @@ async function gatherMetrics(links: ProbeLinks, local: readonly bigint[], what: 
       values.push(partView.getBigUint64(offset, true));
     }
   }
-  const expected = links.worldSize * local.length;
-  if (gathered.length !== links.worldSize || values.length !== expected) {
+  const expected = probe.links.worldSize * local.length;
+  if (gathered.length !== probe.links.worldSize || values.length !== expected) {
     throw new ConfigurationError(`${what} gathered ${values.length} metrics, expected ${expected}`);
   }
   return values;
@@ -227,11 +229,11 @@ function bothDirections<T>(pair: ProbePair, make: (source: number, destination: 
  * Run it while the session carries no other traffic: concurrent transfers would skew the timings.
  */
 export async function probeTopology(
-  links: ProbeLinks,
+  probe: ProbeContext,
   options: Partial<TopologyProbeOptions> = {},
 ): Promise<CollectiveTopology> {
   const resolved = resolveProbeOptions(options);
-  const { rank, worldSize, rails } = links;
+  const { rank, worldSize, rails } = probe.links;
   if (!Number.isInteger(worldSize) || worldSize < 1) {
     throw new ConfigurationError(`topology probe world size ${worldSize} must be a positive integer`);
   }
@@ -245,7 +247,7 @@ export async function probeTopology(
   const railLinks: TopologyRailLink[] = [];
   const aggregateLinks: TopologyAggregateLink[] = [];
 
-  await links.barrier();
+  await probe.barrier();
   for (let first = 0; first < worldSize; first += 1) {
     for (let second = first + 1; second < worldSize; second += 1) {
       const pair = { first, second };
@@ -253,8 +255,8 @@ export async function probeTopology(
       let pairLatencyNs = 0n;
       let railBandwidthSumMbps = 0n;
       for (let rail = 0; rail < rails; rail += 1) {
-        const forward = await probeDirection(links, pair, first, second, rail, FORWARD, resolved);
-        const reverse = await probeDirection(links, pair, second, first, rail, REVERSE, resolved);
+        const forward = await probeDirection(probe, pair, first, second, rail, FORWARD, resolved);
+        const reverse = await probeDirection(probe, pair, second, first, rail, REVERSE, resolved);
         // Only each direction's sender holds its figures; the others contribute zeros.
         const local = [
           forward?.bandwidthMbps ?? 0n,
@@ -262,7 +264,7 @@ export async function probeTopology(
           reverse?.bandwidthMbps ?? 0n,
           reverse?.latencyNs ?? 0n,
         ];
-        const values = await gatherMetrics(links, local, 'topology probe');
+        const values = await gatherMetrics(probe, local, 'topology probe');
         const forwardBandwidth = values[first * 4]!;
         const forwardLatency = values[first * 4 + 1]!;
         const reverseBandwidth = values[second * 4 + 2]!;
@@ -292,10 +294,10 @@ export async function probeTopology(
         railBandwidthSumMbps = saturate(railBandwidthSumMbps + bandwidthMbps);
       }
       if (rails > 1) {
-        const forward = await probeConcurrentRailsDirection(links, pair, first, second, FORWARD, resolved);
-        const reverse = await probeConcurrentRailsDirection(links, pair, second, first, REVERSE, resolved);
+        const forward = await probeConcurrentRailsDirection(probe, pair, first, second, FORWARD, resolved);
+        const reverse = await probeConcurrentRailsDirection(probe, pair, second, first, REVERSE, resolved);
         const values = await gatherMetrics(
-          links,
+          probe,
           [forward ?? 0n, reverse ?? 0n],
           'topology aggregate probe',
         );

@@ -1,10 +1,10 @@
 import { connect as netConnect, type Socket } from 'node:net';
-import { firstValueFrom, take, timeout } from 'rxjs';
-import { ConfigurationError, RemoteAbortError, TimeoutError } from '../errors.js';
+import { ConfigurationError, TimeoutError } from '../errors.js';
 import { FLAG_P2P_CHANNEL } from '../protocol/constants.js';
-import { makeHeader, frameText } from '../protocol/frame.js';
+import { joinHeader } from '../protocol/control-frames.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import { firstFrame } from './first-frame.js';
 import { FrameChannel } from './frame-channel.js';
 import { validateResponse } from './validate-response.js';
 
@@ -66,26 +66,12 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
   try {
-    channel.send({
-      header: makeHeader(
-        {
-          uniqueId: join.uniqueId,
-          opcode: Opcode.Join,
-          sourceRank: join.rank,
-          worldSize: join.worldSize,
-          flags: p2p ? FLAG_P2P_CHANNEL : 0,
-          tag: BigInt(join.rail ?? 0),
-        },
-        0,
-      ),
-      parts: [],
+    channel.send({ header: joinHeader(join, join.rail), parts: [] });
+    const ready = await firstFrame(channel, {
+      timeoutMs: deadline - Date.now(),
+      timedOut: () => new TimeoutError(`rank ${join.rank} waiting for READY on ${what}`),
+      closed: () => new ConfigurationError(`coordinator closed before READY on ${what}`),
     });
-    const ready = await firstValueFrom(channel.frames$.pipe(take(1), timeout(Math.max(1, deadline - Date.now())))).catch((error: unknown) => {
-      if (error instanceof Error && error.name === 'TimeoutError') throw new TimeoutError(`rank ${join.rank} waiting for READY on ${what}`);
-      if (error instanceof Error && error.name === 'EmptyError') throw new ConfigurationError(`coordinator closed before READY on ${what}`);
-      throw error;
-    });
-    if (ready.header.opcode === Opcode.Abort) throw new RemoteAbortError(frameText(ready));
     validateResponse(ready, join.uniqueId, join.rank, join.worldSize, 0n);
     const readyP2p = (ready.header.flags & FLAG_P2P_CHANNEL) !== 0;
     if (ready.header.opcode !== Opcode.Ready || readyP2p !== p2p || ready.header.tag !== BigInt(join.rail ?? 0)) {

@@ -1,14 +1,18 @@
 import { connect as netConnect, type Socket } from 'node:net';
-import { firstValueFrom, take, type Subscription } from 'rxjs';
+import { EmptyError, firstValueFrom, from, Observable, type SchedulerLike, type Subscriber, type Subscription, throwError, timeout } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
-import { ElementType, elementTypeName } from '../protocol/element-type.js';
-import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
+import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
+import { elementTypeName } from '../protocol/element-type.js';
+import { makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
-import type { UniqueId } from '../protocol/unique-id.js';
+import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from './buffer-pool.js';
-import { FrameChannel } from './frame-channel.js';
+import { FrameChannel, outgoing } from './frame-channel.js';
+import type { MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
+import { TagMatcher } from './tag-matcher.js';
+import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
 
 /** Who a mesh belongs to. */
 export interface MeshIdentity {
@@ -21,18 +25,22 @@ export interface MeshIdentity {
 /** A receive posted on the mesh, waiting for its message. */
 interface PostedReceive {
   readonly source: number;
-  readonly tag: bigint;
-  readonly elementType: ElementType;
-  readonly count: number;
-  readonly resolve: (frame: Frame) => void;
-  readonly reject: (error: unknown) => void;
+  readonly shape: MessageShape;
+  readonly subscriber: Subscriber<Frame>;
 }
 
-/** Unmatched bytes a link may hold before the mesh stops reading it (back-pressure on the sender). */
-const LINK_BUFFER_LIMIT = 64 * 1024 * 1024;
+/** Unmatched bytes one peer may park at this rank (per rail) before the mesh calls it a failure. */
+export const DEFAULT_UNMATCHED_BYTES_LIMIT = 2 ** 30;
+
+/** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
+const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
 
 function linkKey(peer: number, rail: number): string {
   return `${peer}/${rail}`;
+}
+
+function rankText(rank: number): string {
+  return rank === ANY_RANK ? 'any rank' : `rank ${rank}`;
 }
 
 /**
@@ -41,28 +49,30 @@ function linkKey(peer: number, rail: number): string {
  * a PeerHello handshake in both directions that checks unique id, ranks, world size and rail, so
  * a stray or crossed connection is refused and reported.
  *
- * Receiving is tagged matching per rail: a message meets the oldest posted receive whose source
- * (or ANY) and tag match, else waits in arrival order; FIFO per (source, tag). The element type
- * and count a receive expects are checked against the message. A peer whose link closes wakes
- * every receive waiting on it at once (`direct peer rank N left`). `abort` sends an Abort down every
- * link so every peer's pending work ends with the message.
+ * Receiving is tagged matching per rail (`TagMatcher`): FIFO per (source, tag), ANY source. The
+ * mesh reads every link all the time, so a receive posted for a later message never waits behind
+ * unmatched data; a peer that parks more than `unmatchedBytesLimit` unmatched bytes fails the
+ * session with an error naming it, its tags and the limit. A peer whose link closes wakes every
+ * receive waiting on it at once (`direct peer rank N left`). `abort` sends an Abort down every link.
  */
 export class PeerMesh {
   private readonly links = new Map<string, FrameChannel>();
-  private readonly readers = new Map<string, Subscription>();
+  private readonly readers: Subscription[] = [];
   private readonly departed = new Set<number>();
-  private readonly posted: PostedReceive[][];
-  private readonly arrived: Frame[][];
-  private readonly buffered = new Map<string, number>();
+  private readonly matchers: TagMatcher<Frame, PostedReceive>[];
+  private readonly unmatchedBytes = new Map<string, number>();
   private readonly sequences = new Map<string, bigint>();
   /** Memory for payloads that span socket chunks; consumers that are done with one give it back. */
   private readonly pool = new BufferPool(64 * 1024, 4);
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
 
-  private constructor(readonly identity: MeshIdentity) {
-    this.posted = Array.from({ length: identity.rails }, () => []);
-    this.arrived = Array.from({ length: identity.rails }, () => []);
+  private constructor(
+    readonly identity: MeshIdentity,
+    private readonly scheduler: SchedulerLike,
+    private readonly unmatchedBytesLimit: number,
+  ) {
+    this.matchers = Array.from({ length: identity.rails }, () => new TagMatcher<Frame, PostedReceive>());
   }
 
   /**
@@ -74,22 +84,25 @@ export class PeerMesh {
     endpoints: readonly (readonly SocketAddressText[])[];
     incoming: AsyncIterable<{ rail: number | null; socket: Socket }>;
     timeoutMs: number;
+    scheduler: SchedulerLike;
+    unmatchedBytesLimit?: number;
   }): Promise<PeerMesh> {
-    const mesh = new PeerMesh(options.identity);
+    const mesh = new PeerMesh(options.identity, options.scheduler, options.unmatchedBytesLimit ?? DEFAULT_UNMATCHED_BYTES_LIMIT);
     const { rank, worldSize, rails } = options.identity;
     const expectedIncoming = (worldSize - 1 - rank) * rails;
+    const setup = Promise.all([
+      ...Array.from({ length: rank * rails }, (_, index) => {
+        const peer = Math.floor(index / rails);
+        const rail = index % rails;
+        return mesh.dial(peer, rail, options.endpoints[peer]![rail]!);
+      }),
+      mesh.acceptAll(options.incoming, expectedIncoming),
+    ]);
     try {
-      await withTimeout(
-        Promise.all([
-          ...Array.from({ length: rank * rails }, (_, index) => {
-            const peer = Math.floor(index / rails);
-            const rail = index % rails;
-            return mesh.dial(peer, rail, options.endpoints[peer]![rail]!);
-          }),
-          mesh.acceptAll(options.incoming, expectedIncoming),
-        ]),
-        options.timeoutMs,
-        `rank ${rank} direct peer mesh setup`,
+      await firstValueFrom(
+        from(setup).pipe(
+          timeout({ first: Math.min(options.timeoutMs, MAX_TIMER_DELAY_MS), scheduler: options.scheduler, with: () => throwError(() => new TimeoutError(`rank ${rank} direct peer mesh setup`)) }),
+        ),
       );
     } catch (error) {
       mesh.close();
@@ -103,59 +116,63 @@ export class PeerMesh {
     this.onFailure = handler;
   }
 
-  /** Writes one message; waits (up to `timeoutMs`) only while the socket pushes back. */
-  async send(rail: number, destination: number, tag: bigint, elementType: ElementType, count: number, payload: Uint8Array, timeoutMs: number): Promise<void> {
-    this.check();
-    const { uniqueId, rank, worldSize } = this.identity;
-    const key = linkKey(destination, rail);
-    const sequence = this.sequences.get(key) ?? 0n;
-    this.sequences.set(key, sequence + 1n);
-    const header = makeHeader(
-      { uniqueId, opcode: Opcode.Send, elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, tag, elementCount: count },
-      payload.length,
-    );
-    if (destination === rank) {
-      // To itself: no socket, but the same matching as a message from a peer.
-      this.onMessage(rail, { header, payload: payload.slice() });
-      return;
-    }
-    if (this.departed.has(destination)) throw new RemoteAbortError(`direct peer rank ${destination} left`);
-    const link = this.links.get(key)!;
-    if (!link.send({ header, parts: [payload] })) {
-      await withTimeout(link.drained(), timeoutMs, `direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`);
-    }
-  }
-
-  /** Waits for the next matching message; after `timeoutMs` it gives up with a TimeoutError. */
-  receive(rail: number, source: number | null, tag: bigint, elementType: ElementType, count: number, timeoutMs: number): Promise<Frame> {
-    this.check();
-    const from = source ?? ANY_RANK;
-    if (from !== ANY_RANK && this.departed.has(from) && !this.arrived[rail]!.some((frame) => frame.header.sourceRank === from)) {
-      return Promise.reject(new RemoteAbortError(`direct peer rank ${from} left`));
-    }
-    return new Promise<Frame>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        const queue = this.posted[rail]!;
-        const index = queue.indexOf(receive);
-        if (index >= 0) queue.splice(index, 1);
-        const peer = from === ANY_RANK ? 'any rank' : `rank ${from}`;
-        reject(new TimeoutError(`direct peer receive from ${peer} with tag ${tag} on rail ${rail}`));
-      }, timeoutMs);
-      const settle = <T>(finish: (value: T) => void) => (value: T) => {
-        clearTimeout(timer);
-        finish(value);
+  /**
+   * Cold: writes one message on subscribe; completes at once, or once the socket drained if it
+   * pushed back (errors after `timeoutMs` of a peer not reading).
+   */
+  send(rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number): Observable<void> {
+    return new Observable<void>((subscriber) => {
+      if (this.failure !== null) throw this.failure;
+      const { uniqueId, rank, worldSize } = this.identity;
+      const key = linkKey(destination, rail);
+      const sequence = this.sequences.get(key) ?? 0n;
+      this.sequences.set(key, sequence + 1n);
+      const header = makeHeader(
+        { uniqueId, opcode: Opcode.Send, elementType: shape.elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, tag, elementCount: shape.count },
+        payload.length,
+      );
+      const done = () => {
+        subscriber.next();
+        subscriber.complete();
       };
-      const receive: PostedReceive = { source: from, tag, elementType, count, resolve: settle(resolve), reject: settle(reject) };
-      const queue = this.arrived[rail]!;
-      const index = queue.findIndex((frame) => matches(frame, receive));
-      if (index < 0) {
-        this.posted[rail]!.push(receive);
+      if (destination === rank) {
+        // To itself: no socket, but the same matching as a message from a peer.
+        this.onMessage(rail, { header, payload: payload.slice() });
+        done();
         return;
       }
-      const [frame] = queue.splice(index, 1);
-      this.release(rail, frame!);
-      deliver(frame!, receive);
-    });
+      if (this.departed.has(destination)) throw new RemoteAbortError(`direct peer rank ${destination} left`);
+      const link = this.links.get(key)!;
+      if (link.send({ header, parts: [payload] })) done();
+      else void link.drained().then(done);
+    }).pipe(
+      timeout({
+        first: Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
+        scheduler: this.scheduler,
+        with: () => throwError(() => new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`)),
+      }),
+    );
+  }
+
+  /** Cold: emits the next matching message; unsubscribing withdraws the receive; errors after `timeoutMs`. */
+  receive(rail: number, source: number, tag: bigint, shape: MessageShape, timeoutMs: number): Observable<Frame> {
+    return new Observable<Frame>((subscriber) => {
+      if (this.failure !== null) throw this.failure;
+      const matcher = this.matchers[rail]!;
+      if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw new RemoteAbortError(`direct peer rank ${source} left`);
+      const posted: PostedReceive = { source, shape, subscriber };
+      const frame = matcher.post(source, tag, posted);
+      if (frame === null) return () => matcher.withdraw(posted);
+      this.countOff(rail, frame);
+      deliver(frame, posted);
+      return undefined;
+    }).pipe(
+      timeout({
+        first: Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
+        scheduler: this.scheduler,
+        with: () => throwError(() => new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`)),
+      }),
+    );
   }
 
   /** Takes back the payload of a received message its consumer no longer needs (see BufferPool). */
@@ -165,15 +182,10 @@ export class PeerMesh {
 
   /** Sends an Abort with `message` down every link (best effort) so every peer stops at once. */
   abort(message: string): void {
-    const payload = new Uint8Array(Buffer.from(message, 'utf8'));
-    const { uniqueId, rank, worldSize } = this.identity;
-    const header = makeHeader(
-      { uniqueId, opcode: Opcode.Abort, elementType: ElementType.U8, sourceRank: rank, worldSize, elementCount: payload.length },
-      payload.length,
-    );
+    const frame = outgoing(abortFrame(this.identity, message));
     for (const link of this.links.values()) {
       try {
-        link.send({ header, parts: [payload] });
+        link.send(frame);
       } catch {
         // That peer is gone already.
       }
@@ -184,18 +196,14 @@ export class PeerMesh {
   fail(error: unknown): void {
     if (this.failure !== null) return;
     this.failure = error;
-    for (const queue of this.posted) for (const receive of queue.splice(0)) receive.reject(error);
+    for (const matcher of this.matchers) for (const receive of matcher.takeReceives(() => true)) receive.subscriber.error(error);
     this.onFailure(error);
   }
 
   close(): void {
-    for (const reader of this.readers.values()) reader.unsubscribe();
+    for (const reader of this.readers) reader.unsubscribe();
     for (const link of this.links.values()) link.finish();
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
-  }
-
-  private check(): void {
-    if (this.failure !== null) throw this.failure;
   }
 
   private async dial(peer: number, rail: number, endpoint: SocketAddressText): Promise<void> {
@@ -207,7 +215,7 @@ export class PeerMesh {
       );
     });
     const channel = new FrameChannel(socket);
-    channel.send({ header: this.hello(peer, rail), parts: [] });
+    channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
     const reply = await firstHandshakeFrame(channel);
     this.checkHello(reply, peer, rail);
     this.attach(peer, rail, channel);
@@ -228,7 +236,7 @@ export class PeerMesh {
         this.checkHello(hello, peer, rail);
         if (peer <= this.identity.rank) throw new ProtocolError(`direct peer rank ${peer} dialled rank ${this.identity.rank}; the higher rank dials`);
         if (this.links.has(linkKey(peer, rail))) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
-        channel.send({ header: this.hello(peer, rail), parts: [] });
+        channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
         this.attach(peer, rail, channel);
         accepted += 1;
         if (accepted === expected) return;
@@ -239,33 +247,24 @@ export class PeerMesh {
     }
   }
 
-  private hello(peer: number, rail: number) {
-    const { uniqueId, rank, worldSize } = this.identity;
-    return makeHeader({ uniqueId, opcode: Opcode.PeerHello, sourceRank: rank, destinationRank: peer, worldSize, tag: BigInt(rail) }, 0);
-  }
-
   private checkHello(frame: Frame, peer: number, rail: number): void {
     const h = frame.header;
     const { uniqueId, rank, worldSize, rails } = this.identity;
-    if (h.opcode === Opcode.Abort) throw new RemoteAbortError(frameText(frame));
+    if (h.opcode === Opcode.Abort) throw new RemoteAbortError(abortReason(frame));
     if (h.opcode !== Opcode.PeerHello) throw new ProtocolError(`direct peer link opened with ${opcodeName(h.opcode)}, expected PeerHello`);
     if (!h.uniqueId.equals(uniqueId)) throw new ProtocolError('direct peer link belongs to another session (unique id mismatch)');
     if (h.worldSize !== worldSize) throw new ProtocolError(`direct peer declares world size ${h.worldSize}, expected ${worldSize}`);
     if (h.sourceRank !== peer || h.destinationRank !== rank) {
       throw new ProtocolError(`direct peer link is rank ${h.sourceRank} -> rank ${h.destinationRank}, expected rank ${peer} -> rank ${rank}`);
     }
-    if (h.tag !== BigInt(rail) || rail >= rails) throw new ProtocolError(`direct peer link is for rail ${h.tag}, expected rail ${rail} of ${rails}`);
+    if (h.tag !== BigInt(rail)) throw new ProtocolError(`direct peer link is for rail ${h.tag}, expected rail ${rail}`);
+    if (rail >= rails) throw new ProtocolError(`direct peer link is for rail ${rail}, but this job has ${rails} rail${rails === 1 ? '' : 's'} (0..${rails - 1})`);
   }
 
   private refuse(channel: FrameChannel, error: unknown): void {
     const message = `direct peer connection refused by rank ${this.identity.rank}: ${error instanceof Error ? error.message : String(error)}`;
-    const payload = new Uint8Array(Buffer.from(message, 'utf8'));
     try {
-      const { uniqueId, worldSize } = this.identity;
-      channel.send({
-        header: makeHeader({ uniqueId, opcode: Opcode.Abort, elementType: ElementType.U8, worldSize, elementCount: payload.length }, payload.length),
-        parts: [payload],
-      });
+      channel.send(outgoing(abortFrame({ uniqueId: ANONYMOUS, worldSize: this.identity.worldSize }, message)));
     } catch {
       // Gone already.
     }
@@ -273,21 +272,13 @@ export class PeerMesh {
   }
 
   private attach(peer: number, rail: number, channel: FrameChannel): void {
-    const key = linkKey(peer, rail);
     channel.allocatePayload = (header) => this.pool.take(header.payloadBytes);
-    this.links.set(key, channel);
-    this.buffered.set(key, 0);
-    this.read(peer, rail, channel);
-  }
-
-  private read(peer: number, rail: number, channel: FrameChannel): void {
-    const key = linkKey(peer, rail);
-    this.readers.set(
-      key,
+    this.links.set(linkKey(peer, rail), channel);
+    this.readers.push(
       channel.frames$.subscribe({
         next: (frame) => this.onLinkFrame(peer, rail, frame),
-        error: () => this.onDeparture(peer),
-        complete: () => this.onDeparture(peer),
+        error: (error: unknown) => this.onDeparture(peer, error),
+        complete: () => this.onDeparture(peer, null),
       }),
     );
   }
@@ -295,94 +286,78 @@ export class PeerMesh {
   private onLinkFrame(peer: number, rail: number, frame: Frame): void {
     const h = frame.header;
     try {
-      if (h.opcode === Opcode.Abort) throw new RemoteAbortError(frameText(frame));
+      if (h.opcode === Opcode.Abort) throw new RemoteAbortError(abortReason(frame));
       if (h.opcode !== Opcode.Send || h.sourceRank !== peer || h.destinationRank !== this.identity.rank || !h.uniqueId.equals(this.identity.uniqueId)) {
         throw new ProtocolError(`unexpected ${opcodeName(h.opcode)} frame from direct peer rank ${peer} on rail ${rail}`);
       }
       if (!this.onMessage(rail, frame)) return;
       const key = linkKey(peer, rail);
-      this.buffered.set(key, this.buffered.get(key)! + frame.payload.length);
-      if (this.buffered.get(key)! > LINK_BUFFER_LIMIT) {
-        // Stop reading this link until receives drain it; the sender's socket fills up and waits.
-        this.readers.get(key)?.unsubscribe();
-        this.readers.delete(key);
-      }
+      const parked = (this.unmatchedBytes.get(key) ?? 0) + frame.payload.length;
+      this.unmatchedBytes.set(key, parked);
+      if (parked > this.unmatchedBytesLimit) throw this.overBudget(peer, rail, parked);
     } catch (error) {
       this.fail(error);
     }
   }
 
-  /** Hands a message to the oldest matching receive; returns true if it had to wait in the queue. */
+  private overBudget(peer: number, rail: number, parked: number): ConfigurationError {
+    const tags = [...new Set(this.matchers[rail]!.waitingMessages().filter((frame) => frame.header.sourceRank === peer).map((frame) => frame.header.tag))];
+    return new ConfigurationError(
+      `rank ${peer} parked ${parked} unmatched bytes at rank ${this.identity.rank} on rail ${rail} (tags ${tags.join(', ')}), ` +
+        `over the limit of ${this.unmatchedBytesLimit} bytes: post receives for them, or raise the limit`,
+    );
+  }
+
+  /** Hands a message to the oldest matching receive; returns true if it had to wait instead. */
   private onMessage(rail: number, frame: Frame): boolean {
-    const queue = this.posted[rail]!;
-    const index = queue.findIndex((receive) => matches(frame, receive));
-    if (index < 0) {
-      this.arrived[rail]!.push(frame);
-      return true;
-    }
-    const [receive] = queue.splice(index, 1);
-    deliver(frame, receive!);
+    const receive = this.matchers[rail]!.offer(frame.header.sourceRank, frame.header.tag, frame);
+    if (receive === null) return true;
+    deliver(frame, receive);
     return false;
   }
 
-  /** A message left the arrival queue: count it off its link and resume a paused link. */
-  private release(rail: number, frame: Frame): void {
+  /** A waiting message was taken by a receive: it no longer counts against its sender. */
+  private countOff(rail: number, frame: Frame): void {
     const peer = frame.header.sourceRank;
     if (peer === this.identity.rank) return;
     const key = linkKey(peer, rail);
-    const remaining = this.buffered.get(key)! - frame.payload.length;
-    this.buffered.set(key, remaining);
-    if (remaining <= LINK_BUFFER_LIMIT && !this.readers.has(key) && this.failure === null) this.read(peer, rail, this.links.get(key)!);
+    this.unmatchedBytes.set(key, this.unmatchedBytes.get(key)! - frame.payload.length);
   }
 
-  private onDeparture(peer: number): void {
+  private onDeparture(peer: number, error: unknown): void {
+    if (error instanceof ProtocolError) {
+      // A corrupt link is a failure of the job, not a departure: keep the cause.
+      this.fail(new ProtocolError(`direct peer rank ${peer} sent a corrupt frame: ${error.message}`));
+      return;
+    }
     if (this.departed.has(peer)) return;
     this.departed.add(peer);
     const left = new RemoteAbortError(`direct peer rank ${peer} left`);
     const everyPeerLeft = this.departed.size === this.identity.worldSize - 1;
-    for (const queue of this.posted) {
-      for (let index = queue.length - 1; index >= 0; index--) {
-        const receive = queue[index]!;
-        if (receive.source === peer || (receive.source === ANY_RANK && everyPeerLeft)) {
-          queue.splice(index, 1);
-          receive.reject(left);
-        }
-      }
+    for (const matcher of this.matchers) {
+      for (const receive of matcher.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.subscriber.error(left);
     }
   }
 }
 
-function matches(frame: Frame, receive: PostedReceive): boolean {
-  return (receive.source === ANY_RANK || receive.source === frame.header.sourceRank) && receive.tag === frame.header.tag;
-}
-
 function deliver(frame: Frame, receive: PostedReceive): void {
   const h = frame.header;
-  if (h.elementType !== receive.elementType || h.elementCount !== receive.count) {
-    receive.reject(
+  if (h.elementType !== receive.shape.elementType || h.elementCount !== receive.shape.count) {
+    receive.subscriber.error(
       new ConfigurationError(
         `point-to-point tag ${h.tag} contract mismatch: send ${elementTypeName(h.elementType)}/${h.elementCount} ` +
-          `receive ${elementTypeName(receive.elementType)}/${receive.count} (rank ${h.sourceRank} -> rank ${h.destinationRank})`,
+          `receive ${elementTypeName(receive.shape.elementType)}/${receive.shape.count} (rank ${h.sourceRank} -> rank ${h.destinationRank})`,
       ),
     );
     return;
   }
-  receive.resolve(frame);
+  receive.subscriber.next(frame);
+  receive.subscriber.complete();
 }
 
 function firstHandshakeFrame(channel: FrameChannel): Promise<Frame> {
-  return firstValueFrom(channel.frames$.pipe(take(1))).catch((error: unknown) => {
-    if (error instanceof Error && error.name === 'EmptyError') throw new ChannelClosedError('direct peer closed during the handshake');
+  return firstValueFrom(channel.frames$).catch((error: unknown) => {
+    if (error instanceof EmptyError) throw new ChannelClosedError('direct peer closed during the handshake');
     throw error;
   });
 }
-
-async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new TimeoutError(what)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-

@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionOptionsFromEnvironment } from '../../lib/launch/environment.js';
-import { openSession } from '../../lib/rank/open-session.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import { openSession } from '../../lib/launch/open-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import { type Running, startRxccl } from './rxccl-process.js';
 
 const running: Running[] = [];

@@ -12,7 +12,7 @@ import { FrameDecoder } from '../../lib/protocol/frame-decoder.js';
 import { encodeHeader } from '../../lib/protocol/header.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import { type JobOptions, rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
 import { abortText, headerDeclaring, joinBytes, rawConnection, type RawConnection, type RawOutcome } from '../helpers/raw-socket.js';
 

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DType } from '../../lib/protocol/element-type.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import {
   buildCase,
   type CaseShape,

@@ -18,7 +18,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DType } from '../../lib/protocol/element-type.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
 import { arrayClassOf } from '../../lib/tensor.js';
 import {

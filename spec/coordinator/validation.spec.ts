@@ -9,8 +9,8 @@
  */
 import { Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RankSession } from '../../lib/rank/rank-session.js';
-import { resolveSessionOptions } from '../../lib/rank/session-options.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
+import { resolveSessionOptions } from '../../lib/session/session-options.js';
 import { MAX_TIMEOUT_MS } from '../../lib/transport/transport-kind.js';
 import { rejection, sleep, startJob, type TestJob } from '../helpers/job.js';
 

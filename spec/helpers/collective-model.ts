@@ -10,7 +10,7 @@ import { referenceReduceSlices } from '../../lib/kernels/reference.js';
 import { numberToBf16, numberToHalf } from '../../lib/kernels/half.js';
 import type { DType } from '../../lib/protocol/element-type.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import { arrayClassOf, dtypeWidth, type Tensor, viewTensor } from '../../lib/tensor.js';
 import { concatBytes } from '../protocol/arbitraries.js';
 

@@ -1,7 +1,7 @@
 import { Coordinator, type CoordinatorOptions } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { RankSession } from '../../lib/rank/rank-session.js';
-import { resolveSessionOptions, type SessionOptions } from '../../lib/rank/session-options.js';
+import { RankSession } from '../../lib/session/rank-session.js';
+import { resolveSessionOptions, type SessionOptions } from '../../lib/session/session-options.js';
 
 export interface RankOverrides {
   timeoutMs?: number;

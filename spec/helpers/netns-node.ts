@@ -5,8 +5,8 @@
  * exchanges a message with the other rank on every rail, printing one JSON line of what it saw.
  */
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
-import { openSession } from '../../lib/rank/open-session.js';
-import type { FrameChannel } from '../../lib/transport/frame-channel.js';
+import { openSession } from '../../lib/launch/open-session.js';
+import { meshLocalAddress } from './mesh-sockets.js';
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === 'coordinator') {
@@ -26,8 +26,7 @@ if (mode === 'coordinator') {
     received.push(Array.from(message as Float64Array));
   }
   // Which local address each rail's link uses, to prove the rail went over its own network.
-  const links = (session as unknown as { plane: { peerMesh: { links: Map<string, FrameChannel> } } }).plane.peerMesh.links;
-  const localAddresses = Array.from({ length: session.rails }, (_, rail) => links.get(`${peer}/${rail}`)!.socket.localAddress);
+  const localAddresses = Array.from({ length: session.rails }, (_, rail) => meshLocalAddress(session, peer, rail));
   await session.barrier();
   await session.close();
   console.log(JSON.stringify({ rank: session.rank, received, localAddresses }));

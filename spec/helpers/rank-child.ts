@@ -8,7 +8,7 @@
  * `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
  */
 import { openSession } from '../../lib/index.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const result = (name: string, value: unknown) =>

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { sessionOptionsFromEnvironment } from '../../lib/launch/environment.js';
 import { keepHostedCoordinator } from '../../lib/launch/hosted-coordinator.js';
 import type { Environment } from '../../lib/launch/job-environment.js';
-import { openSession } from '../../lib/rank/open-session.js';
+import { openSession } from '../../lib/launch/open-session.js';
 
 /** A port nothing listens on right now (the coordinator binds it a moment later). */
 async function freePort(): Promise<number> {

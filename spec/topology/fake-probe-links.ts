@@ -1,4 +1,5 @@
-import type { ProbeLinks } from '../../lib/topology/index.js';
+import { defer, from } from 'rxjs';
+import type { ProbeContext } from '../../lib/topology/index.js';
 
 /**
  * The virtual cost in ns of one message: called with the message's index among those sent on
@@ -48,14 +49,17 @@ export class FakeProbeFabric {
     return [...this.mailboxes].filter(([, box]) => box.messages.length > 0).map(([key]) => key);
   }
 
-  links(rank: number): ProbeLinks {
+  links(rank: number): ProbeContext {
     return {
-      rank,
-      worldSize: this.worldSize,
-      rails: this.rails,
+      links: {
+        rank,
+        worldSize: this.worldSize,
+        rails: this.rails,
+        send: (rail, destination, tag, bytes) => defer(() => from(this.send(rank, rail, destination, tag, bytes))),
+        receive: (rail, source, tag) => defer(() => from(this.receive(rank, rail, source, tag))),
+        release: () => undefined,
+      },
       now: () => this.clocks[rank]!,
-      send: (rail, destination, tag, bytes) => this.send(rank, rail, destination, tag, bytes),
-      receive: (rail, source, tag) => this.receive(rank, rail, source, tag),
       allGather: (bytes) => this.collective(rank, 'allGather', bytes),
       barrier: async () => {
         await this.collective(rank, 'barrier', new Uint8Array(0));

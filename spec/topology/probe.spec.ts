@@ -1,3 +1,4 @@
+import { map } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../lib/errors.js';
 import {
@@ -5,7 +6,7 @@ import {
   CollectiveTopology,
   type CollectiveTopologyJson,
   probeTopology,
-  type ProbeLinks,
+  type ProbeContext,
   type TopologyProbeOptions,
 } from '../../lib/topology/index.js';
 import { FakeProbeFabric, type MessageCost } from './fake-probe-links.js';
@@ -32,7 +33,7 @@ function linkCost(rail1Mbps = 12_000n): MessageCost {
 async function probeWorld(
   fabric: FakeProbeFabric,
   options: Partial<TopologyProbeOptions> = {},
-  wrap: (links: ProbeLinks) => ProbeLinks = (links) => links,
+  wrap: (links: ProbeContext) => ProbeContext = (links) => links,
 ): Promise<CollectiveTopology[]> {
   return Promise.all(
     Array.from({ length: fabric.worldSize }, (_, rank) => probeTopology(wrap(fabric.links(rank)), options)),
@@ -147,10 +148,10 @@ describe('probeTopology over an in-memory world', () => {
   it('validates options and the rank before sending anything', async () => {
     const fabric = new FakeProbeFabric(2, 1, linkCost());
     await expect(probeTopology(fabric.links(0), { latencyIterations: 0 })).rejects.toThrow(ConfigurationError);
-    await expect(probeTopology({ ...fabric.links(0), rank: 2 })).rejects.toThrow(
+    await expect(probeTopology({ ...fabric.links(0), links: { ...fabric.links(0).links, rank: 2 } })).rejects.toThrow(
       'rank 2 is outside topology probe world size 2',
     );
-    await expect(probeTopology({ ...fabric.links(0), rails: 0 })).rejects.toThrow(
+    await expect(probeTopology({ ...fabric.links(0), links: { ...fabric.links(0).links, rails: 0 } })).rejects.toThrow(
       'topology probe rail count 0 must be a positive integer',
     );
     expect(fabric.sent).toEqual([]);
@@ -180,7 +181,7 @@ describe('probeTopology over an in-memory world', () => {
     void probeTopology(fabric.links(0), { payloadBytes: 64 });
     await expect(
       probeTopology(
-        { ...receiver, receive: async (...args) => (await receiver.receive(...args)).subarray(1) },
+        { ...receiver, links: { ...receiver.links, receive: (...args) => receiver.links.receive(...args).pipe(map((bytes) => bytes.subarray(1))) } },
         { payloadBytes: 64 },
       ),
     ).rejects.toThrow('topology probe from rank 0 on rail 0 received 0 bytes, expected 1');

@@ -9,9 +9,10 @@ import { ElementType } from '../../lib/protocol/element-type.js';
 import { frameText, makeHeader } from '../../lib/protocol/frame.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import type { RankSession } from '../../lib/rank/rank-session.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import { connectChannel } from '../../lib/transport/connect-channel.js';
 import type { FrameChannel } from '../../lib/transport/frame-channel.js';
+import { meshLocalAddress } from '../helpers/mesh-sockets.js';
 import { expectAbortInterruptsCollective, rejection, sleep, startCoordinator, type JobOptions, type TestJob } from '../helpers/job.js';
 
 const jobs: TestJob[] = [];
@@ -86,9 +87,8 @@ describe('seed tests: tcp_peer', () => {
       })(),
     ]);
     // Each rail's link really runs through that rail's address.
-    const mesh = (zero as unknown as { plane: { peerMesh: { links: Map<string, FrameChannel> } } }).plane.peerMesh;
-    expect(mesh.links.get('1/0')!.socket.localAddress).toBe('127.0.0.1');
-    expect(mesh.links.get('1/1')!.socket.localAddress).toBe('127.0.0.2');
+    expect(meshLocalAddress(zero, 1, 0)).toBe('127.0.0.1');
+    expect(meshLocalAddress(zero, 1, 1)).toBe('127.0.0.2');
     await Promise.all([zero.barrier(), one.barrier()]);
     await Promise.all([zero.close(), one.close()]);
     await expect(job.coordinator.done).resolves.toBeUndefined();

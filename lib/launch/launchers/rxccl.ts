@@ -1,5 +1,5 @@
 import type { DiscoveredJob, EnvironmentReader } from '../job-environment.js';
-import { parseHostPort } from '../../rank/session-options.js';
+import { parseHostPort } from '../../session/session-options.js';
 import { sessionSettings } from '../session-settings.js';
 import type { Launcher } from './launcher.js';
 

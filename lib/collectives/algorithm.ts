@@ -1,0 +1,94 @@
+import type { Observable } from 'rxjs';
+import type { DType } from '../protocol/element-type.js';
+import type { Frame } from '../protocol/frame.js';
+import type { ReduceOp } from '../protocol/reduce-op.js';
+import type { TensorView } from '../tensor.js';
+import type { BufferPool } from '../transport/buffer-pool.js';
+import type { CollectiveRequest } from '../transport/collective-channel.js';
+import type { Links } from '../transport/links/links.js';
+
+/**
+ * What an algorithm may use besides the links: the coordinator (every collective agrees there
+ * first; the staged algorithms also send their data through it), scratch memory, and the ring
+ * every ring-family algorithm follows.
+ */
+export interface CollectiveContext {
+  readonly rank: number;
+  readonly worldSize: number;
+  /**
+   * Cold: one exchange with the coordinator for this collective. It checks that every rank
+   * submitted the same operation and answers with this rank's response (its sequence keys the
+   * algorithm's tags). With `scratch` the response is assembled in `scratch` memory, which the
+   * algorithm must give back.
+   */
+  coordinate(request: CollectiveRequest, parts: readonly Uint8Array[], scratch?: boolean): Observable<Frame>;
+  /** Memory for buffers that live for one collective (reduction inputs). */
+  readonly scratch: BufferPool;
+  /** The ring order (every rank once) of ring and chain algorithms: GX1_RING_ORDER, else the topology's best. */
+  readonly ringOrder: readonly number[];
+  /** Independent rings a ring algorithm stripes its data over (GX1_RING_CHANNELS). */
+  readonly ringChannels: number;
+  /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
+  readonly pieceBytes: number;
+}
+
+/**
+ * One way to run one collective, as Gloo's algorithm classes: given the links, the request and the
+ * context, a cold Observable that runs it on subscribe and emits this rank's result once.
+ */
+export type Algorithm<Request, Result> = (links: Links, request: Request, context: CollectiveContext) => Observable<Result>;
+
+/** A tensor collective: the tensor is this rank's contribution (read only). */
+export interface TensorRequest {
+  readonly view: TensorView;
+}
+
+export interface RootedRequest extends TensorRequest {
+  readonly root: number;
+}
+
+export interface ReductionRequest extends TensorRequest {
+  readonly op: ReduceOp;
+}
+
+export interface RootedReductionRequest extends ReductionRequest {
+  readonly root: number;
+}
+
+/** Only the root passes data; the others may pass null and learn the type from the root. */
+export interface ScatterRequest {
+  readonly view: TensorView | null;
+  readonly root: number;
+  readonly countPerRank: number;
+}
+
+export interface AllToAllVRequest extends TensorRequest {
+  readonly sendCounts: readonly number[];
+}
+
+/** A result whose element type the rank may not have known beforehand (a scatter at a null-passing rank). */
+export interface TypedBytes {
+  readonly dtype: DType;
+  readonly bytes: Uint8Array;
+}
+
+export interface CountedBytes {
+  readonly bytes: Uint8Array;
+  readonly counts: number[];
+}
+
+/** Every collective, with its request and its result at one rank. */
+export interface Collectives {
+  barrier: [request: Record<string, never>, result: void];
+  allReduce: [ReductionRequest, Uint8Array];
+  reduce: [RootedReductionRequest, Uint8Array | null];
+  broadcast: [RootedRequest, Uint8Array];
+  allGather: [TensorRequest, Uint8Array];
+  gather: [RootedRequest, Uint8Array | null];
+  scatter: [ScatterRequest, TypedBytes];
+  reduceScatter: [ReductionRequest, Uint8Array];
+  allToAll: [TensorRequest, Uint8Array];
+  allToAllV: [AllToAllVRequest, CountedBytes];
+}
+
+export type CollectiveName = keyof Collectives;

@@ -1,0 +1,60 @@
+import { concat, defer, EMPTY, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
+import { Opcode } from '../../protocol/opcode.js';
+import { dtypeWidth } from '../../tensor.js';
+import type { Links } from '../../transport/links/links.js';
+import type { CollectiveContext, RootedRequest } from '../algorithm.js';
+import { agreeOnPeerData, pieceTag, piecesOf } from '../peer-data.js';
+import { shaped } from '../staged.js';
+
+/** Chain messages carry tags under this prefix ("BC"). */
+export const CHAIN_TAG_PREFIX = 0x4243;
+
+/**
+ * Broadcast as a pipelined chain over the links, for large tensors: the ranks form a line in ring
+ * order starting at the root; the tensor moves in pieces of about 1 MiB, and each rank forwards a
+ * piece to the next as soon as it has it, so every link carries the tensor once and all links
+ * work at the same time (time ~ size / bandwidth + (W - 2) x one piece, against the staged path's
+ * W x size through the coordinator).
+ *
+ * Every receive is posted at once; a piece lands in the result, then goes on. The root's result is
+ * a copy of its tensor, the others' a fresh buffer.
+ */
+export function chainBroadcast(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array> {
+  const { view, root } = request;
+  const order = rotatedToRoot(context.ringOrder, root);
+  return agreeOnPeerData(context, shaped(Opcode.Broadcast, view, { rootRank: root }), `chain ${order.join(',')}`).pipe(
+    mergeMap((sequence) => {
+      const position = order.indexOf(links.rank);
+      const next = order[position + 1];
+      const previous = order[position - 1];
+      const result = links.rank === root ? view.bytes.slice() : new Uint8Array(view.bytes.length);
+      const shape = (elements: number) => ({ elementType: view.elementType, count: elements });
+      const tagOf = (piece: number) => pieceTag(CHAIN_TAG_PREFIX, sequence, 0, 0, piece);
+      const railOf = (piece: number) => piece % links.rails;
+      const forward = (piece: { index: number; elements: number; bytes: Uint8Array }) =>
+        next === undefined ? EMPTY : links.send(railOf(piece.index), next, tagOf(piece.index), piece.bytes, shape(piece.elements));
+      const pieces = piecesOf(result, dtypeWidth(view.dtype), { start: 0, count: view.count }, context.pieceBytes);
+      const moved =
+        previous === undefined
+          ? concat(...pieces.map(forward))
+          : merge(
+              ...pieces.map((piece) =>
+                links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements)).pipe(
+                  mergeMap((received) => {
+                    piece.bytes.set(received);
+                    links.release(received);
+                    return forward(piece);
+                  }),
+                ),
+              ),
+            );
+      return concat(moved.pipe(ignoreElements()), defer(() => [result]));
+    }),
+  );
+}
+
+/** The ring order read from the root on: the chain's line. */
+function rotatedToRoot(order: readonly number[], root: number): number[] {
+  const start = order.indexOf(root);
+  return [...order.slice(start), ...order.slice(0, start)];
+}

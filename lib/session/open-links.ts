@@ -1,0 +1,129 @@
+import type { Socket } from 'node:net';
+import { AsyncSink } from 'ix/asynciterable';
+import { ConfigurationError, TimeoutError } from '../errors.js';
+import { peerEndpointFrame } from '../protocol/control-frames.js';
+import { ElementType } from '../protocol/element-type.js';
+import { frameText } from '../protocol/frame.js';
+import { Opcode } from '../protocol/opcode.js';
+import { type ChannelAddress, connectChannel } from '../transport/connect-channel.js';
+import { firstFrame } from '../transport/first-frame.js';
+import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
+import type { SessionLinks } from '../transport/links/links.js';
+import { MeshLinks } from '../transport/links/mesh-links.js';
+import { RailClient, type RailOwner } from '../transport/links/rail-client.js';
+import { StagedLinks } from '../transport/links/staged-links.js';
+import {
+  bindPeerListeners,
+  formatRankEndpoints,
+  parseEndpointTable,
+  type PeerEndpointConfiguration,
+  peerEndpointConfigurationFromEnvironment,
+} from '../transport/peer-endpoint-config.js';
+import { PeerMesh } from '../transport/peer-mesh.js';
+import type { SessionFailure } from '../transport/session-failure.js';
+import { validateResponse } from '../transport/validate-response.js';
+import type { ResolvedSessionOptions } from './session-options.js';
+
+/** A session's connections: the ordered collective channel and the links for its transport. */
+export interface OpenedLinks {
+  readonly collective: FrameChannel;
+  readonly links: SessionLinks;
+}
+
+/**
+ * Joins the job on every channel the transport needs (the reference design's
+ * `connect_with_transport_configuration`). `timeoutMs` is read at each request, so a later
+ * `setTimeout` applies to the links too.
+ */
+export async function openLinks(options: ResolvedSessionOptions, failure: SessionFailure, timeoutMs: () => number): Promise<OpenedLinks> {
+  const address = { host: options.host, port: options.port };
+  const owner: RailOwner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
+  if (options.transport === 'tcp_peer') {
+    const collective = await connectChannel(address, join(options, null));
+    try {
+      return { collective, links: await openMeshLinks(collective, address, options, owner, timeoutMs) };
+    } catch (error) {
+      collective.destroy();
+      throw error;
+    }
+  }
+  // All channels at once: the coordinator answers each kind once every rank has joined it.
+  const channels = await settleAll([null, ...Array.from({ length: options.rails }, (_, rail) => rail)].map((rail) => connectChannel(address, join(options, rail))));
+  const rails = channels.slice(1).map((channel, rail) => new RailClient(channel, owner, rail));
+  return { collective: channels[0]!, links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs) };
+}
+
+function join(options: ResolvedSessionOptions, rail: number | null) {
+  const { uniqueId, rank, worldSize, timeoutMs } = options;
+  return { uniqueId, rank, worldSize, timeoutMs, rail };
+}
+
+/** Resolves every connection attempt; if one fails, closes those that succeeded and rethrows. */
+async function settleAll(attempts: Promise<FrameChannel>[]): Promise<FrameChannel[]> {
+  const settled = await Promise.allSettled(attempts);
+  const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  const channels = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  if (failed === undefined) return channels;
+  for (const channel of channels) channel.destroy();
+  throw failed.reason;
+}
+
+/**
+ * tcp_peer: bind the peer listeners, publish their endpoints on the collective channel and
+ * receive everyone's, open the control channel, then build the mesh. A mesh that cannot be built
+ * is announced on the control channel (`rank 1 direct peer mesh setup failed: ...`) so every rank
+ * fails fast instead of timing out.
+ */
+async function openMeshLinks(
+  collective: FrameChannel,
+  address: ChannelAddress,
+  options: ResolvedSessionOptions,
+  owner: RailOwner,
+  timeoutMs: () => number,
+): Promise<MeshLinks> {
+  const { uniqueId, rank, worldSize, rails } = options;
+  const configuration: PeerEndpointConfiguration =
+    options.peerEndpoints ??
+    peerEndpointConfigurationFromEnvironment({ rails, controlLocalAddressFamily: collective.socket.localFamily === 'IPv6' ? 'IPv6' : 'IPv4' });
+  const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
+  const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }));
+  let control: RailClient | null = null;
+  try {
+    const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints), options);
+    control = new RailClient(await connectChannel(address, join(options, 0)), owner, 0);
+    let mesh: PeerMesh;
+    try {
+      mesh = await PeerMesh.connect({ identity: { uniqueId, rank, worldSize, rails }, endpoints: table, incoming, timeoutMs: options.timeoutMs, scheduler: options.scheduler });
+    } catch (error) {
+      control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw error;
+    }
+    mesh.failureHandler = (error) => owner.failure.fail(error);
+    return new MeshLinks(mesh, control, owner.failure, timeoutMs);
+  } catch (error) {
+    control?.close();
+    throw error;
+  } finally {
+    // The mesh is complete (or abandoned): later dialers are strays.
+    incoming.end();
+    for (const server of listeners.servers) server.close();
+  }
+}
+
+/** Publishes this rank's endpoints and returns everyone's, `table[rank][rail]`. */
+async function exchangeEndpoints(collective: FrameChannel, endpoints: string, options: ResolvedSessionOptions) {
+  const { uniqueId, rank, worldSize, rails, timeoutMs } = options;
+  collective.send(outgoing(peerEndpointFrame({ uniqueId, rank, worldSize }, rails, endpoints)));
+  const response = await firstFrame(collective, {
+    timeoutMs,
+    scheduler: options.scheduler,
+    timedOut: () => new TimeoutError(`rank ${rank} waiting for the direct peer endpoint table`),
+    closed: () => new ConfigurationError('coordinator closed before returning direct peer endpoints'),
+  });
+  validateResponse(response, uniqueId, rank, worldSize, 0n);
+  const h = response.header;
+  if (h.opcode !== Opcode.PeerEndpoint || h.elementType !== ElementType.U8 || h.tag !== BigInt(rails) || h.elementCount !== response.payload.length) {
+    throw new ConfigurationError('coordinator returned an invalid direct peer endpoint table');
+  }
+  return parseEndpointTable(frameText(response), worldSize, rails);
+}

@@ -1,0 +1,417 @@
+import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
+import { defer, lastValueFrom, map, type Observable, Subject, tap, throwError } from 'rxjs';
+import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
+import { PIECE_BYTES } from '../collectives/peer-data.js';
+import { selectAlgorithm } from '../collectives/select.js';
+import { validateReduction } from '../kernels/index.js';
+import { ChannelClosedError, ConfigurationError } from '../errors.js';
+import { ANY_RANK } from '../protocol/constants.js';
+import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
+import { Opcode } from '../protocol/opcode.js';
+import type { ReduceOp } from '../protocol/reduce-op.js';
+import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
+import { bestRingOrder } from '../topology/best-ring-order.js';
+import { CollectiveTopology } from '../topology/collective-topology.js';
+import { probeTopology, type ProbeContext } from '../topology/probe.js';
+import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
+import { BufferPool } from '../transport/buffer-pool.js';
+import { CollectiveChannel } from '../transport/collective-channel.js';
+import type { SessionLinks } from '../transport/links/links.js';
+import { SessionFailure } from '../transport/session-failure.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
+import { validateTimeout } from '../transport/transport-kind.js';
+import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkShape, checkTag } from './arguments.js';
+import { CollectiveQueue } from './collective-queue.js';
+import type { SessionEvent } from './events.js';
+import { openLinks } from './open-links.js';
+import type { ResolvedSessionOptions } from './session-options.js';
+import type { CollectiveTuning } from '../collectives/tuning.js';
+
+/** The shape of a point-to-point receive: what the matching send must carry. */
+export interface ReceiveShape {
+  readonly dtype: DType;
+  readonly count: number;
+}
+
+export interface RailOption {
+  /** The P2P rail to use; default `tag % rails`. */
+  readonly rail?: number;
+}
+
+/** What a session holds beyond its connections: work its `close()` also waits for. */
+export interface SessionHolds {
+  /** Settled either way before `close()` resolves (rank 0 keeps the coordinator it hosts serving). */
+  readonly closeAfter?: readonly Promise<unknown>[];
+}
+
+/**
+ * One rank's membership in a job (the reference design's `TcpRankSession`): an ordered collective
+ * channel to the coordinator and the links of its transport (the coordinator's rails on
+ * tcp_host_staged, the direct peer mesh on tcp_peer).
+ *
+ * Every method validates its arguments before anything is sent. Collectives run one at a time in
+ * call order, each by the algorithm the table in lib/collectives/select.ts picks; point-to-point
+ * messages are multiplexed. The first failure (an abort from any rank, a timeout, a lost
+ * connection) fails the whole session: pending and later calls reject with it and `failure$`
+ * errors with it.
+ */
+export class RankSession {
+  readonly failure$: Observable<never>;
+  /** Typed events as collectives run (see `SessionEvent`); never payload bytes. */
+  readonly events$: Observable<SessionEvent>;
+  private readonly events = new Subject<SessionEvent>();
+  private readonly queue = new CollectiveQueue();
+  private readonly context: CollectiveContext;
+  private closed = false;
+
+  private constructor(
+    readonly rank: number,
+    readonly worldSize: number,
+    readonly transport: CollectiveTransport,
+    private readonly links: SessionLinks,
+    private readonly coordinator: CollectiveChannel,
+    private readonly failure: SessionFailure,
+    private readonly tuning: CollectiveTuning,
+    private readonly timeout: { ms: number },
+    private readonly holds: readonly Promise<unknown>[],
+  ) {
+    this.failure$ = failure.failure$;
+    this.events$ = this.events.asObservable();
+    const scratch = new BufferPool();
+    const identity = Array.from({ length: worldSize }, (_, index) => index);
+    this.context = {
+      rank,
+      worldSize,
+      coordinate: (request, parts, useScratch) => coordinator.exchange(request, parts, useScratch),
+      scratch,
+      ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
+      ringChannels: tuning.ringChannels,
+      pieceBytes: PIECE_BYTES,
+    };
+  }
+
+  static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
+    const failure = new SessionFailure();
+    const timeout = { ms: options.timeoutMs };
+    const { collective, links } = await openLinks(options, failure, () => timeout.ms);
+    const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
+    const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
+    const session = new RankSession(options.rank, options.worldSize, options.transport, links, coordinator, failure, options.tuning, timeout, holds.closeAfter ?? []);
+    if (options.tuning.topology === 'probe') await session.useProbedRing();
+    return session;
+  }
+
+  get rails(): number {
+    return this.links.rails;
+  }
+
+  /** The session's failure, if it has failed. */
+  get error(): unknown {
+    return this.failure.error;
+  }
+
+  /** The ring order ring and chain algorithms follow on this session (the same on every rank). */
+  get ringOrder(): readonly number[] {
+    return this.context.ringOrder;
+  }
+
+  barrier(): Promise<void> {
+    return lastValueFrom(this.barrier$(), { defaultValue: undefined });
+  }
+
+  barrier$(): Observable<void> {
+    return this.submit('barrier', () => ({}), 0);
+  }
+
+  allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
+    return lastValueFrom(this.allReduce$(data, op));
+  }
+
+  allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Observable<T> {
+    return this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({ view, op: this.reducible(view, op) }));
+  }
+
+  reduce<T extends Tensor>(data: T, op: ReduceOp, root: number): Promise<T | null> {
+    return lastValueFrom(this.reduce$(data, op, root));
+  }
+
+  reduce$<T extends Tensor>(data: T, op: ReduceOp, root: number): Observable<T | null> {
+    return this.tensorCollective<'reduce', T | null>('reduce', data, (view) => ({ view, op: this.reducible(view, op), root: checkRank(root, this.worldSize, 'root') }));
+  }
+
+  broadcast<T extends Tensor>(data: T, root: number): Promise<T> {
+    return lastValueFrom(this.broadcast$(data, root));
+  }
+
+  broadcast$<T extends Tensor>(data: T, root: number): Observable<T> {
+    return this.tensorCollective<'broadcast', T>('broadcast', data, (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }));
+  }
+
+  allGather<T extends Tensor>(data: T): Promise<T> {
+    return lastValueFrom(this.allGather$(data));
+  }
+
+  allGather$<T extends Tensor>(data: T): Observable<T> {
+    return this.tensorCollective<'allGather', T>('allGather', data, (view) => ({ view }));
+  }
+
+  gather<T extends Tensor>(data: T, root: number): Promise<T | null> {
+    return lastValueFrom(this.gather$(data, root));
+  }
+
+  gather$<T extends Tensor>(data: T, root: number): Observable<T | null> {
+    return this.tensorCollective<'gather', T | null>('gather', data, (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }));
+  }
+
+  reduceScatter<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
+    return lastValueFrom(this.reduceScatter$(data, op));
+  }
+
+  reduceScatter$<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Observable<T> {
+    return this.tensorCollective<'reduceScatter', T>('reduceScatter', data, (view) => {
+      const request = { view, op: this.reducible(view, op) };
+      checkDivisible(view.count, this.worldSize, 'reduce-scatter');
+      return request;
+    });
+  }
+
+  allToAll<T extends Tensor>(data: T): Promise<T> {
+    return lastValueFrom(this.allToAll$(data));
+  }
+
+  allToAll$<T extends Tensor>(data: T): Observable<T> {
+    return this.tensorCollective<'allToAll', T>('allToAll', data, (view) => {
+      checkDivisible(view.count, this.worldSize, 'all-to-all');
+      return { view };
+    });
+  }
+
+  /** Root passes `countPerRank * worldSize` elements; other ranks pass null (or a same-shaped array). */
+  scatter<T extends Tensor>(data: T | null, root: number, countPerRank: number): Promise<T> {
+    return lastValueFrom(this.scatter$(data, root, countPerRank));
+  }
+
+  scatter$<T extends Tensor>(data: T | null, root: number, countPerRank: number): Observable<T> {
+    let view: TensorView | null = null;
+    return this.submit(
+      'scatter',
+      () => {
+        checkRank(root, this.worldSize, 'root');
+        checkCount(countPerRank, 'countPerRank');
+        view = data === null ? null : viewTensor(data);
+        const total = countPerRank * this.worldSize;
+        if (this.rank === root && view === null) throw new ConfigurationError(`scatter root rank ${root} must pass data`);
+        if (view !== null && view.count !== total) {
+          throw new ConfigurationError(`scatter data has ${view.count} elements, expected countPerRank ${countPerRank} x world size ${this.worldSize} = ${total}`);
+        }
+        return { view, root, countPerRank };
+      },
+      0,
+    ).pipe(
+      map(({ dtype, bytes }) => {
+        // A rank that passed null learnt the type from the wire: f16/bf16 come tagged.
+        const tagged = view?.tagged ?? (dtype === 'f16' || dtype === 'bf16');
+        return tensorFromBytes(dtype, bytes, tagged) as T;
+      }),
+    );
+  }
+
+  /** Sends `sendCounts[d]` consecutive elements to rank d; returns what each rank sent here. */
+  allToAllV<T extends Tensor>(data: T, sendCounts: readonly number[]): Promise<{ data: T; counts: number[] }> {
+    return lastValueFrom(this.allToAllV$(data, sendCounts));
+  }
+
+  allToAllV$<T extends Tensor>(data: T, sendCounts: readonly number[]): Observable<{ data: T; counts: number[] }> {
+    let view: TensorView | null = null;
+    return this.submit(
+      'allToAllV',
+      () => {
+        view = viewTensor(data);
+        if (!Array.isArray(sendCounts) || sendCounts.length !== this.worldSize) {
+          throw new ConfigurationError(`all-to-all-v needs ${this.worldSize} send counts, got ${Array.isArray(sendCounts) ? sendCounts.length : typeof sendCounts}`);
+        }
+        sendCounts.forEach((count, rank) => checkCount(count, `sendCounts[${rank}]`));
+        const total = sendCounts.reduce((sum, count) => sum + count, 0);
+        if (total !== view.count) throw new ConfigurationError(`all-to-all-v send counts sum to ${total}, data has ${view.count} elements`);
+        return { view, sendCounts };
+      },
+      0,
+    ).pipe(map(({ bytes, counts }) => ({ data: tensorFromBytes(view!.dtype, bytes, view!.tagged) as T, counts })));
+  }
+
+  /** Reconfigures the collective timeout of every later sequence, on every rank (a collective). */
+  async setTimeout(ms: number): Promise<void> {
+    validateTimeout(ms, 'collective timeout');
+    const milliseconds = BigInt(Math.max(1, Math.round(ms)));
+    await lastValueFrom(this.queued(() => this.context.coordinate({ opcode: Opcode.SetTimeout, tag: milliseconds }, [])));
+    this.timeout.ms = Number(milliseconds);
+  }
+
+  async send(destination: number, tag: number | bigint, data: Tensor, options: RailOption | null = {}): Promise<void> {
+    checkRank(destination, this.worldSize, 'destination');
+    const wireTag = checkTag(tag);
+    const view = viewTensor(data);
+    const rail = this.rail(wireTag, options);
+    await lastValueFrom(
+      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(this.failure.untilEnded()),
+      { defaultValue: undefined },
+    );
+  }
+
+  /** Receives the next matching message; `source` null means any rank. f16/bf16 come as `{ dtype, data }`. */
+  async receive(source: number | null, tag: number | bigint, like: ReceiveShape, options: RailOption | null = {}): Promise<Tensor> {
+    if (source !== null) checkRank(source, this.worldSize, 'source');
+    const wireTag = checkTag(tag);
+    const { dtype, count } = checkShape(like);
+    const rail = this.rail(wireTag, options);
+    const payload = await lastValueFrom(
+      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(this.failure.untilEnded()),
+    );
+    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16');
+  }
+
+  /** Pull-based receive: each pull posts one receive, and leaving the loop posts no more. */
+  messages(source: number | null, tag: number | bigint, like: ReceiveShape): AsyncIterableX<Tensor> {
+    if (source !== null) checkRank(source, this.worldSize, 'source');
+    checkTag(tag);
+    checkShape(like);
+    const session = this;
+    return asyncIterableFrom(
+      (async function* () {
+        for (;;) yield await session.receive(source, tag, like);
+      })(),
+    );
+  }
+
+  /**
+   * Measures latency and bandwidth between every pair of ranks on every rail (tcp_peer only; a
+   * collective: every rank calls it). Every rank ends with the identical topology. Options default
+   * to the `GX1_TOPOLOGY_PROBE_*` variables.
+   */
+  async probeTopology(options?: Partial<TopologyProbeOptions>): Promise<CollectiveTopology> {
+    const resolved = options === undefined ? probeOptionsFromEnvironment() : resolveProbeOptions(options);
+    if (this.transport !== 'tcp_peer') {
+      throw new ConfigurationError('topology probe requires GX1_COLLECTIVE_TRANSPORT=tcp_peer (direct peer links to measure)');
+    }
+    this.failure.check();
+    const probe: ProbeContext = {
+      links: this.links,
+      allGather: async (bytes) => splitEqually(await this.allGather(bytes), this.worldSize),
+      barrier: () => this.barrier(),
+      now: () => process.hrtime.bigint(),
+    };
+    return lastValueFrom(defer(() => probeTopology(probe, resolved)).pipe(this.failure.untilEnded()));
+  }
+
+  /** Round trip of an empty control frame through the coordinator, in milliseconds. */
+  async heartbeat(timeoutMs: number): Promise<number> {
+    validateTimeout(timeoutMs, 'heartbeat timeout');
+    const started = performance.now();
+    await lastValueFrom(this.links.heartbeat(timeoutMs), { defaultValue: undefined });
+    return performance.now() - started;
+  }
+
+  /**
+   * Abandons the session on every rank: the abort goes over the point-to-point channels (not the
+   * ordered collective channel), so it interrupts ranks blocked in a collective as well as
+   * pending point-to-point work.
+   */
+  async abort(message: string): Promise<void> {
+    const text = String(message);
+    if (text.length === 0) throw new ConfigurationError('abort message must not be empty');
+    if (this.links.abort(text) === 0) throw new ChannelClosedError(`rank ${this.rank} could not send its abort: every rail is closed`);
+  }
+
+  /** Leaves the session: LEAVE on every channel, then the connections are closed. */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
+      this.queue.close();
+      this.links.close();
+      this.coordinator.close();
+      this.events.complete();
+    }
+    await Promise.all(this.holds.map((work) => work.then(() => undefined, () => undefined)));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** Probes the links and makes the best ring of what was measured this session's ring (GX1_TOPOLOGY_LINKS=probe). */
+  private async useProbedRing(): Promise<void> {
+    const topology = await this.probeTopology();
+    if (this.tuning.ringOrder === null) (this.context as { ringOrder: readonly number[] }).ringOrder = bestRingOrder(topology);
+  }
+
+  /** A tensor collective whose result has the input's dtype and form. */
+  private tensorCollective<N extends CollectiveName, Out>(
+    collective: N,
+    data: Tensor,
+    request: (view: TensorView) => Collectives[N][0],
+  ): Observable<Out> {
+    let view: TensorView | null = null;
+    return this.submit(
+      collective,
+      () => {
+        view = viewTensor(data);
+        return request(view);
+      },
+      () => view!.bytes.length,
+    ).pipe(map((bytes) => (bytes === null ? null : tensorFromBytes(view!.dtype, bytes as Uint8Array, view!.tagged)) as Out));
+  }
+
+  /**
+   * Validates (now: a bad argument is an error of the returned Observable and nothing is sent),
+   * then queues the collective; when its turn comes the table picks the algorithm. Hot: the call
+   * submits it exactly once, whoever listens.
+   */
+  private submit<N extends CollectiveName>(collective: N, validate: () => Collectives[N][0], bytes: number | (() => number)): Observable<Collectives[N][1]> {
+    let request: Collectives[N][0];
+    try {
+      if (this.closed) throw new ChannelClosedError(`rank ${this.rank} session closed`);
+      request = validate();
+    } catch (error) {
+      return throwError(() => error);
+    }
+    const size = typeof bytes === 'number' ? bytes : bytes();
+    return this.queued(() => {
+      const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning });
+      const base = { collective, algorithm: row.name };
+      this.events.next({ type: 'collective-started', ...base, bytes: size });
+      const started = performance.now();
+      return row.run(this.links, request, this.context).pipe(
+        tap({
+          complete: () => this.events.next({ type: 'collective-finished', ...base, bytes: size, durationMs: performance.now() - started }),
+          error: (error: unknown) => this.events.next({ type: 'collective-failed', ...base, error }),
+        }),
+      );
+    });
+  }
+
+  /** Runs `work` in the collective queue, ending with the session's failure if that comes first. */
+  private queued<T>(work: () => Observable<T>): Observable<T> {
+    return this.queue.submit(
+      defer(() => {
+        this.failure.check();
+        return work();
+      }).pipe(this.failure.untilEnded()),
+    );
+  }
+
+  private reducible(view: TensorView, op: ReduceOp): ReduceOp {
+    validateReduction(view.dtype, checkReduceOp(op));
+    return op;
+  }
+
+  private rail(tag: bigint, options: RailOption | null): number {
+    const rail = options?.rail;
+    return rail === undefined ? Number(tag % BigInt(this.rails)) : checkRail(rail, this.rails);
+  }
+}
+
+function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
+  const size = bytes.length / parts;
+  return Array.from({ length: parts }, (_, index) => bytes.subarray(index * size, (index + 1) * size));
+}

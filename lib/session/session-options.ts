@@ -1,0 +1,112 @@
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
+import { ConfigurationError } from '../errors.js';
+import { UniqueId } from '../protocol/unique-id.js';
+import {
+  parseIpAddress,
+  parseRailIpAddresses,
+  parseRailSocketAddresses,
+  parseSocketAddress,
+  type PeerEndpointConfiguration,
+  validatePeerEndpointConfiguration,
+} from '../transport/peer-endpoint-config.js';
+import { type CollectiveTransport, parseRails, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
+
+export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
+
+/** What `openSession` takes (the public contract's `SessionOptions`). */
+export interface SessionOptions extends TuningOptions {
+  /** `'host:port'` of the coordinator. */
+  coordinator: string;
+  uniqueId: UniqueId | string;
+  rank: number;
+  worldSize: number;
+  /** Connecting, and each response (the reference design's session timeout). Default 300 s. */
+  timeoutMs?: number;
+  /** Point-to-point rails, 1..64; default `GX1_P2P_RAILS`, else 1. */
+  rails?: number;
+  /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_host_staged. */
+  transport?: CollectiveTransport | string;
+  /**
+   * Where the session's timers run (response and receive timeouts). Tests pass a virtual-time
+   * scheduler to check timeouts exactly; the default is RxJS's `asyncScheduler`.
+   */
+  scheduler?: SchedulerLike;
+  /**
+   * tcp_peer only: where this rank listens for its peers and what it tells them to dial, one
+   * shared value or one per rail (as `GX1_P2P_LISTEN_ADDR` / `GX1_P2P_RAIL_LISTEN_ADDRS` and
+   * `GX1_P2P_ADVERTISE_ADDR` / `GX1_P2P_RAIL_ADVERTISE_ADDRS`, which apply when this is absent).
+   */
+  peerEndpoints?: { listen?: string | readonly string[]; advertise?: string | readonly string[] };
+}
+
+export interface ResolvedSessionOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly uniqueId: UniqueId;
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly timeoutMs: number;
+  readonly rails: number;
+  readonly transport: CollectiveTransport;
+  readonly peerEndpoints: PeerEndpointConfiguration | null;
+  readonly tuning: CollectiveTuning;
+  readonly scheduler: SchedulerLike;
+}
+
+/** Splits `host:port` (IPv6 as `[::1]:port`). */
+export function parseHostPort(value: string, name = 'coordinator'): { host: string; port: number } {
+  const match = /^\s*(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})\s*$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port < 1 || port > 65535) {
+    throw new ConfigurationError(`${name} must be host:port with a port in 1..65535, got ${JSON.stringify(value)}`);
+  }
+  return { host: match[1] ?? match[2]!, port };
+}
+
+/**
+ * Checks the options; what they leave out comes from the environment where a variable exists
+ * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, the tuning variables), else the default.
+ */
+export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
+  const { host, port } = parseHostPort(options.coordinator);
+  const worldSize = options.worldSize;
+  if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
+    throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
+  }
+  const rails = options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS);
+  return {
+    host,
+    port,
+    uniqueId: UniqueId.from(options.uniqueId),
+    rank: options.rank,
+    worldSize,
+    timeoutMs: validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout'),
+    rails,
+    transport:
+      options.transport !== undefined ? parseTransport(String(options.transport), 'transport') : parseTransport(env.GX1_COLLECTIVE_TRANSPORT ?? 'tcp_host_staged'),
+    peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
+    tuning: resolveTuning(options, worldSize, env),
+    scheduler: options.scheduler ?? asyncScheduler,
+  };
+}
+
+function peerEndpointOptions(options: NonNullable<SessionOptions['peerEndpoints']>, rails: number): PeerEndpointConfiguration {
+  const { listen, advertise } = options;
+  const configuration: PeerEndpointConfiguration = {
+    listenAddresses:
+      listen === undefined
+        ? [{ host: '0.0.0.0', port: 0 }]
+        : typeof listen === 'string'
+          ? [parseSocketAddress('peerEndpoints.listen', listen)]
+          : parseRailSocketAddresses('peerEndpoints.listen', listen.join(','), rails),
+    advertiseAddresses:
+      advertise === undefined
+        ? []
+        : typeof advertise === 'string'
+          ? [parseIpAddress('peerEndpoints.advertise', advertise)]
+          : parseRailIpAddresses('peerEndpoints.advertise', advertise.join(','), rails),
+  };
+  validatePeerEndpointConfiguration(configuration, rails);
+  return configuration;
+}

@@ -1,0 +1,50 @@
+import type { Observable } from 'rxjs';
+import type { ElementType } from '../../protocol/element-type.js';
+
+/** What a message carries, as its header declares it: a receive states what it expects. */
+export interface MessageShape {
+  readonly elementType: ElementType;
+  readonly count: number;
+}
+
+/**
+ * Tagged bytes between ranks: the one interface every algorithm, the topology probe and
+ * point-to-point messaging move data through. Two transports implement it: the coordinator's rails
+ * (tcp_host_staged, `StagedLinks`) and the direct peer mesh (tcp_peer, `MeshLinks`).
+ *
+ * Both operations are cold: nothing happens until subscribed, and each subscription is one
+ * message. Messages between two ranks with the same tag arrive in order (FIFO per source and tag).
+ * Every operation ends with the session's failure (abort, a peer lost, a timeout) if that comes
+ * first.
+ */
+export interface Links {
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Parallel connections between every pair of ranks, 1..64. */
+  readonly rails: number;
+  /**
+   * Sends `bytes` to `peer` (itself too) on `rail` under `tag`; completes once the transport took
+   * them (the coordinator acknowledged, or the socket accepted them without pushing back). The
+   * bytes must stay untouched until then.
+   */
+  send(rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape): Observable<void>;
+  /**
+   * Emits the payload of the next message from `peer` (ANY_RANK for any) on `rail` with `tag`,
+   * then completes; a message of another shape is an error naming both shapes. Unsubscribing
+   * before it arrives withdraws the receive where the transport can (the mesh can; a receive the
+   * coordinator already holds cannot be recalled).
+   */
+  receive(rail: number, peer: number, tag: bigint, shape: MessageShape): Observable<Uint8Array>;
+  /** Takes back a received payload's memory once its consumer is done with it (never required). */
+  release(bytes: Uint8Array): void;
+}
+
+/** The links a session owns: data movement plus the job-wide signals that travel beside it. */
+export interface SessionLinks extends Links {
+  /** A heartbeat round trip through the coordinator; errors after `timeoutMs`. */
+  heartbeat(timeoutMs: number): Observable<void>;
+  /** Tells every rank to abandon the job with `message`; returns how many channels carried it. */
+  abort(message: string): number;
+  /** Says goodbye and closes every connection. */
+  close(): void;
+}

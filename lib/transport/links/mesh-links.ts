@@ -1,0 +1,74 @@
+import { catchError, map, type Observable, throwError } from 'rxjs';
+import { failureText } from '../../errors.js';
+import type { PeerMesh } from '../peer-mesh.js';
+import type { SessionFailure } from '../session-failure.js';
+import type { MessageShape, SessionLinks } from './links.js';
+import type { RailClient } from './rail-client.js';
+import { heartbeatOn } from './staged-links.js';
+import { tryEach } from './try-each.js';
+
+/**
+ * tcp_peer: data goes rank to rank over the direct mesh; the coordinator keeps one control channel
+ * for heartbeats and aborts. As in the reference design, a failed send or receive aborts the job
+ * on both planes, so no rank waits on a peer that will never answer.
+ */
+export class MeshLinks implements SessionLinks {
+  constructor(
+    private readonly mesh: PeerMesh,
+    private readonly control: RailClient,
+    private readonly failure: SessionFailure,
+    private readonly timeoutMs: () => number,
+  ) {}
+
+  get rank(): number {
+    return this.mesh.identity.rank;
+  }
+
+  get worldSize(): number {
+    return this.mesh.identity.worldSize;
+  }
+
+  get rails(): number {
+    return this.mesh.identity.rails;
+  }
+
+  send(rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape): Observable<void> {
+    return this.mesh.send(rail, peer, tag, shape, bytes, this.timeoutMs()).pipe(this.abortOnError(), this.failure.untilEnded());
+  }
+
+  receive(rail: number, peer: number, tag: bigint, shape: MessageShape): Observable<Uint8Array> {
+    return this.mesh.receive(rail, peer, tag, shape, this.timeoutMs()).pipe(
+      map((frame) => frame.payload),
+      this.abortOnError(),
+      this.failure.untilEnded(),
+    );
+  }
+
+  release(bytes: Uint8Array): void {
+    this.mesh.recycle(bytes);
+  }
+
+  heartbeat(timeoutMs: number): Observable<void> {
+    return heartbeatOn(this.control, timeoutMs);
+  }
+
+  abort(message: string): number {
+    return tryEach([() => this.control.abort(message), () => this.mesh.abort(message)]);
+  }
+
+  close(): void {
+    this.mesh.close();
+    this.control.close();
+  }
+
+  /**
+   * A send or receive that fails takes the whole job down with its reason: the abort reaches every
+   * rank (this one too, back from the coordinator), so nobody waits on a peer that gave up.
+   */
+  private abortOnError<T>() {
+    return catchError<T, Observable<never>>((error: unknown) => {
+      this.abort(failureText(error));
+      return throwError(() => error);
+    });
+  }
+}

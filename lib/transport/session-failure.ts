@@ -1,0 +1,60 @@
+import { type MonoTypeOperatorFunction, Observable, Subject } from 'rxjs';
+
+/**
+ * The one failure of a rank session. The first failure wins and is final: `failure$` errors
+ * with it (also for late subscribers), every pending operation ends with it, and every later
+ * call is refused with it. A clean close completes `failure$` instead; operations still pending
+ * then end with the close reason.
+ */
+export class SessionFailure {
+  private readonly subject = new Subject<never>();
+  private failure: { error: unknown } | null = null;
+  private closedBy: Error | null = null;
+  readonly failure$: Observable<never> = this.subject.asObservable();
+  /**
+   * Errors with the failure, or with the close reason on a clean close: what every pending
+   * operation ends with. Late subscribers get it at once.
+   */
+  readonly ended$: Observable<never> = new Observable<never>((subscriber) =>
+    this.failure$.subscribe({ error: (error: unknown) => subscriber.error(error), complete: () => subscriber.error(this.closedBy) }),
+  );
+
+  get error(): unknown {
+    return this.failure?.error;
+  }
+
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
+  fail(error: unknown): void {
+    if (this.failure !== null || this.closedBy !== null) return;
+    this.failure = { error };
+    this.subject.error(error);
+  }
+
+  /** Ends the session without failure. */
+  close(reason: Error): void {
+    if (this.failure !== null || this.closedBy !== null) return;
+    this.closedBy = reason;
+    this.subject.complete();
+  }
+
+  /** Throws the failure (or the close reason) if there is one (call before sending anything). */
+  check(): void {
+    if (this.failure !== null) throw this.failure.error;
+    if (this.closedBy !== null) throw this.closedBy;
+  }
+
+  /**
+   * The operator every operation of the session goes through: mirrors `source` until the session
+   * ends, then errors with the failure. A session that already ended refuses to start `source`.
+   */
+  untilEnded<T>(): MonoTypeOperatorFunction<T> {
+    return (source) =>
+      new Observable<T>((subscriber) => {
+        subscriber.add(this.ended$.subscribe({ error: (error: unknown) => subscriber.error(error) }));
+        if (!subscriber.closed) subscriber.add(source.subscribe(subscriber));
+      });
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Every algorithm of the table against the reference model, on in-memory links with the real
+ * agreement and routing: worlds 1..8, odd counts, every dtype x op, ring orders and channels.
+ */
+import fc from 'fast-check';
+import { lastValueFrom, type Observable } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import type { CollectiveName } from '../../lib/collectives/algorithm.js';
+import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
+import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
+import { ALGORITHMS } from '../../lib/collectives/select.js';
+import { bf16ToNumber, halfToNumber } from '../../lib/kernels/half.js';
+import { DTYPES, type DType } from '../../lib/protocol/element-type.js';
+import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
+import { tensorFromBytes, viewTensor } from '../../lib/tensor.js';
+import {
+  buildCase,
+  type CollectiveCase,
+  COLLECTIVE_KINDS,
+  describeCase,
+  isFloat,
+  modelCollective,
+  opsFor,
+  seededRandom,
+  tensorOf,
+} from '../helpers/collective-model.js';
+import { memoryJob, type MemoryJobOptions } from '../helpers/memory-job.js';
+
+const arbPermutation = (size: number) =>
+  fc.array(fc.nat(), { minLength: size, maxLength: size }).map((keys) =>
+    Array.from({ length: size }, (_, rank) => rank).sort((a, b) => keys[a]! - keys[b]! || a - b),
+  );
+
+/** The values of a result as numbers (f16/bf16 decoded), for tolerant float comparisons. */
+function numbers(dtype: DType, bytes: Uint8Array): number[] {
+  const array = tensorFromBytes(dtype, bytes.slice(), false);
+  const decode = dtype === 'f16' ? halfToNumber : dtype === 'bf16' ? bf16ToNumber : Number;
+  return Array.from(array as ArrayLike<number>, (value) => decode(value));
+}
+
+/** Runs a ring all-reduce on every rank of an in-memory job; returns each rank's result bytes. */
+function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobOptions): Promise<Uint8Array[]> {
+  const { ranks } = memoryJob(worldSize, options);
+  return Promise.all(
+    ranks.map(({ links, context }, rank) =>
+      lastValueFrom(ringAllReduce(links, { view: viewTensor(tensorOf(c.dtype, c.inputs[rank]!, false)), op: c.op }, context)),
+    ),
+  );
+}
+
+describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
+  it('matches the reference for every dtype x op, worlds 1..8, odd counts, any ring order, channels and rails', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 8 }).chain((worldSize) =>
+          fc.record({
+            worldSize: fc.constant(worldSize),
+            order: arbPermutation(worldSize),
+            dtype: fc.constantFrom(...DTYPES),
+            opIndex: fc.nat(),
+            count: fc.integer({ min: 0, max: 97 }),
+            rails: fc.integer({ min: 1, max: 3 }),
+            channels: fc.integer({ min: 1, max: 3 }),
+            pieceBytes: fc.integer({ min: 1, max: 64 }),
+            seed: fc.integer(),
+          }),
+        ),
+        async ({ worldSize, order, dtype, opIndex, count, rails, channels, pieceBytes, seed }) => {
+          const ops = opsFor(dtype);
+          const op = ops[opIndex % ops.length] as ReduceOp;
+          const c = buildCase({ kind: 'allReduce', dtype, op, count }, worldSize, seededRandom(seed));
+          const results = await runRing(c, worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
+          const expected = modelCollective(c, worldSize)[0]!.bytes!;
+          // Every rank ends with identical bits.
+          for (const result of results) expect(Buffer.from(result).equals(Buffer.from(results[0]!))).toBe(true);
+          if (!isFloat(dtype) || op === 'min' || op === 'max') {
+            expect(Buffer.from(results[0]!).toString('hex'), describeCase(c)).toBe(Buffer.from(expected).toString('hex'));
+            return;
+          }
+          // Floats fold in ring order, not rank order: equal up to rounding.
+          const tolerance = dtype === 'f16' || dtype === 'bf16' ? 0.1 : 1e-4;
+          const actual = numbers(dtype, results[0]!);
+          numbers(dtype, expected).forEach((value, index) => {
+            expect(Math.abs(actual[index]! - value), `${describeCase(c)} element ${index}`).toBeLessThanOrEqual(tolerance * Math.max(1, Math.abs(value)));
+          });
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('follows the ring order: each rank sends only to its successor in that order', async () => {
+    const order = [0, 2, 1, 3];
+    const { ranks, traffic } = memoryJob(4, { ringOrder: order, pieceBytes: 8 });
+    await Promise.all(ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(new Int32Array(40).fill(links.rank)), op: 'sum' }, context))));
+    const pairs = new Set(traffic.messages.map((message) => `${message.from}>${message.to}`));
+    expect([...pairs].sort()).toEqual(['0>2', '1>3', '2>1', '3>0']);
+    // Only the agreement went through the coordinator.
+    expect(traffic.coordinated).toBe(1);
+  });
+
+  it('ranks configured with different rings fail at the agreement, naming both ranks', async () => {
+    const { ranks } = memoryJob(3, { contextOf: (rank) => ({ ringOrder: rank === 2 ? [0, 2, 1] : [0, 1, 2] }) });
+    const outcomes = await Promise.allSettled(
+      ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(new Float32Array(8)), op: 'sum' }, context))),
+    );
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe('rejected');
+      expect(String((outcome as PromiseRejectedResult).reason.message)).toMatch(/collective sequence 0 mismatch: rank 0 submitted .* rank 2 submitted/);
+    }
+  });
+});
+
+describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
+  it('every rank gets the root tensor exactly, worlds 1..8, any root, ring order, dtype, odd counts and pieces', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 8 }).chain((worldSize) =>
+          fc.record({
+            worldSize: fc.constant(worldSize),
+            root: fc.integer({ min: 0, max: worldSize - 1 }),
+            order: arbPermutation(worldSize),
+            dtype: fc.constantFrom(...DTYPES),
+            count: fc.integer({ min: 0, max: 131 }),
+            rails: fc.integer({ min: 1, max: 3 }),
+            pieceBytes: fc.integer({ min: 1, max: 100 }),
+            seed: fc.integer(),
+          }),
+        ),
+        async ({ worldSize, root, order, dtype, count, rails, pieceBytes, seed }) => {
+          const c = buildCase({ kind: 'broadcast', dtype, root, count }, worldSize, seededRandom(seed));
+          const { ranks, traffic } = memoryJob(worldSize, { rails, ringOrder: order, pieceBytes });
+          const results = await Promise.all(
+            ranks.map(({ links, context }, rank) => lastValueFrom(chainBroadcast(links, { view: viewTensor(tensorOf(dtype, c.inputs[rank]!, false)), root }, context))),
+          );
+          const expected = modelCollective(c, worldSize);
+          results.forEach((result, rank) => expect(Buffer.from(result).toString('hex'), describeCase(c)).toBe(Buffer.from(expected[rank]!.bytes!).toString('hex')));
+          // Each link of the line carries the tensor once: W - 1 hops, none into the root.
+          const bytes = traffic.messages.reduce((sum, message) => sum + message.bytes, 0);
+          expect(bytes).toBe((worldSize - 1) * c.inputs[root]!.length);
+          expect(traffic.messages.every((message) => message.to !== root)).toBe(true);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('every algorithm in the table', () => {
+  const names = Object.keys(ALGORITHMS) as CollectiveName[];
+  it('has one direct (staged) row per collective, after its ring-family rows', () => {
+    for (const name of names) {
+      const families = ALGORITHMS[name].map((row) => row.family);
+      expect(families.indexOf('direct'), name).toBe(families.length - 1);
+    }
+  });
+
+  it('staged algorithms match the reference for every collective, worlds 1..8 (in memory)', async () => {
+    const random = seededRandom(42);
+    for (let worldSize = 1; worldSize <= 8; worldSize++) {
+      for (const kind of COLLECTIVE_KINDS) {
+        const dtype = DTYPES[(worldSize * 7 + kind.length) % DTYPES.length]!;
+        const ops = opsFor(dtype);
+        const c = buildCase({ kind, dtype, op: ops[worldSize % ops.length]!, root: worldSize - 1, count: (worldSize % 3) + 1 }, worldSize, random);
+        const { ranks } = memoryJob(worldSize);
+        const rows = ALGORITHMS[kind] as readonly { family: string; run: (links: never, request: never, context: never) => Observable<unknown> }[];
+        const row = rows.find((entry) => entry.family === 'direct')!;
+        const results = await Promise.all(
+          ranks.map(({ links, context }, rank) => lastValueFrom(row.run(links as never, requestFor(c, rank) as never, context as never), { defaultValue: undefined })),
+        );
+        const expected = modelCollective(c, worldSize);
+        results.forEach((result, rank) => {
+          const bytes = result === undefined || result === null ? null : result instanceof Uint8Array ? result : (result as { bytes: Uint8Array }).bytes;
+          const want = expected[rank]!.bytes;
+          expect(bytes === null ? null : Buffer.from(bytes).toString('hex'), `${describeCase(c)} rank ${rank}`).toBe(want === null ? null : Buffer.from(want).toString('hex'));
+        });
+      }
+    }
+  });
+});
+
+/** The request a session would build for rank `rank` of case `c`. */
+function requestFor(c: CollectiveCase, rank: number): unknown {
+  const input = c.inputs[rank] ?? null;
+  const view = input === null ? null : viewTensor(tensorOf(c.dtype, input, false));
+  switch (c.kind) {
+    case 'barrier':
+      return {};
+    case 'scatter':
+      return { view, root: c.root, countPerRank: c.countPerRank };
+    case 'allToAllV':
+      return { view, sendCounts: c.sendCounts![rank] };
+    default:
+      return { view, op: c.op, root: c.root };
+  }
+}

@@ -1,0 +1,9 @@
+/** Test-only access to a tcp_peer session's mesh links, to check which network each rail uses. */
+import type { RankSession } from '../../lib/session/rank-session.js';
+import type { FrameChannel } from '../../lib/transport/frame-channel.js';
+
+/** The local address of the link to `peer` on `rail` (reaches into the session's private MeshLinks). */
+export function meshLocalAddress(session: RankSession, peer: number, rail: number): string | undefined {
+  const links = (session as unknown as { links: { mesh: { links: Map<string, FrameChannel> } } }).links.mesh.links;
+  return links.get(`${peer}/${rail}`)?.socket.localAddress;
+}

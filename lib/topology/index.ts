@@ -3,3 +3,4 @@ export * from './probe-buckets.js';
 export * from './probe-options.js';
 export * from './probe.js';
 export * from './best-ring-order.js';
+export * from './ring-tuning.js';

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../lib/errors.js';
 import { CollectiveTopology, type CollectiveTopologyInit } from '../../lib/topology/index.js';
 import { arbTopology } from './arbitraries.js';
+import { expectConfigurationError } from './expect-configuration-error.js';
 
 const pair = (source: number, destination: number, bandwidthMbps = 1024, latencyNs = 4096) => ({
   source,
@@ -12,15 +13,7 @@ const pair = (source: number, destination: number, bandwidthMbps = 1024, latency
 });
 
 function rejects(init: CollectiveTopologyInit, message: string): void {
-  let thrown: unknown;
-  try {
-    new CollectiveTopology(init);
-  } catch (error) {
-    thrown = error;
-  }
-  expect(thrown).toBeInstanceOf(ConfigurationError);
-  expect((thrown as ConfigurationError).code).toBe('INVALID_CONFIGURATION');
-  expect((thrown as Error).message).toBe(message);
+  expectConfigurationError(() => new CollectiveTopology(init), message);
 }
 
 describe('CollectiveTopology', () => {

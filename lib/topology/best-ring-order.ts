@@ -1,83 +1,122 @@
 import { ConfigurationError } from '../errors.js';
 import type { CollectiveTopology } from './collective-topology.js';
+import { validateRingOrder } from './ring-tuning.js';
 
 /**
- * Choosing the rank order of a ring collective. A ring moves every byte over every edge, so
- * its speed is set by the slowest edge (the bottleneck); among rings with the same bottleneck
- * the one with the least total latency finishes small messages soonest. Every rank runs this on
- * the identical topology and must reach the identical order without talking, so the search is
- * deterministic: no randomness, no time limits, and ties go to the lexicographically smallest
- * order (every order starts at rank 0; a ring has no other start).
+ * Choosing the rank orders of ring collectives, as the reference's `best_ring_order` and
+ * `best_ring_orders` do. A ring moves every byte over every edge, so it is judged first by its
+ * slowest edge (the bottleneck), then by the sum of its edge bandwidths, then by the least total
+ * latency. Every rank runs this on the identical topology and must reach the identical orders
+ * without talking, so the search is deterministic: no randomness, no time limits, every order
+ * starts at rank 0 and ties go to the lexicographically smallest order.
+ *
+ * Edges are judged by the topology's links, the slowest rail's figures: the reference's `link()`.
+ * Rail and aggregate links play no part; they shape how a ring's steps are striped, not which
+ * ring is best. A ring needs a link on each of its edges, so an incomplete topology still gets
+ * any closed ring it has.
+ *
+ * The reference's links are undirected; ours are directed, and a hand-written topology may
+ * describe a link differently, or only, in one direction. So a ring is kept once, as the
+ * reference does, in whichever direction has links on every edge and scores better, the
+ * lexicographically smaller on a tie. On symmetric links, all the probe and GX1_TOPOLOGY_LINKS
+ * produce, both directions score the same and this is exactly the reference's choice.
  */
 
-/** Up to this many ranks the search is exhaustive: 8! orders, a few milliseconds. */
+/** Up to this many ranks every ring is scored (8!/2 rings at 9 ranks); beyond, a greedy search. */
 export const EXACT_RING_SEARCH_MAX_RANKS = 9;
 
-/** Bounds the heuristic's work on very large worlds; each pass is O(n^2). */
-const MAX_TWO_OPT_PASSES = 256;
-
-/** The figures a ring order is judged by. */
+/** The figures a ring order is judged by, in the order they are compared; sums beyond 2^53 are rounded. */
 export interface RingMetrics {
-  /** The smallest edge bandwidth around the ring, MB/s (infinite for a single rank). */
+  /** The smallest link bandwidth around the ring, MB/s (infinite for a single rank). */
   readonly bottleneckMbps: number;
-  /** The sum of edge latencies around the ring, ns, added in ring order from rank 0. */
+  /** The sum of the link bandwidths around the ring, MB/s. */
+  readonly totalBandwidthMbps: number;
+  /** The sum of the link latencies around the ring, ns. */
   readonly latencyNs: number;
 }
 
-/** Dense edge tables, so the searches never touch a Map. */
+/**
+ * The reference's RingScore. The totals are its u128 sums: exact in a number while they stay
+ * within Number.MAX_SAFE_INTEGER, in a bigint beyond (`<` and `>` compare the two exactly).
+ */
+interface RingScore {
+  readonly bottleneck: number;
+  readonly totalBandwidth: number | bigint;
+  readonly totalLatency: number | bigint;
+}
+
+interface ScoredRing {
+  readonly order: number[];
+  readonly score: RingScore;
+}
+
+/** Dense link tables, so the searches never touch a Map; a bandwidth of 0 marks no link. */
 interface EdgeTable {
   readonly size: number;
   readonly bandwidth: Float64Array;
   readonly latency: Float64Array;
 }
 
-/**
- * Reads the edge costs of a complete topology. An edge uses the concurrent-rail aggregate
- * bandwidth where the topology has one: a ring collective stripes each step over every rail at
- * once, so the aggregate is the rate it actually gets. Without an aggregate (one rail, or a
- * topology that omits it) the link bandwidth is used, which is the slowest single rail and so
- * never overstates the edge. Latency is the link's, the slowest rail's.
- */
 function edgeTable(topology: CollectiveTopology): EdgeTable {
   const size = topology.worldSize;
   const bandwidth = new Float64Array(size * size);
   const latency = new Float64Array(size * size);
-  for (let source = 0; source < size; source += 1) {
-    for (let destination = 0; destination < size; destination += 1) {
-      if (source === destination) continue;
-      const link = topology.link(source, destination);
-      if (link === undefined) {
-        throw new ConfigurationError(
-          `best ring order needs a complete topology; link ${source}->${destination} is missing`,
-        );
-      }
-      const aggregate = topology.aggregateLink(source, destination);
-      bandwidth[source * size + destination] = aggregate?.bandwidthMbps ?? link.bandwidthMbps;
-      latency[source * size + destination] = link.latencyNs;
-    }
+  for (const link of topology.links) {
+    bandwidth[link.source * size + link.destination] = link.bandwidthMbps;
+    latency[link.source * size + link.destination] = link.latencyNs;
   }
   return { size, bandwidth, latency };
 }
 
-function metricsOf(table: EdgeTable, order: readonly number[]): RingMetrics {
-  // A single rank's ring has no edges: nothing limits it and nothing delays it.
-  if (order.length < 2) return { bottleneckMbps: Number.POSITIVE_INFINITY, latencyNs: 0 };
-  let bottleneckMbps = Number.POSITIVE_INFINITY;
-  let latencyNs = 0;
+/** The first edge of the ring `order` without a link, if any. */
+function missingEdge(table: EdgeTable, order: readonly number[]): [number, number] | undefined {
   for (let index = 0; index < order.length; index += 1) {
-    const edge = order[index]! * table.size + order[(index + 1) % order.length]!;
-    bottleneckMbps = Math.min(bottleneckMbps, table.bandwidth[edge]!);
-    latencyNs += table.latency[edge]!;
+    const from = order[index]!;
+    const to = order[(index + 1) % order.length]!;
+    if (table.bandwidth[from * table.size + to] === 0) return [from, to];
   }
-  return { bottleneckMbps, latencyNs };
+  return undefined;
 }
 
-/** Whether `left` is a strictly better ring than `right` (ignoring the order tie-break). */
-function better(left: RingMetrics, right: RingMetrics): boolean {
-  return (
-    left.bottleneckMbps > right.bottleneckMbps ||
-    (left.bottleneckMbps === right.bottleneckMbps && left.latencyNs < right.latencyNs)
-  );
+/**
+ * Adds the metrics of the ring's edges. A float sum of non-negative integers that ends within
+ * Number.MAX_SAFE_INTEGER was exact at every step; one that does not is redone in bigints.
+ */
+function exactTotal(values: Float64Array, order: readonly number[], size: number): number | bigint {
+  let total = 0;
+  for (let index = 0; index < order.length; index += 1) {
+    total += values[order[index]! * size + order[(index + 1) % order.length]!]!;
+  }
+  if (total <= Number.MAX_SAFE_INTEGER) return total;
+  let exact = 0n;
+  for (let index = 0; index < order.length; index += 1) {
+    exact += BigInt(values[order[index]! * size + order[(index + 1) % order.length]!]!);
+  }
+  return exact;
+}
+
+/** The score of a closed ring of two or more ranks. */
+function scoreRing(table: EdgeTable, order: readonly number[]): RingScore {
+  let bottleneck = Number.POSITIVE_INFINITY;
+  for (let index = 0; index < order.length; index += 1) {
+    const edge = order[index]! * table.size + order[(index + 1) % order.length]!;
+    bottleneck = Math.min(bottleneck, table.bandwidth[edge]!);
+  }
+  return {
+    bottleneck,
+    totalBandwidth: exactTotal(table.bandwidth, order, table.size),
+    totalLatency: exactTotal(table.latency, order, table.size),
+  };
+}
+
+/** Positive when `left` is the better ring: wider bottleneck, more bandwidth, less latency. */
+function compareScores(left: RingScore, right: RingScore): number {
+  if (left.bottleneck !== right.bottleneck) return left.bottleneck > right.bottleneck ? 1 : -1;
+  if (left.totalBandwidth > right.totalBandwidth) return 1;
+  if (left.totalBandwidth < right.totalBandwidth) return -1;
+  if (left.totalLatency < right.totalLatency) return 1;
+  if (left.totalLatency > right.totalLatency) return -1;
+  return 0;
 }
 
 function compareOrders(left: readonly number[], right: readonly number[]): number {
@@ -88,195 +127,197 @@ function compareOrders(left: readonly number[], right: readonly number[]): numbe
   return 0;
 }
 
-/** The better of two orders: metrics first, then the lexicographically smaller order. */
-function preferred(table: EdgeTable, left: number[], right: number[]): number[] {
-  const leftMetrics = metricsOf(table, left);
-  const rightMetrics = metricsOf(table, right);
-  if (better(leftMetrics, rightMetrics)) return left;
-  if (better(rightMetrics, leftMetrics)) return right;
-  return compareOrders(left, right) <= 0 ? left : right;
+/** The same ring run the other way, still from rank 0. */
+function reverseRing(order: readonly number[]): number[] {
+  return [order[0]!, ...order.slice(1).reverse()];
 }
 
 /**
- * The bottleneck bandwidth and total latency of the ring `order` (a permutation of the ranks)
- * over `topology`, with the same edge costs `bestRingOrder` optimises.
+ * The ring `order` (rank 0 first, links on every edge) in its preferred direction: the
+ * reverse where that has links on every edge too and scores better, or scores the same and is
+ * lexicographically smaller (the reference's canonical direction).
  */
-export function ringMetrics(topology: CollectiveTopology, order: readonly number[]): RingMetrics {
-  const sorted = [...order].sort((left, right) => left - right);
-  if (sorted.length !== topology.worldSize || sorted.some((rank, index) => rank !== index)) {
-    throw new ConfigurationError(
-      `ring order [${order.join(', ')}] is not a permutation of ranks 0..${topology.worldSize}`,
-    );
-  }
-  return metricsOf(edgeTable(topology), order);
+function preferredDirection(table: EdgeTable, order: number[]): ScoredRing {
+  const forward: ScoredRing = { order, score: scoreRing(table, order) };
+  const reversed = reverseRing(order);
+  if (missingEdge(table, reversed) !== undefined) return forward;
+  const backward: ScoredRing = { order: reversed, score: scoreRing(table, reversed) };
+  const preference = compareScores(backward.score, forward.score);
+  return preference > 0 || (preference === 0 && compareOrders(reversed, order) < 0) ? backward : forward;
 }
 
 /**
- * Branch and bound over every order that starts at rank 0, visited in lexicographic order.
- * Only a strictly better ring replaces the best so far, so the first optimum found, the
- * lexicographically smallest, is kept. A prefix is abandoned once it is strictly worse than the
- * best: its bottleneck can only fall and its latency only grow as edges are added.
+ * Every closed ring from rank 0, each once, by depth-first search over the links. A ring is
+ * reached in both directions where both are closed; only the visit in the reference's canonical
+ * direction (second rank below the last) counts then.
  */
-function exactRingOrder(table: EdgeTable): number[] {
-  const { size, bandwidth, latency } = table;
+function allRings(table: EdgeTable): ScoredRing[] {
+  const { size, bandwidth } = table;
+  const rings: ScoredRing[] = [];
   const order = [0];
   const used = new Uint8Array(size);
   used[0] = 1;
-  let best: number[] = [];
-  let bestBottleneck = Number.NEGATIVE_INFINITY;
-  let bestLatency = Number.POSITIVE_INFINITY;
-
-  const extend = (last: number, bottleneck: number, total: number): void => {
+  const extend = (last: number): void => {
     if (order.length === size) {
-      const closing = last * size;
-      const ringBottleneck = Math.min(bottleneck, bandwidth[closing]!);
-      const ringLatency = total + latency[closing]!;
-      if (
-        ringBottleneck > bestBottleneck ||
-        (ringBottleneck === bestBottleneck && ringLatency < bestLatency)
-      ) {
-        best = [...order];
-        bestBottleneck = ringBottleneck;
-        bestLatency = ringLatency;
+      if (bandwidth[last * size] === 0) return;
+      const canonical = order[1]! <= order[size - 1]!;
+      if (canonical || missingEdge(table, reverseRing(order)) !== undefined) {
+        rings.push(preferredDirection(table, [...order]));
       }
       return;
     }
     for (let next = 1; next < size; next += 1) {
-      if (used[next]) continue;
-      const edge = last * size + next;
-      const nextBottleneck = Math.min(bottleneck, bandwidth[edge]!);
-      const nextTotal = total + latency[edge]!;
-      if (nextBottleneck < bestBottleneck) continue;
-      if (nextBottleneck === bestBottleneck && nextTotal > bestLatency) continue;
+      if (used[next] || bandwidth[last * size + next] === 0) continue;
       used[next] = 1;
       order.push(next);
-      extend(next, nextBottleneck, nextTotal);
+      extend(next);
       order.pop();
       used[next] = 0;
     }
   };
-  extend(0, Number.POSITIVE_INFINITY, 0);
-  return best;
+  extend(0);
+  return rings;
 }
 
-/** Nearest neighbour from rank 0: the widest edge next, then the quickest, then the lowest rank. */
-function greedyRingOrder(table: EdgeTable): number[] {
+/**
+ * The nearest-neighbour ring from `start`: the widest link next, then the quickest, then the
+ * lowest rank; rotated to begin at rank 0. Undefined where it runs out of links or the last
+ * rank has none back to `start`.
+ */
+function greedyRing(table: EdgeTable, start: number): number[] | undefined {
   const { size, bandwidth, latency } = table;
-  const order = [0];
+  const order = [start];
   const used = new Uint8Array(size);
-  used[0] = 1;
-  for (let step = 1; step < size; step += 1) {
+  used[start] = 1;
+  while (order.length < size) {
     const last = order[order.length - 1]!;
     let chosen = -1;
-    for (let next = 1; next < size; next += 1) {
-      if (used[next]) continue;
+    for (let next = 0; next < size; next += 1) {
       const edge = last * size + next;
+      if (used[next] || bandwidth[edge] === 0) continue;
       const current = last * size + chosen;
       if (
         chosen < 0 ||
         bandwidth[edge]! > bandwidth[current]! ||
-        (bandwidth[edge]! === bandwidth[current]! && latency[edge]! < latency[current]!)
+        (bandwidth[edge] === bandwidth[current] && latency[edge]! < latency[current]!)
       ) {
         chosen = next;
       }
     }
+    if (chosen < 0) return undefined;
     used[chosen] = 1;
     order.push(chosen);
   }
-  return order;
+  if (bandwidth[order[size - 1]! * size + start] === 0) return undefined;
+  const zero = order.indexOf(0);
+  return [...order.slice(zero), ...order.slice(0, zero)];
+}
+
+/** The distinct greedy rings from every start rank, each in its preferred direction. */
+function greedyRings(table: EdgeTable): ScoredRing[] {
+  const rings = new Map<string, ScoredRing>();
+  for (let start = 0; start < table.size; start += 1) {
+    const ring = greedyRing(table, start);
+    if (ring === undefined) continue;
+    const preferred = preferredDirection(table, ring);
+    rings.set(preferred.order.join(','), preferred);
+  }
+  return [...rings.values()];
 }
 
 /**
- * Improves `start` with 2-opt moves: reversing a segment order[i..j] (1 <= i < j, so rank 0
- * stays first). Each pass evaluates every move in O(1) from prefix minima and prefix sums (a
- * reversed segment runs its edges backwards, which matters on asymmetric links) and applies the
- * best strictly improving one, the first found on ties; it stops when no move improves or after
- * MAX_TWO_OPT_PASSES passes.
+ * Picks up to `maximum` rings, one at a time, each time the ring whose busiest edge has been
+ * used least by the rings already picked, then the one using picked edges least in total, then
+ * the best score, then the first in lexicographic order. Usage counts an edge in both
+ * directions: parallel rings over the same rank pair share its wire.
  */
-function twoOptRingOrder(table: EdgeTable, start: number[]): number[] {
-  const { size, bandwidth, latency } = table;
-  const order = [...start];
-  const forwardBandwidth = new Float64Array(size);
-  const reverseBandwidth = new Float64Array(size);
-  const forwardLatencyPrefix = new Float64Array(size + 1);
-  const reverseLatencyPrefix = new Float64Array(size + 1);
-  const forwardMinPrefix = new Float64Array(size + 1);
-  const forwardMinSuffix = new Float64Array(size + 1);
-
-  for (let pass = 0; pass < MAX_TWO_OPT_PASSES; pass += 1) {
-    // Edge k runs order[k] -> order[k + 1] (the last edge closes the ring back to rank 0).
-    forwardMinPrefix[0] = Number.POSITIVE_INFINITY;
-    for (let k = 0; k < size; k += 1) {
-      const from = order[k]!;
-      const to = order[(k + 1) % size]!;
-      forwardBandwidth[k] = bandwidth[from * size + to]!;
-      reverseBandwidth[k] = bandwidth[to * size + from]!;
-      forwardLatencyPrefix[k + 1] = forwardLatencyPrefix[k]! + latency[from * size + to]!;
-      reverseLatencyPrefix[k + 1] = reverseLatencyPrefix[k]! + latency[to * size + from]!;
-      forwardMinPrefix[k + 1] = Math.min(forwardMinPrefix[k]!, forwardBandwidth[k]!);
-    }
-    forwardMinSuffix[size] = Number.POSITIVE_INFINITY;
-    for (let k = size - 1; k >= 0; k -= 1) {
-      forwardMinSuffix[k] = Math.min(forwardMinSuffix[k + 1]!, forwardBandwidth[k]!);
-    }
-    let bestMetrics = metricsOf(table, order);
-    const totalLatency = bestMetrics.latencyNs;
-    let bestMove: [number, number] | undefined;
-
-    for (let i = 1; i < size - 1; i += 1) {
-      const before = order[i - 1]!;
-      const first = order[i]!;
-      let reversedMin = Number.POSITIVE_INFINITY;
-      for (let j = i + 1; j < size; j += 1) {
-        // Edges i..j-1 now run backwards; edges i-1 and j are replaced by
-        // before -> order[j] and order[i] -> after.
-        reversedMin = Math.min(reversedMin, reverseBandwidth[j - 1]!);
-        const last = order[j]!;
-        const after = order[(j + 1) % size]!;
-        const bottleneckMbps = Math.min(
-          forwardMinPrefix[i - 1]!,
-          forwardMinSuffix[j + 1]!,
-          reversedMin,
-          bandwidth[before * size + last]!,
-          bandwidth[first * size + after]!,
-        );
-        const latencyNs =
-          totalLatency -
-          (forwardLatencyPrefix[j + 1]! - forwardLatencyPrefix[i - 1]!) +
-          (reverseLatencyPrefix[j]! - reverseLatencyPrefix[i]!) +
-          latency[before * size + last]! +
-          latency[first * size + after]!;
-        const candidate = { bottleneckMbps, latencyNs };
-        if (better(candidate, bestMetrics)) {
-          bestMetrics = candidate;
-          bestMove = [i, j];
-        }
+function selectDiverseRings(table: EdgeTable, candidates: ScoredRing[], maximum: number): number[][] {
+  if (candidates.length === 0) {
+    throw new ConfigurationError('invalid collective ring: topology does not contain a closed rank ring');
+  }
+  const { size } = table;
+  const usage = new Uint32Array(size * size);
+  const selected: number[][] = [];
+  while (selected.length < maximum && candidates.length > 0) {
+    let bestIndex = 0;
+    let bestMaximumUsage = Number.POSITIVE_INFINITY;
+    let bestTotalUsage = Number.POSITIVE_INFINITY;
+    for (let index = 0; index < candidates.length; index += 1) {
+      const { order, score } = candidates[index]!;
+      let maximumUsage = 0;
+      let totalUsage = 0;
+      for (let position = 0; position < order.length; position += 1) {
+        const edgeUsage = usage[order[position]! * size + order[(position + 1) % order.length]!]!;
+        maximumUsage = Math.max(maximumUsage, edgeUsage);
+        totalUsage += edgeUsage;
+      }
+      if (
+        maximumUsage < bestMaximumUsage ||
+        (maximumUsage === bestMaximumUsage &&
+          (totalUsage < bestTotalUsage ||
+            (totalUsage === bestTotalUsage && compareScores(score, candidates[bestIndex]!.score) > 0)))
+      ) {
+        bestIndex = index;
+        bestMaximumUsage = maximumUsage;
+        bestTotalUsage = totalUsage;
       }
     }
-    if (bestMove === undefined) break;
-    const [i, j] = bestMove;
-    order.splice(i, j - i + 1, ...order.slice(i, j + 1).reverse());
+    const [{ order }] = candidates.splice(bestIndex, 1) as [ScoredRing];
+    for (let position = 0; position < order.length; position += 1) {
+      const from = order[position]!;
+      const to = order[(position + 1) % order.length]!;
+      usage[from * size + to] += 1;
+      usage[to * size + from] += 1;
+    }
+    selected.push(order);
   }
-  return order;
+  return selected;
 }
 
 /**
- * The rank order for ring collectives over `topology` (which must be complete): the ring with
- * the widest bottleneck, then the least total latency, then the lexicographically smallest
- * order, always starting at rank 0.
- *
- * Up to EXACT_RING_SEARCH_MAX_RANKS ranks the answer is exact. Beyond, it is a heuristic: the
- * better of rank order and a greedy nearest-neighbour ring, improved by 2-opt. It is still
- * deterministic and never worse than rank order 0, 1, ..., n-1, but not always optimal, and its
- * ties need not be broken towards the smallest order.
+ * Up to `maximum` edge-diverse ring orders over `topology`, best first (the reference's
+ * `best_ring_orders`, which feeds one ring per GX1_RING_CHANNELS channel). Up to
+ * EXACT_RING_SEARCH_MAX_RANKS ranks every closed ring is a candidate; beyond, the candidates are
+ * the greedy nearest-neighbour rings from every start rank, so the first order is not always
+ * the optimum there. Fails when the topology has no closed ring.
  */
-export function bestRingOrder(topology: CollectiveTopology): number[] {
+export function bestRingOrders(topology: CollectiveTopology, maximum: number): number[][] {
+  if (!Number.isInteger(maximum) || maximum < 0) {
+    throw new ConfigurationError(`ring order count ${maximum} must be a non-negative integer`);
+  }
+  if (maximum === 0) return [];
+  if (topology.worldSize === 1) return [[0]];
   const table = edgeTable(topology);
-  const rankOrder = Array.from({ length: table.size }, (_, rank) => rank);
-  // Below three ranks there is only one ring.
-  if (table.size < 3) return rankOrder;
-  if (table.size <= EXACT_RING_SEARCH_MAX_RANKS) return exactRingOrder(table);
-  const start = preferred(table, rankOrder, greedyRingOrder(table));
-  // Floating-point sums on huge latencies could let 2-opt drift; rank order is the safety net.
-  return preferred(table, rankOrder, twoOptRingOrder(table, start));
+  const candidates = table.size <= EXACT_RING_SEARCH_MAX_RANKS ? allRings(table) : greedyRings(table);
+  candidates.sort((left, right) => compareOrders(left.order, right.order));
+  return selectDiverseRings(table, candidates, maximum);
+}
+
+/** The rank order for ring collectives over `topology`: the first of `bestRingOrders`. */
+export function bestRingOrder(topology: CollectiveTopology): number[] {
+  return bestRingOrders(topology, 1)[0]!;
+}
+
+/**
+ * The figures `bestRingOrder` judges the ring `order` (a permutation of the ranks) by. Fails, as
+ * the reference's ring score does, on an order that is no ring of the world or an edge without
+ * a link.
+ */
+export function ringMetrics(topology: CollectiveTopology, order: readonly number[]): RingMetrics {
+  validateRingOrder(topology.worldSize, order);
+  // A single rank's ring has no edges: nothing limits it and nothing delays it.
+  if (order.length === 1) {
+    return { bottleneckMbps: Number.POSITIVE_INFINITY, totalBandwidthMbps: 0, latencyNs: 0 };
+  }
+  const table = edgeTable(topology);
+  const missing = missingEdge(table, order);
+  if (missing !== undefined) {
+    throw new ConfigurationError(`invalid collective ring: ring edge ${missing[0]}-${missing[1]} is not connected`);
+  }
+  const score = scoreRing(table, order);
+  return {
+    bottleneckMbps: score.bottleneck,
+    totalBandwidthMbps: Number(score.totalBandwidth),
+    latencyNs: Number(score.totalLatency),
+  };
 }

@@ -54,25 +54,29 @@ export const arbTopology: fc.Arbitrary<CollectiveTopology> = fc
   })
   .map((init) => new CollectiveTopology(init));
 
-export interface CompleteTopologyOptions {
+export interface RingTopologyOptions {
   readonly minRanks: number;
   readonly maxRanks: number;
   readonly metric?: fc.Arbitrary<number>;
-  /** Whether the generator may add aggregate links (some or all pairs). */
+  /** Whether links may be missing, about one in four (a ring may then not exist); complete otherwise. */
+  readonly sparse?: boolean;
+  /** Whether every link has an equal reverse, as probed and GX1_TOPOLOGY_LINKS topologies do. */
+  readonly symmetric?: boolean;
+  /** Whether the generator may add aggregate links (some or all pairs); ring search ignores them. */
   readonly aggregates?: boolean;
 }
 
-/** A complete topology: every ordered pair has a link, possibly asymmetric. */
-export function arbCompleteTopology(options: CompleteTopologyOptions): fc.Arbitrary<CollectiveTopology> {
+/** A topology to search rings in; asymmetric links differ, or exist, per direction. */
+export function arbRingTopology(options: RingTopologyOptions): fc.Arbitrary<CollectiveTopology> {
   const metric = options.metric ?? arbCoarseMetric;
+  const arbLinkMetrics = fc.record({ bandwidthMbps: metric, latencyNs: metric });
   return fc.integer({ min: options.minRanks, max: options.maxRanks }).chain((worldSize) => {
     const pairs = orderedPairs(worldSize);
+    const described = options.symmetric ? pairs.filter(([source, destination]) => source < destination) : pairs;
     return fc
       .record({
-        links: fc.tuple(
-          ...pairs.map(([source, destination]) =>
-            fc.record({ bandwidthMbps: metric, latencyNs: metric }).map((metrics): TopologyLink => ({ source, destination, ...metrics })),
-          ),
+        metrics: fc.tuple(
+          ...described.map(() => (options.sparse ? fc.option(arbLinkMetrics, { freq: 4, nil: undefined }) : arbLinkMetrics)),
         ),
         aggregateLinks: options.aggregates
           ? fc.subarray(pairs).chain((chosen) =>
@@ -84,6 +88,14 @@ export function arbCompleteTopology(options: CompleteTopologyOptions): fc.Arbitr
             )
           : fc.constant([]),
       })
-      .map(({ links, aggregateLinks }) => new CollectiveTopology({ worldSize, rails: 2, links, aggregateLinks }));
+      .map(({ metrics, aggregateLinks }) => {
+        const links = described.flatMap(([source, destination], index): TopologyLink[] => {
+          const found = metrics[index];
+          if (found === undefined) return [];
+          const link = { source, destination, ...found };
+          return options.symmetric ? [link, { ...link, source: destination, destination: source }] : [link];
+        });
+        return new CollectiveTopology({ worldSize, rails: 2, links, aggregateLinks });
+      });
   });
 }

@@ -71,6 +71,25 @@ function expectRejected(outcome: RawOutcome, reason: RegExp, { dropOnly = false 
   expect(text).toMatch(reason);
 }
 
+/** Rank 1 is a raw socket that joins properly on its collective channel and its rail. */
+async function impostorJob(options: JobOptions = {}) {
+  const job = await coordinator(options);
+  const healthy = job.openRank(0);
+  const impostor = raw(job);
+  await impostor.connected;
+  impostor.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD }));
+  const rail = raw(job);
+  await rail.connected;
+  rail.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD, rail: 0 }));
+  const session = await healthy;
+  expect((await impostor.firstFrame)?.header.opcode).toBe(Opcode.Ready);
+  expect((await rail.firstFrame)?.header.opcode).toBe(Opcode.Ready);
+  /** An empty collective request of rank 1. */
+  const request = (opcode: Opcode, sequence: bigint) =>
+    encodeHeader(makeHeader({ uniqueId: job.uniqueId, opcode, sourceRank: 1, worldSize: WORLD, sequence }, 0));
+  return { job, session, impostor, rail, request };
+}
+
 describe('stray connections before the ranks join', () => {
   it('garbage bytes', async () => {
     const job = await coordinator();
@@ -242,22 +261,6 @@ describe('stray connections during and after the rendezvous', () => {
 });
 
 describe('a joined rank that speaks garbage', () => {
-  /** Rank 1 is a raw socket that joins properly on its collective channel and its rail. */
-  async function impostorJob() {
-    const job = await coordinator();
-    const healthy = job.openRank(0);
-    const impostor = raw(job);
-    await impostor.connected;
-    impostor.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD }));
-    const rail = raw(job);
-    await rail.connected;
-    rail.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD, rail: 0 }));
-    const session = await healthy;
-    expect((await impostor.firstFrame)?.header.opcode).toBe(Opcode.Ready);
-    expect((await rail.firstFrame)?.header.opcode).toBe(Opcode.Ready);
-    return { job, session, impostor, rail };
-  }
-
   it('mid-collective: fails the job naming the rank and the sequence; the other rank is told', async () => {
     const { job, session, impostor } = await impostorJob();
     // A valid request for sequence 0 and garbage right behind it on the same connection: the
@@ -355,5 +358,32 @@ describe('raw ranks sending legal but extreme values', () => {
       rail.socket.end();
     }
     await expect(job.coordinator.done).resolves.toBeUndefined();
+  });
+});
+
+describe('collective sequence (docs 9.2)', () => {
+  it('a request with another sequence than the one being filled fails the session, naming rank, expected and actual', async () => {
+    const { job, session, impostor, request } = await impostorJob();
+    const pending = rejection(session.barrier());
+    impostor.socket.write(request(Opcode.Barrier, 3n));
+    const text = 'rank 1 submitted collective sequence 3, expected 0';
+    const error = await pending;
+    expect(error.code).toBe('REMOTE_ABORT');
+    expect(error.message).toBe(`collective coordinator aborted: ${text}`);
+    const failure = await rejection(job.coordinator.done);
+    expect(failure.code).toBe('PROTOCOL');
+    expect(failure.message).toBe(text);
+    expect(abortText((await impostor.outcome).frames)).toBe(text);
+  });
+
+  it('is checked on arrival, before the other ranks submit', async () => {
+    const { job, session, impostor, request } = await impostorJob();
+    impostor.socket.write(request(Opcode.Barrier, 0n));
+    await session.barrier();
+    // Sequence 1 is open; rank 1 repeats sequence 0 while rank 0 has not submitted yet.
+    impostor.socket.write(request(Opcode.Barrier, 0n));
+    const failure = await rejection(job.coordinator.done);
+    expect(failure.message).toBe('rank 1 submitted collective sequence 0, expected 1');
+    expect((await rejection(session.barrier())).code).toBe('REMOTE_ABORT');
   });
 });

@@ -247,6 +247,7 @@ export class Coordinator {
             uniqueId: this.uniqueId,
             heartbeatTimeoutMs: role.rail === 0 ? this.options.heartbeatTimeoutMs : null,
             scheduler,
+            refuse: (rank, reason) => this.dropRail(channels[rank]!, rank, role.rail, reason),
           });
     this.running.push(
       loop.subscribe({
@@ -272,7 +273,8 @@ export class Coordinator {
     const message = failureText(error);
     for (const [key, group] of this.groups) {
       group.members.forEach((channel, rank) => {
-        if (channel === undefined || channel.closed) return;
+        // A channel that failed to decode is still writable: it is told why too.
+        if (channel === undefined || channel.socket.destroyed || channel.socket.writableEnded) return;
         const sequence = key === 'collective' ? this.progress.sequence : 0n;
         try {
           channel.send(this.abortFrame(message, this.uniqueId, rank, sequence));
@@ -290,6 +292,16 @@ export class Coordinator {
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
     this.server.close();
+  }
+
+  /** A rail that broke without failing the session: the rank learns why, then it is closed. */
+  private dropRail(channel: FrameChannel, rank: number, rail: number, reason: string): void {
+    try {
+      channel.send(this.abortFrame(`point-to-point rank ${rank} rail ${rail} failed: ${reason}`, this.uniqueId, rank, 0n));
+    } catch {
+      // Already gone: nothing to tell.
+    }
+    channel.finish();
   }
 
   private reject(channel: FrameChannel, reason: string, uniqueId: UniqueId, rank: number): void {

@@ -387,3 +387,32 @@ describe('collective sequence (docs 9.2)', () => {
     expect((await rejection(session.barrier())).code).toBe('REMOTE_ABORT');
   });
 });
+
+describe('a rail that breaks (docs section 11)', () => {
+  const garbage = 'header field magic starts 0x67, expected "GX1F" (47 58 31 46): not a GX1 stream';
+
+  it('without a heartbeat lease: the rank gets an Abort naming the error and the rail is closed; the session goes on', async () => {
+    const { job, session, impostor, rail, request } = await impostorJob();
+    rail.socket.write('garbage');
+    const outcome = await rail.outcome;
+    expect(outcome.dropped).toBe(true);
+    expect(outcome.frames.map((frame) => frame.header.opcode)).toEqual([Opcode.Ready, Opcode.Abort]);
+    expect(abortText(outcome.frames)).toBe(`point-to-point rank 1 rail 0 failed: ${garbage}`);
+    expect(outcome.frames[1]!.header.destinationRank).toBe(1);
+    // The rail only counts as closed by rank 1: collectives still run, and the job ends cleanly.
+    impostor.socket.write(request(Opcode.Barrier, 0n));
+    await session.barrier();
+    impostor.socket.end();
+    await session.close();
+    await expect(job.coordinator.done).resolves.toBeUndefined();
+  });
+
+  it('with a heartbeat lease: the session fails, and the broken rail is told too', async () => {
+    const { job, session, rail } = await impostorJob({ heartbeatTimeoutMs: 5_000 });
+    rail.socket.write('garbage');
+    const text = `point-to-point rank 1 failed without LEAVE: ${garbage}`;
+    await expect(job.coordinator.done).rejects.toThrow(text);
+    expect(abortText((await rail.outcome).frames)).toBe(text);
+    expect((await rejection(session.barrier())).message).toContain(text);
+  });
+});

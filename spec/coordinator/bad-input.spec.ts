@@ -4,8 +4,12 @@
  * at all. Each is answered with an Abort frame naming the reason (decoded with `decodeFrames()`)
  * and dropped, or just dropped; the legitimate ranks' job still completes, and nothing crashes.
  */
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/constants.js';
+import { DEFAULT_JOIN_TIMEOUT_MS } from '../../lib/coordinator/coordinator.js';
+import type { RxcclError } from '../../lib/errors.js';
+import { ANY_RANK, HEADER_CHECKSUM_OFFSET, MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/constants.js';
+import { crc32c } from '../../lib/protocol/crc32c.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { makeHeader } from '../../lib/protocol/frame.js';
 import { FrameDecoder } from '../../lib/protocol/frame-decoder.js';
@@ -414,5 +418,58 @@ describe('a rail that breaks (docs section 11)', () => {
     await expect(job.coordinator.done).rejects.toThrow(text);
     expect(abortText((await rail.outcome).frames)).toBe(text);
     expect((await rejection(session.barrier())).message).toContain(text);
+  });
+});
+
+describe('JOIN refusals keep the category of their cause (docs 8.1)', () => {
+  /** The JOIN with one byte changed and its checksum recomputed, so only that byte is wrong. */
+  const edited = (join: Uint8Array, offset: number, value: number) => {
+    const bytes = Uint8Array.from(join);
+    bytes[offset] = value;
+    new DataView(bytes.buffer).setUint32(HEADER_CHECKSUM_OFFSET, crc32c(bytes, 0, HEADER_CHECKSUM_OFFSET), true);
+    return bytes;
+  };
+
+  it('PROTOCOL for a stream that is not GX1 (checksum, version, magic), the session rule\'s code otherwise', async () => {
+    const job = await coordinator();
+    const refused: RxcclError[] = [];
+    job.coordinator.rejections$.subscribe((error) => refused.push(error));
+    const join = joinBytes({ uniqueId: job.uniqueId, rank: 0, worldSize: WORLD });
+    const badChecksum = Uint8Array.from(join);
+    badChecksum[40] = 7;
+    const cases: [Uint8Array | string | null, string, RegExp][] = [
+      [badChecksum, 'PROTOCOL', /^not a GX1 JOIN: header field checksum is 0x[0-9a-f]{8}, expected 0x[0-9a-f]{8} \(CRC-32C of bytes 0\.\.91\)$/],
+      [edited(join, 4, 2), 'PROTOCOL', /^not a GX1 JOIN: unsupported GX1 protocol version 2; this implementation speaks version 1$/],
+      ['GET ', 'PROTOCOL', /^not a GX1 JOIN: header field magic starts 0x4745, /],
+      [joinBytes({ uniqueId: UniqueId.random(), rank: 0, worldSize: WORLD }), 'WRONG_SESSION', /^JOIN belongs to another session \(unique id mismatch\)$/],
+      [joinBytes({ uniqueId: job.uniqueId, rank: 0, worldSize: 3 }), 'INVALID_CONFIGURATION', /^rank declares world size 3, coordinator expects 2$/],
+      [null, 'TIMEOUT', new RegExp(`^no JOIN within ${JOIN_TIMEOUT_MS} ms$`)],
+    ];
+    for (const [bytes, code, message] of cases) {
+      const connection = raw(job);
+      await connection.connected;
+      if (bytes !== null) connection.socket.write(bytes);
+      const outcome = await connection.outcome;
+      const error = refused.shift()!;
+      expect({ code: error.code, message: error.message }).toEqual({ code, message: expect.stringMatching(message) });
+      expect(abortText(outcome.frames)).toBe(`connection rejected: ${error.message}`);
+    }
+    await healthyJob(job);
+  });
+
+  it(`the JOIN timeout is ${DEFAULT_JOIN_TIMEOUT_MS} ms by default`, async () => {
+    // The real clock, recording each delay the coordinator asks for.
+    const delays: number[] = [];
+    const scheduler = Object.create(asyncScheduler) as SchedulerLike;
+    scheduler.schedule = (...args: Parameters<SchedulerLike['schedule']>) => {
+      delays.push(args[1] ?? 0);
+      return asyncScheduler.schedule(...(args as [never, number?, unknown?]));
+    };
+    const job = await startCoordinator(WORLD, { scheduler });
+    jobs.push(job);
+    await raw(job).connected;
+    for (let waited = 0; delays.length === 0 && waited < 2_000; waited += 10) await sleep(10);
+    expect(DEFAULT_JOIN_TIMEOUT_MS).toBe(10_000);
+    expect(delays).toEqual([DEFAULT_JOIN_TIMEOUT_MS]);
   });
 });

@@ -32,7 +32,7 @@ import { UniqueId } from './unique-id.js';
  * | 11  | 1    | reserved (0)     | 64  | 8    | elementCount   |
  * | 12  | 2    | flags            | 72  | 8    | payloadBytes   |
  * | 14  | 2    | reserved (0)     | 80  | 12   | reserved (0)   |
- * | 16  | 16   | uniqueId         | 92  | 4    | crc32c(0..92)  |
+ * | 16  | 16   | uniqueId         | 92  | 4    | crc32c(0..91)  |
  */
 export interface FrameHeader {
   readonly opcode: Opcode;

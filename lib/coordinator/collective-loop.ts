@@ -1,5 +1,5 @@
 import { Observable, type SchedulerLike, type Subscription, timer } from 'rxjs';
-import { ConfigurationError, TimeoutError } from '../errors.js';
+import { ConfigurationError, ProtocolError, TimeoutError } from '../errors.js';
 import { CollectiveAgreement } from '../protocol/agreement.js';
 import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
@@ -26,6 +26,8 @@ export interface CollectiveProgress {
  * The coordinator's ordered collective loop over every rank's collective channel. Per sequence it
  * waits for one request from each rank, routes them (`routeCollective`) and answers each rank.
  *
+ * - Each request must carry the sequence being filled (`rank 1 submitted collective sequence 5,
+ *   expected 4`, a ProtocolError), checked as it arrives.
  * - The timeout starts when the first rank submits a sequence (a collective is then in flight),
  *   and names the ranks still missing: `collective sequence 3; missing ranks [1]`. SetTimeout
  *   changes it for every later sequence.
@@ -56,6 +58,10 @@ export function collectiveLoop(
     const sequence = () => agreement.nextSequence();
 
     const onRequest = (rank: number, frame: Frame) => {
+      // Every rank numbers its collectives from 0, one per answered request (docs 8.2, 9.2).
+      if (frame.header.sequence !== sequence()) {
+        throw new ProtocolError(`rank ${rank} submitted collective sequence ${frame.header.sequence}, expected ${sequence()}`);
+      }
       if (requests[rank] !== undefined) {
         throw new ConfigurationError(`rank ${rank} submitted collective sequence ${sequence()} twice`);
       }
@@ -75,7 +81,7 @@ export function collectiveLoop(
       if (grace !== null) return;
       deadline?.unsubscribe();
       const round = requests as Frame[];
-      const responses = routeCollective(agreement, options.uniqueId, round[0]!.header.sequence, round);
+      const responses = routeCollective(agreement, options.uniqueId, sequence(), round);
       responses.forEach((response, destination) => channels[destination]!.send(response));
       if (round[0]!.header.opcode === Opcode.SetTimeout) timeoutMs = Number(round[0]!.header.tag);
       requests = new Array<Frame | undefined>(worldSize).fill(undefined);

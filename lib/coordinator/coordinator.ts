@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { asyncScheduler, EmptyError, firstValueFrom, type SchedulerLike, type Subscription, take, timeout, TimeoutError } from 'rxjs';
-import { ChannelClosedError, ConfigurationError, failureText, ProtocolError } from '../errors.js';
+import { asyncScheduler, firstValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, take, timeout } from 'rxjs';
+import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame } from '../protocol/control-frames.js';
 import { makeHeader } from '../protocol/frame.js';
@@ -16,9 +16,11 @@ import {
 import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { p2pRouter } from './p2p-router.js';
-import { type ChannelRole, roleKey, validateJoin } from './validate-join.js';
+import { type ChannelRole, joinFailure, roleKey, validateJoin } from './validate-join.js';
 
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
+/** How long a new connection may take to send its JOIN before it is refused. */
+export const DEFAULT_JOIN_TIMEOUT_MS = 10_000;
 
 export interface CoordinatorOptions {
   host?: string;
@@ -69,6 +71,14 @@ export class Coordinator {
   readonly transport: CollectiveTransport;
   /** Resolves when every rank has left cleanly; rejects with the session's failure. */
   readonly done: Promise<void>;
+  /**
+   * Each connection refused before it joined, as the error it was refused with (its message is
+   * the Abort's text after `connection rejected: `; its code the category: PROTOCOL for a stream
+   * that is not GX1, WRONG_SESSION, INVALID_CONFIGURATION, TIMEOUT, CHANNEL_CLOSED). Completes
+   * when the coordinator stops.
+   */
+  readonly rejections$: Observable<RxcclError>;
+  private readonly rejections = new Subject<RxcclError>();
 
   private readonly groups = new Map<string, ChannelGroup>();
   private readonly progress: CollectiveProgress = { sequence: 0n };
@@ -96,6 +106,7 @@ export class Coordinator {
     this.groups.set('collective', new ChannelGroup(this.worldSize));
     for (let rail = 0; rail < this.p2pChannels; rail++) this.groups.set(`rail ${rail}`, new ChannelGroup(this.worldSize));
     this.loopsLeft = this.groups.size;
+    this.rejections$ = this.rejections.asObservable();
     this.done = new Promise<void>((resolve, reject) => {
       this.settle = { resolve, reject };
     });
@@ -113,7 +124,7 @@ export class Coordinator {
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),
-      joinTimeoutMs: validateTimeout(options.joinTimeoutMs ?? 10_000, 'JOIN timeout'),
+      joinTimeoutMs: validateTimeout(options.joinTimeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS, 'JOIN timeout'),
       scheduler: options.scheduler ?? asyncScheduler,
     };
     const server = createServer({ noDelay: true });
@@ -153,29 +164,19 @@ export class Coordinator {
             // Only a rank of this session learns its id back; a rank of this world is addressed.
             const ours = frame.header.uniqueId.equals(this.uniqueId);
             const rank = frame.header.sourceRank < this.worldSize ? frame.header.sourceRank : ANY_RANK;
-            this.reject(channel, failureText(error), ours ? this.uniqueId : ZERO_ID, rank);
+            this.reject(channel, error as RxcclError, ours ? this.uniqueId : ZERO_ID, rank);
             return;
           }
           this.join(channel, joined.rank, joined.role);
         },
-        (error: unknown) => {
-          const reason =
-            error instanceof ProtocolError
-              ? `not a GX1 JOIN: ${error.message}`
-              : error instanceof EmptyError
-                ? 'connection closed before JOIN'
-                : error instanceof TimeoutError
-                  ? `no JOIN within ${this.options.joinTimeoutMs} ms`
-                  : `connection failed before JOIN: ${failureText(error)}`;
-          this.reject(channel, reason, ZERO_ID, ANY_RANK);
-        },
+        (error: unknown) => this.reject(channel, joinFailure(error, this.options.joinTimeoutMs), ZERO_ID, ANY_RANK),
       );
   }
 
   private join(channel: FrameChannel, rank: number, role: ChannelRole): void {
     const group = this.groups.get(roleKey(role))!;
     if (group.members[rank] !== undefined || group.complete) {
-      this.reject(channel, `rank ${rank} joined twice (${roleKey(role)})`, this.uniqueId, rank);
+      this.reject(channel, new ConfigurationError(`rank ${rank} joined twice (${roleKey(role)})`), this.uniqueId, rank);
       return;
     }
     group.members[rank] = channel;
@@ -247,6 +248,7 @@ export class Coordinator {
             uniqueId: this.uniqueId,
             heartbeatTimeoutMs: role.rail === 0 ? this.options.heartbeatTimeoutMs : null,
             scheduler,
+            refuse: (rank, reason) => this.dropRail(channels[rank]!, rank, role.rail, reason),
           });
     this.running.push(
       loop.subscribe({
@@ -272,7 +274,8 @@ export class Coordinator {
     const message = failureText(error);
     for (const [key, group] of this.groups) {
       group.members.forEach((channel, rank) => {
-        if (channel === undefined || channel.closed) return;
+        // A channel that failed to decode is still writable: it is told why too.
+        if (channel === undefined || channel.socket.destroyed || channel.socket.writableEnded) return;
         const sequence = key === 'collective' ? this.progress.sequence : 0n;
         try {
           channel.send(this.abortFrame(message, this.uniqueId, rank, sequence));
@@ -290,11 +293,23 @@ export class Coordinator {
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
     this.server.close();
+    this.rejections.complete();
   }
 
-  private reject(channel: FrameChannel, reason: string, uniqueId: UniqueId, rank: number): void {
+  /** A rail that broke without failing the session: the rank learns why, then it is closed. */
+  private dropRail(channel: FrameChannel, rank: number, rail: number, reason: string): void {
     try {
-      channel.send(this.abortFrame(`connection rejected: ${reason}`, uniqueId, rank, 0n));
+      channel.send(this.abortFrame(`point-to-point rank ${rank} rail ${rail} failed: ${reason}`, this.uniqueId, rank, 0n));
+    } catch {
+      // Already gone: nothing to tell.
+    }
+    channel.finish();
+  }
+
+  private reject(channel: FrameChannel, reason: RxcclError, uniqueId: UniqueId, rank: number): void {
+    this.rejections.next(reason);
+    try {
+      channel.send(this.abortFrame(`connection rejected: ${reason.message}`, uniqueId, rank, 0n));
     } catch {
       // The stray connection is already gone.
     }

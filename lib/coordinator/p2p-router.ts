@@ -12,6 +12,12 @@ export interface P2pRouterOptions {
   /** When set, every rank must show signs of life this often, and must LEAVE before closing. */
   readonly heartbeatTimeoutMs: number | null;
   readonly scheduler: SchedulerLike;
+  /**
+   * Tells a rank why its connection on this rail broke (a protocol error, a reset) when that does
+   * not fail the session, and closes the connection: the stream lost its framing. Without it the
+   * connection is only closed.
+   */
+  readonly refuse?: (rank: number, reason: string) => void;
 }
 
 /**
@@ -24,13 +30,15 @@ export interface P2pRouterOptions {
  *
  * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame: a rank silent
  * for longer fails the session (`heartbeat lease for rank 1; last contact 153 ms ago`), checked
- * on a timer stream every quarter of the timeout (1..250 ms). Completes when every rank's
- * connection has ended; errors with the first failure.
+ * on a timer stream every quarter of the timeout (1..250 ms). Without a lease (or after LEAVE) a
+ * connection that breaks only counts as closed: the rank is told why (`refuse`) and dropped.
+ * Completes when every rank's connection has ended; errors with the first failure.
  */
 export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterOptions): Observable<never> {
   return new Observable<never>((subscriber) => {
     const worldSize = channels.length;
     const { scheduler, heartbeatTimeoutMs } = options;
+    const refuse = options.refuse ?? ((rank: number) => channels[rank]!.finish());
     const matcher = new P2pMatcher(options.uniqueId, worldSize);
     const lastSeen = new Array<number>(worldSize).fill(scheduler.now());
     const graceful = new Array<boolean>(worldSize).fill(false);
@@ -73,6 +81,7 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
             : `point-to-point rank ${rank} failed without LEAVE: ${reason}`,
         );
       }
+      if (reason !== null) refuse(rank, reason);
       if (closed.every(Boolean)) subscriber.complete();
     };
 

@@ -35,7 +35,7 @@ export function routeCollective(
     }
     const variable = header.opcode === Opcode.AllToAllV;
     const inherits = scatterRoot !== null && header.opcode === Opcode.Scatter && header.elementType === ElementType.None;
-    agreement.submit(rank, sequence, {
+    agreement.submit(rank, header.sequence, {
       opcode: header.opcode,
       elementType: inherits ? scatterRoot.elementType : header.elementType,
       rootRank: header.rootRank,

@@ -1,4 +1,5 @@
-import { ConfigurationError, WrongSessionError } from '../errors.js';
+import { EmptyError, TimeoutError as RxTimeoutError } from 'rxjs';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RxcclError, WrongSessionError } from '../errors.js';
 import { FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { ElementType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
@@ -37,4 +38,15 @@ export function validateJoin(frame: Frame, uniqueId: UniqueId, worldSize: number
     throw new ConfigurationError(`rank joined point-to-point rail ${header.tag}, coordinator expects 0..=${rails - 1}`);
   }
   return { rank: header.sourceRank, role: { kind: 'rail', rail: Number(header.tag) } };
+}
+
+/**
+ * Why a connection sent no valid first frame, keeping the category of the cause: a stream that is
+ * not GX1 (bad magic, version, checksum, ...) is a PROTOCOL error, not a session rule.
+ */
+export function joinFailure(error: unknown, joinTimeoutMs: number): RxcclError {
+  if (error instanceof ProtocolError) return new ProtocolError(`not a GX1 JOIN: ${error.message}`);
+  if (error instanceof EmptyError) return new ChannelClosedError('connection closed before JOIN');
+  if (error instanceof RxTimeoutError) return new RxcclError('TIMEOUT', `no JOIN within ${joinTimeoutMs} ms`);
+  return new ChannelClosedError(`connection failed before JOIN: ${failureText(error)}`);
 }

@@ -1,7 +1,7 @@
 import { ProtocolError } from '../errors.js';
-import { FRAME_HEADER_BYTES, PROTOCOL_MAGIC, PROTOCOL_VERSION } from './constants.js';
+import { FRAME_HEADER_BYTES } from './constants.js';
 import { validateFrame, type Frame } from './frame.js';
-import { decodeHeader, type FrameHeader } from './header.js';
+import { checkMagic, checkVersion, decodeHeader, type FrameHeader } from './header.js';
 
 const EMPTY = new Uint8Array(0);
 
@@ -111,19 +111,8 @@ export class FrameDecoder {
   /** Refuses a foreign byte stream from its first bytes instead of waiting for a whole header. */
   private checkPrefix(): void {
     const bytes = this.headerBytes;
-    const seen = this.headerFill;
-    for (let index = 0; index < Math.min(seen, 4); index++) {
-      if (bytes[index] !== ((PROTOCOL_MAGIC >>> (8 * index)) & 0xff)) {
-        const hex = Buffer.from(bytes.subarray(0, Math.min(seen, 4))).toString('hex');
-        throw new ProtocolError(`header field magic starts 0x${hex}, expected "GX1F" (4758 3146): not a GX1 stream`);
-      }
-    }
-    if (seen >= 6) {
-      const version = bytes[4]! | (bytes[5]! << 8);
-      if (version !== PROTOCOL_VERSION) {
-        throw new ProtocolError(`unsupported GX1 protocol version ${version}; this implementation speaks version ${PROTOCOL_VERSION}`);
-      }
-    }
+    checkMagic(bytes, 0, this.headerFill);
+    if (this.headerFill >= 6) checkVersion(bytes[4]! | (bytes[5]! << 8));
   }
 
   private deliver(frame: Frame, emit: (frame: Frame) => void): void {

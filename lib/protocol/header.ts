@@ -32,7 +32,7 @@ import { UniqueId } from './unique-id.js';
  * | 11  | 1    | reserved (0)     | 64  | 8    | elementCount   |
  * | 12  | 2    | flags            | 72  | 8    | payloadBytes   |
  * | 14  | 2    | reserved (0)     | 80  | 12   | reserved (0)   |
- * | 16  | 16   | uniqueId         | 92  | 4    | crc32c(0..92)  |
+ * | 16  | 16   | uniqueId         | 92  | 4    | crc32c(0..91)  |
  */
 export interface FrameHeader {
   readonly opcode: Opcode;
@@ -55,6 +55,41 @@ function fail(field: string, seen: unknown, expected: string): never {
   throw new ProtocolError(`header field ${field} is ${String(seen)}, expected ${expected}`);
 }
 
+/** `0x` and `digits` lowercase hex digits: how flags (4) and checksums (8) appear in errors. */
+function hex(value: number, digits: number): string {
+  return `0x${value.toString(16).padStart(digits, '0')}`;
+}
+
+/** The bytes of a GX1 stream's magic, in stream order. */
+const MAGIC_BYTES = [0, 1, 2, 3].map((index) => (PROTOCOL_MAGIC >>> (8 * index)) & 0xff);
+
+/**
+ * Refuses a stream whose first bytes are not `GX1F`, at the first differing byte: the message
+ * shows the bytes up to and including that one, so it is the same however the stream was split.
+ * `seen` is how many of the stream's first bytes are present in `bytes` from `offset` (up to 4).
+ */
+export function checkMagic(bytes: Uint8Array, offset: number, seen: number): void {
+  for (let index = 0; index < Math.min(seen, MAGIC_BYTES.length); index++) {
+    if (bytes[offset + index] !== MAGIC_BYTES[index]) {
+      const start = Buffer.from(bytes.buffer, bytes.byteOffset + offset, index + 1).toString('hex');
+      throw new ProtocolError(`header field magic starts 0x${start}, expected "GX1F" (47 58 31 46): not a GX1 stream`);
+    }
+  }
+}
+
+/** Refuses any version but 1 (bytes 4..5). */
+export function checkVersion(version: number): void {
+  if (version !== PROTOCOL_VERSION) {
+    throw new ProtocolError(`unsupported GX1 protocol version ${version}; this implementation speaks version ${PROTOCOL_VERSION}`);
+  }
+}
+
+/** A u64 count limited to `limit` (elementCount, payloadBytes): the same text as the decoder's. */
+function checkCount(field: string, value: number, limit: number): void {
+  if (Number.isInteger(value) && value > limit) fail(field, value, `<= ${limit}`);
+  if (!Number.isInteger(value) || value < 0) fail(field, value, `an integer 0..${limit}`);
+}
+
 function checkRank(field: string, rank: number, worldSize: number): void {
   // Integer and non-negative too: the encoder must never turn -1 into ANY_RANK or 0.5 into 0.
   if (rank !== ANY_RANK && !(Number.isInteger(rank) && rank >= 0 && rank < worldSize)) {
@@ -68,26 +103,24 @@ function checkRank(field: string, rank: number, worldSize: number): void {
  */
 export function validateHeader(header: FrameHeader): void {
   const { opcode, elementType, reduceOp, flags, worldSize, elementCount, payloadBytes } = header;
+  // Rules 7 and 8 (docs/protocol.md 5.1), then 9 to 20 in order, with the decoder's texts.
+  checkCount('elementCount', elementCount, Number.MAX_SAFE_INTEGER);
+  checkCount('payloadBytes', payloadBytes, MAX_FRAME_PAYLOAD_BYTES);
   if (!isOpcode(opcode)) fail('opcode', opcode, `1..${Opcode.PeerHello}`);
   if (!isElementType(elementType)) fail('elementType', elementType, `0..${ElementType.F64}`);
   if (!(Number.isInteger(reduceOp) && reduceOp >= 0 && reduceOp <= REDUCE_OPS.length)) {
     fail('reduceOp', reduceOp, `0..${REDUCE_OPS.length}`);
   }
   if (!Number.isInteger(flags) || flags < 0 || flags > 0xffff || (flags & ~KNOWN_FLAGS) !== 0) {
-    fail('flags', `0x${flags.toString(16)}`, `only bits 0x${KNOWN_FLAGS.toString(16)}`);
+    fail('flags', Number.isInteger(flags) && flags >= 0 ? hex(flags, 4) : flags, `only bits ${hex(KNOWN_FLAGS, 4)}`);
   }
-  if (!(Number.isInteger(worldSize) && worldSize >= 1 && worldSize <= 0xffffffff)) fail('worldSize', worldSize, '>= 1');
+  if (worldSize < 1) fail('worldSize', worldSize, '>= 1');
+  if (!(Number.isInteger(worldSize) && worldSize <= 0xffffffff)) fail('worldSize', worldSize, 'an integer 1..4294967295');
   checkRank('sourceRank', header.sourceRank, worldSize);
   checkRank('destinationRank', header.destinationRank, worldSize);
   checkRank('rootRank', header.rootRank, worldSize);
   if (header.sequence < 0n || header.sequence > MAX_U64) fail('sequence', header.sequence, 'a u64');
   if (header.tag < 0n || header.tag > MAX_U64) fail('tag', header.tag, 'a u64');
-  if (!Number.isSafeInteger(elementCount) || elementCount < 0) {
-    fail('elementCount', elementCount, `0..${Number.MAX_SAFE_INTEGER}`);
-  }
-  if (!Number.isSafeInteger(payloadBytes) || payloadBytes < 0 || payloadBytes > MAX_FRAME_PAYLOAD_BYTES) {
-    fail('payloadBytes', payloadBytes, `0..${MAX_FRAME_PAYLOAD_BYTES} (MAX_FRAME_PAYLOAD_BYTES)`);
-  }
   const hasPayload = (flags & FLAG_PAYLOAD) !== 0;
   if (hasPayload !== payloadBytes > 0) {
     fail('flags.PAYLOAD', hasPayload ? 'set' : 'clear', `${payloadBytes > 0 ? 'set' : 'clear'} for payloadBytes ${payloadBytes}`);
@@ -98,13 +131,14 @@ export function validateHeader(header: FrameHeader): void {
     if ((flags & FLAG_COUNTS_PREFIX) !== 0) fail('flags.COUNTS_PREFIX', 'set', 'clear without a payload');
     return;
   }
-  if ((flags & FLAG_PEER_DATA) !== 0) fail('flags.PEER_DATA', 'set', 'clear on a frame with payload (the data travels over the peer mesh)');
+  if ((flags & FLAG_PEER_DATA) !== 0) fail('flags.PEER_DATA', 'set', 'clear on a frame with payload');
   if (elementType === ElementType.None) fail('elementType', 'None', 'a concrete type for a frame with payload');
   // A payload always carries exactly the declared elements (after the counts prefix, if any);
   // a frame without payload may still declare a count (a receive's or a non-root's contract).
+  // In bigint: elementCount x width may exceed 2^53, and the message must show it exactly.
   const prefixBytes = (flags & FLAG_COUNTS_PREFIX) !== 0 ? worldSize * 8 : 0;
-  const expected = prefixBytes + elementCount * width;
-  if (payloadBytes !== expected) {
+  const expected = BigInt(prefixBytes) + BigInt(elementCount) * BigInt(width);
+  if (BigInt(payloadBytes) !== expected) {
     fail(
       'payloadBytes',
       payloadBytes,
@@ -148,6 +182,9 @@ export function encodeHeader(header: FrameHeader): Uint8Array {
   return bytes;
 }
 
+/** Header bytes that must be 0, in the order they are checked: 11, 14, 15, 80..91. */
+const RESERVED_BYTES: readonly number[] = [11, 14, 15, ...Array.from({ length: 12 }, (_, index) => 80 + index)];
+
 function safeU64(view: DataView, offset: number, field: string, limit: number): number {
   const value = view.getBigUint64(offset, true);
   if (value > BigInt(limit)) fail(field, value, `<= ${limit}`);
@@ -160,20 +197,14 @@ export function decodeHeader(bytes: Uint8Array, offset = 0): FrameHeader {
     fail('length', bytes.length - offset, `${FRAME_HEADER_BYTES} header bytes`);
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset + offset, FRAME_HEADER_BYTES);
-  const magic = view.getUint32(0, true);
-  if (magic !== PROTOCOL_MAGIC) fail('magic', `0x${magic.toString(16)}`, `0x${PROTOCOL_MAGIC.toString(16)} ("GX1F")`);
-  const version = view.getUint16(4, true);
-  if (version !== PROTOCOL_VERSION) {
-    throw new ProtocolError(`unsupported GX1 protocol version ${version}; this implementation speaks version ${PROTOCOL_VERSION}`);
-  }
+  checkMagic(bytes, offset, FRAME_HEADER_BYTES);
+  checkVersion(view.getUint16(4, true));
   const headerBytes = view.getUint16(6, true);
   if (headerBytes !== FRAME_HEADER_BYTES) fail('headerBytes', headerBytes, String(FRAME_HEADER_BYTES));
   const checksum = view.getUint32(HEADER_CHECKSUM_OFFSET, true);
   const computed = crc32c(bytes, offset, offset + HEADER_CHECKSUM_OFFSET);
-  if (checksum !== computed) fail('checksum', `0x${checksum.toString(16)}`, `0x${computed.toString(16)} (crc32c of bytes 0..92)`);
-  if (view.getUint8(11) !== 0) fail('reserved byte 11', view.getUint8(11), '0');
-  if (view.getUint16(14, true) !== 0) fail('reserved bytes 14..16', view.getUint16(14, true), '0');
-  for (let index = 80; index < HEADER_CHECKSUM_OFFSET; index++) {
+  if (checksum !== computed) fail('checksum', hex(checksum, 8), `${hex(computed, 8)} (CRC-32C of bytes 0..91)`);
+  for (const index of RESERVED_BYTES) {
     if (bytes[offset + index] !== 0) fail(`reserved byte ${index}`, bytes[offset + index], '0');
   }
   const header: FrameHeader = {

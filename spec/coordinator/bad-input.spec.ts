@@ -4,8 +4,12 @@
  * at all. Each is answered with an Abort frame naming the reason (decoded with `decodeFrames()`)
  * and dropped, or just dropped; the legitimate ranks' job still completes, and nothing crashes.
  */
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/constants.js';
+import { DEFAULT_JOIN_TIMEOUT_MS } from '../../lib/coordinator/coordinator.js';
+import type { RxcclError } from '../../lib/errors.js';
+import { ANY_RANK, HEADER_CHECKSUM_OFFSET, MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/constants.js';
+import { crc32c } from '../../lib/protocol/crc32c.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { makeHeader } from '../../lib/protocol/frame.js';
 import { FrameDecoder } from '../../lib/protocol/frame-decoder.js';
@@ -69,6 +73,25 @@ function expectRejected(outcome: RawOutcome, reason: RegExp, { dropOnly = false 
   expect(outcome.frames.map((frame) => frame.header.opcode)).toEqual([Opcode.Abort]);
   expect(text).toMatch(/^connection rejected: /);
   expect(text).toMatch(reason);
+}
+
+/** Rank 1 is a raw socket that joins properly on its collective channel and its rail. */
+async function impostorJob(options: JobOptions = {}) {
+  const job = await coordinator(options);
+  const healthy = job.openRank(0);
+  const impostor = raw(job);
+  await impostor.connected;
+  impostor.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD }));
+  const rail = raw(job);
+  await rail.connected;
+  rail.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD, rail: 0 }));
+  const session = await healthy;
+  expect((await impostor.firstFrame)?.header.opcode).toBe(Opcode.Ready);
+  expect((await rail.firstFrame)?.header.opcode).toBe(Opcode.Ready);
+  /** An empty collective request of rank 1. */
+  const request = (opcode: Opcode, sequence: bigint) =>
+    encodeHeader(makeHeader({ uniqueId: job.uniqueId, opcode, sourceRank: 1, worldSize: WORLD, sequence }, 0));
+  return { job, session, impostor, rail, request };
 }
 
 describe('stray connections before the ranks join', () => {
@@ -242,22 +265,6 @@ describe('stray connections during and after the rendezvous', () => {
 });
 
 describe('a joined rank that speaks garbage', () => {
-  /** Rank 1 is a raw socket that joins properly on its collective channel and its rail. */
-  async function impostorJob() {
-    const job = await coordinator();
-    const healthy = job.openRank(0);
-    const impostor = raw(job);
-    await impostor.connected;
-    impostor.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD }));
-    const rail = raw(job);
-    await rail.connected;
-    rail.socket.write(joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD, rail: 0 }));
-    const session = await healthy;
-    expect((await impostor.firstFrame)?.header.opcode).toBe(Opcode.Ready);
-    expect((await rail.firstFrame)?.header.opcode).toBe(Opcode.Ready);
-    return { job, session, impostor, rail };
-  }
-
   it('mid-collective: fails the job naming the rank and the sequence; the other rank is told', async () => {
     const { job, session, impostor } = await impostorJob();
     // A valid request for sequence 0 and garbage right behind it on the same connection: the
@@ -355,5 +362,114 @@ describe('raw ranks sending legal but extreme values', () => {
       rail.socket.end();
     }
     await expect(job.coordinator.done).resolves.toBeUndefined();
+  });
+});
+
+describe('collective sequence (docs 9.2)', () => {
+  it('a request with another sequence than the one being filled fails the session, naming rank, expected and actual', async () => {
+    const { job, session, impostor, request } = await impostorJob();
+    const pending = rejection(session.barrier());
+    impostor.socket.write(request(Opcode.Barrier, 3n));
+    const text = 'rank 1 submitted collective sequence 3, expected 0';
+    const error = await pending;
+    expect(error.code).toBe('REMOTE_ABORT');
+    expect(error.message).toBe(`collective coordinator aborted: ${text}`);
+    const failure = await rejection(job.coordinator.done);
+    expect(failure.code).toBe('PROTOCOL');
+    expect(failure.message).toBe(text);
+    expect(abortText((await impostor.outcome).frames)).toBe(text);
+  });
+
+  it('is checked on arrival, before the other ranks submit', async () => {
+    const { job, session, impostor, request } = await impostorJob();
+    impostor.socket.write(request(Opcode.Barrier, 0n));
+    await session.barrier();
+    // Sequence 1 is open; rank 1 repeats sequence 0 while rank 0 has not submitted yet.
+    impostor.socket.write(request(Opcode.Barrier, 0n));
+    const failure = await rejection(job.coordinator.done);
+    expect(failure.message).toBe('rank 1 submitted collective sequence 0, expected 1');
+    expect((await rejection(session.barrier())).code).toBe('REMOTE_ABORT');
+  });
+});
+
+describe('a rail that breaks (docs section 11)', () => {
+  const garbage = 'header field magic starts 0x67, expected "GX1F" (47 58 31 46): not a GX1 stream';
+
+  it('without a heartbeat lease: the rank gets an Abort naming the error and the rail is closed; the session goes on', async () => {
+    const { job, session, impostor, rail, request } = await impostorJob();
+    rail.socket.write('garbage');
+    const outcome = await rail.outcome;
+    expect(outcome.dropped).toBe(true);
+    expect(outcome.frames.map((frame) => frame.header.opcode)).toEqual([Opcode.Ready, Opcode.Abort]);
+    expect(abortText(outcome.frames)).toBe(`point-to-point rank 1 rail 0 failed: ${garbage}`);
+    expect(outcome.frames[1]!.header.destinationRank).toBe(1);
+    // The rail only counts as closed by rank 1: collectives still run, and the job ends cleanly.
+    impostor.socket.write(request(Opcode.Barrier, 0n));
+    await session.barrier();
+    impostor.socket.end();
+    await session.close();
+    await expect(job.coordinator.done).resolves.toBeUndefined();
+  });
+
+  it('with a heartbeat lease: the session fails, and the broken rail is told too', async () => {
+    const { job, session, rail } = await impostorJob({ heartbeatTimeoutMs: 5_000 });
+    rail.socket.write('garbage');
+    const text = `point-to-point rank 1 failed without LEAVE: ${garbage}`;
+    await expect(job.coordinator.done).rejects.toThrow(text);
+    expect(abortText((await rail.outcome).frames)).toBe(text);
+    expect((await rejection(session.barrier())).message).toContain(text);
+  });
+});
+
+describe('JOIN refusals keep the category of their cause (docs 8.1)', () => {
+  /** The JOIN with one byte changed and its checksum recomputed, so only that byte is wrong. */
+  const edited = (join: Uint8Array, offset: number, value: number) => {
+    const bytes = Uint8Array.from(join);
+    bytes[offset] = value;
+    new DataView(bytes.buffer).setUint32(HEADER_CHECKSUM_OFFSET, crc32c(bytes, 0, HEADER_CHECKSUM_OFFSET), true);
+    return bytes;
+  };
+
+  it('PROTOCOL for a stream that is not GX1 (checksum, version, magic), the session rule\'s code otherwise', async () => {
+    const job = await coordinator();
+    const refused: RxcclError[] = [];
+    job.coordinator.rejections$.subscribe((error) => refused.push(error));
+    const join = joinBytes({ uniqueId: job.uniqueId, rank: 0, worldSize: WORLD });
+    const badChecksum = Uint8Array.from(join);
+    badChecksum[40] = 7;
+    const cases: [Uint8Array | string | null, string, RegExp][] = [
+      [badChecksum, 'PROTOCOL', /^not a GX1 JOIN: header field checksum is 0x[0-9a-f]{8}, expected 0x[0-9a-f]{8} \(CRC-32C of bytes 0\.\.91\)$/],
+      [edited(join, 4, 2), 'PROTOCOL', /^not a GX1 JOIN: unsupported GX1 protocol version 2; this implementation speaks version 1$/],
+      ['GET ', 'PROTOCOL', /^not a GX1 JOIN: header field magic starts 0x4745, /],
+      [joinBytes({ uniqueId: UniqueId.random(), rank: 0, worldSize: WORLD }), 'WRONG_SESSION', /^JOIN belongs to another session \(unique id mismatch\)$/],
+      [joinBytes({ uniqueId: job.uniqueId, rank: 0, worldSize: 3 }), 'INVALID_CONFIGURATION', /^rank declares world size 3, coordinator expects 2$/],
+      [null, 'TIMEOUT', new RegExp(`^no JOIN within ${JOIN_TIMEOUT_MS} ms$`)],
+    ];
+    for (const [bytes, code, message] of cases) {
+      const connection = raw(job);
+      await connection.connected;
+      if (bytes !== null) connection.socket.write(bytes);
+      const outcome = await connection.outcome;
+      const error = refused.shift()!;
+      expect({ code: error.code, message: error.message }).toEqual({ code, message: expect.stringMatching(message) });
+      expect(abortText(outcome.frames)).toBe(`connection rejected: ${error.message}`);
+    }
+    await healthyJob(job);
+  });
+
+  it(`the JOIN timeout is ${DEFAULT_JOIN_TIMEOUT_MS} ms by default`, async () => {
+    // The real clock, recording each delay the coordinator asks for.
+    const delays: number[] = [];
+    const scheduler = Object.create(asyncScheduler) as SchedulerLike;
+    scheduler.schedule = (...args: Parameters<SchedulerLike['schedule']>) => {
+      delays.push(args[1] ?? 0);
+      return asyncScheduler.schedule(...(args as [never, number?, unknown?]));
+    };
+    const job = await startCoordinator(WORLD, { scheduler });
+    jobs.push(job);
+    await raw(job).connected;
+    for (let waited = 0; delays.length === 0 && waited < 2_000; waited += 10) await sleep(10);
+    expect(DEFAULT_JOIN_TIMEOUT_MS).toBe(10_000);
+    expect(delays).toEqual([DEFAULT_JOIN_TIMEOUT_MS]);
   });
 });

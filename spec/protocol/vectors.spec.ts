@@ -43,18 +43,22 @@ interface InvalidVector {
   name: string;
   description: string;
   hex: string;
+  /** The exact ProtocolError message. */
   error: string;
+  /** The header fields as they stand in the refused bytes, where a header can hold them. */
+  fields?: VectorFields;
 }
 
-function load<T>(file: string): T[] {
-  return (JSON.parse(readFileSync(new URL(file, DIRECTORY), 'utf8')) as { vectors: T[] }).vectors;
-}
-
-const validFiles = readdirSync(DIRECTORY)
-  .filter((file) => file.endsWith('.json') && file !== 'invalid.json')
+/** Every file holds vectors of either kind: an entry with `error` must be refused. */
+const files = readdirSync(DIRECTORY)
+  .filter((file) => file.endsWith('.json'))
   .sort();
-const valid = validFiles.flatMap((file) => load<ValidVector>(file).map((vector) => ({ file, vector })));
-const invalid = load<InvalidVector>('invalid.json');
+const entries = files.flatMap((file) =>
+  (JSON.parse(readFileSync(new URL(file, DIRECTORY), 'utf8')) as { vectors: (ValidVector | InvalidVector)[] }).vectors.map((vector) => ({ file, vector })),
+);
+const valid = entries.flatMap(({ file, vector }) => ('error' in vector ? [] : [{ file, vector }]));
+const invalid = entries.flatMap(({ file, vector }) => ('error' in vector ? [{ file, vector }] : []));
+const validFiles = [...new Set(valid.map(({ file }) => file))];
 
 function headerOf(fields: VectorFields): FrameHeader {
   return {
@@ -94,10 +98,15 @@ function fieldsOf(frame: Frame): VectorFields {
   };
 }
 
-/** Decodes a whole hex stream: as one chunk, and one byte at a time. */
-function decodeHex(hex: string, bytewise: boolean): { frames: Frame[]; error?: unknown } {
+/** Decodes a whole hex stream: as one chunk, one byte at a time, or split at `split`. */
+function decodeHex(hex: string, bytewise: boolean, split?: number): { frames: Frame[]; error?: unknown } {
   const bytes = new Uint8Array(Buffer.from(hex, 'hex'));
-  const chunks = bytewise ? Array.from(bytes, (_, index) => bytes.subarray(index, index + 1)) : [bytes];
+  const chunks =
+    split !== undefined
+      ? [bytes.subarray(0, split), bytes.subarray(split)]
+      : bytewise
+        ? Array.from(bytes, (_, index) => bytes.subarray(index, index + 1))
+        : [bytes];
   const frames: Frame[] = [];
   let error: unknown;
   let ended = false;
@@ -119,14 +128,15 @@ function decodeHex(hex: string, bytewise: boolean): { frames: Frame[]; error?: u
 
 describe('test vectors', () => {
   it('exist for every category', () => {
-    expect(validFiles).toEqual(['collectives.json', 'control.json', 'p2p.json']);
+    expect(validFiles).toEqual(['collectives.json', 'control.json', 'p2p.json', 'rules.json']);
+    expect([...new Set(invalid.map(({ file }) => file))]).toEqual(['invalid.json', 'rules.json']);
     expect(valid.length).toBeGreaterThan(20);
     expect(invalid.length).toBeGreaterThan(20);
     // Every opcode has a vector.
     const covered = new Set(valid.map(({ vector }) => vector.fields.opcode));
     const expected = Object.values(Opcode).filter((code): code is Opcode => typeof code === 'number');
     for (const opcode of expected) expect(covered, Opcode[opcode]).toContain(opcode);
-    expect(new Set(valid.map(({ vector }) => vector.name)).size).toBe(valid.length);
+    expect(new Set(entries.map(({ vector }) => vector.name)).size).toBe(entries.length);
   });
 
   describe.each(valid.map(({ file, vector }) => [`${file}: ${vector.name}`, vector] as const))('%s', (_label, vector) => {
@@ -137,6 +147,10 @@ describe('test vectors', () => {
         expect(frames).toHaveLength(1);
         expect(fieldsOf(frames[0]!)).toEqual(vector.fields);
         validateFrame(frames[0]!);
+      }
+      for (let split = 1; split < vector.hex.length / 2; split++) {
+        const { frames } = decodeHex(vector.hex, false, split);
+        expect(frames.map(fieldsOf), `split at byte ${split}`).toEqual([vector.fields]);
       }
       expect(decodeHeader(new Uint8Array(Buffer.from(vector.hex, 'hex')))).toEqual(headerOf(vector.fields));
     });
@@ -149,15 +163,29 @@ describe('test vectors', () => {
     });
   });
 
-  describe.each(invalid.map((vector) => [vector.name, vector] as const))('invalid: %s', (_label, vector) => {
-    it('is refused with a ProtocolError naming the problem (whole and byte by byte)', () => {
+  describe.each(invalid.map(({ file, vector }) => [`${file}: ${vector.name}`, vector] as const))('invalid %s', (_label, vector) => {
+    it('is refused with exactly its ProtocolError message (whole and byte by byte)', () => {
       for (const bytewise of [false, true]) {
         const { frames, error } = decodeHex(vector.hex, bytewise);
         expect(frames).toHaveLength(0);
         expect(error).toBeInstanceOf(ProtocolError);
         expect((error as ProtocolError).code).toBe('PROTOCOL');
-        expect((error as Error).message).toContain(vector.error);
+        expect((error as Error).message).toBe(vector.error);
       }
+    });
+
+    it('is refused with the same message wherever the stream is split in two', () => {
+      for (let split = 1; split < vector.hex.length / 2; split++) {
+        const { error } = decodeHex(vector.hex, false, split);
+        expect((error as Error).message, `split at byte ${split}`).toBe(vector.error);
+      }
+    });
+
+    const fields = vector.fields;
+    if (fields === undefined) return;
+    it('is refused by the encoder too, with the same message', () => {
+      expect(Buffer.from(vector.hex, 'hex').subarray(FRAME_HEADER_BYTES).toString('hex')).toBe(fields.payload);
+      expect(() => encodeHeader(headerOf(fields))).toThrow(new ProtocolError(vector.error));
     });
   });
 });

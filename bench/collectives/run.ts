@@ -128,7 +128,8 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     return { worldSize, cells };
   });
   const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
-  const gloo = options.peers === true ? findGloo() : null;
+  // gloo_bench.py measures f32 alone: another element type would compare different bytes.
+  const gloo = options.peers !== true ? null : dtype === 'f32' ? findGloo() : `gloo_bench.py measures f32 only, not ${dtype}`;
   if (typeof gloo === 'string') print?.(`# peers: Gloo not run: ${gloo}`);
   if (options.peers === true) print?.('# peers: Open MPI not run: not implemented in this build');
   const glooTimes = new Map<string, number>();
@@ -144,7 +145,10 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
   const rows: BenchRow[] = [];
   for (const { worldSize, cells } of plans) {
     // Gloo first, so that each of our rows can be printed with its ratio as soon as it is measured.
-    if (gloo !== null && typeof gloo !== 'string') for (const [key, us] of await measureGloo(gloo, worldSize, ops, sizes)) glooTimes.set(key, us);
+    if (gloo !== null && typeof gloo !== 'string') {
+      print?.(`# peers: measuring Gloo at ${worldSize} ranks (${gloo.python} ${gloo.script})`);
+      for (const [key, us] of await measureGloo(gloo, worldSize, ops, sizes)) glooTimes.set(key, us);
+    }
     await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, meta, (row) => {
       rows.push(row);
       table?.add(row);

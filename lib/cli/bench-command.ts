@@ -78,13 +78,24 @@ export const benchCommand = defineCommand(
       },
       ...(bar !== null ? { onProgress: (done: number, total: number) => bar.update(done, total) } : {}),
     };
-    const { rows } = await bench(options);
+    process.stdout.on('error', endWhenReaderIsGone);
+    const { rows } = await bench(options).finally(() => process.stdout.off('error', endWhenReaderIsGone));
     const wrong = rows.reduce((sum, row) => sum + row.wrong, 0);
     if (wrong === 0) return 0;
     process.stderr.write(`rxccl bench: ${wrong} result elements were wrong\n`);
     return 1;
   },
 );
+
+/**
+ * `rxccl bench | head`: once the reader is gone, so is the point of measuring. The process ends
+ * as a C tool ends on SIGPIPE (status 141), and with it the rank processes (the bench kills them
+ * on exit) and the in-process coordinator.
+ */
+function endWhenReaderIsGone(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(141);
+}
 
 async function loadBench(): Promise<(options: CollectivesBenchOptions) => Promise<CollectivesBenchResult>> {
   let module: { runCollectivesBench?: unknown };

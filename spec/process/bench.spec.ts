@@ -9,7 +9,7 @@ import { parseGlooRows } from '../../bench/collectives/gloo-peer.js';
 import { type BenchOp, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
-import { runRxccl } from '../cli/rxccl-process.js';
+import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
 
 const FAST = { warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
 
@@ -176,5 +176,14 @@ describe('rxccl bench', () => {
       { bytes: 8, iterations: 4, warmup: 3, wrong: 0 },
       { bytes: 1024, iterations: 4, warmup: 3, wrong: 0 },
     ]);
+  }, 60_000);
+
+  it('ends with status 141, as SIGPIPE ends a C tool, once the reader of its rows is gone (rxccl bench | head -1)', async () => {
+    const bench = startRxccl(['bench', '-n', '2', '--op', 'allreduce', '--sizes', '8,16,32,64,128,256', '--iters', '2']);
+    await bench.firstLine();
+    bench.child.stdout!.destroy();
+    const result = await bench.finished;
+    expect(result.code).toBe(141);
+    expect(result.stderr).toBe('');
   }, 60_000);
 });

@@ -2,6 +2,8 @@
  * What the collectives bench measures: the operations, their nccl-tests size conventions and bus
  * bandwidth factors, and the per-cell plan the bench process hands to its rank processes.
  */
+import { didYouMean } from '../../lib/cli/did-you-mean.js';
+import { ConfigurationError } from '../../lib/errors.js';
 import type { DType } from '../../lib/protocol/element-type.js';
 import { DTYPES } from '../../lib/protocol/element-type.js';
 import { dtypeWidth } from '../../lib/tensor.js';
@@ -13,13 +15,19 @@ export type BenchOp = (typeof BENCH_OPS)[number];
 export function parseOp(name: string): BenchOp {
   const plain = name.trim().toLowerCase().replace(/[-_\s]/g, '');
   const op = BENCH_OPS.find((candidate) => candidate === plain);
-  if (op === undefined) throw new Error(`unknown collective ${JSON.stringify(name)}; expected one of ${BENCH_OPS.join(', ')}`);
+  if (op === undefined) throw new ConfigurationError(`unknown collective ${JSON.stringify(name)}${suggestion(plain, BENCH_OPS, ', ')}`);
   return op;
 }
 
 export function parseDType(name: string): DType {
-  if (!DTYPES.includes(name as DType)) throw new Error(`unknown dtype ${JSON.stringify(name)}; expected one of ${DTYPES.join(' ')}`);
+  if (!DTYPES.includes(name as DType)) throw new ConfigurationError(`unknown dtype ${JSON.stringify(name)}${suggestion(name, DTYPES, ' ')}`);
   return name as DType;
+}
+
+/** `(did you mean X?)` for a likely typo, else the list of what is accepted. */
+function suggestion(name: string, accepted: readonly string[], separator: string): string {
+  const guess = didYouMean(name, accepted);
+  return guess === null ? `; expected one of ${accepted.join(separator)}` : ` (did you mean ${guess}?)`;
 }
 
 /**
@@ -41,6 +49,16 @@ export function busFactor(op: BenchOp, worldSize: number): number {
     case 'barrier':
       return 0;
   }
+}
+
+/** The reduction the bench runs for `op` (nccl-tests' redop column): sum, or none. */
+export function redopOf(op: BenchOp): 'sum' | 'none' {
+  return op === 'allreduce' || op === 'reduce' || op === 'reducescatter' ? 'sum' : 'none';
+}
+
+/** The root rank the bench uses for `op` (nccl-tests' root column): 0, or -1 where there is none. */
+export function rootOf(op: BenchOp): number {
+  return op === 'broadcast' || op === 'reduce' ? 0 : -1;
 }
 
 /** One measured cell: an operation at one size. */
@@ -105,6 +123,10 @@ export interface Budget {
   /** Stop taking samples (past the first, even below minSamples) once they took this long. */
   readonly maxCellMs: number;
   readonly maxIterations: number;
+  /** Fixed warm-up calls after the first (sizing) call, instead of about `warmupMs` of them. */
+  readonly warmupIterations?: number;
+  /** Fixed calls per sample, instead of about `sampleMs` of them. */
+  readonly iterations?: number;
 }
 
 export const DEFAULT_BUDGET: Budget = { warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
@@ -133,4 +155,6 @@ export interface BenchRow {
   readonly samples: number;
   readonly iterations: number;
   readonly warmup: number;
+  /** Result elements that differed from the expected value, summed over ranks (nccl-tests' #wrong). */
+  readonly wrong: number;
 }

@@ -2,16 +2,17 @@
  * Collectives bench, nccl-tests style, over ranks in SEPARATE PROCESSES:
  *
  *   npx tsx bench/collectives/run.ts [--json | --markdown] [--ops allreduce,broadcast] [-n 2,4]
- *                                    [--min-bytes 8] [--max-bytes 67108864] [--step 8]
- *                                    [--sizes 8,1048576] [--dtype f32] [--transport tcp_host_staged]
+ *                                    [-b 8] [-e 64M] [-f 8] [--sizes 8,1M] [--dtype f32]
+ *                                    [-w N] [--iters N] [--transport tcp_host_staged] [--peers]
  *
+ * takes the arguments of `rxccl bench` (lib/cli/bench-command.ts parses them for both).
  * For each world size it starts a coordinator in this process and one worker process per rank
  * (bench/collectives/worker.ts, with the GX1_* environment, `openSession()` without options);
  * the workers run every (op, size) cell: warm-up, then timed samples of back-to-back calls, time =
  * max over ranks of the per-call average, the median over samples reported (see worker.ts).
- * Columns: size (bytes), count (elements), type, time (us), algbw and busbw (GB/s, 1e9 bytes),
- * with nccl-tests' bus factors (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
- * broadcast, reduce 1). Iterations are capped by time, so a default run (7 ops x 9 sizes x 2
+ * Columns (nccl-table.ts): size (bytes), count (elements), type, redop, root, time (us), algbw
+ * and busbw (GB/s, 1e9 bytes), with nccl-tests' bus factors (allreduce 2(n-1)/n; allgather,
+ * reducescatter, alltoall (n-1)/n; broadcast, reduce 1), and #wrong (data-check.ts). Iterations are capped by time, so a default run (7 ops x 9 sizes x 2
  * world sizes) takes a few minutes on a 2-core machine.
  *
  * `runCollectivesBench(options)` is the same as a function (`rxccl bench` calls it).
@@ -20,9 +21,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
+import { runCli } from '../../lib/cli/main.js';
+import { ConfigurationError } from '../../lib/errors.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { progressBar } from '../../lib/cli/bench-command.js';
 import { parseTransport } from '../../lib/transport/transport-kind.js';
+import { findGloo, measureGloo, peerKey } from './gloo-peer.js';
+import { NcclTable } from './nccl-table.js';
 import {
   BENCH_OPS,
   type BenchOp,
@@ -58,8 +62,14 @@ export interface CollectivesBenchOptions {
   /** Print Markdown tables (for RESULTS.md). */
   markdown?: boolean;
   transport?: string;
+  /** Warm-up calls per cell after the first (default: about `budget.warmupMs` of them). */
+  warmupIterations?: number;
+  /** Calls per timed sample (default: about `budget.sampleMs` of them). */
+  iterations?: number;
+  /** Measure Gloo beside rxccl where torch is installed (gloo-peer.ts), for a ratio column. */
+  peers?: boolean;
   onProgress?: (done: number, total: number) => void;
-  /** Where the report goes (default: stdout); null prints nothing. */
+  /** Where the report goes, a line at a time (default: stdout); null prints nothing. */
   print?: ((text: string) => void) | null;
   /** Time budget per cell (see plan.ts); mostly for tests. */
   budget?: Partial<Budget>;
@@ -72,6 +82,8 @@ export interface CollectivesBenchResult {
   /** What the workers reported: kernel backend, transport, Node version. */
   readonly meta: Record<string, unknown>;
   readonly wallSeconds: number;
+  /** Gloo's median microseconds by peerKey (op/bytes/world), when `peers` measured it. */
+  readonly gloo?: Record<string, number>;
 }
 
 const DEFAULTS = { worldSizes: [2, 4], minBytes: 8, maxBytes: 64 * 1024 * 1024, step: 8, dtype: 'f32' };
@@ -83,7 +95,7 @@ const WORKER = (() => {
 })();
 
 function positiveInteger(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 1) throw new ConfigurationError(`${name} must be a positive integer, got ${value}`);
   return value;
 }
 
@@ -97,9 +109,14 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
   const minBytes = positiveInteger(options.minBytes ?? DEFAULTS.minBytes, 'min bytes');
   const maxBytes = positiveInteger(options.maxBytes ?? DEFAULTS.maxBytes, 'max bytes');
   const step = options.step ?? DEFAULTS.step;
-  if (!(step > 1)) throw new Error(`size step must be greater than 1, got ${step}`);
+  if (!(step > 1)) throw new ConfigurationError(`size step must be greater than 1, got ${step}`);
   const transport = parseTransport(options.transport ?? 'tcp_host_staged', 'transport');
-  const budget: Budget = { ...DEFAULT_BUDGET, ...options.budget };
+  const budget: Budget = {
+    ...DEFAULT_BUDGET,
+    ...options.budget,
+    ...(options.warmupIterations !== undefined ? { warmupIterations: options.warmupIterations } : {}),
+    ...(options.iterations !== undefined ? { iterations: options.iterations } : {}),
+  };
   const sizes = options.sizes?.map((bytes) => positiveInteger(bytes, 'size')) ?? sizeSweep(minBytes, Math.max(minBytes, maxBytes), step);
 
   const plans = worldSizes.map((worldSize) => {
@@ -110,31 +127,41 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     }
     return { worldSize, cells };
   });
+  const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
+  // gloo_bench.py measures f32 alone: another element type would compare different bytes.
+  const gloo = options.peers !== true ? null : dtype === 'f32' ? findGloo() : `gloo_bench.py measures f32 only, not ${dtype}`;
+  if (typeof gloo === 'string') print?.(`# peers: Gloo not run: ${gloo}`);
+  if (options.peers === true) print?.('# peers: Open MPI not run: not implemented in this build');
+  const glooTimes = new Map<string, number>();
+  const meta: Record<string, unknown> = {};
+  // Rows go out as they are measured, except where the whole run makes one document.
+  const table =
+    print === null || options.json || options.markdown
+      ? null
+      : new NcclTable(print, () => meta, gloo !== null && typeof gloo !== 'string' ? (row) => glooTimes.get(peerKey(row.op, row.bytes, row.worldSize)) : null);
   const total = plans.reduce((sum, plan) => sum + plan.cells.length, 0);
   let done = 0;
   options.onProgress?.(0, total);
   const rows: BenchRow[] = [];
-  const meta: Record<string, unknown> = {};
   for (const { worldSize, cells } of plans) {
-    const result = await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, (row) => {
+    // Gloo first, so that each of our rows can be printed with its ratio as soon as it is measured.
+    if (gloo !== null && typeof gloo !== 'string') {
+      print?.(`# peers: measuring Gloo at ${worldSize} ranks (${gloo.python} ${gloo.script})`);
+      for (const [key, us] of await measureGloo(gloo, worldSize, ops, sizes)) glooTimes.set(key, us);
+    }
+    await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, meta, (row) => {
       rows.push(row);
+      table?.add(row);
       done += 1;
       options.onProgress?.(done, total);
     });
-    Object.assign(meta, result);
   }
   const wallSeconds = (performance.now() - started) / 1e3;
-  const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
-  if (print !== null) {
-    print(
-      options.json
-        ? JSON.stringify({ meta, wallSeconds, rows }, null, 2)
-        : options.markdown
-          ? formatMarkdown(rows, meta, wallSeconds)
-          : formatTables(rows, meta, wallSeconds),
-    );
-  }
-  return { rows, meta, wallSeconds };
+  const measuredGloo = gloo !== null && typeof gloo !== 'string' ? { gloo: Object.fromEntries(glooTimes) } : {};
+  table?.end(wallSeconds);
+  if (print !== null && options.json) print(JSON.stringify({ meta, wallSeconds, rows, ...measuredGloo }, null, 2));
+  if (print !== null && options.markdown) print(formatMarkdown(rows, meta, wallSeconds));
+  return { rows, meta, wallSeconds, ...measuredGloo };
 }
 
 /** Runs one world size: a coordinator here, one worker process per rank. */
@@ -143,8 +170,9 @@ async function runWorld(
   transport: string,
   plan: WorkerPlan,
   timeoutMs: number,
+  meta: Record<string, unknown>,
   onRow: (row: BenchRow) => void,
-): Promise<Record<string, unknown>> {
+): Promise<void> {
   const uniqueId = UniqueId.random();
   const coordinator = await Coordinator.listen({
     host: '127.0.0.1',
@@ -156,7 +184,6 @@ async function runWorld(
   });
   const children: ChildProcess[] = [];
   const errors: string[] = [];
-  let meta: Record<string, unknown> = {};
   const killChildren = () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };
@@ -187,7 +214,7 @@ async function runWorld(
       });
       createInterface({ input: child.stdout! }).on('line', (line) => {
         if (line.startsWith('ROW ')) onRow(JSON.parse(line.slice(4)) as BenchRow);
-        else if (line.startsWith('META ')) meta = JSON.parse(line.slice(5)) as Record<string, unknown>;
+        else if (line.startsWith('META ')) Object.assign(meta, JSON.parse(line.slice(5)));
         else if (line.startsWith('ERROR ')) errors.push(`rank ${rank}: ${line.slice(6)}`);
       });
       return new Promise<void>((resolve) => {
@@ -209,7 +236,6 @@ async function runWorld(
     clearTimeout(deadline);
     if (errors.length > 0) throw new Error(`collectives bench, world size ${worldSize}: ${errors.join('; ')}`);
     await coordinator.done;
-    return meta;
   } finally {
     killChildren();
     process.off('exit', killChildren);
@@ -233,32 +259,6 @@ function formatBandwidth(value: number): string {
   return value === 0 ? '-' : value >= 0.1 ? value.toFixed(3) : value.toPrecision(3);
 }
 
-export function formatTables(rows: readonly BenchRow[], meta: Record<string, unknown>, wallSeconds: number): string {
-  const lines: string[] = [];
-  lines.push(`# rxccl collectives bench (${String(meta.transport ?? '?')}, kernels ${String(meta.kernels ?? '?')}, Node ${String(meta.node ?? process.version)})`);
-  lines.push('# time = median over samples of the max over ranks of the per-op average; GB/s = 1e9 bytes/s');
-  const groups = new Map<string, BenchRow[]>();
-  for (const row of rows) {
-    const key = `${row.op} / ${row.worldSize} ranks`;
-    groups.set(key, [...(groups.get(key) ?? []), row]);
-  }
-  for (const [key, group] of groups) {
-    lines.push('');
-    lines.push(`## ${key}`);
-    lines.push(`${'size'.padStart(10)} ${'(bytes)'.padStart(10)} ${'count'.padStart(10)} ${'type'.padStart(5)} ${'time (us)'.padStart(10)} ${'algbw'.padStart(8)} ${'busbw'.padStart(8)} ${'samples'.padStart(8)}`);
-    for (const row of group) {
-      lines.push(
-        `${formatBytes(row.bytes).padStart(10)} ${String(row.bytes).padStart(10)} ${String(row.count).padStart(10)} ${row.dtype.padStart(5)} ` +
-          `${formatTime(row.timeUs).padStart(10)} ${formatBandwidth(row.algbw).padStart(8)} ${formatBandwidth(row.busbw).padStart(8)} ` +
-          `${`${row.samples}x${row.iterations}`.padStart(8)}`,
-      );
-    }
-  }
-  lines.push('');
-  lines.push(`# ${rows.length} rows in ${wallSeconds.toFixed(1)} s`);
-  return lines.join('\n');
-}
-
 export function formatMarkdown(rows: readonly BenchRow[], meta: Record<string, unknown>, wallSeconds: number): string {
   const lines: string[] = [];
   lines.push(`Transport ${String(meta.transport ?? '?')}, kernels ${String(meta.kernels ?? '?')}, Node ${String(meta.node ?? process.version)}; ${rows.length} rows in ${wallSeconds.toFixed(0)} s.`);
@@ -278,86 +278,11 @@ export function formatMarkdown(rows: readonly BenchRow[], meta: Record<string, u
   return lines.join('\n');
 }
 
-// ---- command line ---------------------------------------------------------------------------
-
-function parseArguments(argv: readonly string[]): CollectivesBenchOptions {
-  const options: CollectivesBenchOptions = {};
-  const list = (value: string) => value.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
-  for (let index = 0; index < argv.length; index++) {
-    const flag = argv[index]!;
-    const value = () => {
-      const next = argv[++index];
-      if (next === undefined) throw new Error(`${flag} needs a value`);
-      return next;
-    };
-    switch (flag) {
-      case '--json':
-        options.json = true;
-        break;
-      case '--markdown':
-        options.markdown = true;
-        break;
-      case '--sizes':
-        options.sizes = list(value()).map(Number);
-        break;
-      case '--ops':
-      case '--op':
-        options.ops = list(value());
-        break;
-      case '-n':
-      case '--ranks':
-      case '--world-sizes':
-        options.worldSizes = list(value()).map(Number);
-        break;
-      case '--min-bytes':
-        options.minBytes = Number(value());
-        break;
-      case '--max-bytes':
-        options.maxBytes = Number(value());
-        break;
-      case '--step':
-        options.step = Number(value());
-        break;
-      case '--dtype':
-        options.dtype = value();
-        break;
-      case '--transport':
-        options.transport = value();
-        break;
-      case '-h':
-      case '--help':
-        process.stdout.write(
-          'usage: npx tsx bench/collectives/run.ts [--json | --markdown] [--ops allreduce,broadcast,...] [-n 2,4]\n' +
-            '       [--min-bytes 8] [--max-bytes 67108864] [--step 8] [--sizes 8,1048576] [--dtype f32]\n' +
-            '       [--transport tcp_host_staged]\n' +
-            `ops: ${BENCH_OPS.join(', ')}\n`,
-        );
-        process.exit(0);
-        break;
-      default:
-        throw new Error(`unknown argument ${JSON.stringify(flag)} (try --help)`);
-    }
-  }
-  return options;
-}
+// ---- command line: the same as `rxccl bench` ------------------------------------------------
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  let options: CollectivesBenchOptions;
-  try {
-    options = parseArguments(process.argv.slice(2));
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n`);
-    process.exit(2);
-  }
-  const progress = !options.json && process.stderr.isTTY;
-  runCollectivesBench({
-    ...options,
-    ...(progress ? { onProgress: progressBar((text) => process.stderr.write(text)) } : {}),
-  }).then(
-    () => undefined,
-    (error: unknown) => {
-      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
+  // Not a top-level await: `rxccl bench` imports this very module, which must finish loading first.
+  void runCli(['bench', ...process.argv.slice(2)]).then((status) => {
+    process.exitCode = status;
+  });
 }

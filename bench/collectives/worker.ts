@@ -9,7 +9,11 @@
  *    `sampleMs`;
  * 3. samples: barrier, then `iterations` back-to-back calls, timed; the sample is the max over
  *    ranks of the per-call average; samples go on until `maxSamples`, or past `minSamples` once
- *    they took `cellMs`, or past the first once they took `maxCellMs` (very slow cells).
+ *    they took `cellMs`, or past the first once they took `maxCellMs` (very slow cells);
+ * 4. one more call whose result every rank checks (data-check.ts), the wrong elements summed.
+ *
+ * `warmupIterations` and `iterations` in the budget (`rxccl bench -w N --iters N`) fix the counts
+ * of steps 2 and 3 instead.
  *
  * Every count and stop decision derives from values all ranks agree on (reduced with max), so all
  * ranks run the same collectives. Rank 0 prints one `ROW <json>` line per cell.
@@ -18,24 +22,13 @@ import { performance } from 'node:perf_hooks';
 import { kernelBackend } from '../../lib/kernels/index.js';
 import { openSession } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
-import { arrayClassOf, type Tensor } from '../../lib/tensor.js';
+import { countWrong, inputTensor } from './data-check.js';
 import { type Budget, busFactor, type Cell, type WorkerPlan } from './plan.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-function tensor(cell: Cell, count: number): Tensor {
-  const Class = arrayClassOf(cell.dtype);
-  const array = new Class(count);
-  // Small values (no overflow to Inf/NaN, no denormals) for every element type.
-  if (array instanceof BigInt64Array || array instanceof BigUint64Array) array.fill(1n);
-  else if (cell.dtype === 'f16') (array as Uint16Array).fill(0x3c00);
-  else if (cell.dtype === 'bf16') (array as Uint16Array).fill(0x3f80);
-  else (array as Exclude<typeof array, BigInt64Array | BigUint64Array>).fill(1);
-  return cell.dtype === 'f16' || cell.dtype === 'bf16' ? { dtype: cell.dtype, data: array } : array;
-}
-
 function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
-  const input = tensor(cell, cell.inputCount);
+  const input = inputTensor(cell, session.rank);
   switch (cell.op) {
     case 'allreduce':
       return () => session.allReduce(input, 'sum');
@@ -74,7 +67,7 @@ async function measure(session: RankSession, cell: Cell, budget: Budget) {
   const probeStart = performance.now();
   await call();
   let estimate = Math.max(1e-3, await maxOverRanks(session, performance.now() - probeStart));
-  const warmup = clamp(Math.ceil(budget.warmupMs / estimate), estimate < budget.cellMs ? 1 : 0, budget.maxIterations);
+  const warmup = budget.warmupIterations ?? clamp(Math.ceil(budget.warmupMs / estimate), estimate < budget.cellMs ? 1 : 0, budget.maxIterations);
   if (warmup > 0) {
     // The first call carries one-off costs (JIT, first allocations): re-estimate from the
     // back-to-back warm-up calls.
@@ -83,7 +76,7 @@ async function measure(session: RankSession, cell: Cell, budget: Budget) {
     for (let index = 0; index < warmup; index++) await call();
     estimate = Math.max(1e-3, await maxOverRanks(session, (performance.now() - warmupStart) / warmup));
   }
-  const iterations = clamp(Math.round(budget.sampleMs / estimate), 1, budget.maxIterations);
+  const iterations = budget.iterations ?? clamp(Math.round(budget.sampleMs / estimate), 1, budget.maxIterations);
   const samples: number[] = [];
   let spentMs = 0;
   while (samples.length < budget.maxSamples) {
@@ -97,7 +90,10 @@ async function measure(session: RankSession, cell: Cell, budget: Budget) {
     if (samples.length >= budget.minSamples && spentMs >= budget.cellMs) break;
     if (spentMs >= budget.maxCellMs) break;
   }
-  return { samples, iterations, warmup: warmup + 1 };
+  // The data check, outside any timed region: one more call, its result against the expected one.
+  const wrong = countWrong(cell, await call(), session.rank, session.worldSize);
+  const totalWrong = (await session.allReduce(Float64Array.of(wrong), 'sum'))[0]!;
+  return { samples, iterations, warmup: warmup + 1, wrong: totalWrong };
 }
 
 async function main(): Promise<number> {
@@ -112,7 +108,7 @@ async function main(): Promise<number> {
     if (round % 2 === 0) await session.allReduce(small);
   }
   for (const cell of plan.cells) {
-    const { samples, iterations, warmup } = await measure(session, cell, plan.budget);
+    const { samples, iterations, warmup, wrong } = await measure(session, cell, plan.budget);
     if (session.rank === 0) {
       const timeMs = median(samples);
       const algbw = cell.bytes === 0 ? 0 : cell.bytes / (timeMs / 1e3) / 1e9;
@@ -132,6 +128,7 @@ async function main(): Promise<number> {
           samples: samples.length,
           iterations,
           warmup,
+          wrong,
         })}`,
       );
     }

@@ -1,31 +1,41 @@
 /**
- * A small argument parser for the `rxccl` commands (no dependency: the CLI ships with the library).
- * It accepts `--name value`, `--name=value`, `-n value`, `-n4` and boolean `--json`; `--` or the
- * first word that is not an option starts the trailing arguments (the command `launch` runs).
+ * The `rxccl` commands' argument parsing, over Node's `util.parseArgs` (no dependency: the CLI
+ * ships with the library). `util.parseArgs` splits the words (`--name value`, `--name=value`,
+ * `-n value`, `-n4`, boolean `--json`); this module checks them against a command's flags and
+ * turns every mistake into a one-line UsageError that names the flag. `--` or the first word
+ * that is not an option starts the trailing arguments (the command `launch` runs), so options of
+ * that command are never read as ours.
  */
+import { parseArgs as splitWords } from 'node:util';
+import { didYouMean } from './did-you-mean.js';
+import { flagValue } from './flag-value.js';
+import { UsageError } from './usage-error.js';
 
-/** A command line the user got wrong: reported in one line, exit status 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-export type FlagKind = 'integer' | 'string' | 'boolean';
+/** `size` is a byte count with an optional K, M or G suffix (powers of 1024), as in nccl-tests. */
+export type FlagKind = 'integer' | 'size' | 'string' | 'boolean';
 
 export interface Flag {
   readonly kind: FlagKind;
   /** One-letter alias, e.g. `n` for `-n`. */
   readonly short?: string;
+  /** Other long names for the same flag (older spellings that keep working). */
+  readonly aliases?: readonly string[];
   /** The value's placeholder in help, e.g. `N`. */
   readonly value?: string;
   readonly help: string;
   readonly required?: boolean;
-  /** Smallest accepted integer (default 0). */
+  /** Smallest accepted number (default 0). */
   readonly min?: number;
+  /** Largest accepted number (default: none). */
+  readonly max?: number;
+  /** The value is a comma-separated list (`-n 2,4`), parsed into an array. */
+  readonly list?: boolean;
 }
 
 export type Flags = Readonly<Record<string, Flag>>;
 
-type ValueOf<F extends Flag> = F['kind'] extends 'integer' ? number : F['kind'] extends 'boolean' ? boolean : string;
+type Scalar<F extends Flag> = F['kind'] extends 'string' ? string : F['kind'] extends 'boolean' ? boolean : number;
+type ValueOf<F extends Flag> = F['list'] extends true ? Scalar<F>[] : Scalar<F>;
 
 /** Parsed values: required flags are always present. */
 export type Values<F extends Flags> = { [N in keyof F as F[N]['required'] extends true ? N : never]: ValueOf<F[N]> } & {
@@ -48,47 +58,46 @@ export interface CommandLine<F extends Flags = Flags> {
 export type Parsed<F extends Flags> = { readonly help: true } | { readonly help: false; readonly values: Values<F>; readonly rest: string[] };
 
 export function parseArgs<F extends Flags>(command: CommandLine<F>, argv: readonly string[]): Parsed<F> {
-  const values: Record<string, string | number | boolean> = {};
-  const rest: string[] = [];
-  const byShort = new Map(Object.entries(command.flags).flatMap(([name, flag]) => (flag.short === undefined ? [] : [[flag.short, name] as const])));
-  let index = 0;
-  for (; index < argv.length; index++) {
-    const word = argv[index]!;
-    if (word === '--') {
-      index += 1;
+  const byLongName = new Map(Object.entries(command.flags).flatMap(([name, flag]) => [name, ...(flag.aliases ?? [])].map((long) => [long, name] as const)));
+  // Not strict: unknown options and missing values come back as tokens, for messages of our own.
+  const { tokens } = splitWords({
+    args: [...argv],
+    options: {
+      ...Object.fromEntries([...byLongName].map(([long, name]) => [long, wordShape(command.flags[name]!, long === name)])),
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const values: Record<string, unknown> = {};
+  let rest: string[] = [];
+  for (const token of tokens) {
+    if (token.kind === 'option-terminator') {
+      rest = argv.slice(token.index + 1);
       break;
     }
-    if (word === '--help' || word === '-h') return { help: true };
-    if (!word.startsWith('-') || word === '-') break;
-    let name: string;
-    let inline: string | undefined;
-    if (word.startsWith('--')) {
-      const equals = word.indexOf('=');
-      name = equals < 0 ? word.slice(2) : word.slice(2, equals);
-      inline = equals < 0 ? undefined : word.slice(equals + 1);
-      if (!(name in command.flags)) throw unknownOption(command, `--${name}`);
-    } else {
-      const long = byShort.get(word[1]!);
-      if (long === undefined) throw unknownOption(command, word.slice(0, 2));
-      name = long;
-      inline = word.length > 2 ? word.slice(2).replace(/^=/, '') : undefined;
+    if (token.kind === 'positional') {
+      rest = argv.slice(token.index);
+      break;
     }
+    if (token.name === 'help') return { help: true };
+    const name = byLongName.get(token.name);
+    if (name === undefined) throw unknownOption(command, token.rawName, [...byLongName.keys(), 'help']);
     const flag = command.flags[name]!;
     if (name in values) throw new UsageError(`--${name} is given twice`);
     if (flag.kind === 'boolean') {
-      if (inline !== undefined) throw new UsageError(`--${name} takes no value, got ${JSON.stringify(inline)}`);
+      if (token.value !== undefined) throw new UsageError(`--${name} takes no value, got ${JSON.stringify(token.value)}`);
       values[name] = true;
       continue;
     }
-    let text = inline;
-    if (text === undefined) {
-      index += 1;
-      text = argv[index];
-      if (text === undefined) throw new UsageError(`--${name} needs a value (${flag.value ?? flag.kind})`);
-    }
-    values[name] = flag.kind === 'integer' ? integer(name, text, flag.min ?? 0) : text;
+    // The next word was taken as the value even when it is an option: `--rails --json`.
+    const missing = token.value === undefined || (!token.inlineValue && token.value.startsWith('-') && token.value !== '-');
+    if (missing) throw new UsageError(`--${name} needs a value (${flag.value ?? flag.kind})`);
+    // `-n=4` means `-n 4`, as `--ranks=4` does.
+    const text = token.inlineValue && !token.rawName.startsWith('--') ? token.value!.replace(/^=/, '') : token.value!;
+    values[name] = flagValue(`--${name}`, flag, text);
   }
-  rest.push(...argv.slice(index));
   if (rest.length > 0 && command.trailing === undefined) {
     throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])} (see rxccl ${command.name} --help)`);
   }
@@ -99,38 +108,17 @@ export function parseArgs<F extends Flags>(command: CommandLine<F>, argv: readon
   return { help: false, values: values as Values<F>, rest };
 }
 
-function integer(name: string, text: string, min: number): number {
-  const value = Number(text);
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min) {
-    throw new UsageError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`);
-  }
-  return value;
+/** How util.parseArgs splits a flag's words; only the flag's own name carries its short form. */
+function wordShape(flag: Flag, canonical: boolean): { type: 'string' | 'boolean'; short?: string } {
+  const type = flag.kind === 'boolean' ? 'boolean' : 'string';
+  return canonical && flag.short !== undefined ? { type, short: flag.short } : { type };
 }
 
 function optionName(name: string, flag: Flag): string {
   return flag.short === undefined ? `--${name}` : `-${flag.short}/--${name}`;
 }
 
-function unknownOption(command: CommandLine, option: string): UsageError {
-  return new UsageError(`unknown option ${option} (see rxccl ${command.name} --help)`);
-}
-
-/** The text `rxccl NAME --help` prints. */
-export function helpText(command: CommandLine): string {
-  const rows = Object.entries(command.flags).map(([name, flag]) => {
-    const value = flag.kind === 'boolean' ? '' : ` ${flag.value ?? flag.kind.toUpperCase()}`;
-    const spelled = `${flag.short === undefined ? '    ' : `-${flag.short}, `}--${name}${value}`;
-    return [spelled, flag.help + (flag.required === true ? ' (required)' : '')] as const;
-  });
-  rows.push(['-h, --help', 'show this help']);
-  const width = Math.max(...rows.map(([spelled]) => spelled.length));
-  return [
-    `usage: rxccl ${command.name} ${command.synopsis}`,
-    '',
-    command.summary,
-    '',
-    'options:',
-    ...rows.map(([spelled, help]) => `  ${spelled.padEnd(width)}  ${help}`),
-    '',
-  ].join('\n');
+function unknownOption(command: CommandLine, spelled: string, longNames: readonly string[]): UsageError {
+  const guess = spelled.startsWith('--') ? didYouMean(spelled.slice(2), longNames) : null;
+  return new UsageError(`unknown option ${spelled} (${guess === null ? `see rxccl ${command.name} --help` : `did you mean --${guess}?`})`);
 }

@@ -1,68 +1,103 @@
 import { fileURLToPath } from 'node:url';
+import type { CollectivesBenchOptions, CollectivesBenchResult } from '../../bench/collectives/run.js';
 import { ConfigurationError } from '../errors.js';
+import { parseTransport } from '../transport/transport-kind.js';
 import { defineCommand } from './command.js';
+import { progressBar } from './progress-bar.js';
+import { UsageError } from './usage-error.js';
 
 /**
- * The collectives bench lives outside the library (bench/collectives/run.ts) and is not part of
- * the built package, so it is loaded on demand: the rest of the CLI works without it.
+ * The collectives bench lives beside the library (bench/collectives/run.ts, built into
+ * dist/bench/ for the package) and is loaded on demand: the rest of the CLI works without it.
  */
 const BENCH_MODULE = new URL('../../bench/collectives/run.js', import.meta.url);
 const BENCH_PATH = fileURLToPath(BENCH_MODULE);
 
-export interface BenchOptions {
-  readonly worldSize?: number;
-  readonly op?: string;
-  readonly minBytes?: number;
-  readonly maxBytes?: number;
-  readonly dtype?: string;
-  readonly transport?: string;
-  readonly json: boolean;
-  readonly onProgress?: (done: number, total: number) => void;
-}
-
-/** A one-line progress bar on stderr, redrawn in place: `[#######.............]  7/20 cells`. */
-export function progressBar(write: (text: string) => void, width = 30): (done: number, total: number) => void {
-  return (done, total) => {
-    const filled = total === 0 ? width : Math.round((done / total) * width);
-    write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(done).padStart(String(total).length)}/${total} cells${done === total ? '\n' : ''}`);
-  };
-}
-
 export const benchCommand = defineCommand(
   {
     name: 'bench',
-    brief: 'Measure collectives over a local job',
-    synopsis: '[-n N] [--op allreduce|...] [--min-bytes B --max-bytes B] [--dtype f32] [--transport T] [--json]',
-    summary: 'Measures collectives over a local job of N ranks (bench/collectives), sweeping message sizes.',
+    brief: 'Measure collectives over a local job, as nccl-tests does',
+    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--transport T] [--json] [--peers]',
+    summary: [
+      'Measures collectives over a local job of N ranks, one process each, sweeping message sizes',
+      'from -b to -e by a factor of -f, and prints nccl-tests columns as each size is measured:',
+      'size, count, type, redop, root, time (us), algbw and busbw (GB/s, 1e9 bytes), and #wrong,',
+      'the result elements that differed from the expected values (checked after timing). Each',
+      'block ends with its average bus bandwidth. Sizes take K, M and G suffixes (powers of 1024).',
+      'A progress bar shows on a terminal only. Exits 1 when some result was wrong.',
+    ].join('\n'),
     flags: {
-      ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, help: 'number of ranks' },
-      op: { kind: 'string', value: 'OP', help: 'the collective to measure (allreduce, broadcast, allgather, ...)' },
-      'min-bytes': { kind: 'integer', value: 'B', help: 'smallest message size in bytes' },
-      'max-bytes': { kind: 'integer', value: 'B', help: 'largest message size in bytes' },
-      dtype: { kind: 'string', value: 'T', help: 'element type (f32, i32, bf16, ...)' },
+      ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, list: true, aliases: ['world-sizes'], help: 'number of ranks, or a list (2,4) to run each (default 2,4)' },
+      op: {
+        kind: 'string',
+        value: 'OP',
+        list: true,
+        aliases: ['ops'],
+        help: 'collectives, one or a list: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, barrier (default: all)',
+      },
+      'min-bytes': { kind: 'size', short: 'b', value: 'B', min: 1, help: 'smallest message size (default 8)' },
+      'max-bytes': { kind: 'size', short: 'e', value: 'B', min: 1, help: 'largest message size (default 64M)' },
+      'step-factor': { kind: 'integer', short: 'f', value: 'F', min: 2, aliases: ['step'], help: 'size factor from one row to the next (default 8)' },
+      sizes: { kind: 'size', value: 'B,...', min: 1, list: true, help: 'these message sizes instead of -b..-e' },
+      dtype: { kind: 'string', short: 'd', value: 'T', help: 'element type: f32 (default), f64, f16, bf16, i32, u8, ...' },
+      'warmup-iters': { kind: 'integer', short: 'w', value: 'N', help: 'warm-up calls per size after the first (default: about 40 ms of them)' },
+      iters: { kind: 'integer', value: 'N', min: 1, help: 'calls per timed sample (default: about 20 ms of them)' },
       transport: { kind: 'string', value: 'T', help: 'tcp_host_staged (default) or tcp_peer' },
-      json: { kind: 'boolean', help: 'print the results as JSON' },
+      json: { kind: 'boolean', help: 'print the results as JSON, at the end' },
+      markdown: { kind: 'boolean', help: 'print Markdown tables, at the end (for RESULTS.md)' },
+      peers: { kind: 'boolean', help: 'also measure Gloo (torch.distributed) where installed, for a ratio column' },
     },
   },
   async (values) => {
+    const minBytes = values['min-bytes'];
+    const maxBytes = values['max-bytes'];
+    if (minBytes !== undefined && maxBytes !== undefined && minBytes > maxBytes) {
+      throw new UsageError(`--min-bytes ${minBytes} is larger than --max-bytes ${maxBytes}`);
+    }
+    if (values.transport !== undefined) parseTransport(values.transport, '--transport');
     const bench = await loadBench();
-    const options: BenchOptions = {
-      ...(values.ranks !== undefined ? { worldSize: values.ranks } : {}),
-      ...(values.op !== undefined ? { op: values.op } : {}),
-      ...(values['min-bytes'] !== undefined ? { minBytes: values['min-bytes'] } : {}),
-      ...(values['max-bytes'] !== undefined ? { maxBytes: values['max-bytes'] } : {}),
+    // A progress bar only for a person watching a terminal, never into pipes or documents.
+    const bar = values.json !== true && values.markdown !== true && process.stderr.isTTY ? progressBar((text) => process.stderr.write(text)) : null;
+    const options: CollectivesBenchOptions = {
+      ...(values.ranks !== undefined ? { worldSizes: values.ranks } : {}),
+      ...(values.op !== undefined ? { ops: values.op } : {}),
+      ...(minBytes !== undefined ? { minBytes } : {}),
+      ...(maxBytes !== undefined ? { maxBytes } : {}),
+      ...(values['step-factor'] !== undefined ? { step: values['step-factor'] } : {}),
+      ...(values.sizes !== undefined ? { sizes: values.sizes } : {}),
       ...(values.dtype !== undefined ? { dtype: values.dtype } : {}),
+      ...(values['warmup-iters'] !== undefined ? { warmupIterations: values['warmup-iters'] } : {}),
+      ...(values.iters !== undefined ? { iterations: values.iters } : {}),
       ...(values.transport !== undefined ? { transport: values.transport } : {}),
       json: values.json ?? false,
-      // A progress bar only for a person watching a terminal, never into pipes or JSON.
-      ...(!values.json && process.stderr.isTTY ? { onProgress: progressBar((text) => process.stderr.write(text)) } : {}),
+      markdown: values.markdown ?? false,
+      peers: values.peers ?? false,
+      print: (line) => {
+        bar?.clear();
+        process.stdout.write(`${line}\n`);
+      },
+      ...(bar !== null ? { onProgress: (done: number, total: number) => bar.update(done, total) } : {}),
     };
-    const status = await bench(options);
-    return typeof status === 'number' ? status : 0;
+    process.stdout.on('error', endWhenReaderIsGone);
+    const { rows } = await bench(options).finally(() => process.stdout.off('error', endWhenReaderIsGone));
+    const wrong = rows.reduce((sum, row) => sum + row.wrong, 0);
+    if (wrong === 0) return 0;
+    process.stderr.write(`rxccl bench: ${wrong} result elements were wrong\n`);
+    return 1;
   },
 );
 
-async function loadBench(): Promise<(options: BenchOptions) => Promise<unknown>> {
+/**
+ * `rxccl bench | head`: once the reader is gone, so is the point of measuring. The process ends
+ * as a C tool ends on SIGPIPE (status 141), and with it the rank processes (the bench kills them
+ * on exit) and the in-process coordinator.
+ */
+function endWhenReaderIsGone(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(141);
+}
+
+async function loadBench(): Promise<(options: CollectivesBenchOptions) => Promise<CollectivesBenchResult>> {
   let module: { runCollectivesBench?: unknown };
   try {
     module = (await import(BENCH_MODULE.href)) as { runCollectivesBench?: unknown };
@@ -70,12 +105,10 @@ async function loadBench(): Promise<(options: BenchOptions) => Promise<unknown>>
     // Only the bench module itself missing is "not in this build"; anything else is the bench's own error.
     const missing = (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (error as Error).message.includes(BENCH_PATH.replace(/\.js$/, ''));
     if (!missing) throw error;
-    throw new ConfigurationError(
-      `the collectives bench is not available here (no ${BENCH_PATH.replace(/\.js$/, '.ts')} or .js): it comes with a source checkout of rxccl, not with the built package`,
-    );
+    throw new ConfigurationError(`the collectives bench is not available here: no ${BENCH_PATH} (a build without bench/; run \`npm run build\`)`);
   }
   if (typeof module.runCollectivesBench !== 'function') {
     throw new ConfigurationError(`${BENCH_PATH} does not export runCollectivesBench(options)`);
   }
-  return module.runCollectivesBench as (options: BenchOptions) => Promise<unknown>;
+  return module.runCollectivesBench as (options: CollectivesBenchOptions) => Promise<CollectivesBenchResult>;
 }

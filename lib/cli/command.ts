@@ -1,4 +1,5 @@
-import { type CommandLine, type Flags, helpText, parseArgs, type Values } from './args.js';
+import { type CommandLine, type Flags, parseArgs, type Values } from './args.js';
+import { helpText } from './help-text.js';
 
 /** One `rxccl` subcommand: its command line, and what it does with the parsed values. */
 export interface Command extends CommandLine {

@@ -1,5 +1,5 @@
 import { parseTransport, validateWorldSize } from '../transport/transport-kind.js';
-import { UsageError } from './args.js';
+import { UsageError } from './usage-error.js';
 import { defineCommand } from './command.js';
 import { runLocalJob } from './run-local-job.js';
 import { COORDINATOR_FLAGS } from './session-flags.js';

@@ -1,12 +1,16 @@
 import { RxcclError } from '../errors.js';
-import { UsageError } from './args.js';
 import { benchCommand } from './bench-command.js';
 import type { Command } from './command.js';
 import { coordinatorCommand } from './coordinator-command.js';
+import { didYouMean } from './did-you-mean.js';
+import { helpText } from './help-text.js';
 import { launchCommand } from './launch-command.js';
+import { packageVersion } from './package-version.js';
 import { probeCommand } from './probe-command.js';
+import { UsageError } from './usage-error.js';
 
 const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, probeCommand];
+const NAMES = COMMANDS.map((command) => command.name);
 
 const OVERVIEW = [
   'usage: rxccl COMMAND [options]',
@@ -14,7 +18,7 @@ const OVERVIEW = [
   'commands:',
   ...COMMANDS.map((command) => `  ${command.name.padEnd(12)} ${command.brief}`),
   '',
-  'rxccl COMMAND --help describes each command.',
+  'rxccl help COMMAND (or rxccl COMMAND --help) describes each command; rxccl --version prints the version.',
   '',
 ].join('\n');
 
@@ -25,15 +29,27 @@ const OVERVIEW = [
  */
 export async function runCli(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === '--help' || name === '-h' || name === 'help') {
+  if (name === '--version') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  if (name === undefined) {
+    process.stderr.write(`rxccl: missing COMMAND (commands: ${NAMES.join(', ')}; see rxccl --help)\n`);
+    return 2;
+  }
+  if (name === '--help' || name === '-h' || (name === 'help' && rest.length === 0)) {
     process.stdout.write(OVERVIEW);
     return 0;
   }
-  const command = COMMANDS.find((candidate) => candidate.name === name);
+  const wanted = name === 'help' ? rest[0]! : name;
+  const command = COMMANDS.find((candidate) => candidate.name === wanted);
   if (command === undefined) {
-    const problem = name === undefined ? 'missing COMMAND' : `unknown command ${JSON.stringify(name)}`;
-    process.stderr.write(`rxccl: ${problem} (one of ${COMMANDS.map((candidate) => candidate.name).join(', ')}; see rxccl --help)\n`);
+    process.stderr.write(`rxccl: ${unknown(wanted)}\n`);
     return 2;
+  }
+  if (name === 'help') {
+    process.stdout.write(helpText(command));
+    return 0;
   }
   try {
     return await command.execute(rest);
@@ -42,6 +58,14 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     process.stderr.write(`rxccl ${command.name}: ${oneLine(error)}\n`);
     return usage ? 2 : 1;
   }
+}
+
+function unknown(word: string): string {
+  const option = word.startsWith('-');
+  const guess = didYouMean(option ? word.replace(/^-+/, '') : word, option ? ['version', 'help'] : NAMES);
+  const what = option ? `unknown option ${word}` : `unknown command ${JSON.stringify(word)}`;
+  if (guess !== null) return `${what} (did you mean ${option ? `--${guess}` : guess}?)`;
+  return `${what} (commands: ${NAMES.join(', ')}; see rxccl --help)`;
 }
 
 function oneLine(error: unknown): string {

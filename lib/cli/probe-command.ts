@@ -6,6 +6,7 @@ import { CollectiveTopology } from '../topology/collective-topology.js';
 import { defineCommand } from './command.js';
 import { formatTopology } from './format-topology.js';
 import { runLocalJob } from './run-local-job.js';
+import { RAILS_FLAG } from './session-flags.js';
 
 /** The rank script next to this module; from the TypeScript sources it needs tsx's loader. */
 function rankCommand(): string[] {
@@ -27,7 +28,7 @@ export const probeCommand = defineCommand(
     ].join('\n'),
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 2, help: 'number of ranks (default 2)' },
-      rails: { kind: 'integer', value: 'R', min: 1, help: 'point-to-point rails per rank (default 1)' },
+      rails: RAILS_FLAG,
       json: { kind: 'boolean', help: 'print the topology as JSON' },
     },
   },

@@ -1,12 +1,13 @@
 /**
  * The built package (dist/, as `npm run build` makes it): the CLI and a plain Node.js rank run
- * from it, and the tslab notebook, which can only import the build, runs when Jupyter and the
- * tslab kernel are installed. dist/ is rebuilt first when any library source is newer.
+ * from it; its tarball installs into a fresh project on a machine without cmake and runs from
+ * there; and the tslab notebook, which can only import the build, runs when Jupyter and the
+ * tslab kernel are installed. dist/ is rebuilt first when any library or bench source is newer.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, runRxccl } from '../cli/rxccl-process.js';
 
@@ -16,9 +17,9 @@ function sources(directory: string): string[] {
   );
 }
 
-/** Whether some lib/**.ts has no dist/lib/**.js, or a newer one. */
+/** Whether some lib/**.ts or bench/collectives/*.ts has no dist/ twin, or a newer one. */
 function stale(): boolean {
-  return sources(join(ROOT, 'lib')).some((source) => {
+  return [...sources(join(ROOT, 'lib')), ...sources(join(ROOT, 'bench/collectives'))].some((source) => {
     const built = join(ROOT, 'dist', relative(ROOT, source)).replace(/\.ts$/, '.js');
     try {
       return statSync(built).mtimeMs < statSync(source).mtimeMs;
@@ -37,12 +38,28 @@ function notebookUnavailable(): string | null {
   return null;
 }
 
+/**
+ * The environment of a user whose PATH has node, npm, npx and sh (npm runs scripts with it) but
+ * no cmake and no compiler: a folder of links to those alone. npm's own variables from the test
+ * runner's parent are left out: they describe this checkout.
+ */
+function withoutCmake(work: string): NodeJS.ProcessEnv {
+  const bin = join(work, 'bin');
+  mkdirSync(bin);
+  const npmBin = dirname(spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim());
+  symlinkSync(process.execPath, join(bin, 'node'));
+  symlinkSync('/bin/sh', join(bin, 'sh'));
+  for (const tool of ['npm', 'npx']) symlinkSync(join(npmBin, tool), join(bin, tool));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+  return { ...env, PATH: bin };
+}
+
 const unavailable = notebookUnavailable();
 if (unavailable !== null) console.log(`skipping the notebook test: ${unavailable}`);
 
 beforeAll(() => {
   if (!stale()) return;
-  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'scripts/tsconfig.package.json'], { cwd: ROOT, encoding: 'utf8' });
   if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
 }, 120_000);
 
@@ -54,6 +71,45 @@ describe.concurrent('the built package', () => {
     expect(result.stdout).toContain('[rank 0] rank 0 of 2: sum 2');
     expect(result.stdout).toContain('[rank 1] rank 1 of 2: sum 2');
   }, 60_000);
+
+  it('installs from its tarball without cmake and runs the CLI and the bench from dist/', async ({ skip }) => {
+    const work = mkdtempSync(join(tmpdir(), 'rxccl-pack-'));
+    try {
+      // dist/ is built above: --ignore-scripts skips prepack's second build.
+      const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' });
+      expect(pack.status, pack.stderr).toBe(0);
+      const tarball = join(work, (JSON.parse(pack.stdout) as { filename: string }[])[0]!.filename);
+      const project = join(work, 'project');
+      mkdirSync(project);
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'first-hour', private: true, type: 'module' }));
+      const env = withoutCmake(work);
+      const run = (command: string, args: string[]) => spawnSync(command, args, { cwd: project, env, encoding: 'utf8', timeout: 120_000 });
+
+      // From npm's cache where it has the packages; --offline would refuse cached metadata npm
+      // fetched with other headers.
+      const install = run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball]);
+      const unreachable = /code (ENOTCACHED|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET)/.exec(install.stderr);
+      if (install.status !== 0 && unreachable !== null) {
+        console.log(`skipping the tarball test: npm has rxccl's dependencies neither in its cache nor from its registry (${unreachable[1]})`);
+        skip();
+      }
+      expect(install.status, install.stderr).toBe(0);
+      // npm may not run a dependency's install script at all; run it as npm would, without cmake.
+      const native = run(process.execPath, ['node_modules/rxccl/scripts/install-native.mjs']);
+      expect(native.status).toBe(0);
+      expect(native.stderr).toMatch(/^rxccl: warning: the native kernels were not built \(.+\); the TypeScript reference kernels will be used/);
+
+      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      const versionRun = run('npx', ['--no-install', 'rxccl', '--version']);
+      expect(versionRun.stderr).toBe('');
+      expect(versionRun.stdout).toBe(`${version}\n`);
+      const bench = run('npx', ['--no-install', 'rxccl', 'bench', '-n', '2', '--op', 'allreduce', '--sizes', '64', '--iters', '2', '--json']);
+      expect(bench.status, bench.stderr).toBe(0);
+      expect((JSON.parse(bench.stdout) as { rows: { wrong: number }[] }).rows).toMatchObject([{ wrong: 0 }]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   it.skipIf(unavailable !== null)(`executes examples/notebook.ipynb${unavailable === null ? '' : ` (skipped: ${unavailable})`}`, () => {
     const directory = mkdtempSync(join(tmpdir(), 'rxccl-notebook-'));

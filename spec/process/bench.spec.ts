@@ -1,10 +1,17 @@
 /**
  * The collectives bench (bench/collectives/run.ts) end to end, on a tiny plan: worker processes
- * per rank, rows with nccl-tests' columns and bus factors, progress, JSON output.
+ * per rank, rows with nccl-tests' columns and bus factors, the data check, progress, JSON output,
+ * and `rxccl bench`'s nccl-tests flags.
  */
 import { describe, expect, it } from 'vitest';
+import { countWrong, inputTensor } from '../../bench/collectives/data-check.js';
+import { parseGlooRows } from '../../bench/collectives/gloo-peer.js';
+import { type BenchOp, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
-import { busFactor, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
+import type { TypedArray } from '../../lib/tensor.js';
+import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
+
+const FAST = { warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
 
 describe('collectives bench', () => {
   it('sizes and bus factors follow nccl-tests', () => {
@@ -23,7 +30,7 @@ describe('collectives bench', () => {
     expect(cellFor('reducescatter', 'bf16', 64, 3)).toMatchObject({ bytes: 60, count: 30, inputCount: 30 });
   });
 
-  it('runs ranks as processes and reports a row per cell', async () => {
+  it('runs ranks as processes and reports a checked row per cell', async () => {
     const progress: [number, number][] = [];
     let printed = '';
     const result = await runCollectivesBench({
@@ -32,7 +39,7 @@ describe('collectives bench', () => {
       minBytes: 8,
       maxBytes: 64,
       json: true,
-      budget: { warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 },
+      budget: FAST,
       onProgress: (done, total) => progress.push([done, total]),
       print: (text) => {
         printed += text;
@@ -49,6 +56,7 @@ describe('collectives bench', () => {
       expect(row.worldSize).toBe(2);
       expect(row.transport).toBe('tcp_host_staged');
       expect(row.samples).toBe(2);
+      expect(row.wrong).toBe(0);
       expect(row.timeUs).toBeGreaterThan(0);
       if (row.bytes > 0) {
         expect(row.algbw).toBeCloseTo(row.bytes / row.timeUs / 1e3, 9);
@@ -63,7 +71,119 @@ describe('collectives bench', () => {
   }, 30_000);
 
   it('refuses unknown collectives and element types before starting anything', async () => {
-    await expect(runCollectivesBench({ ops: ['allreduse'], print: null })).rejects.toThrow(/unknown collective "allreduse"/);
+    await expect(runCollectivesBench({ ops: ['allreduse'], print: null })).rejects.toThrow(/unknown collective "allreduse" \(did you mean allreduce\?\)/);
     await expect(runCollectivesBench({ dtype: 'f128', print: null })).rejects.toThrow(/unknown dtype "f128"/);
   });
+});
+
+describe('the data check', () => {
+  const WORLD = 3;
+  type Checked = 'i8' | 'f32' | 'i64';
+
+  /** Each rank's output of a correct collective, computed from the ranks' inputs. */
+  function correctOutputs(op: BenchOp, dtype: Checked): { cell: Cell; outputs: (TypedArray | null)[] } {
+    const cell = cellFor(op, dtype, 48, WORLD);
+    const inputs = Array.from({ length: WORLD }, (_, rank) => Array.from(inputTensor(cell, rank) as TypedArray, Number));
+    const sum = inputs[0]!.map((_, index) => inputs.reduce((total, input) => total + input[index]!, 0));
+    const block = cell.inputCount / WORLD;
+    const output = (rank: number): number[] | null => {
+      switch (op) {
+        case 'allreduce':
+          return sum;
+        case 'reduce':
+          return rank === 0 ? sum : null;
+        case 'broadcast':
+          return inputs[0]!;
+        case 'allgather':
+          return inputs.flat();
+        case 'reducescatter':
+          return sum.slice(rank * block, (rank + 1) * block);
+        default:
+          return inputs.flatMap((input) => input.slice(rank * block, (rank + 1) * block));
+      }
+    };
+    return { cell, outputs: Array.from({ length: WORLD }, (_, rank) => typed(dtype, output(rank))) };
+  }
+
+  function typed(dtype: Checked, values: number[] | null): TypedArray | null {
+    if (values === null) return null;
+    return dtype === 'i64' ? BigInt64Array.from(values, BigInt) : dtype === 'i8' ? Int8Array.from(values) : Float32Array.from(values);
+  }
+
+  it.each(['allreduce', 'reduce', 'broadcast', 'allgather', 'reducescatter', 'alltoall'] as const)('finds no wrong element in a correct %s and counts each corrupted one', (op) => {
+    for (const dtype of ['i8', 'f32', 'i64'] as const) {
+      const { cell, outputs } = correctOutputs(op, dtype);
+      outputs.forEach((output, rank) => expect(countWrong(cell, output, rank, WORLD)).toBe(0));
+      const root = Array.from(outputs[0]!, Number);
+      // 99 is no input and no sum of inputs (1..4 each).
+      expect(countWrong(cell, typed(dtype, [99, 99, ...root.slice(2)]), 0, WORLD)).toBe(2);
+      expect(countWrong(cell, typed(dtype, root.slice(0, -1)), 0, WORLD)).toBe(1);
+      expect(countWrong(cell, null, 0, WORLD)).toBe(root.length);
+    }
+  });
+
+  it('expects 8-bit sums to wrap as the kernels wrap them', () => {
+    const cell = cellFor('allreduce', 'u8', 4, 100);
+    const sums = Array.from({ length: 4 }, (_, index) => Array.from({ length: 100 }, (_, rank) => ((rank + index) % 4) + 1).reduce((a, b) => a + b) % 256);
+    expect(countWrong(cell, Uint8Array.from(sums), 0, 100)).toBe(0);
+  });
+});
+
+describe('gloo peer', () => {
+  it("reads gloo_bench.py's rows", () => {
+    const text = '#peer\tworld\top\tbytes\tmedian_us\n' + 'gloo\t2\tallreduce\t8\t187.5\t150.0\t200.0\t0.000\t0.000\t11x200\trun1\t1.90\n' + 'gloo\t2\tbarrier\t0\t164.0\t1\t2\t0\t0\t11x200\trun1\t1.5\n';
+    expect(parseGlooRows(text)).toEqual(
+      new Map([
+        ['allreduce/8/2', 187.5],
+        ['barrier/0/2', 164],
+      ]),
+    );
+  });
+});
+
+describe('rxccl bench', () => {
+  it('takes nccl-tests flags and prints nccl-tests rows with #wrong and the average bus bandwidth', async () => {
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'allreduce,broadcast', '-b', '1K', '-e', '4K', '-f', '2', '-w', '1', '--iters', '3', '-d', 'bf16', '--peers']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.split('\n');
+    // Gloo runs beside it only where torch is installed; else one line says why, and it goes on.
+    if (lines[0]!.startsWith('# peers: Gloo not run: ')) expect(lines[1]).toBe('# peers: Open MPI not run: not implemented in this build');
+    expect(lines.find((line) => line.includes('#wrong'))).toMatch(/^# +size +count +type +redop +root +time +algbw +busbw +#wrong/);
+    const rows = lines.filter((line) => /^ +\d/.test(line)).map((line) => line.trim().split(/ +/));
+    expect(rows.map((row) => row.slice(0, 5))).toEqual([
+      ['1024', '512', 'bf16', 'sum', '-1'],
+      ['2048', '1024', 'bf16', 'sum', '-1'],
+      ['4096', '2048', 'bf16', 'sum', '-1'],
+      ['1024', '512', 'bf16', 'none', '0'],
+      ['2048', '1024', 'bf16', 'none', '0'],
+      ['4096', '2048', 'bf16', 'none', '0'],
+    ]);
+    for (const row of rows) {
+      // time, algbw and busbw with two decimals; no wrong element.
+      expect(row.slice(5, 8).every((cell) => /^\d+\.\d\d$/.test(cell))).toBe(true);
+      expect(row[8]).toBe('0');
+    }
+    expect(lines.filter((line) => line === '# Out of bounds values : 0 OK')).toHaveLength(2);
+    expect(lines.filter((line) => /^# Avg bus bandwidth {4}: \d+\.\d{3}$/.test(line))).toHaveLength(2);
+  }, 60_000);
+
+  it('fixes the warm-up and iteration counts with -w and --iters', async () => {
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'allgather', '--sizes', '8,1K', '-w', '2', '--iters', '4', '--json']);
+    expect(result.code).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as { rows: { bytes: number; iterations: number; warmup: number; wrong: number }[] };
+    expect(rows.map(({ bytes, iterations, warmup, wrong }) => ({ bytes, iterations, warmup, wrong }))).toEqual([
+      { bytes: 8, iterations: 4, warmup: 3, wrong: 0 },
+      { bytes: 1024, iterations: 4, warmup: 3, wrong: 0 },
+    ]);
+  }, 60_000);
+
+  it('ends with status 141, as SIGPIPE ends a C tool, once the reader of its rows is gone (rxccl bench | head -1)', async () => {
+    const bench = startRxccl(['bench', '-n', '2', '--op', 'allreduce', '--sizes', '8,16,32,64,128,256', '--iters', '2']);
+    await bench.firstLine();
+    bench.child.stdout!.destroy();
+    const result = await bench.finished;
+    expect(result.code).toBe(141);
+    expect(result.stderr).toBe('');
+  }, 60_000);
 });

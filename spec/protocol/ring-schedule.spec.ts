@@ -1,88 +1,86 @@
 /**
  * docs/protocol.md 9.6 describes rxccl's ring all-reduce precisely enough to interoperate with:
  * this checks that description against `ringAllReduce` frame by frame (segments, pieces, tags,
- * rails, neighbours) and where avg divides.
+ * rails, neighbours in the ring order, channels) and where avg divides.
  */
+import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { ringAllReduce, type RingLinks } from '../../lib/collectives/ring-all-reduce.js';
+import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
+import { layoutHash, pieceTag } from '../../lib/collectives/peer-data.js';
+import { viewTensor } from '../../lib/tensor.js';
+import { memoryJob } from '../helpers/memory-job.js';
 
 interface Sent {
   readonly rail: number;
   readonly destination: number;
   readonly tag: bigint;
   readonly count: number;
-  /** The first element of the piece (i32). */
-  readonly first: number;
-}
-
-/** Links that deliver in memory and log every send of every rank, in order. */
-function recordingRing(worldSize: number, rails: number): { links: RingLinks[]; sent: Sent[][] } {
-  const mail = new Map<string, Uint8Array>();
-  const waiting = new Map<string, (bytes: Uint8Array) => void>();
-  const sent: Sent[][] = Array.from({ length: worldSize }, () => []);
-  const links = Array.from({ length: worldSize }, (_, rank): RingLinks => ({
-    rank,
-    worldSize,
-    rails,
-    async send(rail, destination, tag, bytes, count) {
-      sent[rank]!.push({ rail, destination, tag, count, first: new DataView(bytes.buffer, bytes.byteOffset).getInt32(0, true) });
-      const key = `${rank}>${destination} ${rail} ${tag}`;
-      const deliver = waiting.get(key);
-      waiting.delete(key);
-      if (deliver) deliver(bytes.slice());
-      else mail.set(key, bytes.slice());
-    },
-    receive(rail, source, tag) {
-      const key = `${source}>${rank} ${rail} ${tag}`;
-      const ready = mail.get(key);
-      mail.delete(key);
-      return ready ? Promise.resolve(ready) : new Promise((resolve) => waiting.set(key, resolve));
-    },
-  }));
-  return { links, sent };
 }
 
 const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % modulus;
 
-/** The sends of rank `r` exactly as docs 9.6 words them (values left out). */
-function documentedSends(r: number, W: number, R: number, N: number, width: number, sequence: bigint): Omit<Sent, 'first'>[] {
-  const size = (k: number) => Math.floor(N / W) + (k < N % W ? 1 : 0);
-  const P = Math.max(1, Math.floor(2 ** 20 / width));
-  const tag = (s: number, c: number) => (0x5247n << 48n) | ((sequence & 0xffffffn) << 24n) | (BigInt(s) << 12n) | BigInt(c);
-  const pieces = (k: number, s: number) =>
-    Array.from({ length: Math.ceil(size(k) / P) }, (_, c) => ({
-      rail: c % R,
-      destination: mod(r + 1, W),
-      tag: tag(s, c),
-      count: Math.min(P, size(k) - c * P),
-    }));
-  const reduceScatter = Array.from({ length: W - 1 }, (_, s) => pieces(mod(r - s, W), s));
-  const allGather = Array.from({ length: W - 1 }, (_, t) => pieces(mod(r - t + 1, W), W - 1 + t));
-  return [...reduceScatter, ...allGather].flat();
+/** Element ranges of `parts` even parts of [start, start + n) (the first ones one larger). */
+function even(start: number, n: number, parts: number): { start: number; size: number }[] {
+  let next = start;
+  return Array.from({ length: parts }, (_, k) => {
+    const size = Math.floor(n / parts) + (k < n % parts ? 1 : 0);
+    const range = { start: next, size };
+    next += size;
+    return range;
+  });
+}
+
+/** The sends of the rank at position `p` of `order`, exactly as docs 9.6 words them (values left out). */
+function documentedSends(order: number[], p: number, R: number, C: number, N: number, width: number, sequence: bigint): Sent[] {
+  const W = order.length;
+  const next = order[mod(p + 1, W)]!;
+  const tag = (channel: number, s: number, c: number) =>
+    (0x5247n << 48n) | ((sequence & 0x3ffffn) << 30n) | (BigInt(channel) << 24n) | (BigInt(s) << 12n) | BigInt(c);
+  const perChannel = even(0, N, C).map((part, channel) => {
+    const segments = even(part.start, part.size, W);
+    const pieces = (k: number, s: number) => {
+      const size = segments[k]!.size;
+      const P = Math.max(1, Math.floor(2 ** 20 / width), Math.ceil(size / 4095));
+      return Array.from({ length: Math.ceil(size / P) }, (_, c) => ({ rail: (channel + c) % R, destination: next, tag: tag(channel, s, c), count: Math.min(P, size - c * P) }));
+    };
+    const reduceScatter = Array.from({ length: W - 1 }, (_, s) => pieces(mod(p - s, W), s));
+    const allGather = Array.from({ length: W - 1 }, (_, t) => pieces(mod(p - t + 1, W), W - 1 + t));
+    return [...reduceScatter, ...allGather].flat();
+  });
+  return perChannel.flat();
 }
 
 describe('the ring all-reduce of docs 9.6', () => {
-  it('sends the documented segments, pieces, tags and rails; avg divides the owned segment before the all-gather', async () => {
-    const W = 3;
+  it('sends the documented segments, pieces, tags and rails along the ring order; avg divides the owned segment before the all-gather', async () => {
+    const order = [0, 2, 1];
+    const W = order.length;
     const R = 2;
+    const C = 2;
     const P = 2 ** 18; // i32 elements per 1 MiB piece
-    const N = 3 * P + 2; // segments P+1, P+1, P: the first two split into two pieces
-    const sequence = 0x1234567n; // only its low 24 bits reach the tag
-    const { links, sent } = recordingRing(W, R);
+    const N = 2 * (3 * P + 2); // per channel: segments P+1, P+1, P, the first two split into two pieces
+    const { ranks, traffic } = memoryJob(W, { rails: R, ringOrder: order, ringChannels: C, pieceBytes: 2 ** 20 });
     const results = await Promise.all(
-      links.map((link) => {
-        const data = new Int32Array(N).fill(3 * (link.rank + 1)); // sum 18, avg 6
-        return ringAllReduce(link, { dtype: 'i32', op: 'avg', data: new Uint8Array(data.buffer), sequence });
-      }),
+      ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(new Int32Array(N).fill(3 * (links.rank + 1))), op: 'avg' }, context))),
     );
     for (let rank = 0; rank < W; rank++) {
-      expect(sent[rank]!.map(({ first: _, ...send }) => send)).toEqual(documentedSends(rank, W, R, N, 4, sequence));
-      const result = new Int32Array(results[rank]!.buffer, results[rank]!.byteOffset, N);
-      expect(result.every((value) => value === 6)).toBe(true);
-      // Reduce-scatter pieces carry partial sums; every all-gather piece is already divided.
-      const allGather = sent[rank]!.filter((send) => Number((send.tag >> 12n) & 0xfffn) >= W - 1);
-      expect(allGather.map((send) => send.first)).toEqual(allGather.map(() => 6));
+      const sent = traffic.messages.filter((message) => message.from === rank);
+      const documented = documentedSends(order, order.indexOf(rank), R, C, N, 4, 0n);
+      // Channels run at once: compare each channel's sends in order.
+      for (let channel = 0; channel < C; channel++) {
+        const ofChannel = (tag: bigint) => Number((tag >> 24n) & 0x3fn) === channel;
+        expect(sent.filter((send) => ofChannel(send.tag)).map(({ rail, to, tag, bytes }) => ({ rail, destination: to, tag, count: bytes / 4 }))).toEqual(
+          documented.filter((send) => ofChannel(send.tag)),
+        );
+      }
+      expect(Array.from(new Int32Array(results[rank]!.slice().buffer)).every((value) => value === 6)).toBe(true); // (3 + 6 + 9) / 3
     }
-    expect(sent[0]![0]!.tag).toBe(0x5247_234567_000_000n);
+  });
+
+  it('piece tags and layout hashes as the document gives them', () => {
+    expect(pieceTag(0x5247, 7n, 0, 1, 0)).toBe(0x5247_0001_c000_1000n);
+    expect(pieceTag(0x4243, (1n << 18n) + 5n, 63, 4095, 4095)).toBe((0x4243n << 48n) | (5n << 30n) | (63n << 24n) | (4095n << 12n) | 4095n);
+    // FNV-1a 64 of the empty text is the offset basis; of "a", the published value.
+    expect(layoutHash('')).toBe(0xcbf29ce484222325n);
+    expect(layoutHash('a')).toBe(0xaf63dc4c8601ec8cn);
   });
 });

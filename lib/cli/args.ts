@@ -8,29 +8,11 @@
  */
 import { parseArgs as splitWords } from 'node:util';
 import { didYouMean } from './did-you-mean.js';
+import type { Flag } from './flag.js';
 import { flagValue } from './flag-value.js';
 import { UsageError } from './usage-error.js';
 
-/** `size` is a byte count with an optional K, M or G suffix (powers of 1024), as in nccl-tests. */
-export type FlagKind = 'integer' | 'size' | 'string' | 'boolean';
-
-export interface Flag {
-  readonly kind: FlagKind;
-  /** One-letter alias, e.g. `n` for `-n`. */
-  readonly short?: string;
-  /** Other long names for the same flag (older spellings that keep working). */
-  readonly aliases?: readonly string[];
-  /** The value's placeholder in help, e.g. `N`. */
-  readonly value?: string;
-  readonly help: string;
-  readonly required?: boolean;
-  /** Smallest accepted number (default 0). */
-  readonly min?: number;
-  /** Largest accepted number (default: none). */
-  readonly max?: number;
-  /** The value is a comma-separated list (`-n 2,4`), parsed into an array. */
-  readonly list?: boolean;
-}
+export type { Flag, FlagKind } from './flag.js';
 
 export type Flags = Readonly<Record<string, Flag>>;
 

@@ -1,4 +1,4 @@
-import type { Flag } from './args.js';
+import type { Flag } from './flag.js';
 import { UsageError } from './usage-error.js';
 
 const SIZE_UNITS: Readonly<Record<string, number>> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };

@@ -3,11 +3,8 @@ import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { RankSession } from '../../lib/session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../../lib/session/session-options.js';
 
-export interface RankOverrides {
-  timeoutMs?: number;
-  rails?: number;
-  peerEndpoints?: SessionOptions['peerEndpoints'];
-}
+/** Session options a test may set per rank (the job decides address, id, rank, world and transport). */
+export type RankOverrides = Partial<Omit<SessionOptions, 'coordinator' | 'uniqueId' | 'rank' | 'worldSize' | 'transport'>>;
 
 export type JobOptions = Omit<CoordinatorOptions, 'uniqueId' | 'worldSize'> & { uniqueId?: UniqueId; timeoutMs?: number };
 
@@ -31,16 +28,20 @@ export async function startCoordinator(worldSize: number, options: JobOptions = 
     worldSize,
     async openRank(rank, overrides = {}) {
       const session = await RankSession.open(
-        resolveSessionOptions({
-          coordinator: `127.0.0.1:${coordinator.address.port}`,
-          uniqueId,
-          rank,
-          worldSize,
-          timeoutMs: overrides.timeoutMs ?? options.timeoutMs ?? 5_000,
-          rails: overrides.rails ?? options.rails ?? 1,
-          transport: options.transport ?? 'tcp_host_staged',
-          ...(overrides.peerEndpoints ? { peerEndpoints: overrides.peerEndpoints } : {}),
-        }),
+        // An empty environment: tests say what they configure.
+        resolveSessionOptions(
+          {
+            ...overrides,
+            coordinator: `127.0.0.1:${coordinator.address.port}`,
+            uniqueId,
+            rank,
+            worldSize,
+            timeoutMs: overrides.timeoutMs ?? options.timeoutMs ?? 5_000,
+            rails: overrides.rails ?? options.rails ?? 1,
+            transport: options.transport ?? 'tcp_host_staged',
+          },
+          {},
+        ),
       );
       sessions.push(session);
       return session;

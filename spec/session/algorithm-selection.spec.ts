@@ -1,0 +1,136 @@
+/**
+ * The algorithm table in real sessions: which algorithm runs (seen on `session.events$`) by
+ * transport, size and the seed's tuning surface (GX1_COLLECTIVE_ALGORITHM, GX1_RING_THRESHOLD_BYTES,
+ * GX1_RING_ORDER, GX1_RING_CHANNELS, GX1_TOPOLOGY_LINKS), and the tuning's validation.
+ */
+import { filter, map, toArray } from 'rxjs';
+import { firstValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
+import { resolveSessionOptions } from '../../lib/session/session-options.js';
+import { rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
+
+const jobs: TestJob[] = [];
+afterEach(async () => {
+  await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+});
+
+async function sessions(worldSize: number, options: JobOptions, overrides: (rank: number) => RankOverrides = () => ({})): Promise<RankSession[]> {
+  const job = await startCoordinator(worldSize, { timeoutMs: 10_000, ...options });
+  jobs.push(job);
+  return Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, overrides(rank))));
+}
+
+/** The algorithms rank 0 ran, in order, while `work` ran on every rank. */
+async function algorithmsOf(ranks: RankSession[], work: (session: RankSession) => Promise<unknown>): Promise<string[]> {
+  const seen = firstValueFrom(
+    ranks[0]!.events$.pipe(
+      filter((event) => event.type === 'collective-finished'),
+      map((event) => `${event.collective}:${event.algorithm}`),
+      toArray(),
+    ),
+  );
+  await Promise.all(ranks.map(work));
+  await Promise.all(ranks.map((session) => session.close()));
+  return seen;
+}
+
+const big = DEFAULT_RING_THRESHOLD_BYTES / 4; // f32 elements at the threshold
+
+describe('algorithm selection in sessions', () => {
+  it('auto on tcp_peer: staged below the ring threshold, ring and chain from it; results exact', async () => {
+    const ranks = await sessions(3, { transport: 'tcp_peer' });
+    const algorithms = await algorithmsOf(ranks, async (session) => {
+      expect(Array.from(await session.allReduce(Int32Array.of(session.rank, 1)))).toEqual([3, 3]);
+      const summed = await session.allReduce(new Int32Array(big).fill(session.rank + 1));
+      expect(summed.every((value) => value === 6)).toBe(true);
+      const sent = await session.broadcast(Float32Array.from({ length: big }, (_, index) => (session.rank === 1 ? index : -1)), 1);
+      expect(sent[big - 1]).toBe(big - 1);
+    });
+    expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring', 'broadcast:chain']);
+  });
+
+  it('ringThresholdBytes (GX1_RING_THRESHOLD_BYTES) moves the switch', async () => {
+    const ranks = await sessions(2, { transport: 'tcp_peer' }, () => ({ ringThresholdBytes: 64 }));
+    const algorithms = await algorithmsOf(ranks, async (session) => {
+      await session.allReduce(new Float32Array(15));
+      await session.allReduce(new Float32Array(16));
+    });
+    expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring']);
+  });
+
+  it('direct keeps large tensors on the coordinator; auto on tcp_host_staged too', async () => {
+    const peer = await sessions(2, { transport: 'tcp_peer' }, () => ({ algorithm: 'direct' }));
+    expect(await algorithmsOf(peer, (session) => session.allReduce(new Float32Array(big)))).toEqual(['allReduce:staged']);
+    const staged = await sessions(2, {});
+    expect(await algorithmsOf(staged, (session) => session.broadcast(new Float32Array(big), 0))).toEqual(['broadcast:staged']);
+  });
+
+  it('ring forces the ring family on tcp_host_staged (pieces through the rails), other collectives stay direct', async () => {
+    const ranks = await sessions(3, { rails: 2 }, () => ({ algorithm: 'ring', rails: 2 }));
+    const algorithms = await algorithmsOf(ranks, async (session) => {
+      expect(Array.from(await session.allReduce(Float64Array.of(session.rank, 2), 'max'))).toEqual([2, 2]);
+      expect(Array.from(await session.broadcast(Uint8Array.of(session.rank, 7), 2))).toEqual([2, 7]);
+      expect(Array.from(await session.allGather(Uint8Array.of(session.rank)))).toEqual([0, 1, 2]);
+    });
+    expect(algorithms).toEqual(['allReduce:ring', 'broadcast:chain', 'allGather:staged']);
+  });
+
+  it('ringOrder (GX1_RING_ORDER) is the ring every rank follows; ranks that disagree fail, named by the coordinator', async () => {
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, () => ({ ringOrder: '0,2,1,3', ringChannels: 2 }));
+    expect(ranks.map((session) => session.ringOrder)).toEqual(ranks.map(() => [0, 2, 1, 3]));
+    const results = await Promise.all(ranks.map((session) => session.allReduce(new Int32Array(big + 3).fill(session.rank))));
+    for (const result of results) expect(result.every((value) => value === 6)).toBe(true);
+    await Promise.all(ranks.map((session) => session.close()));
+
+    const split = await sessions(3, { transport: 'tcp_peer' }, (rank) => ({ ringOrder: rank === 1 ? [0, 2, 1] : [0, 1, 2] }));
+    const errors = await Promise.all(split.map((session) => rejection(session.allReduce(new Float32Array(big)))));
+    for (const error of errors) expect(error.message).toMatch(/collective sequence 0 mismatch: rank 0 submitted .*, rank 1 submitted/);
+  });
+
+  it('topologyLinks (GX1_TOPOLOGY_LINKS) chooses the ring: the fast links win', async () => {
+    // 0-2, 2-1, 1-3, 3-0 are fast; the others slow: the best ring is 0,2,1,3 (or its reverse).
+    const links = '0-1:100:1000,0-2:9000:1000,0-3:9000:1000,1-2:9000:1000,1-3:9000:1000,2-3:100:1000';
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, () => ({ topologyLinks: links }));
+    const order = ranks[0]!.ringOrder;
+    expect([
+      [0, 2, 1, 3],
+      [0, 3, 1, 2],
+    ]).toContainEqual(order);
+    for (const session of ranks) expect(session.ringOrder).toEqual(order);
+  });
+
+  it('hierarchical is refused at open with the reference message', async () => {
+    const job = await startCoordinator(1, { timeoutMs: 2_000 });
+    jobs.push(job);
+    const error = await rejection(job.openRank(0, { algorithm: 'hierarchical' }));
+    expect(error.code).toBe('INVALID_CONFIGURATION');
+    expect(error.message).toContain('GX1_COLLECTIVE_ALGORITHM=hierarchical requires explicit or inferred topology groups');
+  });
+});
+
+describe('tuning from the environment (resolveTuning, resolveSessionOptions)', () => {
+  it('reads every variable, and options win over them', () => {
+    const env = { GX1_COLLECTIVE_ALGORITHM: ' Ring ', GX1_RING_THRESHOLD_BYTES: '4096', GX1_RING_ORDER: '1,0,2', GX1_RING_CHANNELS: '3', GX1_TOPOLOGY_LINKS: 'probe' };
+    expect(resolveTuning({}, 3, env)).toEqual({ algorithm: 'ring', ringThresholdBytes: 4096, ringOrder: [1, 0, 2], ringChannels: 3, topology: 'probe' });
+    expect(resolveTuning({ algorithm: 'direct', ringOrder: [2, 1, 0], ringChannels: 1 }, 3, env)).toMatchObject({ algorithm: 'direct', ringOrder: [2, 1, 0], ringChannels: 1 });
+    expect(resolveTuning({}, 3, {})).toEqual({ algorithm: 'auto', ringThresholdBytes: 256 * 1024, ringOrder: null, ringChannels: 1, topology: null });
+  });
+
+  it('refuses bad values with the reference messages', () => {
+    expect(() => resolveTuning({}, 2, { GX1_COLLECTIVE_ALGORITHM: 'fast' })).toThrow('invalid GX1_COLLECTIVE_ALGORITHM value "fast"');
+    expect(() => resolveTuning({}, 2, { GX1_RING_THRESHOLD_BYTES: '-1' })).toThrow('invalid GX1_RING_THRESHOLD_BYTES value "-1"');
+    expect(() => resolveTuning({}, 3, { GX1_RING_ORDER: '0,1' })).toThrow('invalid collective ring: contains 2 ranks, expected 3');
+    expect(() => resolveTuning({}, 3, { GX1_RING_ORDER: '0,1,1' })).toThrow('invalid collective ring: rank 1 appears more than once');
+    expect(() => resolveTuning({}, 2, { GX1_RING_CHANNELS: '65' })).toThrow('invalid collective ring channel count 65; expected 1..=64');
+    expect(() => resolveTuning({}, 2, { GX1_TOPOLOGY_LINKS: '0-0:1:1' })).toThrow('topology rank 0 links to itself');
+  });
+
+  it('openSession(options) takes GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT when the options leave them out', () => {
+    const base = { coordinator: '127.0.0.1:9', uniqueId: '00112233445566778899aabbccddeeff', rank: 0, worldSize: 2 };
+    const env = { GX1_P2P_RAILS: '3', GX1_COLLECTIVE_TRANSPORT: 'peer' };
+    expect(resolveSessionOptions(base, env)).toMatchObject({ rails: 3, transport: 'tcp_peer' });
+    expect(resolveSessionOptions({ ...base, rails: 1, transport: 'tcp_host_staged' }, env)).toMatchObject({ rails: 1, transport: 'tcp_host_staged' });
+  });
+});

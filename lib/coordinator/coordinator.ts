@@ -9,6 +9,8 @@ import { UniqueId } from '../protocol/unique-id.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
   type CollectiveTransport,
+  parseRails,
+  parseTransport,
   validateRails,
   validateTimeout,
   validateWorldSize,
@@ -27,8 +29,10 @@ export interface CoordinatorOptions {
   port?: number;
   uniqueId: UniqueId | string;
   worldSize: number;
+  /** Point-to-point rails, 1..64; default `GX1_P2P_RAILS`, else 1. */
   rails?: number;
-  transport?: CollectiveTransport;
+  /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_host_staged. */
+  transport?: CollectiveTransport | string;
   /** Per collective sequence, from its first request (default 300 s, as the reference design). */
   collectiveTimeoutMs?: number;
   /** Heartbeat lease per rank; off unless set. */
@@ -91,8 +95,9 @@ export class Coordinator {
 
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs'>> & {
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport'>> & {
       heartbeatTimeoutMs: number | null;
+      transport: CollectiveTransport;
       uniqueId: UniqueId;
     },
   ) {
@@ -115,12 +120,19 @@ export class Coordinator {
     server.on('connection', (socket) => this.accept(socket));
   }
 
-  static async listen(options: CoordinatorOptions): Promise<Coordinator> {
+  /**
+   * Binds and starts the rendezvous. What the options leave out comes from `GX1_P2P_RAILS` and
+   * `GX1_COLLECTIVE_TRANSPORT` (`env`, default the process environment), as the ranks read them.
+   */
+  static async listen(options: CoordinatorOptions, env: Readonly<Record<string, string | undefined>> = process.env): Promise<Coordinator> {
+    const port = options.port ?? 0;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigurationError(`coordinator port ${String(port)} is outside 0..65535`);
     const resolved = {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
-      rails: validateRails(options.rails ?? 1),
-      transport: options.transport ?? 'tcp_host_staged',
+      rails: options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS),
+      transport:
+        options.transport !== undefined ? parseTransport(String(options.transport), 'transport') : parseTransport(env.GX1_COLLECTIVE_TRANSPORT ?? 'tcp_host_staged'),
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),
@@ -130,7 +142,7 @@ export class Coordinator {
     const server = createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
-      server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+      server.listen(port, options.host ?? '127.0.0.1', () => resolve());
     });
     return new Coordinator(server, resolved);
   }

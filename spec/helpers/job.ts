@@ -20,7 +20,7 @@ export interface TestJob {
 
 export async function startCoordinator(worldSize: number, options: JobOptions = {}): Promise<TestJob> {
   const uniqueId = options.uniqueId ?? UniqueId.random();
-  const coordinator = await Coordinator.listen({ ...options, host: '127.0.0.1', port: 0, uniqueId, worldSize });
+  const coordinator = await Coordinator.listen({ ...options, host: '127.0.0.1', port: 0, uniqueId, worldSize }, {});
   const sessions: RankSession[] = [];
   return {
     coordinator,

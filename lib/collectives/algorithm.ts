@@ -1,4 +1,4 @@
-import type { Observable } from 'rxjs';
+import type { Observable, SchedulerLike } from 'rxjs';
 import type { DType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
@@ -30,6 +30,14 @@ export interface CollectiveContext {
   readonly ringChannels: number;
   /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
   readonly pieceBytes: number;
+  /** The number of the next collective agreed on the mesh (per session, from 0; see `exchangeOnMesh`). */
+  nextMeshSequence(): bigint;
+  /** How long a rank waits for its peers in a collective that stays off the coordinator. */
+  timeoutMs(): number;
+  /** Where those waits are timed. */
+  readonly scheduler: SchedulerLike;
+  /** Ends the job on every rank with `reason` (a failure only this rank has seen). */
+  abort(reason: string): void;
 }
 
 /**

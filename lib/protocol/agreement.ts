@@ -24,7 +24,7 @@ export function describeOperation(descriptor: OperationDescriptor): string {
   );
 }
 
-function sameOperation(a: OperationDescriptor, b: OperationDescriptor): boolean {
+export function sameOperation(a: OperationDescriptor, b: OperationDescriptor): boolean {
   return (
     a.opcode === b.opcode &&
     a.elementType === b.elementType &&
@@ -32,6 +32,13 @@ function sameOperation(a: OperationDescriptor, b: OperationDescriptor): boolean 
     a.elementCount === b.elementCount &&
     a.reduceOp === b.reduceOp &&
     a.layoutHash === b.layoutHash
+  );
+}
+
+/** The error every rank reports when two ranks submitted different collectives at the same point. */
+export function operationMismatch(sequence: bigint, firstRank: number, first: OperationDescriptor, rank: number, descriptor: OperationDescriptor): ProtocolError {
+  return new ProtocolError(
+    `collective sequence ${sequence} mismatch: rank ${firstRank} submitted ${describeOperation(first)}, ` + `rank ${rank} submitted ${describeOperation(descriptor)}`,
   );
 }
 
@@ -73,12 +80,7 @@ export class CollectiveAgreement {
     const firstRank = this.submitted.findIndex((entry) => entry !== undefined);
     if (firstRank >= 0) {
       const first = this.submitted[firstRank]!;
-      if (!sameOperation(first, descriptor)) {
-        throw new ProtocolError(
-          `collective sequence ${sequence} mismatch: rank ${firstRank} submitted ${describeOperation(first)}, ` +
-            `rank ${rank} submitted ${describeOperation(descriptor)}`,
-        );
-      }
+      if (!sameOperation(first, descriptor)) throw operationMismatch(sequence, firstRank, first, rank, descriptor);
     }
     this.submitted[rank] = descriptor;
     this.count += 1;

@@ -1,5 +1,5 @@
 import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
-import { defer, lastValueFrom, map, type Observable, Subject, tap, throwError } from 'rxjs';
+import { defer, lastValueFrom, map, type Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
 import { selectAlgorithm } from '../collectives/select.js';
@@ -63,6 +63,7 @@ export class RankSession {
   private readonly queue = new CollectiveQueue();
   private readonly context: CollectiveContext;
   private closed = false;
+  private meshSequence = 0n;
 
   private constructor(
     readonly rank: number,
@@ -74,6 +75,7 @@ export class RankSession {
     private readonly tuning: CollectiveTuning,
     private readonly timeout: { ms: number },
     private readonly holds: readonly Promise<unknown>[],
+    scheduler: SchedulerLike,
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
@@ -87,6 +89,10 @@ export class RankSession {
       ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
       ringChannels: tuning.ringChannels,
       pieceBytes: PIECE_BYTES,
+      nextMeshSequence: () => this.meshSequence++,
+      timeoutMs: () => timeout.ms,
+      scheduler,
+      abort: (reason) => void links.abort(reason),
     };
   }
 
@@ -96,7 +102,18 @@ export class RankSession {
     const { collective, links } = await openLinks(options, failure, () => timeout.ms);
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
     const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
-    const session = new RankSession(options.rank, options.worldSize, options.transport, links, coordinator, failure, options.tuning, timeout, holds.closeAfter ?? []);
+    const session = new RankSession(
+      options.rank,
+      options.worldSize,
+      options.transport,
+      links,
+      coordinator,
+      failure,
+      options.tuning,
+      timeout,
+      holds.closeAfter ?? [],
+      options.scheduler,
+    );
     if (options.tuning.topology === 'probe') await session.useProbedRing();
     return session;
   }

@@ -9,7 +9,7 @@ import { Opcode, opcodeName } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from './buffer-pool.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
-import type { MessageShape } from './links/links.js';
+import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 import { TagMatcher } from './tag-matcher.js';
 import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
@@ -25,7 +25,7 @@ export interface MeshIdentity {
 /** A receive posted on the mesh, waiting for its message. */
 interface PostedReceive {
   readonly source: number;
-  readonly shape: MessageShape;
+  readonly shape: ExpectedShape;
   readonly subscriber: Subscriber<Frame>;
 }
 
@@ -155,7 +155,7 @@ export class PeerMesh {
   }
 
   /** Cold: emits the next matching message; unsubscribing withdraws the receive; errors after `timeoutMs`. */
-  receive(rail: number, source: number, tag: bigint, shape: MessageShape, timeoutMs: number): Observable<Frame> {
+  receive(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number): Observable<Frame> {
     return new Observable<Frame>((subscriber) => {
       if (this.failure !== null) throw this.failure;
       const matcher = this.matchers[rail]!;
@@ -342,11 +342,11 @@ export class PeerMesh {
 
 function deliver(frame: Frame, receive: PostedReceive): void {
   const h = frame.header;
-  if (h.elementType !== receive.shape.elementType || h.elementCount !== receive.shape.count) {
+  if (h.elementType !== receive.shape.elementType || (receive.shape.count !== null && h.elementCount !== receive.shape.count)) {
     receive.subscriber.error(
       new ConfigurationError(
         `point-to-point tag ${h.tag} contract mismatch: send ${elementTypeName(h.elementType)}/${h.elementCount} ` +
-          `receive ${elementTypeName(receive.shape.elementType)}/${receive.shape.count} (rank ${h.sourceRank} -> rank ${h.destinationRank})`,
+          `receive ${elementTypeName(receive.shape.elementType)}/${receive.shape.count ?? 'any'} (rank ${h.sourceRank} -> rank ${h.destinationRank})`,
       ),
     );
     return;

@@ -3,7 +3,10 @@
  * agreement and routing: worlds 1..8, odd counts, every dtype x op, ring orders and channels.
  */
 import fc from 'fast-check';
-import { lastValueFrom, type Observable } from 'rxjs';
+import { lastValueFrom, type Observable, VirtualTimeScheduler } from 'rxjs';
+import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js';
+import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
+import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
@@ -24,7 +27,7 @@ import {
   seededRandom,
   tensorOf,
 } from '../helpers/collective-model.js';
-import { memoryJob, type MemoryJobOptions } from '../helpers/memory-job.js';
+import { memoryJob, type MemoryJobOptions, type MemoryRank } from '../helpers/memory-job.js';
 
 const arbPermutation = (size: number) =>
   fc.array(fc.nat(), { minLength: size, maxLength: size }).map((keys) =>
@@ -156,27 +159,57 @@ describe('every algorithm in the table', () => {
     }
   });
 
-  it('staged algorithms match the reference for every collective, worlds 1..8 (in memory)', async () => {
-    const random = seededRandom(42);
-    for (let worldSize = 1; worldSize <= 8; worldSize++) {
-      for (const kind of COLLECTIVE_KINDS) {
-        const dtype = DTYPES[(worldSize * 7 + kind.length) % DTYPES.length]!;
-        const ops = opsFor(dtype);
-        const c = buildCase({ kind, dtype, op: ops[worldSize % ops.length]!, root: worldSize - 1, count: (worldSize % 3) + 1 }, worldSize, random);
-        const { ranks } = memoryJob(worldSize);
-        const rows = ALGORITHMS[kind] as readonly { family: string; run: (links: never, request: never, context: never) => Observable<unknown> }[];
-        const row = rows.find((entry) => entry.family === 'direct')!;
-        const results = await Promise.all(
-          ranks.map(({ links, context }, rank) => lastValueFrom(row.run(links as never, requestFor(c, rank) as never, context as never), { defaultValue: undefined })),
-        );
-        const expected = modelCollective(c, worldSize);
-        results.forEach((result, rank) => {
-          const bytes = result === undefined || result === null ? null : result instanceof Uint8Array ? result : (result as { bytes: Uint8Array }).bytes;
-          const want = expected[rank]!.bytes;
-          expect(bytes === null ? null : Buffer.from(bytes).toString('hex'), `${describeCase(c)} rank ${rank}`).toBe(want === null ? null : Buffer.from(want).toString('hex'));
-        });
+  for (const family of ['direct', 'exchange'] as const) {
+    it(`${family} algorithms match the reference for every collective that has one, worlds 1..8 (in memory)`, async () => {
+      const random = seededRandom(42);
+      for (let worldSize = 1; worldSize <= 8; worldSize++) {
+        for (const kind of COLLECTIVE_KINDS) {
+          const rows = ALGORITHMS[kind] as readonly { family: string; run: (links: never, request: never, context: never) => Observable<unknown> }[];
+          const row = rows.find((entry) => entry.family === family);
+          if (row === undefined) continue;
+          const dtype = DTYPES[(worldSize * 7 + kind.length) % DTYPES.length]!;
+          const ops = opsFor(dtype);
+          const c = buildCase({ kind, dtype, op: ops[worldSize % ops.length]!, root: worldSize - 1, count: (worldSize % 3) + 1 }, worldSize, random);
+          const { ranks } = memoryJob(worldSize);
+          const results = await Promise.all(
+            ranks.map(({ links, context }, rank) => lastValueFrom(row.run(links as never, requestFor(c, rank) as never, context as never), { defaultValue: undefined })),
+          );
+          const expected = modelCollective(c, worldSize);
+          results.forEach((result, rank) => {
+            const bytes = result === undefined || result === null ? null : result instanceof Uint8Array ? result : (result as { bytes: Uint8Array }).bytes;
+            const want = expected[rank]!.bytes;
+            expect(bytes === null ? null : Buffer.from(bytes).toString('hex'), `${describeCase(c)} rank ${rank}`).toBe(want === null ? null : Buffer.from(want).toString('hex'));
+          });
+        }
       }
-    }
+    });
+  }
+});
+
+describe('the mesh exchange (lib/collectives/mesh-exchange.ts)', () => {
+  it('names both ranks and both descriptors when ranks call different collectives, and aborts the job', async () => {
+    const { ranks, traffic } = memoryJob(2);
+    const [zero, one] = ranks as [MemoryRank, MemoryRank];
+    const outcomes = await Promise.allSettled([
+      lastValueFrom(exchangeAllReduce(zero.links, { view: viewTensor(Float32Array.of(1, 2)), op: 'sum' }, zero.context)),
+      lastValueFrom(exchangeAllGather(one.links, { view: viewTensor(Float32Array.of(1, 2)) }, one.context)),
+    ]);
+    const expected =
+      'collective sequence 0 mismatch: rank 0 submitted {AllReduce F32 root ANY count 2 op sum layout 0}, rank 1 submitted {AllGather F32 root ANY count 2 op none layout 0}';
+    for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason.message).toBe(expected);
+    expect(traffic.aborts.map((abort) => abort.reason)).toContain(expected);
+  });
+
+  it('names the ranks that never came, at exactly the timeout (virtual time), and aborts the job', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { ranks, traffic } = memoryJob(4, { scheduler, timeoutMs: 5_000 });
+    const waiting = [0, 2].map((rank) => lastValueFrom(exchangeBarrier(ranks[rank]!.links, {}, ranks[rank]!.context), { defaultValue: undefined }).then(() => null, (error: Error) => error));
+    await Promise.resolve();
+    scheduler.flush();
+    expect(scheduler.now()).toBe(5_000);
+    const [zero] = await Promise.all(waiting);
+    expect(zero!.message).toBe('rank 0 collective 0 (Barrier) on the direct peer mesh; missing ranks [1,3] timed out');
+    expect(traffic.aborts[0]!.reason).toMatch(/missing ranks \[1,3\]/);
   });
 });
 

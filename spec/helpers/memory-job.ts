@@ -3,17 +3,17 @@
  * coordinator's real routing (`routeCollective`), but no sockets. Algorithms run on it exactly as
  * in a session, so their model tests cover worlds of 1..8 ranks in milliseconds.
  */
-import { Observable, type Subscriber } from 'rxjs';
+import { asyncScheduler, Observable, type SchedulerLike, type Subscriber } from 'rxjs';
 import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
 import { routeCollective } from '../../lib/coordinator/route-collective.js';
-import { ConfigurationError } from '../../lib/errors.js';
+import { ConfigurationError, RemoteAbortError } from '../../lib/errors.js';
 import { CollectiveAgreement } from '../../lib/protocol/agreement.js';
 import { ANY_RANK } from '../../lib/protocol/constants.js';
 import { makeHeader, type Frame } from '../../lib/protocol/frame.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { BufferPool } from '../../lib/transport/buffer-pool.js';
 import type { CollectiveRequest } from '../../lib/transport/collective-channel.js';
-import type { Links, MessageShape } from '../../lib/transport/links/links.js';
+import type { ExpectedShape, Links, MessageShape } from '../../lib/transport/links/links.js';
 import { TagMatcher } from '../../lib/transport/tag-matcher.js';
 import { concatBytes } from '../protocol/arbitraries.js';
 
@@ -23,7 +23,7 @@ interface Message {
 }
 
 interface Posted {
-  readonly shape: MessageShape;
+  readonly shape: ExpectedShape;
   readonly subscriber: Subscriber<Uint8Array>;
 }
 
@@ -37,6 +37,8 @@ export interface MemoryJobOptions {
   readonly ringOrder?: readonly number[];
   readonly ringChannels?: number;
   readonly pieceBytes?: number;
+  readonly timeoutMs?: number;
+  readonly scheduler?: SchedulerLike;
   /** Per-rank changes to the context (say, a rank configured with another ring). */
   readonly contextOf?: (rank: number) => Partial<CollectiveContext>;
 }
@@ -45,10 +47,12 @@ export interface MemoryJobOptions {
 export interface MemoryTraffic {
   readonly messages: { from: number; to: number; rail: number; tag: bigint; bytes: number }[];
   readonly coordinated: number;
+  /** Who called `context.abort`, with what. */
+  readonly aborts: { rank: number; reason: string }[];
 }
 
 function deliver(message: Message, posted: Posted): void {
-  if (message.shape.elementType !== posted.shape.elementType || message.shape.count !== posted.shape.count) {
+  if (message.shape.elementType !== posted.shape.elementType || (posted.shape.count !== null && message.shape.count !== posted.shape.count)) {
     posted.subscriber.error(new ConfigurationError(`memory links: shape mismatch ${JSON.stringify(message.shape)} vs ${JSON.stringify(posted.shape)}`));
     return;
   }
@@ -61,9 +65,10 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): { 
   const uniqueId = UniqueId.random();
   const matchers = Array.from({ length: worldSize }, () => Array.from({ length: rails }, () => new TagMatcher<Message, Posted>()));
   const agreement = new CollectiveAgreement(worldSize);
-  const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0 };
+  const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'] };
   let round: { frame: Frame; subscriber: Subscriber<Frame> }[] = [];
   const sequences = new Array<bigint>(worldSize).fill(0n);
+  const meshSequences = new Array<bigint>(worldSize).fill(0n);
   const ringOrder = options.ringOrder ?? Array.from({ length: worldSize }, (_, rank) => rank);
 
   const coordinate = (rank: number, request: CollectiveRequest, parts: readonly Uint8Array[]) =>
@@ -121,6 +126,14 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): { 
       ringOrder,
       ringChannels: options.ringChannels ?? 1,
       pieceBytes: options.pieceBytes ?? 1 << 20,
+      nextMeshSequence: () => meshSequences[rank]!++,
+      timeoutMs: () => options.timeoutMs ?? 60_000,
+      scheduler: options.scheduler ?? asyncScheduler,
+      abort: (reason) => {
+        traffic.aborts.push({ rank, reason });
+        // Every rank's pending receives end, as an Abort down every link would end them.
+        for (const perRank of matchers) for (const matcher of perRank) for (const posted of matcher.takeReceives(() => true)) posted.subscriber.error(new RemoteAbortError(reason));
+      },
       ...options.contextOf?.(rank),
     };
     return { links, context };

@@ -51,13 +51,50 @@ describe('algorithm selection in sessions', () => {
     expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring', 'broadcast:chain']);
   });
 
+  it('auto on tcp_peer at 2 ranks: small collectives are one mesh exchange, no coordinator hop; results exact', async () => {
+    const ranks = await sessions(2, { transport: 'tcp_peer' });
+    const algorithms = await algorithmsOf(ranks, async (session) => {
+      await session.barrier();
+      expect(Array.from(await session.allReduce(Float64Array.of(session.rank + 0.5, -1), 'sum'))).toEqual([2, -2]);
+      expect(Array.from(await session.allGather(Int16Array.of(session.rank)))).toEqual([0, 1]);
+      expect(Array.from(await session.broadcast(Uint8Array.of(session.rank, 9), 1))).toEqual([1, 9]);
+      expect(await session.gather(Uint8Array.of(session.rank), 0)).toEqual(session.rank === 0 ? Uint8Array.of(0, 1) : null);
+      expect(await session.reduce(Int32Array.of(session.rank + 1), 'prod', 1)).toEqual(session.rank === 1 ? Int32Array.of(2) : null);
+      expect(Array.from(await session.reduceScatter(Int32Array.of(1, 2, 3, 4), 'sum'))).toEqual(session.rank === 0 ? [2, 4] : [6, 8]);
+      expect(Array.from(await session.allToAll(Uint8Array.of(10 * session.rank, 10 * session.rank + 1)))).toEqual(session.rank === 0 ? [0, 10] : [1, 11]);
+      expect(Array.from(await session.scatter(session.rank === 0 ? Uint8Array.of(4, 5) : null, 0, 1))).toEqual([4 + session.rank]);
+    });
+    expect(algorithms).toEqual([
+      'barrier:exchange',
+      'allReduce:exchange',
+      'allGather:exchange',
+      'broadcast:exchange',
+      'gather:exchange',
+      'reduce:exchange',
+      'reduceScatter:exchange',
+      'allToAll:exchange',
+      'scatter:staged',
+    ]);
+  });
+
+  it('a mesh exchange names a mismatch with both ranks and both descriptors, on every rank', async () => {
+    const ranks = await sessions(2, { transport: 'tcp_peer' });
+    const [zero, one] = ranks as [RankSession, RankSession];
+    const errors = await Promise.all([rejection(zero.allReduce(Float32Array.of(1))), rejection(one.broadcast(Float32Array.of(1), 0))]);
+    for (const error of errors) {
+      expect(error.message).toContain(
+        'collective sequence 0 mismatch: rank 0 submitted {AllReduce F32 root ANY count 1 op sum layout 0}, rank 1 submitted {Broadcast F32 root 0 count 1 op none layout 0}',
+      );
+    }
+  });
+
   it('ringThresholdBytes (GX1_RING_THRESHOLD_BYTES) moves the switch', async () => {
     const ranks = await sessions(2, { transport: 'tcp_peer' }, () => ({ ringThresholdBytes: 64 }));
     const algorithms = await algorithmsOf(ranks, async (session) => {
       await session.allReduce(new Float32Array(15));
       await session.allReduce(new Float32Array(16));
     });
-    expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring']);
+    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:ring']);
   });
 
   it('direct keeps large tensors on the coordinator; auto on tcp_host_staged too', async () => {

@@ -1,10 +1,21 @@
 import type { Observable } from 'rxjs';
 import type { ElementType } from '../../protocol/element-type.js';
 
-/** What a message carries, as its header declares it: a receive states what it expects. */
+/** What a message carries, as its header declares it. */
 export interface MessageShape {
   readonly elementType: ElementType;
   readonly count: number;
+}
+
+/** What a receive expects: a message of another shape is an error naming both. */
+export interface ExpectedShape {
+  readonly elementType: ElementType;
+  /**
+   * null takes a message of any count (the mesh only: the coordinator's router matches exact
+   * shapes). Collectives whose ranks may disagree on the size receive that way, so they can name
+   * the disagreement instead of failing on the shape.
+   */
+  readonly count: number | null;
 }
 
 /**
@@ -34,7 +45,7 @@ export interface Links {
    * before it arrives withdraws the receive where the transport can (the mesh can; a receive the
    * coordinator already holds cannot be recalled).
    */
-  receive(rail: number, peer: number, tag: bigint, shape: MessageShape): Observable<Uint8Array>;
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array>;
   /** Takes back a received payload's memory once its consumer is done with it (never required). */
   release(bytes: Uint8Array): void;
 }

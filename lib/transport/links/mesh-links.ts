@@ -2,7 +2,7 @@ import { catchError, map, type Observable, throwError } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { PeerMesh } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
-import type { MessageShape, SessionLinks } from './links.js';
+import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
 import { heartbeatOn } from './staged-links.js';
 import { tryEach } from './try-each.js';
@@ -36,7 +36,7 @@ export class MeshLinks implements SessionLinks {
     return this.mesh.send(rail, peer, tag, shape, bytes, this.timeoutMs()).pipe(this.abortOnError(), this.failure.untilEnded());
   }
 
-  receive(rail: number, peer: number, tag: bigint, shape: MessageShape): Observable<Uint8Array> {
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array> {
     return this.mesh.receive(rail, peer, tag, shape, this.timeoutMs()).pipe(
       map((frame) => frame.payload),
       this.abortOnError(),

@@ -1,8 +1,9 @@
-import { map, type Observable } from 'rxjs';
+import { map, type Observable, throwError } from 'rxjs';
+import { ConfigurationError } from '../../errors.js';
 import { ANY_RANK } from '../../protocol/constants.js';
 import { ElementType } from '../../protocol/element-type.js';
 import { Opcode } from '../../protocol/opcode.js';
-import type { MessageShape, SessionLinks } from './links.js';
+import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
 import { tryEach } from './try-each.js';
 
@@ -35,7 +36,10 @@ export class StagedLinks implements SessionLinks {
     }).pipe(map(() => undefined));
   }
 
-  receive(rail: number, peer: number, tag: bigint, shape: MessageShape): Observable<Uint8Array> {
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array> {
+    if (shape.count === null) {
+      return throwError(() => new ConfigurationError('a receive of any length needs direct peer links (tcp_peer): the coordinator matches exact shapes'));
+    }
     return this.clients[rail]!.request({ opcode: Opcode.Receive, peer, tag, elementType: shape.elementType, elementCount: shape.count, timeoutMs: this.timeoutMs() }).pipe(
       map((frame) => frame.payload),
     );

@@ -1,5 +1,5 @@
 /**
- * docs/protocol.md 9.6 describes rxccl's ring all-reduce precisely enough to interoperate with:
+ * docs/protocol.md 9.6 and 9.7 describe rxccl's ring all-reduce precisely enough to interoperate with:
  * this checks that description against `ringAllReduce` frame by frame (segments, pieces, tags,
  * rails, neighbours in the ring order, channels) and where avg divides.
  */
@@ -8,6 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { layoutHash, pieceTag } from '../../lib/collectives/peer-data.js';
 import { viewTensor } from '../../lib/tensor.js';
+import { descriptorOf } from '../../lib/collectives/mesh-exchange.js';
+import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
+import { ElementType } from '../../lib/protocol/element-type.js';
+import { Opcode } from '../../lib/protocol/opcode.js';
+import { reduceOpCode } from '../../lib/protocol/reduce-op.js';
 import { memoryJob } from '../helpers/memory-job.js';
 
 interface Sent {
@@ -82,5 +87,16 @@ describe('the ring all-reduce of docs 9.6', () => {
     // FNV-1a 64 of the empty text is the offset basis; of "a", the published value.
     expect(layoutHash('')).toBe(0xcbf29ce484222325n);
     expect(layoutHash('a')).toBe(0xaf63dc4c8601ec8cn);
+  });
+});
+
+describe('the mesh exchange descriptor of docs 9.7', () => {
+  it('encodes the documented example and decodes what it encodes', () => {
+    const bytes = new Uint8Array(DESCRIPTOR_BYTES);
+    const descriptor = descriptorOf({ opcode: Opcode.AllReduce, elementType: ElementType.F32, elementCount: 2, reduceOp: reduceOpCode('sum') }, '');
+    encodeDescriptor(descriptor, 0n, bytes);
+    expect(Buffer.from(bytes).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000000000000000000');
+    expect(decodeDescriptor(bytes)).toEqual({ descriptor, sequence: 0n });
+    expect(() => decodeDescriptor(bytes.subarray(0, 31))).toThrow('mesh exchange message of 31 bytes is shorter than its 32-byte descriptor');
   });
 });

@@ -1,0 +1,20 @@
+import { mergeMap, type Observable } from 'rxjs';
+import { scheduleReduce } from '../../kernels/index.js';
+import { Opcode } from '../../protocol/opcode.js';
+import { reduceOpCode } from '../../protocol/reduce-op.js';
+import type { Links } from '../../transport/links/links.js';
+import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
+import { exchangeOnMesh, expectBytes, joined } from '../mesh-exchange.js';
+import { shaped } from '../staged.js';
+
+/**
+ * All-reduce of a small tensor over the mesh: every rank sends its tensor to every rank in one
+ * round (with the agreement), and each folds the W tensors in rank order, so every rank gets the
+ * staged path's exact bits without a coordinator hop.
+ */
+export function exchangeAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
+  const { view, op } = request;
+  return exchangeOnMesh(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), view.bytes).pipe(
+    mergeMap((parts) => scheduleReduce({ dtype: view.dtype, op, input: joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))), slices: links.worldSize })),
+  );
+}

@@ -1,7 +1,9 @@
 import { ConfigurationError } from '../errors.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
+import { ringAllGather } from './all-gather/ring.js';
 import { ringAllReduce } from './all-reduce/ring.js';
+import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
 import { stagedAllGather } from './all-gather/staged.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
@@ -65,6 +67,7 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedBroadcast },
   ],
   allGather: [
+    { name: 'ring', family: 'ring', run: ringAllGather },
     { name: 'exchange', family: 'exchange', run: exchangeAllGather },
     { name: 'staged', family: 'direct', run: stagedAllGather },
   ],
@@ -74,6 +77,7 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   scatter: [{ name: 'staged', family: 'direct', run: stagedScatter }],
   reduceScatter: [
+    { name: 'ring', family: 'ring', run: ringReduceScatter },
     { name: 'exchange', family: 'exchange', run: exchangeReduceScatter },
     { name: 'staged', family: 'direct', run: stagedReduceScatter },
   ],

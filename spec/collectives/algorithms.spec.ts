@@ -9,7 +9,9 @@ import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js'
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
+import { ringAllGather } from '../../lib/collectives/all-gather/ring.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
+import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { bf16ToNumber, halfToNumber } from '../../lib/kernels/half.js';
@@ -112,6 +114,60 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
       expect(outcome.status).toBe('rejected');
       expect(String((outcome as PromiseRejectedResult).reason.message)).toMatch(/collective sequence 0 mismatch: rank 0 submitted .* rank 2 submitted/);
     }
+  });
+});
+
+describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce-scatter}/ring.ts)', () => {
+  it('match the reference for every dtype x op, worlds 1..8, odd shards, any ring order, channels, rails and pieces', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 8 }).chain((worldSize) =>
+          fc.record({
+            worldSize: fc.constant(worldSize),
+            kind: fc.constantFrom('allGather' as const, 'reduceScatter' as const),
+            order: arbPermutation(worldSize),
+            dtype: fc.constantFrom(...DTYPES),
+            opIndex: fc.nat(),
+            count: fc.integer({ min: 0, max: 41 }),
+            rails: fc.integer({ min: 1, max: 3 }),
+            channels: fc.integer({ min: 1, max: 3 }),
+            pieceBytes: fc.integer({ min: 1, max: 48 }),
+            seed: fc.integer(),
+          }),
+        ),
+        async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, seed }) => {
+          const ops = opsFor(dtype);
+          const c = buildCase({ kind, dtype, op: ops[opIndex % ops.length]!, count }, worldSize, seededRandom(seed));
+          const { ranks, traffic } = memoryJob(worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
+          const results = await Promise.all(
+            ranks.map(({ links, context }, rank) => {
+              const view = viewTensor(tensorOf(dtype, c.inputs[rank]!, false));
+              return lastValueFrom(kind === 'allGather' ? ringAllGather(links, { view }, context) : ringReduceScatter(links, { view, op: c.op }, context));
+            }),
+          );
+          const expected = modelCollective(c, worldSize);
+          results.forEach((result, rank) => {
+            const want = expected[rank]!.bytes!;
+            if (kind === 'allGather' || !isFloat(dtype)) {
+              expect(Buffer.from(result).toString('hex'), `${describeCase(c)} rank ${rank}`).toBe(Buffer.from(want).toString('hex'));
+              return;
+            }
+            const tolerance = c.op === 'min' || c.op === 'max' ? 0 : dtype === 'f16' || dtype === 'bf16' ? 0.1 : 1e-4;
+            const actual = numbers(dtype, result);
+            numbers(dtype, want).forEach((value, index) => expect(Math.abs(actual[index]! - value)).toBeLessThanOrEqual(tolerance * Math.max(1, Math.abs(value))));
+          });
+          // Each rank sends (W-1)/W of the data it holds, and only to its successor in the ring.
+          const bytesPerRank = kind === 'allGather' ? (worldSize - 1) * c.inputs[0]!.length : ((worldSize - 1) * c.inputs[0]!.length) / worldSize;
+          for (let rank = 0; rank < worldSize; rank++) {
+            const sent = traffic.messages.filter((message) => message.from === rank);
+            expect(sent.reduce((sum, message) => sum + message.bytes, 0)).toBe(bytesPerRank);
+            const next = order[(order.indexOf(rank) + 1) % worldSize];
+            expect(sent.every((message) => message.to === next)).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });
 

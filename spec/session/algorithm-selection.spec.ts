@@ -47,8 +47,13 @@ describe('algorithm selection in sessions', () => {
       expect(summed.every((value) => value === 6)).toBe(true);
       const sent = await session.broadcast(Float32Array.from({ length: big }, (_, index) => (session.rank === 1 ? index : -1)), 1);
       expect(sent[big - 1]).toBe(big - 1);
+      const gathered = await session.allGather(new Int32Array(big).fill(session.rank));
+      expect([gathered[0], gathered[big], gathered[3 * big - 1]]).toEqual([0, 1, 2]);
+      const scattered = await session.reduceScatter(Int32Array.from({ length: 3 * big }, (_, index) => index), 'sum');
+      // Element i of every input is i: rank r's shard of the sum starts at 3 * r * big.
+      expect([scattered[0], scattered[big - 1]]).toEqual([3 * session.rank * big, 3 * (session.rank * big + big - 1)]);
     });
-    expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring', 'broadcast:chain']);
+    expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring', 'broadcast:chain', 'allGather:ring', 'reduceScatter:ring']);
   });
 
   it('auto on tcp_peer at 2 ranks: small collectives are one mesh exchange, no coordinator hop; results exact', async () => {
@@ -110,8 +115,9 @@ describe('algorithm selection in sessions', () => {
       expect(Array.from(await session.allReduce(Float64Array.of(session.rank, 2), 'max'))).toEqual([2, 2]);
       expect(Array.from(await session.broadcast(Uint8Array.of(session.rank, 7), 2))).toEqual([2, 7]);
       expect(Array.from(await session.allGather(Uint8Array.of(session.rank)))).toEqual([0, 1, 2]);
+      expect(await session.gather(Uint8Array.of(session.rank), 0)).toEqual(session.rank === 0 ? Uint8Array.of(0, 1, 2) : null);
     });
-    expect(algorithms).toEqual(['allReduce:ring', 'broadcast:chain', 'allGather:staged']);
+    expect(algorithms).toEqual(['allReduce:ring', 'broadcast:chain', 'allGather:ring', 'gather:staged']);
   });
 
   it('ringOrder (GX1_RING_ORDER) is the ring every rank follows; ranks that disagree fail, named by the coordinator', async () => {

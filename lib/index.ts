@@ -31,6 +31,7 @@ export type { CollectiveTransport } from './transport/transport-kind.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
 export { RankSession, type ReceiveShape, type RailOption } from './session/rank-session.js';
 export type { SessionEvent } from './session/events.js';
+export type { ExchangeOptions } from './session/exchange-options.js';
 export type { SessionOptions } from './session/session-options.js';
 export { openSession, connect } from './launch/open-session.js';
 export * from './session/operators/index.js';

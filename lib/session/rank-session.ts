@@ -7,6 +7,7 @@ import { validateReduction } from '../kernels/index.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
+import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
@@ -21,6 +22,7 @@ import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { validateTimeout } from '../transport/transport-kind.js';
 import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkShape, checkTag } from './arguments.js';
+import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
 import type { SessionEvent } from './events.js';
 import { openLinks } from './open-links.js';
@@ -254,6 +256,17 @@ export class RankSession {
       },
       0,
     ).pipe(map(({ bytes, counts }) => ({ data: tensorFromBytes(view!.dtype, bytes, view!.tagged) as T, counts })));
+  }
+
+  /**
+   * A raw collective through the coordinator (the reference design's `exchange`): every rank calls
+   * it with the same options; the coordinator checks them like a built-in collective's (layout hash
+   * included), routes `payload` as the opcode says, and each rank gets its response frame.
+   */
+  async exchange(options: ExchangeOptions, payload: Uint8Array = new Uint8Array(0)): Promise<Frame> {
+    const request = exchangeRequest(options, this.worldSize);
+    if (!(payload instanceof Uint8Array)) throw new ConfigurationError(`exchange payload must be a Uint8Array, got ${typeof payload}`);
+    return lastValueFrom(this.queued(() => this.context.coordinate(request, payload.length > 0 ? [payload] : [])));
   }
 
   /** Reconfigures the collective timeout of every later sequence, on every rank (a collective). */

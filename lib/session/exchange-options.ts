@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { type DType, ElementType, elementTypeOfDType } from '../protocol/element-type.js';
-import { Opcode, opcodeName } from '../protocol/opcode.js';
+import { COLLECTIVE_OPCODES, Opcode, opcodeName } from '../protocol/opcode.js';
 import { reduceOpCode, type ReduceOp } from '../protocol/reduce-op.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import { checkCount, checkReduceOp } from './arguments.js';
@@ -27,22 +27,10 @@ export interface ExchangeOptions {
   readonly layoutHash?: bigint;
 }
 
-const COLLECTIVE_OPCODES: ReadonlySet<Opcode> = new Set([
-  Opcode.Barrier,
-  Opcode.Broadcast,
-  Opcode.AllGather,
-  Opcode.Gather,
-  Opcode.Reduce,
-  Opcode.Scatter,
-  Opcode.AllReduce,
-  Opcode.ReduceScatter,
-  Opcode.AllToAll,
-  Opcode.AllToAllV,
-]);
-
 /** Checks an exchange's options and turns them into the request the coordinator gets. */
 export function exchangeRequest(options: ExchangeOptions, worldSize: number): CollectiveRequest {
-  if (!COLLECTIVE_OPCODES.has(options?.opcode)) {
+  // SetTimeout is a collective too, but it changes the session: it has its own method.
+  if (!COLLECTIVE_OPCODES.has(options?.opcode) || options.opcode === Opcode.SetTimeout) {
     throw new ConfigurationError(`exchange opcode ${typeof options?.opcode === 'number' ? opcodeName(options.opcode) : String(options?.opcode)} is not a collective`);
   }
   const elementType = typeof options.elementType === 'string' ? elementTypeOfDType(options.elementType) : options.elementType;

@@ -29,7 +29,7 @@ export {
 export type { Tensor, TaggedTensor, TypedArray } from './tensor.js';
 export type { CollectiveTransport } from './transport/transport-kind.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
-export { RankSession, type ReceiveShape, type RailOption } from './session/rank-session.js';
+export { RankSession, type ReceiveShape, type RailOption, type ReductionOptions } from './session/rank-session.js';
 export type { SessionEvent } from './session/events.js';
 export type { ExchangeOptions } from './session/exchange-options.js';
 export type { SessionOptions } from './session/session-options.js';

@@ -57,6 +57,12 @@ export interface RootedRequest extends TensorRequest {
 
 export interface ReductionRequest extends TensorRequest {
   readonly op: ReduceOp;
+  /**
+   * Where the result goes (an all-reduce in place passes the input's own bytes); default fresh
+   * memory. Writing into memory that is already mapped saves the first-touch cost of a fresh
+   * buffer, which for large tensors is a good part of the collective's time.
+   */
+  readonly output?: Uint8Array;
 }
 
 export interface RootedReductionRequest extends ReductionRequest {

@@ -1,4 +1,4 @@
-import { concat, EMPTY, defer, finalize, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
+import { concat, defer, EMPTY, finalize, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
 import type { ElementType } from '../protocol/element-type.js';
 import type { Links } from '../transport/links/links.js';
@@ -18,49 +18,70 @@ export interface RingWiring {
 }
 
 /**
- * One pass round a ring, the step both halves of a ring all-reduce (and a ring all-gather or
- * reduce-scatter alone) are made of. `segments[id]` are the pieces of segment `id` in this rank's
- * buffer; at step t (0..W-2) position p sends segment `holds(p - t)` to the next position and
- * receives segment `holds(p - t - 1)` from the previous one, handing each received piece to `use`
- * with the piece of its own buffer it belongs to. Steps run one after the other; within a step
- * every piece is in flight at once. Tags number steps from `firstStep`.
+ * One pass round a ring: W-1 steps; at step t position p sends segment `holds(p - t)` to the next
+ * position and receives segment `holds(p - t - 1)` from the previous one, handing each received
+ * piece to `use` with the piece of its own buffer it belongs to, then to `then` (once per piece,
+ * after the pass's last step: avg divides there).
  */
-export function ringPass(
-  links: Links,
-  wiring: RingWiring,
-  pass: {
-    readonly segments: readonly (readonly Piece[])[];
-    readonly holds: (position: number) => number;
-    readonly firstStep: number;
-    readonly use: (target: Uint8Array, received: Uint8Array) => Observable<unknown>;
-  },
-): Observable<never> {
+export interface RingPass {
+  readonly holds: (position: number) => number;
+  readonly use: (target: Uint8Array, received: Uint8Array) => Observable<unknown>;
+  readonly then?: (piece: Piece) => Observable<unknown>;
+}
+
+/**
+ * Runs passes round a ring (the reduce-scatter and all-gather of a ring all-reduce; either alone)
+ * as one pipeline per piece. What a rank sends at step t is exactly what it received (and folded)
+ * at step t-1, piece for piece, so piece k goes on as soon as its own predecessor has arrived,
+ * not when the whole step has: steps and passes overlap and the links stay busy. Each step's
+ * receive waits the session timeout from when its piece gets there. Memory stays safe without
+ * copies: a piece is overwritten only by a message whose sending required this rank's earlier
+ * send of that piece to have arrived.
+ *
+ * `segments[id]` are the pieces of segment `id` in this rank's buffer. Tags number steps from 0
+ * over all passes (see docs/protocol.md 9.6).
+ */
+export function ringSchedule(links: Links, wiring: RingWiring, segments: readonly (readonly Piece[])[], passes: readonly RingPass[]): Observable<never> {
   const size = wiring.order.length;
-  if (pass.firstStep + size - 1 > MAX_STEPS) throw new ConfigurationError(`a ring of ${size} ranks needs more than the ${MAX_STEPS} steps its tags can number`);
+  const stepCount = passes.length * (size - 1);
+  if (stepCount > MAX_STEPS) throw new ConfigurationError(`a ring of ${size} ranks needs more than the ${MAX_STEPS} steps its tags can number`);
+  if (stepCount === 0) return EMPTY;
   const { position, next, previous } = ringPosition(wiring.order, links.rank);
   const railOf = (piece: number) => (wiring.channel + piece) % links.rails;
   const tagOf = (step: number, piece: number) => pieceTag(RING_TAG_PREFIX, wiring.sequence, wiring.channel, step, piece);
-  const segment = (position: number) => pass.segments[pass.holds(mod(position, size))]!;
-  const send = (step: number, pieces: readonly Piece[]) =>
-    concat(...pieces.map((piece) => links.send(railOf(piece.index), next, tagOf(step, piece.index), piece.bytes, { elementType: wiring.elementType, count: piece.elements })));
-  const receive = (step: number, pieces: readonly Piece[]) =>
-    merge(
-      ...pieces.map((piece) =>
-        links
-          .receive(railOf(piece.index), previous, tagOf(step, piece.index), { elementType: wiring.elementType, count: piece.elements })
-          .pipe(mergeMap((received) => pass.use(piece.bytes, received).pipe(finalize(() => links.release(received))))),
-      ),
-    );
-  const steps = Array.from({ length: size - 1 }, (_, t) =>
-    merge(send(pass.firstStep + t, segment(position - t)), receive(pass.firstStep + t, segment(position - t - 1))).pipe(ignoreElements()),
+  const steps = passes.flatMap((pass) =>
+    Array.from({ length: size - 1 }, (_, t) => ({
+      pass,
+      sends: segments[pass.holds(mod(position - t, size))]!,
+      receives: segments[pass.holds(mod(position - t - 1, size))]!,
+      last: t === size - 2,
+    })),
   );
-  return concat(...steps).pipe(ignoreElements());
+  const pieceCount = Math.max(...segments.map((pieces) => pieces.length));
+  const send = (index: number, piece: number) => {
+    const sent = steps[index]!.sends[piece];
+    return sent === undefined ? EMPTY : links.send(railOf(piece), next, tagOf(index, piece), sent.bytes, { elementType: wiring.elementType, count: sent.elements });
+  };
+  const arrive = (index: number, piece: number) => {
+    const step = steps[index]!;
+    const target = step.receives[piece];
+    if (target === undefined) return EMPTY;
+    const folded = links
+      .receive(railOf(piece), previous, tagOf(index, piece), { elementType: wiring.elementType, count: target.elements })
+      .pipe(mergeMap((received) => step.pass.use(target.bytes, received).pipe(finalize(() => links.release(received)))));
+    return step.last && step.pass.then ? concat(folded, defer(() => step.pass.then!(target))) : folded;
+  };
+  // Step t of piece k: send what step t-1 brought, while step t's own message arrives (a message
+  // that comes before its receive is posted waits in the link's matcher).
+  const pipeline = (piece: number, index: number): Observable<unknown> =>
+    index === stepCount ? EMPTY : merge(send(index, piece), concat(arrive(index, piece), defer(() => pipeline(piece, index + 1))));
+  return merge(...Array.from({ length: pieceCount }, (_, piece) => pipeline(piece, 0))).pipe(ignoreElements());
 }
 
 /** A received piece takes the place of this rank's copy (the all-gather half). */
 export function place(target: Uint8Array, received: Uint8Array): Observable<never> {
   return defer(() => {
-    target.set(received);
+    if (target !== received) target.set(received);
     return EMPTY;
   });
 }

@@ -38,15 +38,15 @@ export function stagedPayload(context: CollectiveContext, request: CollectiveReq
 
 /**
  * The rank-side half of a staged reduction: the coordinator returned every rank's slice (all of
- * them, or this rank's shard of each) in scratch memory, and the kernel folds them into a fresh
- * result; the scratch is given back once the kernel is done with it.
+ * them, or this rank's shard of each) in scratch memory, and the kernel folds them into the
+ * request's output (default a fresh buffer); the scratch is given back once the kernel is done.
  */
 export function reduceResponse(context: CollectiveContext, request: ReductionRequest, payload: Uint8Array): Observable<Uint8Array> {
   if (payload.length % context.worldSize !== 0) {
     context.scratch.give(payload);
     throw new ProtocolError(`reduction payload of ${payload.length} bytes does not split into ${context.worldSize} slices`);
   }
-  return scheduleReduce({ dtype: request.view.dtype, op: request.op, input: payload, slices: context.worldSize }).pipe(
+  return scheduleReduce({ dtype: request.view.dtype, op: request.op, input: payload, slices: context.worldSize, ...(request.output ? { output: request.output } : {}) }).pipe(
     finalize(() => context.scratch.give(payload)),
   );
 }

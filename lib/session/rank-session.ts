@@ -35,6 +35,11 @@ export interface ReceiveShape {
   readonly count: number;
 }
 
+export interface ReductionOptions {
+  /** Write the result into the input tensor and return it (no new memory). */
+  readonly inPlace?: boolean;
+}
+
 export interface RailOption {
   /** The P2P rail to use; default `tag % rails`. */
   readonly rail?: number;
@@ -142,12 +147,22 @@ export class RankSession {
     return this.submit('barrier', () => ({}), 0);
   }
 
-  allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
-    return lastValueFrom(this.allReduce$(data, op));
+  /**
+   * Element-wise reduction of every rank's tensor; every rank gets the result, a fresh tensor of the
+   * same form, or `data` itself with `{ inPlace: true }` (as torch's `all_reduce`: no new memory).
+   */
+  allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Promise<T> {
+    return lastValueFrom(this.allReduce$(data, op, options));
   }
 
-  allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Observable<T> {
-    return this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({ view, op: this.reducible(view, op) }));
+  allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Observable<T> {
+    const inPlace = options?.inPlace === true;
+    const reduced = this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({
+      view,
+      op: this.reducible(view, op),
+      ...(inPlace ? { output: view.bytes } : {}),
+    }));
+    return inPlace ? reduced.pipe(map(() => data)) : reduced;
   }
 
   reduce<T extends Tensor>(data: T, op: ReduceOp, root: number): Promise<T | null> {

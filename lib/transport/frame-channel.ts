@@ -54,6 +54,7 @@ export class FrameChannel {
   private subscriber: Subscriber<Frame> | null = null;
   private ending: Ending | null = null;
   private discarding = false;
+  private draining: Promise<void> | null = null;
 
   constructor(readonly socket: Socket) {
     socket.setNoDelay(true);
@@ -125,18 +126,23 @@ export class FrameChannel {
     else this.socket.pause();
   }
 
-  /** Resolves once the socket can take more data (at once if it already can). */
+  /**
+   * Resolves once the socket can take more data (at once if it already can). Every writer that
+   * waits shares one promise, so many pending sends add one listener, not one each.
+   */
   drained(): Promise<void> {
     if (!this.socket.writableNeedDrain || this.socket.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
+    this.draining ??= new Promise<void>((resolve) => {
       const done = () => {
         this.socket.off('drain', done);
         this.socket.off('close', done);
+        this.draining = null;
         resolve();
       };
       this.socket.on('drain', done);
       this.socket.on('close', done);
     });
+    return this.draining;
   }
 
   /**

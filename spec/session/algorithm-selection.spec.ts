@@ -177,3 +177,25 @@ describe('tuning from the environment (resolveTuning, resolveSessionOptions)', (
     expect(resolveSessionOptions({ ...base, rails: 1, transport: 'tcp_host_staged' }, env)).toMatchObject({ rails: 1, transport: 'tcp_host_staged' });
   });
 });
+
+describe('allReduce in place', () => {
+  for (const [transport, worldSize, elements] of [
+    ['tcp_host_staged', 3, 5],
+    ['tcp_peer', 2, 5],
+    ['tcp_peer', 3, big + 1],
+  ] as const) {
+    it(`${transport}, ${worldSize} ranks, ${elements} elements: the result is written into the input, which is returned`, async () => {
+      const ranks = await sessions(worldSize, { transport });
+      const inputs = ranks.map((session) => Int32Array.from({ length: elements }, (_, index) => index + session.rank));
+      const results = await Promise.all(ranks.map((session, rank) => session.allReduce(inputs[rank]!, 'sum', { inPlace: true })));
+      results.forEach((result, rank) => {
+        expect(result).toBe(inputs[rank]);
+        expect([result[0], result[elements - 1]]).toEqual([(worldSize * (worldSize - 1)) / 2, worldSize * (elements - 1) + (worldSize * (worldSize - 1)) / 2]);
+      });
+      // Without the option the input stays as it was.
+      const kept = Int32Array.of(1, 2);
+      await Promise.all(ranks.map((session) => session.allReduce(session.rank === 0 ? kept : Int32Array.of(1, 2))));
+      expect(Array.from(kept)).toEqual([1, 2]);
+    });
+  }
+});

@@ -4,7 +4,7 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, TensorRequest } from '../algorithm.js';
 import { agreeOnPeerData, evenRanges, piecesOf } from '../peer-data.js';
-import { place, ringPass } from '../ring-pass.js';
+import { place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -27,7 +27,7 @@ export function ringAllGather(links: Links, request: TensorRequest, context: Col
       const channels = parts.map((part, channel) => {
         const segments = Array.from({ length: links.worldSize }, (_, rank) => piecesOf(result, width, { start: rank * view.count + part.start, count: part.count }, context.pieceBytes));
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        return ringPass(links, wiring, { segments, holds: (position) => ringOrder[position]!, firstStep: 0, use: place });
+        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[position]!, use: place }]);
       });
       return concat(merge(...channels), defer(() => [result]));
     }),

@@ -15,6 +15,14 @@ import { shaped } from '../staged.js';
 export function exchangeAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, op } = request;
   return exchangeOnMesh(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), view.bytes).pipe(
-    mergeMap((parts) => scheduleReduce({ dtype: view.dtype, op, input: joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))), slices: links.worldSize })),
+    mergeMap((parts) =>
+      scheduleReduce({
+        dtype: view.dtype,
+        op,
+        input: joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))),
+        slices: links.worldSize,
+        ...(request.output ? { output: request.output } : {}),
+      }),
+    ),
   );
 }

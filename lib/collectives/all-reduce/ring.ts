@@ -1,12 +1,12 @@
-import { concat, defer, EMPTY, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
+import { concat, defer, merge, mergeMap, type Observable } from 'rxjs';
 import { scheduleAccumulate, scheduleDivide } from '../../kernels/index.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { agreeOnPeerData, evenRanges, piecesOf } from '../peer-data.js';
-import { place, ringPass } from '../ring-pass.js';
+import { agreeOnPeerData, evenRanges, type Piece, piecesOf } from '../peer-data.js';
+import { place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % modulus;
@@ -17,12 +17,12 @@ const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % 
  * receiving all W contributions through the coordinator. The coordinator only agrees on it.
  *
  * - The ring is `context.ringOrder`. The tensor is split into W segments (as even as possible, the
- *   first ones get the rest), numbered by ring position. The reduce-scatter pass (`ringPass`)
+ *   first ones get the rest), numbered by ring position. The reduce-scatter pass (`ringSchedule`)
  *   folds each received piece into this rank's copy with the accumulate kernel; after it position
  *   p owns the reduced segment (p + 1), divided by W there for avg (before it travels, so every
  *   rank divides the same bits once). The all-gather pass then passes owned segments on.
- * - Each segment moves in pieces of about 1 MiB spread over the rails; all pieces of a step are in
- *   flight at once, so receiving, reducing (off the event loop) and sending overlap.
+ * - Each segment moves in pieces of about 1 MiB spread over the rails, each piece in its own
+ *   pipeline through both passes, so receiving, reducing and sending overlap across steps.
  * - With `ringChannels` > 1 the tensor is first split into that many parts, each going round its
  *   own ring concurrently (striped over the rails).
  * - A segment is never written while a send of it may still be queued: each is folded exactly
@@ -31,7 +31,8 @@ const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % 
  * - Every rank ends with identical bits; the fold order differs from the staged path's rank order,
  *   so floating-point sums may differ from it in the last bits (as across NCCL algorithms).
  *
- * Emits the result in a fresh buffer; the input is not modified.
+ * Emits the result in `request.output` (filled with the input first unless it is the input's own
+ * bytes: in place), else in a fresh buffer; the input is not modified unless it is the output.
  */
 export function ringAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, op } = request;
@@ -41,18 +42,17 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
   const layout = `ring ${ringOrder.join(',')} channels ${ringChannels}`;
   return agreeOnPeerData(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), layout).pipe(
     mergeMap((sequence) => {
-      const result = view.bytes.slice();
+      const result = request.output ?? new Uint8Array(view.bytes.length);
+      if (result !== view.bytes) result.set(view.bytes);
       const accumulate = (accumulator: Uint8Array, source: Uint8Array) => scheduleAccumulate({ dtype: view.dtype, op, accumulator, source });
       const channels = evenRanges(0, view.count, ringChannels).map((range, channel) => {
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
         const segments = evenRanges(range.start, range.count, size).map((segment) => piecesOf(result, width, segment, context.pieceBytes));
-        const owned = segments[mod(ringOrder.indexOf(links.rank) + 1, size)]!;
-        const divide = defer(() => (op === 'avg' ? merge(...owned.map((piece) => scheduleDivide({ dtype: view.dtype, data: piece.bytes, divisor: size }))) : EMPTY));
-        return concat(
-          ringPass(links, wiring, { segments, holds: (position) => position, firstStep: 0, use: accumulate }),
-          divide.pipe(ignoreElements()),
-          ringPass(links, wiring, { segments, holds: (position) => mod(position + 1, size), firstStep: size - 1, use: place }),
-        );
+        const divide = (piece: Piece) => scheduleDivide({ dtype: view.dtype, data: piece.bytes, divisor: size });
+        return ringSchedule(links, wiring, segments, [
+          { holds: (position) => position, use: accumulate, ...(op === 'avg' ? { then: divide } : {}) },
+          { holds: (position) => mod(position + 1, size), use: place },
+        ]);
       });
       return concat(merge(...channels), defer(() => [result]));
     }),

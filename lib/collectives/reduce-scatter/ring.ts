@@ -6,7 +6,7 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData, evenRanges, piecesOf } from '../peer-data.js';
-import { ringPass } from '../ring-pass.js';
+import { ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % modulus;
@@ -33,7 +33,7 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
       const channels = evenRanges(0, shard, ringChannels).map((part, channel) => {
         const segments = Array.from({ length: size }, (_, rank) => piecesOf(work, width, { start: rank * shard + part.start, count: part.count }, context.pieceBytes));
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        return ringPass(links, wiring, { segments, holds: (position) => ringOrder[mod(position - 1, size)]!, firstStep: 0, use: accumulate });
+        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use: accumulate }]);
       });
       const divide = defer(() => (op === 'avg' ? scheduleDivide({ dtype: view.dtype, data: own, divisor: size }) : EMPTY));
       return concat(

@@ -30,6 +30,11 @@ export interface CollectiveContext {
   readonly ringChannels: number;
   /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
   readonly pieceBytes: number;
+  /**
+   * Where collectives that move their data rank to rank agree: on the mesh (a descriptor exchange,
+   * one hop) or at the coordinator (a PEER_DATA request). Every rank of a session uses the same.
+   */
+  readonly agreement: 'mesh' | 'coordinator';
   /** The number of the next collective agreed on the mesh (per session, from 0; see `exchangeOnMesh`). */
   nextMeshSequence(): bigint;
   /** How long a rank waits for its peers in a collective that stays off the coordinator. */

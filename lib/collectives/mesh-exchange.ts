@@ -36,26 +36,33 @@ export function descriptorOf(request: CollectiveRequest, layout: string): Operat
  *
  * One round trip between any two ranks, no coordinator hop: the small-message path.
  */
-export function exchangeOnMesh(links: Links, context: CollectiveContext, request: CollectiveRequest, data: Uint8Array, layout = ''): Observable<Uint8Array[]> {
+export function exchangeOnMesh(
+  links: Links,
+  context: CollectiveContext,
+  request: CollectiveRequest,
+  data: Uint8Array,
+  layout = '',
+  sequence?: bigint,
+): Observable<Uint8Array[]> {
   return defer(() => {
     const { rank, worldSize } = links;
-    const sequence = context.nextMeshSequence();
+    const number = sequence ?? context.nextMeshSequence();
     const own = descriptorOf(request, layout);
     const message = new Uint8Array(DESCRIPTOR_BYTES + data.length);
-    encodeDescriptor(own, sequence, message);
+    encodeDescriptor(own, number, message);
     message.set(data, DESCRIPTOR_BYTES);
-    const tag = pieceTag(EXCHANGE_TAG_PREFIX, sequence, 0, 0, 0);
+    const tag = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);
     const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
     const parts = new Array<Uint8Array>(worldSize);
     parts[rank] = data;
     const check = (peer: number, received: Uint8Array) => {
       const theirs = decodeDescriptor(received);
-      if (theirs.sequence !== sequence) {
-        throw new ProtocolError(`rank ${peer} sent mesh collective ${theirs.sequence} where rank ${rank} is at ${sequence}`);
+      if (theirs.sequence !== number) {
+        throw new ProtocolError(`rank ${peer} sent mesh collective ${theirs.sequence} where rank ${rank} is at ${number}`);
       }
       if (!sameOperation(own, theirs.descriptor)) {
         const [first, second] = peer < rank ? [[peer, theirs.descriptor], [rank, own]] as const : [[rank, own], [peer, theirs.descriptor]] as const;
-        throw operationMismatch(sequence, first[0], first[1], second[0], second[1]);
+        throw operationMismatch(number, first[0], first[1], second[0], second[1]);
       }
       parts[peer] = received.subarray(DESCRIPTOR_BYTES);
     };
@@ -72,7 +79,7 @@ export function exchangeOnMesh(links: Links, context: CollectiveContext, request
           scheduler: context.scheduler,
           with: () =>
             throwError(
-              () => new TimeoutError(`rank ${rank} collective ${sequence} (${opcodeName(own.opcode)}) on the direct peer mesh; missing ranks [${missing().join(',')}]`),
+              () => new TimeoutError(`rank ${rank} collective ${number} (${opcodeName(own.opcode)}) on the direct peer mesh; missing ranks [${missing().join(',')}]`),
             ),
         }),
         catchError((error: unknown) => {

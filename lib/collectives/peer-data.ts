@@ -1,12 +1,7 @@
-import { map, type Observable } from 'rxjs';
-import { FLAG_PEER_DATA } from '../protocol/constants.js';
-import type { CollectiveRequest } from '../transport/collective-channel.js';
-import type { CollectiveContext } from './algorithm.js';
 
 /**
- * What the algorithms that move their data rank to rank share: the agreement at the coordinator
- * (flag PEER_DATA: no data, just the check that every rank runs the same operation the same way),
- * their tags, and how they cut a tensor into pieces.
+ * What the algorithms that move their data rank to rank share: the layout fingerprint their
+ * agreement carries, their tags, and how they cut a tensor into pieces.
  */
 
 /** FNV-1a, 64 bits: a layout's fingerprint for the agreement (not a security measure). */
@@ -17,17 +12,6 @@ export function layoutHash(layout: string): bigint {
     hash = (hash * 0x100000001b3n) & 0xffff_ffff_ffff_ffffn;
   }
   return hash;
-}
-
-/**
- * Agrees on a collective whose data moves over the links; emits its sequence. The layout (the
- * algorithm, its ring order, its channels) travels as the layout hash, so ranks configured with
- * different rings fail at once, named by the coordinator, instead of waiting on each other.
- */
-export function agreeOnPeerData(context: CollectiveContext, request: CollectiveRequest, layout: string): Observable<bigint> {
-  return context
-    .coordinate({ ...request, flags: (request.flags ?? 0) | FLAG_PEER_DATA, tag: layoutHash(layout) }, [])
-    .pipe(map((response) => response.header.sequence));
 }
 
 /** Largest number of pieces one step of a peer algorithm cuts a segment into (12 bits of the tag). */

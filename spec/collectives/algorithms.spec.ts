@@ -105,6 +105,13 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
     expect(traffic.coordinated).toBe(1);
   });
 
+  it('agrees on the mesh when the session does: no coordinator round, same result', async () => {
+    const { ranks, traffic } = memoryJob(2, { agreement: 'mesh', pieceBytes: 8 });
+    const results = await Promise.all(ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(Int32Array.of(1, 2, 3, links.rank)), op: 'sum' }, context))));
+    for (const result of results) expect(Array.from(new Int32Array(result.buffer))).toEqual([2, 4, 6, 1]);
+    expect(traffic.coordinated).toBe(0);
+  });
+
   it('ranks configured with different rings fail at the agreement, naming both ranks', async () => {
     const { ranks } = memoryJob(3, { contextOf: (rank) => ({ ringOrder: rank === 2 ? [0, 2, 1] : [0, 1, 2] }) });
     const outcomes = await Promise.allSettled(

@@ -39,6 +39,7 @@ export interface MemoryJobOptions {
   readonly pieceBytes?: number;
   readonly timeoutMs?: number;
   readonly scheduler?: SchedulerLike;
+  readonly agreement?: CollectiveContext['agreement'];
   /** Per-rank changes to the context (say, a rank configured with another ring). */
   readonly contextOf?: (rank: number) => Partial<CollectiveContext>;
 }
@@ -126,6 +127,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): { 
       ringOrder,
       ringChannels: options.ringChannels ?? 1,
       pieceBytes: options.pieceBytes ?? 1 << 20,
+      agreement: options.agreement ?? 'coordinator',
       nextMeshSequence: () => meshSequences[rank]!++,
       timeoutMs: () => options.timeoutMs ?? 60_000,
       scheduler: options.scheduler ?? asyncScheduler,

@@ -93,6 +93,15 @@ describe('algorithm selection in sessions', () => {
     }
   });
 
+  it('at 2 ranks the ring agrees on the mesh too: a tensor under the threshold against one over it is named', async () => {
+    const ranks = await sessions(2, { transport: 'tcp_peer' });
+    const [zero, one] = ranks as [RankSession, RankSession];
+    const errors = await Promise.all([rejection(zero.allReduce(new Float32Array(8))), rejection(one.allReduce(new Float32Array(big)))]);
+    for (const error of errors) {
+      expect(error.message).toContain(`rank 0 submitted {AllReduce F32 root ANY count 8 op sum layout 0}, rank 1 submitted {AllReduce F32 root ANY count ${big} op sum layout`);
+    }
+  });
+
   it('ringThresholdBytes (GX1_RING_THRESHOLD_BYTES) moves the switch', async () => {
     const ranks = await sessions(2, { transport: 'tcp_peer' }, () => ({ ringThresholdBytes: 64 }));
     const algorithms = await algorithmsOf(ranks, async (session) => {

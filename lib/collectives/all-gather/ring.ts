@@ -3,7 +3,8 @@ import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, TensorRequest } from '../algorithm.js';
-import { agreeOnPeerData, evenRanges, piecesOf } from '../peer-data.js';
+import { agreeOnPeerData } from '../peer-agreement.js';
+import { evenRanges, piecesOf } from '../peer-data.js';
 import { place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
@@ -18,7 +19,7 @@ export function ringAllGather(links: Links, request: TensorRequest, context: Col
   const { view } = request;
   const { ringOrder, ringChannels } = context;
   const width = dtypeWidth(view.dtype);
-  return agreeOnPeerData(context, shaped(Opcode.AllGather, view), `ring ${ringOrder.join(',')} channels ${ringChannels}`).pipe(
+  return agreeOnPeerData(links, context, shaped(Opcode.AllGather, view), `ring ${ringOrder.join(',')} channels ${ringChannels}`).pipe(
     mergeMap((sequence) => {
       const result = new Uint8Array(view.bytes.length * links.worldSize);
       result.set(view.bytes, links.rank * view.bytes.length);

@@ -5,7 +5,8 @@ import { reduceOpCode } from '../../protocol/reduce-op.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { agreeOnPeerData, evenRanges, type Piece, piecesOf } from '../peer-data.js';
+import { agreeOnPeerData } from '../peer-agreement.js';
+import { evenRanges, type Piece, piecesOf } from '../peer-data.js';
 import { place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
@@ -40,7 +41,7 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
   const size = ringOrder.length;
   const width = dtypeWidth(view.dtype);
   const layout = `ring ${ringOrder.join(',')} channels ${ringChannels}`;
-  return agreeOnPeerData(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), layout).pipe(
+  return agreeOnPeerData(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), layout).pipe(
     mergeMap((sequence) => {
       const result = request.output ?? new Uint8Array(view.bytes.length);
       if (result !== view.bytes) result.set(view.bytes);

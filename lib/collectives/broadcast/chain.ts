@@ -3,7 +3,8 @@ import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, RootedRequest } from '../algorithm.js';
-import { agreeOnPeerData, pieceTag, piecesOf } from '../peer-data.js';
+import { agreeOnPeerData } from '../peer-agreement.js';
+import { pieceTag, piecesOf } from '../peer-data.js';
 import { shaped } from '../staged.js';
 
 /** Chain messages carry tags under this prefix ("BC"). */
@@ -22,7 +23,7 @@ export const CHAIN_TAG_PREFIX = 0x4243;
 export function chainBroadcast(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, root } = request;
   const order = rotatedToRoot(context.ringOrder, root);
-  return agreeOnPeerData(context, shaped(Opcode.Broadcast, view, { rootRank: root }), `chain ${order.join(',')}`).pipe(
+  return agreeOnPeerData(links, context, shaped(Opcode.Broadcast, view, { rootRank: root }), `chain ${order.join(',')}`).pipe(
     mergeMap((sequence) => {
       const position = order.indexOf(links.rank);
       const next = order[position + 1];

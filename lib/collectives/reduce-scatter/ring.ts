@@ -5,7 +5,8 @@ import { reduceOpCode } from '../../protocol/reduce-op.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { agreeOnPeerData, evenRanges, piecesOf } from '../peer-data.js';
+import { agreeOnPeerData } from '../peer-agreement.js';
+import { evenRanges, piecesOf } from '../peer-data.js';
 import { ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
@@ -24,7 +25,7 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
   const size = links.worldSize;
   const width = dtypeWidth(view.dtype);
   const shard = view.count / size;
-  return agreeOnPeerData(context, shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), `ring ${ringOrder.join(',')} channels ${ringChannels}`).pipe(
+  return agreeOnPeerData(links, context, shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), `ring ${ringOrder.join(',')} channels ${ringChannels}`).pipe(
     mergeMap((sequence) => {
       const work = context.scratch.take(view.bytes.length);
       work.set(view.bytes);

@@ -1,0 +1,30 @@
+import { defer, map, type Observable } from 'rxjs';
+import { FLAG_PEER_DATA } from '../protocol/constants.js';
+import type { CollectiveRequest } from '../transport/collective-channel.js';
+import type { Links } from '../transport/links/links.js';
+import type { CollectiveContext } from './algorithm.js';
+import { exchangeOnMesh } from './mesh-exchange.js';
+import { layoutHash } from './peer-data.js';
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Agrees on a collective whose data moves over the links; emits the sequence its tags use. The
+ * layout (the algorithm, its ring order, its channels) is part of what is agreed, so ranks
+ * configured with different rings fail at once, named, instead of waiting on each other.
+ *
+ * Where the session agrees on the mesh (`context.agreement`, tcp_peer in small worlds) it is a
+ * descriptor-only mesh exchange, one hop; elsewhere the coordinator checks a PEER_DATA request
+ * (docs/protocol.md 9.6).
+ */
+export function agreeOnPeerData(links: Links, context: CollectiveContext, request: CollectiveRequest, layout: string): Observable<bigint> {
+  if (context.agreement === 'mesh') {
+    return defer(() => {
+      const sequence = context.nextMeshSequence();
+      return exchangeOnMesh(links, context, request, EMPTY, layout, sequence).pipe(map(() => sequence));
+    });
+  }
+  return context
+    .coordinate({ ...request, flags: (request.flags ?? 0) | FLAG_PEER_DATA, tag: layoutHash(layout) }, [])
+    .pipe(map((response) => response.header.sequence));
+}

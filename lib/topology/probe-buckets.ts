@@ -81,7 +81,8 @@ export function median<T extends bigint | number>(samples: readonly T[]): T {
  * (firstRank u32, secondRank u32, rail u64, direction u64, kind u64), folded under the probe
  * prefix. Distinct streams get distinct tags, so a late message of one phase can never satisfy a
  * receive of another. `direction` is 0 (first -> second) or 1; `kind` is 0 latency,
- * 1 bandwidth, 2 concurrent-rail bandwidth.
+ * 1 bandwidth, 2 concurrent-rail bandwidth, 3 the receiver's acknowledgements of that rail and
+ * direction's messages (rxccl's: the reference's transport acknowledges every send itself).
  */
 export function topologyProbeTag(
   firstRank: number,

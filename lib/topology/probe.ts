@@ -1,8 +1,7 @@
 import { ConfigurationError } from '../errors.js';
-import { lastValueFrom } from 'rxjs';
 import { MAX_U64 } from '../protocol/constants.js';
-import { ElementType } from '../protocol/element-type.js';
 import type { Links } from '../transport/links/links.js';
+import { type ProbeStream, receiveAndAcknowledge, sendDelivered } from './acknowledged-delivery.js';
 import {
   CollectiveTopology,
   type TopologyAggregateLink,
@@ -22,7 +21,7 @@ import { resolveProbeOptions, type TopologyProbeOptions } from './probe-options.
  * fake in tests), two collectives and a clock. Every rank of the world calls `probeTopology`.
  */
 export interface ProbeContext {
-  /** Sends are timed until the transport took the bytes (written to the socket). */
+  /** Carries the probe's messages and the receivers' acknowledgements of them. */
   readonly links: Links;
   /** Collective: every rank's `bytes`, indexed by rank. */
   allGather(bytes: Uint8Array): Promise<readonly Uint8Array[]>;
@@ -30,14 +29,6 @@ export interface ProbeContext {
   barrier(): Promise<void>;
   /** A monotonic clock in nanoseconds (`process.hrtime.bigint` in production). */
   now(): bigint;
-}
-
-function send(probe: ProbeContext, rail: number, destination: number, tag: bigint, bytes: Uint8Array): Promise<void> {
-  return lastValueFrom(probe.links.send(rail, destination, tag, bytes, { elementType: ElementType.U8, count: bytes.length }), { defaultValue: undefined });
-}
-
-function receive(probe: ProbeContext, rail: number, source: number, tag: bigint, byteCount: number): Promise<Uint8Array> {
-  return lastValueFrom(probe.links.receive(rail, source, tag, { elementType: ElementType.U8, count: byteCount }));
 }
 
 /** One direction of one rail, as its sender measured it. */
@@ -55,6 +46,7 @@ interface ProbePair {
 const LATENCY_KIND = 0;
 const BANDWIDTH_KIND = 1;
 const CONCURRENT_KIND = 2;
+const ACKNOWLEDGEMENT_KIND = 3;
 const FORWARD = 0;
 const REVERSE = 1;
 
@@ -76,27 +68,65 @@ function megabytesPerSecond(bytes: bigint, nanoseconds: bigint): bigint {
   return rate < 1n ? 1n : rate;
 }
 
-async function receiveExactly(
+/**
+ * A stream of one kind of message on one rail and direction of a pair. Every kind's messages are
+ * acknowledged under the one acknowledgement tag of that rail and direction: a sender never has
+ * two messages unacknowledged, and every phase ends at a barrier with all of them received, so
+ * an acknowledgement can only ever answer the message it was sent for.
+ */
+function probeStream(pair: ProbePair, rail: number, direction: number, kind: number): ProbeStream {
+  return {
+    rail,
+    tag: topologyProbeTag(pair.first, pair.second, rail, direction, kind),
+    acknowledgementTag: topologyProbeTag(pair.first, pair.second, rail, direction, ACKNOWLEDGEMENT_KIND),
+  };
+}
+
+/**
+ * Delivers `bytes` to `receiver` `warmup + timed` times, one after another, and returns how long
+ * each timed delivery took: from the first byte sent to the receiver's acknowledgement of them.
+ */
+async function timeDeliveries(
   probe: ProbeContext,
-  rail: number,
-  source: number,
-  tag: bigint,
+  stream: ProbeStream,
+  receiver: number,
+  bytes: Uint8Array,
+  warmup: number,
+  timed: number,
+): Promise<bigint[]> {
+  for (let iteration = 0; iteration < warmup; iteration += 1) {
+    await sendDelivered(probe.links, stream, receiver, bytes);
+  }
+  const samples: bigint[] = [];
+  for (let iteration = 0; iteration < timed; iteration += 1) {
+    const started = probe.now();
+    await sendDelivered(probe.links, stream, receiver, bytes);
+    samples.push(elapsedSince(probe, started));
+  }
+  return samples;
+}
+
+/** The receiving side of `timeDeliveries`: `count` messages of `byteCount` bytes, each acknowledged. */
+async function acknowledgeEach(
+  probe: ProbeContext,
+  stream: ProbeStream,
+  sender: number,
   byteCount: number,
+  count: number,
 ): Promise<void> {
-  const bytes = await receive(probe, rail, source, tag, byteCount);
-  if (bytes.length !== byteCount) {
-    throw new ConfigurationError(
-      `topology probe from rank ${source} on rail ${rail} received ${bytes.length} bytes, expected ${byteCount}`,
-    );
+  for (let index = 0; index < count; index += 1) {
+    await receiveAndAcknowledge(probe.links, stream, sender, byteCount);
   }
 }
 
 /**
- * Times one direction of one rail: warm-up, then `latencyIterations` one-byte sends and
- * `bandwidthIterations` payload sends, medians of each. A send's time includes its fixed
- * per-message cost, so the latency (half the median one-byte time, rounded up) is taken off
- * twice before the payload time becomes a bandwidth. Only the sender returns a measurement;
- * every rank ends at the barrier, so the next direction starts on a quiet network.
+ * Times one direction of one rail as the reference does, on delivered bytes: warm-up, then
+ * `latencyIterations` one-byte messages and `bandwidthIterations` payloads, each timed from the
+ * send to the receiver's acknowledgement, medians of each. The latency is half the median
+ * one-byte round trip (rounded up). A payload's time holds the same two trips (its first byte
+ * out, the acknowledgement back) besides the transfer, so twice the latency comes off before it
+ * becomes a bandwidth. Only the sender returns a measurement; every rank ends at the barrier, so
+ * the next direction starts on a quiet network.
  */
 async function probeDirection(
   probe: ProbeContext,
@@ -107,53 +137,37 @@ async function probeDirection(
   direction: number,
   options: TopologyProbeOptions,
 ): Promise<LinkProbe | null> {
-  const latencyTag = topologyProbeTag(pair.first, pair.second, rail, direction, LATENCY_KIND);
-  const bandwidthTag = topologyProbeTag(pair.first, pair.second, rail, direction, BANDWIDTH_KIND);
-  const latencySamples: bigint[] = [];
-  const bandwidthSamples: bigint[] = [];
+  const latency = probeStream(pair, rail, direction, LATENCY_KIND);
+  const bandwidth = probeStream(pair, rail, direction, BANDWIDTH_KIND);
+  const { warmupIterations, latencyIterations, bandwidthIterations, payloadBytes } = options;
+  let measured: LinkProbe | null = null;
   if (probe.links.rank === sender) {
-    for (let iteration = 0; iteration < options.warmupIterations; iteration += 1) {
-      await send(probe, rail, receiver, latencyTag, LATENCY_PAYLOAD);
-    }
-    for (let iteration = 0; iteration < options.latencyIterations; iteration += 1) {
-      const started = probe.now();
-      await send(probe, rail, receiver, latencyTag, LATENCY_PAYLOAD);
-      latencySamples.push(elapsedSince(probe, started));
-    }
+    const latencySamples = await timeDeliveries(probe, latency, receiver, LATENCY_PAYLOAD, warmupIterations, latencyIterations);
     // One payload serves every send: the probe never writes to it and its contents are noise.
-    const payload = new Uint8Array(options.payloadBytes).fill(0xa5);
-    for (let iteration = 0; iteration < options.warmupIterations; iteration += 1) {
-      await send(probe, rail, receiver, bandwidthTag, payload);
-    }
-    for (let iteration = 0; iteration < options.bandwidthIterations; iteration += 1) {
-      const started = probe.now();
-      await send(probe, rail, receiver, bandwidthTag, payload);
-      bandwidthSamples.push(elapsedSince(probe, started));
-    }
+    const payload = new Uint8Array(payloadBytes).fill(0xa5);
+    const bandwidthSamples = await timeDeliveries(probe, bandwidth, receiver, payload, warmupIterations, bandwidthIterations);
+    const latencyNs = (median(latencySamples) + 1n) / 2n;
+    const elapsedNs = median(bandwidthSamples);
+    const twiceLatency = latencyNs * 2n;
+    const transferNs = elapsedNs > twiceLatency ? elapsedNs - twiceLatency : 1n;
+    measured = {
+      bandwidthMbps: megabytesPerSecond(BigInt(payloadBytes), transferNs),
+      latencyNs: latencyNs < 1n ? 1n : latencyNs,
+    };
   } else if (probe.links.rank === receiver) {
-    for (let index = 0; index < options.warmupIterations + options.latencyIterations; index += 1) {
-      await receiveExactly(probe, rail, sender, latencyTag, 1);
-    }
-    for (let index = 0; index < options.warmupIterations + options.bandwidthIterations; index += 1) {
-      await receiveExactly(probe, rail, sender, bandwidthTag, options.payloadBytes);
-    }
+    await acknowledgeEach(probe, latency, sender, LATENCY_PAYLOAD.length, warmupIterations + latencyIterations);
+    await acknowledgeEach(probe, bandwidth, sender, payloadBytes, warmupIterations + bandwidthIterations);
   }
   await probe.barrier();
-  if (probe.links.rank !== sender) return null;
-  const latencyNs = (median(latencySamples) + 1n) / 2n;
-  const elapsedNs = median(bandwidthSamples);
-  const twiceLatency = latencyNs * 2n;
-  const transferNs = elapsedNs > twiceLatency ? elapsedNs - twiceLatency : 1n;
-  return {
-    bandwidthMbps: megabytesPerSecond(BigInt(options.payloadBytes), transferNs),
-    latencyNs: latencyNs < 1n ? 1n : latencyNs,
-  };
+  return measured;
 }
 
 /**
- * Times payload sends on every rail at once, one direction: the rate multi-rail striping
- * actually gets, which may be far below the sum of the rails when they share a bottleneck
- * (one NIC, one loopback). Only the sender returns a measurement.
+ * Times payloads on every rail at once, one direction: the rate multi-rail striping actually
+ * gets, which may be far below the sum of the rails when they share a bottleneck (one NIC, one
+ * loopback). A sample runs from the first byte sent to the last rail's acknowledgement; the
+ * receiver takes every rail at once, so each rail is acknowledged as soon as its payload is in.
+ * Only the sender returns a measurement.
  */
 async function probeConcurrentRailsDirection(
   probe: ProbeContext,
@@ -164,30 +178,30 @@ async function probeConcurrentRailsDirection(
   options: TopologyProbeOptions,
 ): Promise<bigint | null> {
   const samples = options.warmupIterations + options.bandwidthIterations;
-  const bandwidthSamples: bigint[] = [];
-  const rails = Array.from({ length: probe.links.rails }, (_, rail) => rail);
-  const tags = rails.map((rail) =>
-    topologyProbeTag(pair.first, pair.second, rail, direction, CONCURRENT_KIND),
+  const streams = Array.from({ length: probe.links.rails }, (_, rail) =>
+    probeStream(pair, rail, direction, CONCURRENT_KIND),
   );
+  let measured: bigint | null = null;
   if (probe.links.rank === sender) {
     const payload = new Uint8Array(options.payloadBytes).fill(0x5a);
+    const bandwidthSamples: bigint[] = [];
     for (let sample = 0; sample < samples; sample += 1) {
       const started = probe.now();
-      await Promise.all(rails.map((rail) => send(probe, rail, receiver, tags[rail]!, payload)));
+      await Promise.all(streams.map((stream) => sendDelivered(probe.links, stream, receiver, payload)));
       const elapsedNs = elapsedSince(probe, started);
       if (sample >= options.warmupIterations) bandwidthSamples.push(elapsedNs);
     }
+    const totalBytes = BigInt(options.payloadBytes) * BigInt(streams.length);
+    measured = megabytesPerSecond(totalBytes, median(bandwidthSamples));
   } else if (probe.links.rank === receiver) {
     for (let sample = 0; sample < samples; sample += 1) {
-      for (const rail of rails) {
-        await receiveExactly(probe, rail, sender, tags[rail]!, options.payloadBytes);
-      }
+      await Promise.all(
+        streams.map((stream) => receiveAndAcknowledge(probe.links, stream, sender, options.payloadBytes)),
+      );
     }
   }
   await probe.barrier();
-  if (probe.links.rank !== sender) return null;
-  const totalBytes = BigInt(options.payloadBytes) * BigInt(probe.links.rails);
-  return megabytesPerSecond(totalBytes, median(bandwidthSamples));
+  return measured;
 }
 
 /** Shares `local` (u64s) with every rank and returns all ranks' values, rank after rank. */
@@ -225,6 +239,14 @@ function bothDirections<T>(pair: ProbePair, make: (source: number, destination: 
  * bandwidth, higher latency), rounded to conservative buckets, so every rank derives identical
  * numbers from identical inputs. A pair's link is its slowest rail; with more than one rail the
  * concurrent-rail aggregate is measured as well, capped by the sum of the rail buckets.
+ *
+ * As in the reference, what is timed is delivery: the receiver answers every probe message with
+ * an empty acknowledgement on the same rail (tag kind 3), and the sender's timer stops when that
+ * acknowledgement arrives, never when its own write completes. A socket takes a write into its
+ * buffer at memory speed, so timing writes measured the sending host, not the link, and hosts
+ * with different buffers reported different figures for the same network. Latency is half the
+ * one-byte round trip; a payload is timed from its first byte sent to the acknowledgement of its
+ * last, less that round trip; a concurrent-rail sample lasts until every rail is acknowledged.
  *
  * Run it while the session carries no other traffic: concurrent transfers would skew the timings.
  */

@@ -2,7 +2,7 @@ import { defer, from } from 'rxjs';
 import type { ProbeContext } from '../../lib/topology/index.js';
 
 /**
- * The virtual cost in ns of one message: called with the message's index among those sent on
+ * The virtual time in ns a message takes: called with the message's index among those sent on
  * the same (source, destination, rail, tag) stream, so tests can model warm-up and outliers.
  */
 export type MessageCost = (source: number, destination: number, rail: number, bytes: number, index: number) => bigint;
@@ -19,16 +19,28 @@ interface CollectiveRound {
   readonly waiters: ((parts: Uint8Array[]) => void)[];
 }
 
+/** Something that happens at a virtual instant: a message arriving, a write completing. */
+interface VirtualEvent {
+  readonly at: bigint;
+  readonly fire: () => void;
+}
+
 /**
- * An in-memory world of ranks for the probe. Each rank has its own virtual clock that only its
- * sends move: a send occupies [start, start + cost] and the clock advances to the latest end, so
- * sends awaited one after another add up while sends started together (one per rail) overlap,
- * as separate NICs would. Collectives are matched by call order and must agree on their kind,
- * so a rank stepping out of the probe's common sequence fails loudly instead of hanging.
+ * An in-memory world of ranks for the probe, on one virtual clock shared by every rank (each rank
+ * reads it from its own unrelated epoch: the probe must only ever use differences). Computation
+ * takes no virtual time; messages do. A message sent at `t` arrives at `t + delivery(...)`, and
+ * the sender's send completes at `t + write(...)`: by default when the bytes arrived, but a test
+ * can make writes complete instantly while delivery is slow, as a socket buffer does. Messages
+ * in flight together (one per rail) overlap, as separate NICs would. Collectives take no time;
+ * they are matched by call order and must agree on their kind, so a rank stepping out of the
+ * probe's common sequence fails loudly instead of hanging.
  */
 export class FakeProbeFabric {
   readonly sent: string[] = [];
-  private readonly clocks: bigint[];
+  private time = 0n;
+  private readonly epochs: bigint[];
+  private readonly events: VirtualEvent[] = [];
+  private pumping = false;
   private readonly mailboxes = new Map<string, Mailbox>();
   private readonly streamCounts = new Map<string, number>();
   private readonly rounds: CollectiveRound[] = [];
@@ -37,14 +49,14 @@ export class FakeProbeFabric {
   constructor(
     readonly worldSize: number,
     readonly rails: number,
-    private readonly cost: MessageCost,
+    private readonly delivery: MessageCost,
+    private readonly write: MessageCost = delivery,
   ) {
-    // Unrelated starting times: the probe must only ever use differences.
-    this.clocks = Array.from({ length: worldSize }, (_, rank) => 1_000_000_000n * BigInt(rank + 1));
+    this.epochs = Array.from({ length: worldSize }, (_, rank) => 1_000_000_000n * BigInt(rank + 1));
     this.roundOfRank = Array.from({ length: worldSize }, () => 0);
   }
 
-  /** Messages sent but never received, by stream. */
+  /** Messages that arrived but were never received, by stream. */
   undelivered(): string[] {
     return [...this.mailboxes].filter(([, box]) => box.messages.length > 0).map(([key]) => key);
   }
@@ -59,7 +71,7 @@ export class FakeProbeFabric {
         receive: (rail, source, tag) => defer(() => from(this.receive(rank, rail, source, tag))),
         release: () => undefined,
       },
-      now: () => this.clocks[rank]!,
+      now: () => this.epochs[rank]! + this.time,
       allGather: (bytes) => this.collective(rank, 'allGather', bytes),
       barrier: async () => {
         await this.collective(rank, 'barrier', new Uint8Array(0));
@@ -76,7 +88,33 @@ export class FakeProbeFabric {
     return box;
   }
 
-  private async send(source: number, rail: number, destination: number, tag: bigint, bytes: Uint8Array): Promise<void> {
+  /** Queues `fire` at virtual time `at`, after the events already queued for that instant. */
+  private schedule(at: bigint, fire: () => void): void {
+    const later = this.events.findIndex((event) => event.at > at);
+    this.events.splice(later === -1 ? this.events.length : later, 0, { at, fire });
+    if (!this.pumping) {
+      this.pumping = true;
+      setImmediate(() => this.pump());
+    }
+  }
+
+  /**
+   * Fires the earliest event, then waits a macrotask before the next: every promise continuation
+   * of one event (a rank reacting to what arrived) runs, and schedules what it sends, before
+   * virtual time moves on, so events fire in virtual-time order whatever the microtask order.
+   */
+  private pump(): void {
+    const event = this.events.shift();
+    if (event === undefined) {
+      this.pumping = false;
+      return;
+    }
+    this.time = event.at;
+    event.fire();
+    setImmediate(() => this.pump());
+  }
+
+  private send(source: number, rail: number, destination: number, tag: bigint, bytes: Uint8Array): Promise<void> {
     if (rail < 0 || rail >= this.rails || destination === source) {
       throw new Error(`bad send from ${source} to ${destination} on rail ${rail}`);
     }
@@ -84,15 +122,14 @@ export class FakeProbeFabric {
     const index = this.streamCounts.get(key) ?? 0;
     this.streamCounts.set(key, index + 1);
     this.sent.push(key);
-    const start = this.clocks[source]!;
-    const end = start + this.cost(source, destination, rail, bytes.length, index);
-    // Yield before finishing, so sends started together all see the same start time.
-    await Promise.resolve();
-    if (end > this.clocks[source]!) this.clocks[source] = end;
     const box = this.mailbox(key);
-    const waiter = box.waiters.shift();
-    if (waiter === undefined) box.messages.push(bytes);
-    else waiter(bytes);
+    this.schedule(this.time + this.delivery(source, destination, rail, bytes.length, index), () => {
+      const waiter = box.waiters.shift();
+      if (waiter === undefined) box.messages.push(bytes);
+      else waiter(bytes);
+    });
+    const written = this.time + this.write(source, destination, rail, bytes.length, index);
+    return new Promise((resolve) => this.schedule(written, resolve));
   }
 
   private receive(destination: number, rail: number, source: number, tag: bigint): Promise<Uint8Array> {

@@ -106,7 +106,7 @@ describe('topologyProbeTag', () => {
 
   it('always carries the probe prefix and fits in 64 bits', () => {
     fc.assert(
-      fc.property(fc.nat(64), fc.nat(64), fc.nat(63), fc.nat(1), fc.nat(2), (first, second, rail, direction, kind) => {
+      fc.property(fc.nat(64), fc.nat(64), fc.nat(63), fc.nat(1), fc.nat(3), (first, second, rail, direction, kind) => {
         const tag = topologyProbeTag(first, second, rail, direction, kind);
         expect(tag >> 48n).toBe(TOPOLOGY_PROBE_TAG_PREFIX >> 48n);
         expect(tag <= MAX_U64).toBe(true);
@@ -121,7 +121,7 @@ describe('topologyProbeTag', () => {
       for (let second = first + 1; second < 16; second += 1) {
         for (let rail = 0; rail < 4; rail += 1) {
           for (let direction = 0; direction < 2; direction += 1) {
-            for (let kind = 0; kind < 3; kind += 1) {
+            for (let kind = 0; kind < 4; kind += 1) {
               tags.add(topologyProbeTag(first, second, rail, direction, kind));
               streams += 1;
             }

@@ -8,6 +8,7 @@ import {
   probeTopology,
   type ProbeContext,
   type TopologyProbeOptions,
+  topologyProbeTag,
 } from '../../lib/topology/index.js';
 import { FakeProbeFabric, type MessageCost } from './fake-probe-links.js';
 
@@ -69,18 +70,21 @@ function uniformTopology(worldSize: number, pair: ExpectedPair): CollectiveTopol
 }
 
 /*
- * Expected buckets, by hand, for the default options (1 MiB, 16 latency, 3 bandwidth, 1 warm-up):
+ * Expected buckets, by hand, for the default options (1 MiB, 16 latency, 3 bandwidth, 1 warm-up).
+ * Every sample runs from the send to the receiver's empty acknowledgement, which travels back at
+ * the other direction's latency:
  *
- * rail 0 up:   1-byte send 20000 ns -> latency (20000+1)/2 = 10000; 1 MiB send 20000 + 349525 ns,
- *              less 2*10000 -> 349525 ns -> 1048576000/349525 = 3000 MB/s
- * rail 0 down: latency 20000; 389525 - 40000 = 349525 ns -> 3000 MB/s
- *              => bandwidth bucket(3000) = 1024, latency bucket(max 20000) = 65536
- * rail 1 up:   latency 75000; 150000 + 87381 - 150000 -> 12000 MB/s
- * rail 1 down: latency 20000; 12000 MB/s
- *              => bandwidth bucket(12000) = 4096, latency bucket(75000) = 262144
+ * rail 0 up:   1-byte round trip 20000 + 40000 ns -> latency (60000+1)/2 = 30000; 1 MiB
+ *              20000 + 349525 + 40000 ns, less 2*30000 -> 349525 ns -> 1048576000/349525 = 3000 MB/s
+ * rail 0 down: round trip 40000 + 20000, the same 30000 and 3000 MB/s
+ *              => bandwidth bucket(3000) = 1024, latency bucket(30000) = 65536
+ * rail 1 up:   round trip 150000 + 40000 -> 95000; 150000 + 87381 + 40000 - 190000 -> 12000 MB/s
+ * rail 1 down: round trip 40000 + 150000, the same 95000 and 12000 MB/s
+ *              => bandwidth bucket(12000) = 4096, latency bucket(95000) = 262144
  * link:        slowest rail 1024 MB/s, highest latency 262144 ns
- * aggregate:   up both rails at once take max(369525, 237381) ns for 2 MiB -> 5675 MB/s;
- *              down max(389525, 127381) -> 5383 MB/s; bucket(5383) = 4096, under the rail sum 5120
+ * aggregate:   up, the last acknowledgement comes at max(20000 + 349525 + 40000,
+ *              150000 + 87381 + 40000) = 409525 ns for 2 MiB -> 5120 MB/s; down the same
+ *              (40000 + 349525 + 20000); bucket(5120) = 4096, under the rail sum 5120
  */
 const RAIL_0 = { bandwidthMbps: 1024, latencyNs: 65_536 };
 const RAIL_1 = { bandwidthMbps: 4096, latencyNs: 262_144 };
@@ -112,8 +116,11 @@ describe('probeTopology over an in-memory world', () => {
   }
 
   it('caps the aggregate at the sum of the rail buckets', async () => {
-    // Both rails at 3000 MB/s: each buckets to 1024, together they measure 5383 -> 4096 > 2048.
-    const fabric = new FakeProbeFabric(2, 2, linkCost(3_000n));
+    // Both rails as rail 0: each buckets to 1024, together they measure 5120 -> 4096 > 2048.
+    const railZero = linkCost();
+    const fabric = new FakeProbeFabric(2, 2, (source, destination, _rail, bytes, index) =>
+      railZero(source, destination, 0, bytes, index),
+    );
     const [topology] = await probeWorld(fabric);
     expect(topology!.aggregateLink(0, 1)?.bandwidthMbps).toBe(2048);
     expect(topology!.aggregateLink(1, 0)?.bandwidthMbps).toBe(2048);
@@ -125,17 +132,47 @@ describe('probeTopology over an in-memory world', () => {
     const [warmed] = await probeWorld(new FakeProbeFabric(2, 1, linkCost()), { ...options, warmupIterations: 1 });
     const [cold] = await probeWorld(new FakeProbeFabric(2, 1, linkCost()), { ...options, warmupIterations: 0 });
     expect(warmed!.link(0, 1)?.bandwidthMbps).toBe(1024);
-    // 10 ms of warm-up spike in the only 1 MiB sample: 1048576000 / 10349525 = 101 -> 64.
+    // 10 ms of warm-up spike in the only 1 MiB sample, less the 60000 ns round trip:
+    // 1048576000 / 10349525 = 101 -> 64.
     expect(cold!.link(0, 1)?.bandwidthMbps).toBe(64);
   });
 
-  it('sends what the options ask for, on probe-prefixed tags', async () => {
+  it('sends what the options ask for, each message acknowledged on its rail, on probe-prefixed tags', async () => {
     const fabric = new FakeProbeFabric(2, 2, linkCost());
     const options = { payloadBytes: 4096, latencyIterations: 3, bandwidthIterations: 2, warmupIterations: 1 };
     await probeWorld(fabric, options);
-    // Per rail and direction: 1 + 3 latency, 1 + 2 bandwidth; concurrent: 1 + 2 per rail and direction.
-    expect(fabric.sent.length).toBe(2 * 2 * (4 + 3) + 2 * 2 * 3);
+    const expected = new Map<string, number>();
+    for (const rail of [0, 1]) {
+      for (const [direction, sender, receiver] of [[0, 0, 1], [1, 1, 0]] as const) {
+        const stream = (source: number, destination: number, kind: number) =>
+          `${rail}:${source}->${destination}#${topologyProbeTag(0, 1, rail, direction, kind)}`;
+        expected.set(stream(sender, receiver, 0), 1 + 3);
+        expected.set(stream(sender, receiver, 1), 1 + 2);
+        expected.set(stream(sender, receiver, 2), 1 + 2);
+        // Every latency, bandwidth and concurrent-rail message comes back as one acknowledgement.
+        expected.set(stream(receiver, sender, 3), 4 + 3 + 3);
+      }
+    }
+    const counted = new Map<string, number>();
+    for (const key of fabric.sent) counted.set(key, (counted.get(key) ?? 0) + 1);
+    expect(counted).toEqual(expected);
     for (const key of fabric.sent) expect(BigInt(key.split('#')[1]!) >> 48n).toBe(0x475an);
+  });
+
+  it('times delivered bytes: a transport that takes writes at once is measured at its delivery rate', async () => {
+    // 16384 ns each way, 1024 MB/s (1 MiB in 1024000 ns). Round trip 16384 + 16384 -> latency
+    // 16384, exactly the edge of bucket 65536; 1 MiB 16384 + 1024000 + 16384 - 32768 -> exactly
+    // 1024 MB/s, the edge of bucket 1024: one nanosecond more or less would change either bucket.
+    // Concurrent: 2 MiB acknowledged after 1056768 ns -> 1984 MB/s -> 1024.
+    const delivery: MessageCost = (_source, _destination, _rail, bytes) => 16_384n + (BigInt(bytes) * 1000n) / 1024n;
+    const link = { bandwidthMbps: 1024, latencyNs: 65_536 };
+    const expected = uniformTopology(2, { rails: [link, link], link, aggregateMbps: 1024 });
+    const instantWrites: MessageCost = () => 0n;
+    for (const write of [instantWrites, delivery]) {
+      const fabric = new FakeProbeFabric(2, 2, delivery, write);
+      for (const topology of await probeWorld(fabric)) expect(topology.toJSON()).toEqual(expected);
+      expect(fabric.undelivered()).toEqual([]);
+    }
   });
 
   it('yields positive metrics even from a clock that never ticks', async () => {

@@ -31,7 +31,8 @@ function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
   const input = inputTensor(cell, session.rank);
   switch (cell.op) {
     case 'allreduce':
-      return () => session.allReduce(input, 'sum');
+      // In place, as torch.distributed (Gloo) and MPI_IN_PLACE do in the peers' benches.
+      return () => session.allReduce(input, 'sum', { inPlace: true });
     case 'broadcast':
       return () => session.broadcast(input, 0);
     case 'reduce':
@@ -91,7 +92,8 @@ async function measure(session: RankSession, cell: Cell, budget: Budget) {
     if (spentMs >= budget.maxCellMs) break;
   }
   // The data check, outside any timed region: one more call, its result against the expected one.
-  const wrong = countWrong(cell, await call(), session.rank, session.worldSize);
+  // A fresh input: the timed calls may have reduced theirs in place.
+  const wrong = countWrong(cell, await callFor(session, cell)(), session.rank, session.worldSize);
   const totalWrong = (await session.allReduce(Float64Array.of(wrong), 'sum'))[0]!;
   return { samples, iterations, warmup: warmup + 1, wrong: totalWrong };
 }

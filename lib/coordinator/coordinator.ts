@@ -17,6 +17,7 @@ import {
 } from '../transport/transport-kind.js';
 import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
+import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
 import { type ChannelRole, joinFailure, roleKey, validateJoin } from './validate-join.js';
 
@@ -41,6 +42,13 @@ export interface CoordinatorOptions {
   joinTimeoutMs?: number;
   /** Time source for timeouts and leases (tests inject a virtual one). */
   scheduler?: SchedulerLike;
+  /**
+   * tcp_host_staged: unmatched bytes per sending rank and rail the coordinator acknowledges at
+   * once (default 1 GiB). Past it a Send's acknowledgement, which the rank's `send` waits for,
+   * is withheld until a receive takes the data; a rank that keeps sending regardless fails the
+   * session, named (docs/protocol.md 10.3). Connections are read throughout.
+   */
+  p2pBufferLimitBytes?: number;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
@@ -137,6 +145,7 @@ export class Coordinator {
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),
       joinTimeoutMs: validateTimeout(options.joinTimeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS, 'JOIN timeout'),
+      p2pBufferLimitBytes: validateBufferLimit(options.p2pBufferLimitBytes ?? DEFAULT_P2P_BUFFER_LIMIT_BYTES),
       scheduler: options.scheduler ?? asyncScheduler,
     };
     const server = createServer({ noDelay: true });
@@ -261,6 +270,8 @@ export class Coordinator {
             heartbeatTimeoutMs: role.rail === 0 ? this.options.heartbeatTimeoutMs : null,
             scheduler,
             refuse: (rank, reason) => this.dropRail(channels[rank]!, rank, role.rail, reason),
+            bufferLimitBytes: this.options.p2pBufferLimitBytes,
+            rail: role.rail,
           });
     this.running.push(
       loop.subscribe({
@@ -334,4 +345,9 @@ export class Coordinator {
     return outgoing(abortFrame({ uniqueId, worldSize: this.worldSize }, message, { destination, sequence }));
   }
 
+}
+
+function validateBufferLimit(bytes: number): number {
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new ConfigurationError(`p2pBufferLimitBytes must be a positive integer number of bytes, got ${bytes}`);
+  return bytes;
 }

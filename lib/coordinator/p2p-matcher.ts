@@ -7,7 +7,13 @@ import type { UniqueId } from '../protocol/unique-id.js';
 import type { OutgoingFrame } from '../transport/frame-channel.js';
 import { TagMatcher } from '../transport/tag-matcher.js';
 
-/** A send waiting for its receive; unacknowledged while its sender is over the buffer limit. */
+/**
+ * Unmatched sends one rank may have acknowledged at the coordinator per rail unless
+ * `CoordinatorOptions.p2pBufferLimitBytes` says otherwise: 1 GiB, the largest frame.
+ */
+export const DEFAULT_P2P_BUFFER_LIMIT_BYTES = MAX_FRAME_PAYLOAD_BYTES;
+
+/** A send waiting for its receive; unacknowledged (withheld) while its sender is over the buffer limit. */
 interface UnmatchedSend {
   readonly frame: Frame;
   readonly acknowledged: boolean;
@@ -24,28 +30,44 @@ export interface Delivery {
  * acknowledged and either meets a posted Receive or waits; a Receive meets the oldest matching
  * Send or waits. Matching is by (source, destination, tag) with ANY source, FIFO per match key.
  *
- * Beyond the reference: unmatched sends of one rank are buffered eagerly only up to
- * `bufferLimit` (MAX_FRAME_PAYLOAD_BYTES); past that their acknowledgement waits until a receive takes them, so a
- * sender that awaits its sends cannot make the coordinator hold unbounded data.
+ * Beyond the reference, memory is bounded per (sending rank, rail), without ever pausing a
+ * connection (its Heartbeat, Abort and Leave must still be read):
+ * * a Send is acknowledged at once while the rank's unmatched bytes stay within `bufferLimit`;
+ * * past that it is kept but its acknowledgement is withheld until a receive takes it, so a rank
+ *   whose `send` waits for its acknowledgement (every rxccl rank) cannot park more;
+ * * a rank that keeps sending anyway (its withheld bytes would pass `bufferLimit` on top of a
+ *   send already withheld) fails the session, named: `point-to-point rank 0 has N bytes of sends
+ *   waiting unacknowledged on rail 0 (tags 2, 3), over the limit of L bytes: ...`.
+ * So one rank parks at most `bufferLimit` acknowledged bytes plus `bufferLimit` (or one frame)
+ * withheld: twice the default limit, 2 GiB.
  */
 export class P2pMatcher {
   /** One matcher per receiving rank: messages keyed by sender, receives by the source they name. */
   private readonly byReceiver: TagMatcher<UnmatchedSend, Frame>[];
   private readonly bufferedBytes: number[];
+  private readonly withheldBytes: number[];
 
   constructor(
     private readonly uniqueId: UniqueId,
     private readonly worldSize: number,
-    /** Eagerly acknowledged unmatched bytes per sending rank. */
-    private readonly bufferLimit = MAX_FRAME_PAYLOAD_BYTES,
+    /** Eagerly acknowledged unmatched bytes per sending rank; as much again may wait withheld. */
+    private readonly bufferLimit = DEFAULT_P2P_BUFFER_LIMIT_BYTES,
+    /** The rail this matcher serves, for error messages. */
+    private readonly rail = 0,
   ) {
     this.byReceiver = Array.from({ length: worldSize }, () => new TagMatcher<UnmatchedSend, Frame>());
     this.bufferedBytes = new Array<number>(worldSize).fill(0);
+    this.withheldBytes = new Array<number>(worldSize).fill(0);
   }
 
   /** Bytes of `rank`'s sends waiting here for a receive. */
   bufferedBy(rank: number): number {
     return this.bufferedBytes[rank]!;
+  }
+
+  /** Bytes of `rank`'s sends waiting here whose acknowledgement is withheld. */
+  withheldBy(rank: number): number {
+    return this.withheldBytes[rank]!;
   }
 
   /** Routes one request from `rank`'s connection; throws on invalid requests and on Abort. */
@@ -54,18 +76,26 @@ export class P2pMatcher {
     const header = frame.header;
     switch (header.opcode) {
       case Opcode.Send: {
-        const eager = this.bufferedBytes[rank]! + frame.payload.length <= this.bufferLimit;
+        const bytes = frame.payload.length;
+        const eager = this.bufferedBytes[rank]! + bytes <= this.bufferLimit;
         const receive = this.byReceiver[header.destinationRank]!.offer(rank, header.tag, { frame, acknowledged: eager });
         if (receive !== null) return [this.acknowledge(frame), this.deliver(frame, receive)];
-        this.bufferedBytes[rank]! += frame.payload.length;
-        return eager ? [this.acknowledge(frame)] : [];
+        this.bufferedBytes[rank]! += bytes;
+        if (eager) return [this.acknowledge(frame)];
+        this.checkWithheld(rank, frame);
+        this.withheldBytes[rank]! += bytes;
+        return [];
       }
       case Opcode.Receive: {
         const send = this.byReceiver[rank]!.post(header.destinationRank, header.tag, frame);
         if (send === null) return [];
-        this.bufferedBytes[send.frame.header.sourceRank]! -= send.frame.payload.length;
+        const sender = send.frame.header.sourceRank;
+        this.bufferedBytes[sender]! -= send.frame.payload.length;
         const deliveries = [this.deliver(send.frame, frame)];
-        if (!send.acknowledged) deliveries.push(this.acknowledge(send.frame));
+        if (!send.acknowledged) {
+          this.withheldBytes[sender]! -= send.frame.payload.length;
+          deliveries.push(this.acknowledge(send.frame));
+        }
         return deliveries;
       }
       case Opcode.Heartbeat:
@@ -77,6 +107,24 @@ export class P2pMatcher {
       default:
         throw new ConfigurationError(`opcode ${opcodeName(header.opcode)} is invalid on the point-to-point channel`);
     }
+  }
+
+  /**
+   * A send past the buffer limit waits withheld; a rank may have one of any size (one awaited
+   * send), or several within the limit. More means its sends do not wait for their
+   * acknowledgements: the session fails rather than holding unbounded data.
+   */
+  private checkWithheld(rank: number, send: Frame): void {
+    const withheld = this.withheldBytes[rank]!;
+    if (withheld === 0 || withheld + send.payload.length <= this.bufferLimit) return;
+    // Every send of this rank waiting withheld, this one included (it is queued already).
+    const waiting = this.byReceiver.flatMap((matcher) => matcher.waitingMessages().filter((s) => !s.acknowledged && s.frame.header.sourceRank === rank));
+    const tags = [...new Set(waiting.map((s) => s.frame.header.tag))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    throw new ConfigurationError(
+      `point-to-point rank ${rank} has ${withheld + send.payload.length} bytes of sends waiting unacknowledged on rail ${this.rail} ` +
+        `(tags ${tags.join(', ')}), over the limit of ${this.bufferLimit} bytes: its sends do not wait for their acknowledgements; ` +
+        'await each send, or post the receives first',
+    );
   }
 
   private acknowledge(send: Frame): Delivery {

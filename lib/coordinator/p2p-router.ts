@@ -1,6 +1,5 @@
 import { interval, Observable, type SchedulerLike } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
-import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
@@ -18,15 +17,21 @@ export interface P2pRouterOptions {
    * connection is only closed.
    */
   readonly refuse?: (rank: number, reason: string) => void;
+  /** Acknowledged unmatched bytes per sending rank (see `P2pMatcher`); default 1 GiB. */
+  readonly bufferLimitBytes?: number;
+  /** The rail served, for error messages; default 0. */
+  readonly rail?: number;
 }
 
 /**
  * Serves one point-to-point rail (the reference design's `run_p2p_loop`): routes Send, Receive,
  * Heartbeat, Leave and Abort from every rank's connection on this rail through a `P2pMatcher`.
  *
- * Memory is bounded per connection: past MAX_FRAME_PAYLOAD_BYTES of a rank's unmatched sends, its
- * acknowledgements wait (see `P2pMatcher`) and its connection is no longer read until receives
- * take the data.
+ * Every connection is read all the time, so a rank's Heartbeat, Abort and Leave are handled
+ * however much of its data waits for receivers. Memory is bounded by withholding
+ * acknowledgements instead (a rank's `send` waits for its acknowledgement): past
+ * `bufferLimitBytes` of a rank's unmatched sends its acknowledgements wait for receives, and a
+ * rank that sends on regardless fails the session, named (see `P2pMatcher`).
  *
  * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame: a rank silent
  * for longer fails the session (`heartbeat lease for rank 1; last contact 153 ms ago`), checked
@@ -39,7 +44,7 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
     const worldSize = channels.length;
     const { scheduler, heartbeatTimeoutMs } = options;
     const refuse = options.refuse ?? ((rank: number) => channels[rank]!.finish());
-    const matcher = new P2pMatcher(options.uniqueId, worldSize);
+    const matcher = new P2pMatcher(options.uniqueId, worldSize, options.bufferLimitBytes, options.rail);
     const lastSeen = new Array<number>(worldSize).fill(scheduler.now());
     const graceful = new Array<boolean>(worldSize).fill(false);
     const closed = new Array<boolean>(worldSize).fill(false);
@@ -57,19 +62,6 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
         }
       }
       if (frame.header.opcode === Opcode.Leave) graceful[rank] = true;
-      // Only the sender's parked bytes, and those of senders whose data was just delivered, changed.
-      throttle(rank);
-      for (const delivery of deliveries) throttle(delivery.frame.header.sourceRank);
-    };
-
-    // A rank whose unmatched sends exceed the frame limit is not read until receives drain them.
-    const paused = new Array<boolean>(worldSize).fill(false);
-    const throttle = (rank: number) => {
-      const over = matcher.bufferedBy(rank) > MAX_FRAME_PAYLOAD_BYTES;
-      if (over !== paused[rank]) {
-        paused[rank] = over;
-        channels[rank]!.setReading(!over);
-      }
     };
 
     const onGone = (rank: number, reason: string | null) => {

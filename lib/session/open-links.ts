@@ -93,7 +93,14 @@ async function openMeshLinks(
     control = new RailClient(await connectChannel(address, join(options, 0)), owner, 0);
     let mesh: PeerMesh;
     try {
-      mesh = await PeerMesh.connect({ identity: { uniqueId, rank, worldSize, rails }, endpoints: table, incoming, timeoutMs: options.timeoutMs, scheduler: options.scheduler });
+      mesh = await PeerMesh.connect({
+        identity: { uniqueId, rank, worldSize, rails },
+        endpoints: table,
+        incoming,
+        timeoutMs: options.timeoutMs,
+        scheduler: options.scheduler,
+        unmatchedBytesLimit: options.unmatchedBytesLimit,
+      });
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);
       throw error;

@@ -10,6 +10,7 @@ import {
   type PeerEndpointConfiguration,
   validatePeerEndpointConfiguration,
 } from '../transport/peer-endpoint-config.js';
+import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { type CollectiveTransport, parseRails, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
@@ -38,6 +39,13 @@ export interface SessionOptions extends TuningOptions {
    * `GX1_P2P_ADVERTISE_ADDR` / `GX1_P2P_RAIL_ADVERTISE_ADDRS`, which apply when this is absent).
    */
   peerEndpoints?: { listen?: string | readonly string[]; advertise?: string | readonly string[] };
+  /**
+   * tcp_peer only: the bytes of messages nobody has posted a receive for yet that one peer may
+   * park at this rank, per rail, before the session fails naming that peer, its tags and this
+   * limit (the mesh reads every link all the time, so unmatched data is held in memory rather
+   * than left in the socket). Default `GX1_P2P_UNMATCHED_BYTES`, else 1 GiB.
+   */
+  unmatchedBytesLimit?: number;
 }
 
 export interface ResolvedSessionOptions {
@@ -50,6 +58,7 @@ export interface ResolvedSessionOptions {
   readonly rails: number;
   readonly transport: CollectiveTransport;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
+  readonly unmatchedBytesLimit: number;
   readonly tuning: CollectiveTuning;
   readonly scheduler: SchedulerLike;
 }
@@ -66,7 +75,8 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
- * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, the tuning variables), else the default.
+ * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, the tuning variables),
+ * else the default.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
   const { host, port } = parseHostPort(options.coordinator);
@@ -86,6 +96,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     transport:
       options.transport !== undefined ? parseTransport(String(options.transport), 'transport') : parseTransport(env.GX1_COLLECTIVE_TRANSPORT ?? 'tcp_host_staged'),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
+    unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
     tuning: resolveTuning(options, worldSize, env),
     scheduler: options.scheduler ?? asyncScheduler,
   };
@@ -109,4 +120,21 @@ function peerEndpointOptions(options: NonNullable<SessionOptions['peerEndpoints'
   };
   validatePeerEndpointConfiguration(configuration, rails);
   return configuration;
+}
+
+/** `unmatchedBytesLimit` wins over `GX1_P2P_UNMATCHED_BYTES`; each must be a positive integer, and names itself if not. */
+function resolveUnmatchedBytesLimit(option: number | undefined, variable: string | undefined): number {
+  if (option !== undefined) {
+    if (!Number.isSafeInteger(option) || option < 1) {
+      throw new ConfigurationError(`unmatchedBytesLimit must be a positive integer number of bytes, got ${String(option)}`);
+    }
+    return option;
+  }
+  if (variable === undefined) return DEFAULT_UNMATCHED_BYTES_LIMIT;
+  const digits = variable.trim();
+  const bytes = /^\d+$/.test(digits) ? Number(digits) : Number.NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new ConfigurationError(`GX1_P2P_UNMATCHED_BYTES must be a positive integer number of bytes, got ${JSON.stringify(variable)}`);
+  }
+  return bytes;
 }

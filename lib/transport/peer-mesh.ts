@@ -1,6 +1,6 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { EmptyError, firstValueFrom, from, Observable, type SchedulerLike, type Subscriber, type Subscription, throwError, timeout } from 'rxjs';
-import { ChannelClosedError, ConfigurationError, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
 import { elementTypeName } from '../protocol/element-type.js';
@@ -29,7 +29,10 @@ interface PostedReceive {
   readonly subscriber: Subscriber<Frame>;
 }
 
-/** Unmatched bytes one peer may park at this rank (per rail) before the mesh calls it a failure. */
+/**
+ * Unmatched bytes one peer may park at this rank (per rail) before the mesh calls it a failure,
+ * unless `unmatchedBytesLimit` / `GX1_P2P_UNMATCHED_BYTES` say otherwise: 1 GiB, the largest frame.
+ */
 export const DEFAULT_UNMATCHED_BYTES_LIMIT = 2 ** 30;
 
 /** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
@@ -52,8 +55,11 @@ function rankText(rank: number): string {
  * Receiving is tagged matching per rail (`TagMatcher`): FIFO per (source, tag), ANY source. The
  * mesh reads every link all the time, so a receive posted for a later message never waits behind
  * unmatched data; a peer that parks more than `unmatchedBytesLimit` unmatched bytes fails the
- * session with an error naming it, its tags and the limit. A peer whose link closes wakes every
- * receive waiting on it at once (`direct peer rank N left`). `abort` sends an Abort down every link.
+ * session with an error naming it, its tags and the limit. A failure the mesh detects itself (that
+ * budget, a corrupt or unexpected frame) is announced before it fails the session (by default an
+ * Abort down every link), so the other ranks stop at once instead of timing out. A peer whose link
+ * closes wakes every receive waiting on it at once (`direct peer rank N left`). `abort` sends an
+ * Abort down every link.
  */
 export class PeerMesh {
   private readonly links = new Map<string, FrameChannel>();
@@ -66,6 +72,7 @@ export class PeerMesh {
   private readonly pool = new BufferPool(64 * 1024, 4);
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
+  private onDetectedFailure: (error: unknown) => void = (error) => this.abort(failureText(error));
 
   private constructor(
     readonly identity: MeshIdentity,
@@ -114,6 +121,16 @@ export class PeerMesh {
   /** Called once with the mesh's first failure (an abort from a peer, a protocol error). */
   set failureHandler(handler: (error: unknown) => void) {
     this.onFailure = handler;
+  }
+
+  /**
+   * Called with a failure this mesh found itself (a peer over its unmatched budget, a corrupt or
+   * unexpected frame), before the failure handler: the owner tells every rank (MeshLinks aborts
+   * on the control channel too). Nobody else knows of such a failure, and a peer still sending or
+   * waiting would otherwise run into its timeout.
+   */
+  set detectedFailureHandler(handler: (error: unknown) => void) {
+    this.onDetectedFailure = handler;
   }
 
   /**
@@ -284,6 +301,8 @@ export class PeerMesh {
   }
 
   private onLinkFrame(peer: number, rail: number, frame: Frame): void {
+    // A failed mesh still drains its links (no peer blocks on it) but keeps nothing more.
+    if (this.failure !== null) return;
     const h = frame.header;
     try {
       if (h.opcode === Opcode.Abort) throw new RemoteAbortError(abortReason(frame));
@@ -296,6 +315,17 @@ export class PeerMesh {
       this.unmatchedBytes.set(key, parked);
       if (parked > this.unmatchedBytesLimit) throw this.overBudget(peer, rail, parked);
     } catch (error) {
+      if (error instanceof RemoteAbortError) this.fail(error);
+      else this.failDetected(error);
+    }
+  }
+
+  /** A failure found here: announce it (once, while the mesh has not failed yet), then fail. */
+  private failDetected(error: unknown): void {
+    if (this.failure !== null) return;
+    try {
+      this.onDetectedFailure(error);
+    } finally {
       this.fail(error);
     }
   }
@@ -304,7 +334,7 @@ export class PeerMesh {
     const tags = [...new Set(this.matchers[rail]!.waitingMessages().filter((frame) => frame.header.sourceRank === peer).map((frame) => frame.header.tag))];
     return new ConfigurationError(
       `rank ${peer} parked ${parked} unmatched bytes at rank ${this.identity.rank} on rail ${rail} (tags ${tags.join(', ')}), ` +
-        `over the limit of ${this.unmatchedBytesLimit} bytes: post receives for them, or raise the limit`,
+        `over the limit of ${this.unmatchedBytesLimit} bytes: post receives for them, or raise the limit (unmatchedBytesLimit, GX1_P2P_UNMATCHED_BYTES)`,
     );
   }
 
@@ -327,7 +357,7 @@ export class PeerMesh {
   private onDeparture(peer: number, error: unknown): void {
     if (error instanceof ProtocolError) {
       // A corrupt link is a failure of the job, not a departure: keep the cause.
-      this.fail(new ProtocolError(`direct peer rank ${peer} sent a corrupt frame: ${error.message}`));
+      this.failDetected(new ProtocolError(`direct peer rank ${peer} sent a corrupt frame: ${error.message}`));
       return;
     }
     if (this.departed.has(peer)) return;

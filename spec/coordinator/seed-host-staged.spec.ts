@@ -36,7 +36,19 @@ describe('seed tests: tcp_host_staged', () => {
   it('tcp_point_to_point_is_tagged_multiplexed_and_collective_independent', async () => {
     const job = await track(startJob(3, { uniqueId: UniqueId.fromBytes(new Array(16).fill(7)) }));
     const [zero, one, two] = job.sessions as [typeof job.sessions[0], typeof job.sessions[0], typeof job.sessions[0]];
-    const receiver = (async () => {
+    const gather = async (session: typeof zero) => Array.from((await session.allGather(Uint32Array.of(session.rank))) as Uint32Array);
+    // As in the seed, each rank runs on its own: rank 2 goes straight to the all-gather, and its
+    // request waits at the coordinator while ranks 0 and 1 are still exchanging point-to-point.
+    const atTwo = gather(two);
+    let twoGathered = false;
+    void atTwo.then(() => (twoGathered = true), () => undefined);
+    await sleep(20);
+    const atZero = (async () => {
+      await zero.send(1, 101, Uint32Array.of(101, 102));
+      await zero.send(1, 100, Uint32Array.of(100, 101));
+      return gather(zero);
+    })();
+    const atOne = (async () => {
       // Both receives are in flight at once; the sends arrive in the opposite tag order.
       const received = await Promise.all(
         [100, 101].map(async (tag) => [tag, Array.from((await one.receive(0, tag, { dtype: 'u32', count: 2 })) as Uint32Array)] as const),
@@ -45,12 +57,11 @@ describe('seed tests: tcp_host_staged', () => {
         [100, [100, 101]],
         [101, [101, 102]],
       ]);
+      // The point-to-point exchange completed while rank 2's collective was pending, untouched by it.
+      expect(twoGathered).toBe(false);
+      return gather(one);
     })();
-    await zero.send(1, 101, Uint32Array.of(101, 102));
-    await zero.send(1, 100, Uint32Array.of(100, 101));
-    await receiver;
-    const gathered = await Promise.all([zero, one, two].map((session) => session.allGather(Uint32Array.of(session.rank))));
-    for (const values of gathered) expect(Array.from(values)).toEqual([0, 1, 2]);
+    for (const values of await Promise.all([atZero, atOne, atTwo])) expect(values).toEqual([0, 1, 2]);
     await Promise.all(job.sessions.map((session) => session.close()));
     await expect(job.coordinator.done).resolves.toBeUndefined();
   });

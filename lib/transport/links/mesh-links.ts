@@ -18,7 +18,11 @@ export class MeshLinks implements SessionLinks {
     private readonly control: RailClient,
     private readonly failure: SessionFailure,
     private readonly timeoutMs: () => number,
-  ) {}
+  ) {
+    // A failure the mesh finds on its own (a peer over its unmatched budget, a corrupt frame)
+    // reaches every rank the way a failed send or receive does: on both planes.
+    mesh.detectedFailureHandler = (error) => this.abort(failureText(error));
+  }
 
   get rank(): number {
     return this.mesh.identity.rank;

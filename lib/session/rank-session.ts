@@ -424,10 +424,13 @@ export class RankSession {
     const size = typeof bytes === 'number' ? bytes : bytes();
     return this.queued(() => {
       const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning });
+      const run = row.run(this.links, request, this.context);
+      // Events cost an allocation and a clock read per collective: only when someone listens.
+      if (!this.events.observed) return run;
       const base = { collective, algorithm: row.name };
       this.events.next({ type: 'collective-started', ...base, bytes: size });
       const started = performance.now();
-      return row.run(this.links, request, this.context).pipe(
+      return run.pipe(
         tap({
           complete: () => this.events.next({ type: 'collective-finished', ...base, bytes: size, durationMs: performance.now() - started }),
           error: (error: unknown) => this.events.next({ type: 'collective-failed', ...base, error }),

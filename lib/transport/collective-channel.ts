@@ -52,7 +52,8 @@ export class CollectiveChannel {
   }
 
   /**
-   * Cold: sends one collective request on subscribe and emits the coordinator's response. With
+   * Cold: sends one collective request on subscribe and emits the coordinator's response (callers
+   * run it inside the session's queue, which ends it with the session's failure). With
    * `scratch`, a response payload that spans socket chunks is assembled in the pool's memory: the
    * caller must give it back once consumed (and must not hand it out).
    */
@@ -79,7 +80,6 @@ export class CollectiveChannel {
           return failure.ended$;
         },
       }),
-      failure.untilEnded(),
     );
   }
 

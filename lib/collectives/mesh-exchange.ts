@@ -11,6 +11,9 @@ import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import type { CollectiveContext } from './algorithm.js';
 import { layoutHash, pieceTag } from './peer-data.js';
 
+/** Data of a rank that sends none with the agreement (a barrier; a broadcast's non-roots). */
+export const NO_DATA = new Uint8Array(0);
+
 /** Mesh exchange messages carry tags under this prefix ("EX"). */
 export const EXCHANGE_TAG_PREFIX = 0x4558;
 

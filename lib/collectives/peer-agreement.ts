@@ -3,10 +3,8 @@ import { FLAG_PEER_DATA } from '../protocol/constants.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { exchangeOnMesh } from './mesh-exchange.js';
+import { exchangeOnMesh, NO_DATA } from './mesh-exchange.js';
 import { layoutHash } from './peer-data.js';
-
-const EMPTY = new Uint8Array(0);
 
 /**
  * Agrees on a collective whose data moves over the links; emits the sequence its tags use. The
@@ -21,7 +19,7 @@ export function agreeOnPeerData(links: Links, context: CollectiveContext, reques
   if (context.agreement === 'mesh') {
     return defer(() => {
       const sequence = context.nextMeshSequence();
-      return exchangeOnMesh(links, context, request, EMPTY, layout, sequence).pipe(map(() => sequence));
+      return exchangeOnMesh(links, context, request, NO_DATA, layout, sequence).pipe(map(() => sequence));
     });
   }
   return context

@@ -63,9 +63,14 @@ export function piecesOf(buffer: Uint8Array, width: number, range: { start: numb
   });
 }
 
+/** `value` modulo `modulus`, in 0..modulus-1 also for negative values (ring positions wrap). */
+export function mod(value: number, modulus: number): number {
+  return ((value % modulus) + modulus) % modulus;
+}
+
 /** `rank`'s position in a ring order and its neighbours there. */
 export function ringPosition(order: readonly number[], rank: number): { position: number; next: number; previous: number } {
   const size = order.length;
   const position = order.indexOf(rank);
-  return { position, next: order[(position + 1) % size]!, previous: order[(position - 1 + size) % size]! };
+  return { position, next: order[mod(position + 1, size)]!, previous: order[mod(position - 1, size)]! };
 }

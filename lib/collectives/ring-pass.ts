@@ -2,12 +2,10 @@ import { concat, defer, EMPTY, finalize, ignoreElements, merge, mergeMap, type O
 import { ConfigurationError } from '../errors.js';
 import type { ElementType } from '../protocol/element-type.js';
 import type { Links } from '../transport/links/links.js';
-import { MAX_STEPS, type Piece, pieceTag, ringPosition } from './peer-data.js';
+import { MAX_STEPS, mod, type Piece, pieceTag, ringPosition } from './peer-data.js';
 
 /** Ring messages carry tags under this prefix ("RG"). */
 export const RING_TAG_PREFIX = 0x5247;
-
-const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % modulus;
 
 /** Where this rank sits on one ring and how its messages are tagged and spread over the rails. */
 export interface RingWiring {

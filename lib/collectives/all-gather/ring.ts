@@ -1,4 +1,4 @@
-import { concat, defer, mergeMap, type Observable, merge } from 'rxjs';
+import { concat, defer, merge, mergeMap, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';

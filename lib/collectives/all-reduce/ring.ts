@@ -6,11 +6,9 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { evenRanges, type Piece, piecesOf } from '../peer-data.js';
+import { evenRanges, mod, type Piece, piecesOf } from '../peer-data.js';
 import { place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
-
-const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % modulus;
 
 /**
  * All-reduce as a ring (reduce-scatter, then all-gather), the bandwidth-optimal schedule NCCL and

@@ -2,11 +2,9 @@ import { map, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext } from '../algorithm.js';
-import { exchangeOnMesh } from '../mesh-exchange.js';
-
-const EMPTY = new Uint8Array(0);
+import { exchangeOnMesh, NO_DATA } from '../mesh-exchange.js';
 
 /** Barrier over the mesh: one round of descriptors, every rank hears from every rank. */
 export function exchangeBarrier(links: Links, _request: Record<string, never>, context: CollectiveContext): Observable<void> {
-  return exchangeOnMesh(links, context, { opcode: Opcode.Barrier }, EMPTY).pipe(map(() => undefined));
+  return exchangeOnMesh(links, context, { opcode: Opcode.Barrier }, NO_DATA).pipe(map(() => undefined));
 }

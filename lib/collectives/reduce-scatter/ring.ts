@@ -6,11 +6,9 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { evenRanges, piecesOf } from '../peer-data.js';
+import { evenRanges, mod, piecesOf } from '../peer-data.js';
 import { ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
-
-const mod = (value: number, modulus: number) => ((value % modulus) + modulus) % modulus;
 
 /**
  * Reduce-scatter as a ring (the reduce-scatter half of the ring all-reduce): shard d of every

@@ -3,7 +3,8 @@ import { FLAG_PEER_DATA } from '../protocol/constants.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { exchangeOnMesh, NO_DATA } from './mesh-exchange.js';
+import { exchangeOnMesh } from './mesh-exchange.js';
+import { NO_DATA } from './exchange-message.js';
 import { layoutHash } from './peer-data.js';
 
 /**

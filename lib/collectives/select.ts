@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../errors.js';
+import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
 import { ringAllGather } from './all-gather/ring.js';
@@ -88,13 +89,6 @@ export const ALGORITHMS: AlgorithmTable = {
   allToAllV: [{ name: 'staged', family: 'direct', run: stagedAllToAllV }],
 };
 
-/**
- * Largest world the exchange is chosen for under `auto`. At 2 ranks it is one hop where the
- * coordinator takes two (0.78x the staged barrier here); from 4 ranks on 2 cores its all-to-all
- * (12 messages for 4 ranks) costs more CPU than the coordinator's two hops save (1.3-1.8x slower).
- */
-export const EXCHANGE_MAX_WORLD_SIZE = 2;
-
 /** What the choice depends on. */
 export interface Situation {
   readonly transport: CollectiveTransport;
@@ -109,8 +103,8 @@ export interface Situation {
  * - one rank, or `direct`: through the coordinator;
  * - `ring`: the collective's ring-family algorithm, on either transport (on tcp_host_staged its
  *   pieces travel the coordinator's point-to-point rails); collectives without one as `auto`;
- * - `auto`: on tcp_peer the ring family from `ringThresholdBytes`, the exchange below it (up to
- *   EXCHANGE_MAX_WORLD_SIZE ranks); else direct.
+ * - `auto`: on tcp_peer the ring family from `ringThresholdBytes`, the exchange below it (pairwise
+ *   or relayed through rank 0, see `exchangeOnMesh`); else direct.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
   const rows = table[collective] as readonly AlgorithmRow<N>[];
@@ -121,7 +115,9 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   const ring = rows.find((row) => row.family === 'ring');
   if (ring !== undefined && tuning.algorithm === 'ring') return ring;
   if (transport !== 'tcp_peer') return direct;
-  const exchange = worldSize <= EXCHANGE_MAX_WORLD_SIZE ? rows.find((row) => row.family === 'exchange') : undefined;
+  // A relayed exchange hands every rank all W tensors in one message (with 4 bytes of length
+  // each): past the frame limit go direct, which names the limit.
+  const exchange = (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES ? rows.find((row) => row.family === 'exchange') : undefined;
   const large = bytes >= tuning.ringThresholdBytes;
   return (large ? ring : exchange) ?? direct;
 }

@@ -2,7 +2,7 @@ import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable
 import { defer, lastValueFrom, map, type Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
-import { EXCHANGE_MAX_WORLD_SIZE, selectAlgorithm } from '../collectives/select.js';
+import { selectAlgorithm } from '../collectives/select.js';
 import { validateReduction } from '../kernels/index.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
@@ -96,7 +96,7 @@ export class RankSession {
       ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
       ringChannels: tuning.ringChannels,
       pieceBytes: PIECE_BYTES,
-      agreement: transport === 'tcp_peer' && worldSize <= EXCHANGE_MAX_WORLD_SIZE ? 'mesh' : 'coordinator',
+      agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
       nextMeshSequence: () => this.meshSequence++,
       timeoutMs: () => timeout.ms,
       scheduler,

@@ -160,15 +160,21 @@ export class PeerMesh {
       }
       if (this.departed.has(destination)) throw new RemoteAbortError(`direct peer rank ${destination} left`);
       const link = this.links.get(key)!;
-      if (link.send({ header, parts: [payload] })) done();
-      else void link.drained().then(done);
-    }).pipe(
-      timeout({
-        first: Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
-        scheduler: this.scheduler,
-        with: () => throwError(() => new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`)),
-      }),
-    );
+      if (link.send({ header, parts: [payload] })) {
+        done();
+        return;
+      }
+      // Only a send the socket pushed back waits, and only it needs a timer.
+      const waiting = this.scheduler.schedule(
+        () => subscriber.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`)),
+        Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
+      );
+      void link.drained().then(() => {
+        waiting.unsubscribe();
+        done();
+      });
+      return () => waiting.unsubscribe();
+    });
   }
 
   /** Cold: emits the next matching message; unsubscribing withdraws the receive; errors after `timeoutMs`. */
@@ -179,17 +185,21 @@ export class PeerMesh {
       if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw new RemoteAbortError(`direct peer rank ${source} left`);
       const posted: PostedReceive = { source, shape, subscriber };
       const frame = matcher.post(source, tag, posted);
-      if (frame === null) return () => matcher.withdraw(posted);
+      if (frame === null) {
+        // Not there yet: wait, timed (a message already waiting needs no timer).
+        const waiting = this.scheduler.schedule(
+          () => subscriber.error(new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`)),
+          Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
+        );
+        return () => {
+          waiting.unsubscribe();
+          matcher.withdraw(posted);
+        };
+      }
       this.countOff(rail, frame);
       deliver(frame, posted);
       return undefined;
-    }).pipe(
-      timeout({
-        first: Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
-        scheduler: this.scheduler,
-        with: () => throwError(() => new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`)),
-      }),
-    );
+    });
   }
 
   /** Takes back the payload of a received message its consumer no longer needs (see BufferPool). */

@@ -1,4 +1,4 @@
-import { type MonoTypeOperatorFunction, Observable, Subject } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable, Subject, type Subscriber } from 'rxjs';
 
 /**
  * The one failure of a rank session. The first failure wins and is final: `failure$` errors
@@ -10,6 +10,8 @@ export class SessionFailure {
   private readonly subject = new Subject<never>();
   private failure: { error: unknown } | null = null;
   private closedBy: Error | null = null;
+  /** Operations under `untilEnded()` now: a set, not subscriptions to `ended$`, as every collective and message adds one. */
+  private readonly pending = new Set<Subscriber<unknown>>();
   readonly failure$: Observable<never> = this.subject.asObservable();
   /**
    * Errors with the failure, or with the close reason on a clean close: what every pending
@@ -31,6 +33,7 @@ export class SessionFailure {
     if (this.failure !== null || this.closedBy !== null) return;
     this.failure = { error };
     this.subject.error(error);
+    this.endPending(error);
   }
 
   /** Ends the session without failure. */
@@ -38,6 +41,7 @@ export class SessionFailure {
     if (this.failure !== null || this.closedBy !== null) return;
     this.closedBy = reason;
     this.subject.complete();
+    this.endPending(reason);
   }
 
   /** Throws the failure (or the close reason) if there is one (call before sending anything). */
@@ -53,8 +57,16 @@ export class SessionFailure {
   untilEnded<T>(): MonoTypeOperatorFunction<T> {
     return (source) =>
       new Observable<T>((subscriber) => {
-        subscriber.add(this.ended$.subscribe({ error: (error: unknown) => subscriber.error(error) }));
-        if (!subscriber.closed) subscriber.add(source.subscribe(subscriber));
+        this.check();
+        this.pending.add(subscriber);
+        subscriber.add(() => this.pending.delete(subscriber));
+        subscriber.add(source.subscribe(subscriber));
       });
+  }
+
+  private endPending(error: unknown): void {
+    const pending = [...this.pending];
+    this.pending.clear();
+    for (const subscriber of pending) subscriber.error(error);
   }
 }

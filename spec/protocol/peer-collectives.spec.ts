@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { layoutHash, pieceTag } from '../../lib/collectives/peer-data.js';
 import { viewTensor } from '../../lib/tensor.js';
-import { descriptorOf } from '../../lib/collectives/mesh-exchange.js';
+import { descriptorOf } from '../../lib/collectives/exchange-message.js';
 import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';

@@ -39,7 +39,7 @@ async function algorithmsOf(ranks: RankSession[], work: (session: RankSession) =
 const big = DEFAULT_RING_THRESHOLD_BYTES / 4; // f32 elements at the threshold
 
 describe('algorithm selection in sessions', () => {
-  it('auto on tcp_peer: staged below the ring threshold, ring and chain from it; results exact', async () => {
+  it('auto on tcp_peer at 3 ranks: the exchange (relayed through rank 0) below the ring threshold, ring and chain from it; results exact', async () => {
     const ranks = await sessions(3, { transport: 'tcp_peer' });
     const algorithms = await algorithmsOf(ranks, async (session) => {
       expect(Array.from(await session.allReduce(Int32Array.of(session.rank, 1)))).toEqual([3, 3]);
@@ -53,33 +53,49 @@ describe('algorithm selection in sessions', () => {
       // Element i of every input is i: rank r's shard of the sum starts at 3 * r * big.
       expect([scattered[0], scattered[big - 1]]).toEqual([3 * session.rank * big, 3 * (session.rank * big + big - 1)]);
     });
-    expect(algorithms).toEqual(['allReduce:staged', 'allReduce:ring', 'broadcast:chain', 'allGather:ring', 'reduceScatter:ring']);
+    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:ring', 'broadcast:chain', 'allGather:ring', 'reduceScatter:ring']);
   });
 
-  it('auto on tcp_peer at 2 ranks: small collectives are one mesh exchange, no coordinator hop; results exact', async () => {
-    const ranks = await sessions(2, { transport: 'tcp_peer' });
-    const algorithms = await algorithmsOf(ranks, async (session) => {
-      await session.barrier();
-      expect(Array.from(await session.allReduce(Float64Array.of(session.rank + 0.5, -1), 'sum'))).toEqual([2, -2]);
-      expect(Array.from(await session.allGather(Int16Array.of(session.rank)))).toEqual([0, 1]);
-      expect(Array.from(await session.broadcast(Uint8Array.of(session.rank, 9), 1))).toEqual([1, 9]);
-      expect(await session.gather(Uint8Array.of(session.rank), 0)).toEqual(session.rank === 0 ? Uint8Array.of(0, 1) : null);
-      expect(await session.reduce(Int32Array.of(session.rank + 1), 'prod', 1)).toEqual(session.rank === 1 ? Int32Array.of(2) : null);
-      expect(Array.from(await session.reduceScatter(Int32Array.of(1, 2, 3, 4), 'sum'))).toEqual(session.rank === 0 ? [2, 4] : [6, 8]);
-      expect(Array.from(await session.allToAll(Uint8Array.of(10 * session.rank, 10 * session.rank + 1)))).toEqual(session.rank === 0 ? [0, 10] : [1, 11]);
-      expect(Array.from(await session.scatter(session.rank === 0 ? Uint8Array.of(4, 5) : null, 0, 1))).toEqual([4 + session.rank]);
+  for (const worldSize of [2, 4]) {
+    const how = worldSize === 2 ? 'one pairwise mesh exchange' : 'one exchange relayed through rank 0';
+    it(`auto on tcp_peer at ${worldSize} ranks: small collectives are ${how}, no coordinator hop; results exact`, async () => {
+      const ranks = await sessions(worldSize, { transport: 'tcp_peer' });
+      const W = worldSize;
+      const upTo = (n: number, f: (index: number) => number) => Array.from({ length: n }, (_, index) => f(index));
+      const algorithms = await algorithmsOf(ranks, async (session) => {
+        const r = session.rank;
+        await session.barrier();
+        expect(Array.from(await session.allReduce(Float64Array.of(r + 0.5, -1), 'sum'))).toEqual([(W * (W - 1)) / 2 + W / 2, -W]);
+        expect(Array.from(await session.allGather(Int16Array.of(r)))).toEqual(upTo(W, (index) => index));
+        expect(Array.from(await session.broadcast(Uint8Array.of(r, 9), 1))).toEqual([1, 9]);
+        expect(await session.gather(Uint8Array.of(r), 0)).toEqual(r === 0 ? Uint8Array.from(upTo(W, (index) => index)) : null);
+        expect(await session.reduce(Int32Array.of(r + 1), 'prod', 1)).toEqual(r === 1 ? Int32Array.of(upTo(W, (index) => index + 1).reduce((a, b) => a * b)) : null);
+        expect(Array.from(await session.reduceScatter(Int32Array.from(upTo(2 * W, (index) => index + 1)), 'sum'))).toEqual([W * (2 * r + 1), W * (2 * r + 2)]);
+        expect(Array.from(await session.allToAll(Uint8Array.from(upTo(W, (index) => 10 * r + index))))).toEqual(upTo(W, (source) => 10 * source + r));
+        expect(Array.from(await session.scatter(r === 0 ? Uint8Array.from(upTo(W, (index) => 4 + index)) : null, 0, 1))).toEqual([4 + r]);
+      });
+      expect(algorithms).toEqual([
+        'barrier:exchange',
+        'allReduce:exchange',
+        'allGather:exchange',
+        'broadcast:exchange',
+        'gather:exchange',
+        'reduce:exchange',
+        'reduceScatter:exchange',
+        'allToAll:exchange',
+        'scatter:staged',
+      ]);
     });
-    expect(algorithms).toEqual([
-      'barrier:exchange',
-      'allReduce:exchange',
-      'allGather:exchange',
-      'broadcast:exchange',
-      'gather:exchange',
-      'reduce:exchange',
-      'reduceScatter:exchange',
-      'allToAll:exchange',
-      'scatter:staged',
-    ]);
+  }
+
+  it('a relayed exchange (4 ranks) names a mismatch with both ranks and both descriptors, on every rank', async () => {
+    const ranks = await sessions(4, { transport: 'tcp_peer' });
+    const errors = await Promise.all(ranks.map((session) => rejection(session.rank === 2 ? session.barrier() : session.allReduce(Float32Array.of(1)))));
+    for (const error of errors) {
+      expect(error.message).toContain(
+        'collective sequence 0 mismatch: rank 0 submitted {AllReduce F32 root ANY count 1 op sum layout 0}, rank 2 submitted {Barrier None root ANY count 0 op none layout 0}',
+      );
+    }
   });
 
   it('a mesh exchange names a mismatch with both ranks and both descriptors, on every rank', async () => {

@@ -2,7 +2,8 @@ import { map, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, TensorRequest } from '../algorithm.js';
-import { exchangeOnMesh, expectBytes, joined } from '../mesh-exchange.js';
+import { exchangeOnMesh } from '../mesh-exchange.js';
+import { expectBytes, joined } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /** All-gather of small tensors over the mesh: the agreement round carries every tensor; concatenated in rank order. */

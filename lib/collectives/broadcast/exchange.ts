@@ -2,7 +2,8 @@ import { map, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, RootedRequest } from '../algorithm.js';
-import { exchangeOnMesh, expectBytes, NO_DATA } from '../mesh-exchange.js';
+import { exchangeOnMesh } from '../mesh-exchange.js';
+import { expectBytes, NO_DATA } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /** Broadcast of a small tensor over the mesh: the root's agreement message carries it, the others' carry nothing. */

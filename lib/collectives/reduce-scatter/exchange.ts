@@ -4,7 +4,8 @@ import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { exchangeOnMesh, expectBytes, joined } from '../mesh-exchange.js';
+import { exchangeOnMesh } from '../mesh-exchange.js';
+import { expectBytes, joined } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /** Reduce-scatter of small tensors over the mesh: every tensor goes with the agreement; each rank folds its own shard of each in rank order. */

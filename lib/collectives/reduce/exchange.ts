@@ -4,7 +4,8 @@ import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, RootedReductionRequest } from '../algorithm.js';
-import { exchangeOnMesh, expectBytes, joined } from '../mesh-exchange.js';
+import { exchangeOnMesh } from '../mesh-exchange.js';
+import { expectBytes, joined } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /** Reduce of a small tensor over the mesh: every rank sends its tensor with the agreement, the root folds them in rank order. */

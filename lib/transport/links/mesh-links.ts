@@ -1,4 +1,4 @@
-import { catchError, map, type Observable, throwError } from 'rxjs';
+import { Observable } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { PeerMesh } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
@@ -37,15 +37,11 @@ export class MeshLinks implements SessionLinks {
   }
 
   send(rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape): Observable<void> {
-    return this.mesh.send(rail, peer, tag, shape, bytes, this.timeoutMs()).pipe(this.abortOnError(), this.failure.untilEnded());
+    return this.guarded(this.mesh.send(rail, peer, tag, shape, bytes, this.timeoutMs()), () => undefined);
   }
 
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array> {
-    return this.mesh.receive(rail, peer, tag, shape, this.timeoutMs()).pipe(
-      map((frame) => frame.payload),
-      this.abortOnError(),
-      this.failure.untilEnded(),
-    );
+    return this.guarded(this.mesh.receive(rail, peer, tag, shape, this.timeoutMs()), (frame) => frame.payload);
   }
 
   release(bytes: Uint8Array): void {
@@ -66,13 +62,21 @@ export class MeshLinks implements SessionLinks {
   }
 
   /**
-   * A send or receive that fails takes the whole job down with its reason: the abort reaches every
-   * rank (this one too, back from the coordinator), so nobody waits on a peer that gave up.
+   * What every send and receive goes through: values projected, the session's failure ends it,
+   * and a send or receive that fails takes the whole job down with its reason: the abort reaches
+   * every rank (this one too, back from the coordinator), so nobody waits on a peer that gave up.
+   * One hand-written layer instead of map + catchError: it runs for every message.
    */
-  private abortOnError<T>() {
-    return catchError<T, Observable<never>>((error: unknown) => {
-      this.abort(failureText(error));
-      return throwError(() => error);
-    });
+  private guarded<T, R>(source: Observable<T>, project: (value: T) => R): Observable<R> {
+    return new Observable<R>((subscriber) =>
+      source.subscribe({
+        next: (value) => subscriber.next(project(value)),
+        error: (error: unknown) => {
+          this.abort(failureText(error));
+          subscriber.error(error);
+        },
+        complete: () => subscriber.complete(),
+      }),
+    ).pipe(this.failure.untilEnded());
   }
 }

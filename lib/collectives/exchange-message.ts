@@ -1,0 +1,160 @@
+import { Observable } from 'rxjs';
+import { failureText, ProtocolError, TimeoutError } from '../errors.js';
+import { type OperationDescriptor, operationMismatch, sameOperation } from '../protocol/agreement.js';
+import { ANY_RANK } from '../protocol/constants.js';
+import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { ElementType } from '../protocol/element-type.js';
+import { type Opcode, opcodeName } from '../protocol/opcode.js';
+import type { CollectiveRequest } from '../transport/collective-channel.js';
+import type { ExpectedShape, MessageShape } from '../transport/links/links.js';
+import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
+import type { CollectiveContext } from './algorithm.js';
+import { layoutHash } from './peer-data.js';
+
+/**
+ * What both ways of a mesh exchange (pairwise and through the hub, docs/protocol.md 9.7) share:
+ * the agreement message a rank sends, how a receiver checks it, and how an exchange ends when a
+ * rank does not come or only this rank saw what went wrong.
+ */
+
+/** Data of a rank that sends none with the agreement (a barrier; a broadcast's non-roots). */
+export const NO_DATA = new Uint8Array(0);
+
+/** Mesh exchange messages carry tags under this prefix ("EX"). */
+export const EXCHANGE_TAG_PREFIX = 0x4558;
+
+/** What an exchange receives: bytes of any length (a size disagreement is named, not a shape error). */
+export const ANY_BYTES: ExpectedShape = { elementType: ElementType.U8, count: null };
+
+export function bytesShape(bytes: Uint8Array): MessageShape {
+  return { elementType: ElementType.U8, count: bytes.length };
+}
+
+/** The descriptor the coordinator's agreement would check for `request`. */
+export function descriptorOf(request: CollectiveRequest, layout: string): OperationDescriptor {
+  return {
+    opcode: request.opcode,
+    elementType: request.elementType ?? ElementType.None,
+    rootRank: request.rootRank ?? ANY_RANK,
+    elementCount: request.elementCount ?? 0,
+    reduceOp: request.reduceOp ?? 0,
+    layoutHash: layout === '' ? 0n : layoutHash(layout),
+  };
+}
+
+/** A rank's agreement message: its descriptor for exchange `number`, then its data. */
+export function agreementMessage(own: OperationDescriptor, number: bigint, data: Uint8Array): Uint8Array {
+  const message = new Uint8Array(DESCRIPTOR_BYTES + data.length);
+  encodeDescriptor(own, number, message);
+  message.set(data, DESCRIPTOR_BYTES);
+  return message;
+}
+
+/**
+ * Checks `peer`'s agreement message against this rank's own descriptor, as the coordinator's
+ * agreement would (a mismatch names both ranks, the lower first); returns the peer's data.
+ */
+export function checkAgreement(received: Uint8Array, peer: number, rank: number, own: OperationDescriptor, number: bigint): Uint8Array {
+  const theirs = decodeDescriptor(received);
+  if (theirs.sequence !== number) {
+    throw new ProtocolError(`rank ${peer} sent mesh collective ${theirs.sequence} where rank ${rank} is at ${number}`);
+  }
+  if (!sameOperation(own, theirs.descriptor)) {
+    const [first, second] = peer < rank ? ([[peer, theirs.descriptor], [rank, own]] as const) : ([[rank, own], [peer, theirs.descriptor]] as const);
+    throw operationMismatch(number, first[0], first[1], second[0], second[1]);
+  }
+  return received.subarray(DESCRIPTOR_BYTES);
+}
+
+/** One send or receive of an exchange; `onValue` takes what a receive delivers (and may throw to fail the exchange). */
+export interface ExchangeStep {
+  readonly run: Observable<Uint8Array | void>;
+  readonly onValue?: (bytes: Uint8Array) => void;
+}
+
+/** What an exchange is waiting for, to name it if it does not come. */
+export interface ExchangeDeadline {
+  readonly number: bigint;
+  readonly opcode: Opcode;
+  readonly waitMs: number;
+  readonly missing: () => readonly number[];
+}
+
+/**
+ * Runs an exchange: the steps of each round at once, the next round (built when its turn comes)
+ * once every step of the last completed, then emits `result()`. Ranks that have not answered
+ * within the deadline are named as missing; a timeout or a protocol failure only this rank has
+ * seen aborts the job with its text (failures of the links abort by themselves).
+ *
+ * Hand-written rather than merge/concat/timeout/catchError: every small collective runs it, and
+ * here its cost is the collective's cost.
+ */
+export function runExchange<T>(context: CollectiveContext, deadline: ExchangeDeadline, rounds: readonly (() => readonly ExchangeStep[])[], result: () => T): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const fail = (error: unknown) => {
+      if (subscriber.closed) return;
+      // This rank's own error first: an abort can come straight back and would end the steps with it.
+      subscriber.error(error);
+      if (error instanceof TimeoutError || error instanceof ProtocolError) context.abort(failureText(error));
+    };
+    subscriber.add(
+      context.scheduler.schedule(
+        () =>
+          fail(
+            new TimeoutError(
+              `rank ${context.rank} collective ${deadline.number} (${opcodeName(deadline.opcode)}) on the direct peer mesh; missing ranks [${deadline.missing().join(',')}]`,
+            ),
+          ),
+        Math.min(deadline.waitMs, MAX_TIMER_DELAY_MS),
+      ),
+    );
+    const startRound = (index: number): void => {
+      if (index === rounds.length) {
+        subscriber.next(result());
+        subscriber.complete();
+        return;
+      }
+      const steps = rounds[index]!();
+      let remaining = steps.length;
+      const stepDone = () => {
+        if (--remaining === 0) startRound(index + 1);
+      };
+      if (remaining === 0) startRound(index + 1);
+      for (const step of steps) {
+        if (subscriber.closed) return;
+        subscriber.add(
+          step.run.subscribe({
+            next: (value) => {
+              if (step.onValue === undefined || value === undefined) return;
+              try {
+                step.onValue(value);
+              } catch (error) {
+                fail(error);
+              }
+            },
+            error: fail,
+            complete: stepDone,
+          }),
+        );
+      }
+    };
+    startRound(0);
+  });
+}
+
+/** The parts one after the other in one fresh buffer (small messages: one copy is cheap). */
+export function joined(parts: readonly Uint8Array[]): Uint8Array {
+  const result = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    result.set(part, offset);
+    offset += part.length;
+  }
+  return result;
+}
+
+/** Checks that a peer's data has the size the agreed descriptor implies. */
+export function expectBytes(part: Uint8Array, bytes: number, rank: number): Uint8Array {
+  if (part.length !== bytes) throw new ProtocolError(`rank ${rank} sent ${part.length} bytes of collective data, its descriptor implies ${bytes}`);
+  return part;
+}

@@ -1,0 +1,29 @@
+import type { Observable } from 'rxjs';
+import type { OperationDescriptor } from '../protocol/agreement.js';
+import type { Links } from '../transport/links/links.js';
+import type { CollectiveContext } from './algorithm.js';
+import { agreementMessage, ANY_BYTES, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, runExchange } from './exchange-message.js';
+import { pieceTag } from './peer-data.js';
+
+/**
+ * The pairwise mesh exchange: every rank sends every other rank its agreement message and checks
+ * each one it receives. One hop between any two ranks; W(W-1) messages, so it serves small worlds
+ * (2 ranks: one message each way).
+ */
+export function exchangePairwise(links: Links, context: CollectiveContext, own: OperationDescriptor, data: Uint8Array, number: bigint): Observable<Uint8Array[]> {
+  const { rank, worldSize } = links;
+  const message = agreementMessage(own, number, data);
+  const tag = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);
+  const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
+  const parts = new Array<Uint8Array>(worldSize);
+  parts[rank] = data;
+  const round = () => [
+    ...peers.map((peer) => ({ run: links.send(0, peer, tag, message, bytesShape(message)) })),
+    ...peers.map((peer) => ({
+      run: links.receive(0, peer, tag, ANY_BYTES),
+      onValue: (received: Uint8Array) => (parts[peer] = checkAgreement(received, peer, rank, own, number)),
+    })),
+  ];
+  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => peers.filter((peer) => parts[peer] === undefined) };
+  return runExchange(context, deadline, [round], () => parts);
+}

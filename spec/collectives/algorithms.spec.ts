@@ -28,8 +28,8 @@ import {
   opsFor,
   seededRandom,
   tensorOf,
-} from '../helpers/collective-model.js';
-import { memoryJob, type MemoryJobOptions, type MemoryRank } from '../helpers/memory-job.js';
+} from '../../lib/testing/index.js';
+import { memoryJob, type MemoryJobOptions, type MemoryRank } from '../../lib/testing/index.js';
 
 const arbPermutation = (size: number) =>
   fc.array(fc.nat(), { minLength: size, maxLength: size }).map((keys) =>

@@ -12,7 +12,10 @@ export interface KillFault {
   readonly atStep: number;
 }
 
-/** Rank `rank` calls `abort(reason)` as it starts step `atStep` (then goes on: its calls fail). */
+/**
+ * Rank `rank` calls `abort(reason)` instead of step `atStep` (default reason `rank R aborted at
+ * step K`); that step fails with the abort once it comes back.
+ */
 export interface AbortFault {
   readonly kind: 'abort';
   readonly rank: number;
@@ -28,7 +31,10 @@ export interface StallFault {
   readonly ms: number;
 }
 
-/** Message `message` (every message, if absent) from `from` to `to` is lost. */
+/**
+ * Message `message` (every message, if absent) from `from` to `to` is lost: the receiver times out
+ * naming the sender (in a ring, ranks further on may time out first, each naming its predecessor).
+ */
 export interface DropFault {
   readonly kind: 'drop';
   readonly from: number;

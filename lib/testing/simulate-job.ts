@@ -137,7 +137,11 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
       const index = steps[rank]!++;
       for (const fault of faultsAt(index)) {
         if (fault.kind === 'stall') await sleep(fault.ms);
-        if (fault.kind === 'abort') await session.abort(fault.reason ?? `rank ${rank} aborted at step ${index}`);
+        if (fault.kind === 'abort') {
+          // The rank gives up instead of taking its step, and waits for its abort to come back.
+          await session.abort(fault.reason ?? `rank ${rank} aborted at step ${index}`);
+          return lastValueFrom(session.failure$);
+        }
         if (fault.kind === 'kill') {
           finish({ rank, status: 'killed', steps: index });
           job.kill(rank);

@@ -23,10 +23,11 @@ export function numbersOf(dtype: DType, bytes: Uint8Array): number[] {
 }
 
 /**
- * null when `actual` is `expected`: the same bytes, or for floats with `tolerance`, every element
- * within `tolerance` relative (algorithms that fold in ring order round differently).
+ * null when `actual` is `expected`: the same bytes, or for floats given a `tolerance`, every element
+ * within `tolerance` relative (algorithms that fold in ring order round differently, and may end
+ * on the other zero: -0 and +0 are equal then).
  */
-export function outcomeDifference(actual: Outcome, expected: Outcome, tolerance = 0): string | null {
+export function outcomeDifference(actual: Outcome, expected: Outcome, tolerance?: number): string | null {
   if (actual.bytes === null || expected.bytes === null) return actual.bytes === expected.bytes ? null : `got ${actual.bytes && hex(actual.bytes)}, expected ${expected.bytes && hex(expected.bytes)}`;
   if (actual.dtype !== expected.dtype || actual.tagged !== expected.tagged || actual.className !== expected.className) {
     return `got ${actual.dtype} ${actual.className} (tagged ${actual.tagged}), expected ${expected.dtype} ${expected.className} (tagged ${expected.tagged})`;
@@ -34,7 +35,7 @@ export function outcomeDifference(actual: Outcome, expected: Outcome, tolerance 
   if (JSON.stringify(actual.counts) !== JSON.stringify(expected.counts)) return `got counts ${JSON.stringify(actual.counts)}, expected ${JSON.stringify(expected.counts)}`;
   if (hex(actual.bytes) === hex(expected.bytes)) return null;
   const dtype = expected.dtype!;
-  if (tolerance > 0 && isFloat(dtype) && actual.bytes.length === expected.bytes.length) {
+  if (tolerance !== undefined && isFloat(dtype) && actual.bytes.length === expected.bytes.length) {
     const got = numbersOf(dtype, actual.bytes);
     const far = numbersOf(dtype, expected.bytes).findIndex((value, index) => !(Math.abs(got[index]! - value) <= tolerance * Math.max(1, Math.abs(value))));
     if (far < 0) return null;
@@ -43,7 +44,7 @@ export function outcomeDifference(actual: Outcome, expected: Outcome, tolerance 
 }
 
 /** null when every rank returned the outcomes the oracle expects of it (`expected[rank][step]`). */
-export function oracleDifference(result: SimulationResult<readonly Outcome[]>, expected: readonly (readonly Outcome[])[], tolerance = 0): string | null {
+export function oracleDifference(result: SimulationResult<readonly Outcome[]>, expected: readonly (readonly Outcome[])[], tolerance?: number): string | null {
   for (const outcome of result.ranks) {
     if (outcome.status !== 'returned') {
       return `rank ${outcome.rank} ${outcome.status}${outcome.status === 'threw' ? `: ${outcome.error.code} ${outcome.error.message}` : ''} at step ${outcome.steps}`;
@@ -71,7 +72,7 @@ export function referenceOrNamedFailure(
   result: SimulationResult<readonly Outcome[]>,
   expected: readonly (readonly Outcome[])[],
   faulty: number,
-  tolerance = 0,
+  tolerance?: number,
 ): string | null {
   const difference = oracleDifference(result, expected, tolerance);
   if (difference === null) return null;

@@ -56,3 +56,10 @@ export function arbProgram(worldSize: number, options: ArbProgramOptions & { rea
     worldSize < 2 ? arbCollectiveCase(worldSize, options) : fc.oneof({ weight: 3, arbitrary: arbCollectiveCase(worldSize, options) }, { weight: 1, arbitrary: arbMessageCase(worldSize, options) });
   return fc.array(step, { minLength: 1, maxLength: options.maxSteps ?? 6 });
 }
+
+/** A ring order of `worldSize` ranks (every rank once; shrinks towards 0, 1, 2, ...). */
+export function arbRingOrder(worldSize: number): fc.Arbitrary<number[]> {
+  return fc.array(fc.nat(), { minLength: worldSize, maxLength: worldSize }).map((keys) =>
+    Array.from({ length: worldSize }, (_, rank) => rank).sort((a, b) => keys[a]! - keys[b]! || a - b),
+  );
+}

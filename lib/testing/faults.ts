@@ -13,8 +13,9 @@ export interface KillFault {
 }
 
 /**
- * Rank `rank` calls `abort(reason)` instead of step `atStep` (default reason `rank R aborted at
- * step K`); that step fails with the abort once it comes back.
+ * Rank `rank` calls `abort(reason)` instead of step `atStep` (default reason `injected at step
+ * K`); that step fails with the abort once it comes back, as every rank's does: `rank R aborted:
+ * <reason>`.
  */
 export interface AbortFault {
   readonly kind: 'abort';

@@ -116,11 +116,12 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   };
 
   // An Abort is a message too: the other ranks learn of it a moment later (and may meanwhile
-  // find the same failure themselves).
+  // find the same failure themselves). A rank's Abort reaches them as the coordinator words it.
   const abort = (reason: string, rank: number | null) => {
     traffic.aborts.push({ rank, reason });
+    const text = rank === null ? reason : `rank ${rank} aborted: ${reason}`;
     release(`abort from ${rank === null ? 'coordinator' : `rank ${rank}`}`, () => {
-      for (const failure of failures) failure.fail(new RemoteAbortError(reason));
+      for (const failure of failures) failure.fail(new RemoteAbortError(text));
     }, true);
   };
 

@@ -139,7 +139,7 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
         if (fault.kind === 'stall') await sleep(fault.ms);
         if (fault.kind === 'abort') {
           // The rank gives up instead of taking its step, and waits for its abort to come back.
-          await session.abort(fault.reason ?? `rank ${rank} aborted at step ${index}`);
+          await session.abort(fault.reason ?? `injected at step ${index}`);
           return lastValueFrom(session.failure$);
         }
         if (fault.kind === 'kill') {

@@ -67,15 +67,23 @@ export function failureNotNaming(result: SimulationResult<unknown>, faulty: numb
   return null;
 }
 
-/** The property of a job with a fault at `faulty`: the reference result everywhere, or every rank fails naming it. */
+/**
+ * The property of a job with a fault at `faulty`, rank by rank: each rank returned the reference
+ * result, or failed with an error naming `faulty` (or was the rank killed). A rank may finish its
+ * program before the fault's effects reach it; it must then have the right values.
+ */
 export function referenceOrNamedFailure(
   result: SimulationResult<readonly Outcome[]>,
   expected: readonly (readonly Outcome[])[],
   faulty: number,
   tolerance?: number,
 ): string | null {
-  const difference = oracleDifference(result, expected, tolerance);
-  if (difference === null) return null;
-  const failure = failureNotNaming(result, faulty);
-  return failure === null ? null : `neither the reference result (${difference}) nor a failure naming rank ${faulty} (${failure})`;
+  for (const outcome of result.ranks) {
+    const own = { ...result, ranks: [outcome] };
+    const difference = outcome.status === 'returned' ? oracleDifference(own, expected, tolerance) : null;
+    const failure = outcome.status === 'returned' ? null : failureNotNaming(own, faulty);
+    if (difference !== null) return `rank ${outcome.rank} returned a result other than the reference: ${difference}`;
+    if (failure !== null) return failure;
+  }
+  return null;
 }

@@ -7,7 +7,7 @@ describe('examples/property-test.ts', () => {
   it('finds the seeded bug with a shrunk counterexample whose interleaving swaps two workers', async () => {
     const details = await checkParameterServer(true, 7);
     expect(details.failed).toBe(true);
-    const [round] = details.counterexample! as [{ parameters: number[]; batchSizes: number[]; gradients: number[][] }];
+    const [round] = details.counterexample!;
     // Shrunk: zero parameters, one nonzero gradient entry, batch sizes that tell two workers apart.
     expect(round.parameters.every((value) => value === 0)).toBe(true);
     expect(round.gradients.flat().filter((value) => value !== 0)).toHaveLength(1);

@@ -10,14 +10,14 @@
  * corrupt) apply as messages are sent.
  */
 import type { Scheduler as InterleaveScheduler } from 'fast-check';
-import { asyncScheduler, Observable, of, type SchedulerLike, type Subscriber, throwError, timeout, timer, catchError } from 'rxjs';
+import { asyncScheduler, catchError, Observable, of, type SchedulerLike, type Subscriber, throwError, timeout, timer } from 'rxjs';
 import type { CollectiveContext } from '../collectives/algorithm.js';
 import { routeCollective } from '../coordinator/route-collective.js';
 import { ConfigurationError, failureText, RemoteAbortError, TimeoutError } from '../errors.js';
 import { CollectiveAgreement } from '../protocol/agreement.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL, FRAME_HEADER_BYTES } from '../protocol/constants.js';
 import { makeHeader, type Frame } from '../protocol/frame.js';
-import { decodeHeader, encodeHeader } from '../protocol/header.js';
+import { decodeHeader, encodeHeader, type FrameHeader } from '../protocol/header.js';
 import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from '../transport/buffer-pool.js';
@@ -37,6 +37,12 @@ interface Message {
   readonly rail: number;
   readonly from: number;
   readonly to: number;
+}
+
+/** A message that arrived: its header decoded (and so checked), waiting for its receive. */
+interface Arrived {
+  readonly message: Message;
+  readonly header: FrameHeader;
 }
 
 interface Posted {
@@ -94,7 +100,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   const timeoutMs = options.timeoutMs ?? 60_000;
   const faults = options.faults ?? [];
   const uniqueId = UniqueId.random();
-  const matchers = Array.from({ length: worldSize }, () => Array.from({ length: rails }, () => new TagMatcher<Message, Posted>()));
+  const matchers = Array.from({ length: worldSize }, () => Array.from({ length: rails }, () => new TagMatcher<Arrived, Posted>()));
   const failures = Array.from({ length: worldSize }, () => new SessionFailure());
   const dead = new Array<boolean>(worldSize).fill(false);
   const agreement = new CollectiveAgreement(worldSize);
@@ -137,7 +143,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
 
   const arrive = (message: Message) => {
     if (dead[message.to]) return;
-    let header;
+    let header: FrameHeader;
     try {
       header = decodeHeader(message.header);
     } catch (error) {
@@ -145,9 +151,9 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       abort(`rank ${message.to} rail ${message.rail}: corrupt frame from rank ${message.from}: ${failureText(error)}`, message.to);
       return;
     }
-    const matcher = matchers[message.to]![message.rail]!;
-    const posted = matcher.offer(message.from, header.tag, message);
-    if (posted !== null) deliver(message, header.elementType, header.elementCount, posted);
+    const arrived = { message, header };
+    const posted = matchers[message.to]![message.rail]!.offer(message.from, header.tag, arrived);
+    if (posted !== null) deliver(arrived, posted);
   };
 
   const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape) => {
@@ -192,10 +198,9 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
         new Observable<Uint8Array>((subscriber) => {
           const posted: Posted = { shape, subscriber };
           const matcher = matchers[rank]![rail]!;
-          const message = matcher.post(peer === ANY_RANK ? ANY_RANK : peer, tag, posted);
-          if (message === null) return () => matcher.withdraw(posted);
-          const header = decodeHeader(message.header);
-          deliver(message, header.elementType, header.elementCount, posted);
+          const arrived = matcher.post(peer === ANY_RANK ? ANY_RANK : peer, tag, posted);
+          if (arrived === null) return () => matcher.withdraw(posted);
+          deliver(arrived, posted);
           return undefined;
         }).pipe(
           // Past the session timeout plus a grace, so that a collective's own timeout, which names
@@ -252,7 +257,8 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   };
 }
 
-function deliver(message: Message, elementType: number, count: number, posted: Posted): void {
+function deliver({ message, header }: Arrived, posted: Posted): void {
+  const { elementType, elementCount: count } = header;
   if (elementType !== posted.shape.elementType || (posted.shape.count !== null && count !== posted.shape.count)) {
     posted.subscriber.error(
       new ConfigurationError(`rank ${message.to} rail ${message.rail}: message from rank ${message.from} has shape ${JSON.stringify({ elementType, count })}, expected ${JSON.stringify(posted.shape)}`),

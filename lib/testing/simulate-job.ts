@@ -166,7 +166,8 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
 
   for (const { api } of sessions) {
     const { rank } = api;
-    program(api).then(
+    // A program that throws before its first await fails its rank like any other error.
+    Promise.resolve(api).then(program).then(
       (value) => finish({ rank, status: 'returned', value, steps: steps[rank]! }),
       (error: unknown) => finish({ rank, status: 'threw', error: observedError(error), steps: steps[rank]! }),
     );

@@ -11,6 +11,8 @@ const LAYERS = [
   ['coordinator', '^lib/coordinator/'],
   ['collectives', '^lib/collectives/'],
   ['session', '^lib/session/'],
+  // rxccl/testing, its own subpath: a top layer over the library, which nothing else imports.
+  ['testing', '^lib/testing/'],
   ['launch', '^lib/launch/'],
   ['cli', '^lib/cli/'],
   ['package', '^lib/index[.]ts$'],
@@ -23,6 +25,9 @@ const SIBLINGS = [
   ['coordinator', 'topology'],
   ['coordinator', 'collectives'],
   ['coordinator', 'session'],
+  ['testing', 'launch'],
+  ['testing', 'cli'],
+  ['testing', 'package'],
 ];
 
 const pathOf = (name) => LAYERS.find(([layer]) => layer === name)[1];

@@ -52,6 +52,22 @@ export interface SessionHolds {
 }
 
 /**
+ * The parts a session runs on, for sessions built without sockets (`RankSession.over`): rxccl/testing
+ * runs whole jobs in memory this way, through the same queue, validation and algorithm table.
+ */
+export interface SessionParts {
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly transport: CollectiveTransport;
+  readonly links: SessionLinks;
+  readonly coordinator: Pick<CollectiveChannel, 'exchange' | 'close'>;
+  readonly failure: SessionFailure;
+  readonly tuning: CollectiveTuning;
+  readonly timeoutMs: number;
+  readonly scheduler: SchedulerLike;
+}
+
+/**
  * One rank's membership in a job (the reference design's `TcpRankSession`): an ordered collective
  * channel to the coordinator and the links of its transport (the coordinator's rails on
  * tcp_host_staged, the direct peer mesh on tcp_peer).
@@ -77,7 +93,7 @@ export class RankSession {
     readonly worldSize: number,
     readonly transport: CollectiveTransport,
     private readonly links: SessionLinks,
-    private readonly coordinator: CollectiveChannel,
+    private readonly coordinator: Pick<CollectiveChannel, 'exchange' | 'close'>,
     private readonly failure: SessionFailure,
     private readonly tuning: CollectiveTuning,
     private readonly timeout: { ms: number },
@@ -124,6 +140,12 @@ export class RankSession {
     );
     if (options.tuning.topology === 'probe') await session.useProbedRing();
     return session;
+  }
+
+  /** A session over `parts` (no sockets, no topology probe). */
+  static over(parts: SessionParts): RankSession {
+    const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
+    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], scheduler);
   }
 
   get rails(): number {

@@ -4,48 +4,61 @@
  */
 import fc from 'fast-check';
 import { lastValueFrom, type Observable, VirtualTimeScheduler } from 'rxjs';
-import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js';
-import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
-import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
+import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js';
 import { ringAllGather } from '../../lib/collectives/all-gather/ring.js';
+import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
-import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
+import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
+import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
-import { bf16ToNumber, halfToNumber } from '../../lib/kernels/half.js';
-import { DTYPES, type DType } from '../../lib/protocol/element-type.js';
+import { DTYPES } from '../../lib/protocol/element-type.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
-import { tensorFromBytes, viewTensor } from '../../lib/tensor.js';
+import { viewTensor } from '../../lib/tensor.js';
 import {
+  arbRingOrder,
   buildCase,
   type CollectiveCase,
   COLLECTIVE_KINDS,
   describeCase,
+  hex,
   isFloat,
+  memoryJob,
+  type MemoryJobOptions,
+  type MemoryRank,
   modelCollective,
   opsFor,
+  outcomeDifference,
+  outcomeOf,
+  REDUCING_KINDS,
   seededRandom,
   tensorOf,
-} from '../helpers/collective-model.js';
-import { memoryJob, type MemoryJobOptions, type MemoryRank } from '../helpers/memory-job.js';
+} from '../../lib/testing/index.js';
 
-const arbPermutation = (size: number) =>
-  fc.array(fc.nat(), { minLength: size, maxLength: size }).map((keys) =>
-    Array.from({ length: size }, (_, rank) => rank).sort((a, b) => keys[a]! - keys[b]! || a - b),
-  );
+/** A job on a virtual clock: no timeout is ever due here, and virtual timers cost less than real ones. */
+const job = (worldSize: number, options: MemoryJobOptions = {}) => memoryJob(worldSize, { scheduler: new VirtualTimeScheduler(), ...options });
 
-/** The values of a result as numbers (f16/bf16 decoded), for tolerant float comparisons. */
-function numbers(dtype: DType, bytes: Uint8Array): number[] {
-  const array = tensorFromBytes(dtype, bytes.slice(), false);
-  const decode = dtype === 'f16' ? halfToNumber : dtype === 'bf16' ? bf16ToNumber : Number;
-  return Array.from(array as ArrayLike<number>, (value) => decode(value));
+/**
+ * Float reductions fold in ring order, not rank order: equal up to rounding (min/max exactly, but
+ * which zero wins between -0 and +0 depends on the order). Everything else: bit for bit.
+ */
+function toleranceOf(c: CollectiveCase): number | undefined {
+  if (!isFloat(c.dtype) || !REDUCING_KINDS.includes(c.kind)) return undefined;
+  if (c.op === 'min' || c.op === 'max') return 0;
+  return c.dtype === 'f16' || c.dtype === 'bf16' ? 0.1 : 1e-4;
+}
+
+/** Compares a rank's result bytes with the oracle's, up to the case's rounding tolerance. */
+function expectReference(c: CollectiveCase, bytes: Uint8Array, expected: Uint8Array, rank: number): void {
+  const tensor = (data: Uint8Array) => outcomeOf(tensorOf(c.dtype, data, false));
+  expect(outcomeDifference(tensor(bytes), tensor(expected), toleranceOf(c)), `${describeCase(c)} rank ${rank}`).toBeNull();
 }
 
 /** Runs a ring all-reduce on every rank of an in-memory job; returns each rank's result bytes. */
 function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobOptions): Promise<Uint8Array[]> {
-  const { ranks } = memoryJob(worldSize, options);
+  const { ranks } = job(worldSize, options);
   return Promise.all(
     ranks.map(({ links, context }, rank) =>
       lastValueFrom(ringAllReduce(links, { view: viewTensor(tensorOf(c.dtype, c.inputs[rank]!, false)), op: c.op }, context)),
@@ -60,7 +73,7 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
         fc.integer({ min: 1, max: 8 }).chain((worldSize) =>
           fc.record({
             worldSize: fc.constant(worldSize),
-            order: arbPermutation(worldSize),
+            order: arbRingOrder(worldSize),
             dtype: fc.constantFrom(...DTYPES),
             opIndex: fc.nat(),
             count: fc.integer({ min: 0, max: 97 }),
@@ -77,18 +90,8 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
           const results = await runRing(c, worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
           const expected = modelCollective(c, worldSize)[0]!.bytes!;
           // Every rank ends with identical bits.
-          for (const result of results) expect(Buffer.from(result).equals(Buffer.from(results[0]!))).toBe(true);
-          if (!isFloat(dtype)) {
-            expect(Buffer.from(results[0]!).toString('hex'), describeCase(c)).toBe(Buffer.from(expected).toString('hex'));
-            return;
-          }
-          // Floats fold in ring order, not rank order: equal up to rounding (min/max exactly, but
-          // which zero wins between -0 and +0 depends on the order).
-          const tolerance = op === 'min' || op === 'max' ? 0 : dtype === 'f16' || dtype === 'bf16' ? 0.1 : 1e-4;
-          const actual = numbers(dtype, results[0]!);
-          numbers(dtype, expected).forEach((value, index) => {
-            expect(Math.abs(actual[index]! - value), `${describeCase(c)} element ${index}`).toBeLessThanOrEqual(tolerance * Math.max(1, Math.abs(value)));
-          });
+          for (const result of results) expect(hex(result)).toBe(hex(results[0]!));
+          expectReference(c, results[0]!, expected, 0);
         },
       ),
       { numRuns: 150 },
@@ -97,7 +100,7 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
 
   it('follows the ring order: each rank sends only to its successor in that order', async () => {
     const order = [0, 2, 1, 3];
-    const { ranks, traffic } = memoryJob(4, { ringOrder: order, pieceBytes: 8 });
+    const { ranks, traffic } = job(4, { ringOrder: order, pieceBytes: 8 });
     await Promise.all(ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(new Int32Array(40).fill(links.rank)), op: 'sum' }, context))));
     const pairs = new Set(traffic.messages.map((message) => `${message.from}>${message.to}`));
     expect([...pairs].sort()).toEqual(['0>2', '1>3', '2>1', '3>0']);
@@ -106,14 +109,14 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
   });
 
   it('agrees on the mesh when the session does: no coordinator round, same result', async () => {
-    const { ranks, traffic } = memoryJob(2, { agreement: 'mesh', pieceBytes: 8 });
+    const { ranks, traffic } = job(2, { agreement: 'mesh', pieceBytes: 8 });
     const results = await Promise.all(ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(Int32Array.of(1, 2, 3, links.rank)), op: 'sum' }, context))));
     for (const result of results) expect(Array.from(new Int32Array(result.buffer))).toEqual([2, 4, 6, 1]);
     expect(traffic.coordinated).toBe(0);
   });
 
   it('ranks configured with different rings fail at the agreement, naming both ranks', async () => {
-    const { ranks } = memoryJob(3, { contextOf: (rank) => ({ ringOrder: rank === 2 ? [0, 2, 1] : [0, 1, 2] }) });
+    const { ranks } = job(3, { contextOf: (rank) => ({ ringOrder: rank === 2 ? [0, 2, 1] : [0, 1, 2] }) });
     const outcomes = await Promise.allSettled(
       ranks.map(({ links, context }) => lastValueFrom(ringAllReduce(links, { view: viewTensor(new Float32Array(8)), op: 'sum' }, context))),
     );
@@ -132,7 +135,7 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
           fc.record({
             worldSize: fc.constant(worldSize),
             kind: fc.constantFrom('allGather' as const, 'reduceScatter' as const),
-            order: arbPermutation(worldSize),
+            order: arbRingOrder(worldSize),
             dtype: fc.constantFrom(...DTYPES),
             opIndex: fc.nat(),
             count: fc.integer({ min: 0, max: 41 }),
@@ -145,7 +148,7 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
         async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, seed }) => {
           const ops = opsFor(dtype);
           const c = buildCase({ kind, dtype, op: ops[opIndex % ops.length]!, count }, worldSize, seededRandom(seed));
-          const { ranks, traffic } = memoryJob(worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
+          const { ranks, traffic } = job(worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
           const results = await Promise.all(
             ranks.map(({ links, context }, rank) => {
               const view = viewTensor(tensorOf(dtype, c.inputs[rank]!, false));
@@ -153,16 +156,7 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
             }),
           );
           const expected = modelCollective(c, worldSize);
-          results.forEach((result, rank) => {
-            const want = expected[rank]!.bytes!;
-            if (kind === 'allGather' || !isFloat(dtype)) {
-              expect(Buffer.from(result).toString('hex'), `${describeCase(c)} rank ${rank}`).toBe(Buffer.from(want).toString('hex'));
-              return;
-            }
-            const tolerance = c.op === 'min' || c.op === 'max' ? 0 : dtype === 'f16' || dtype === 'bf16' ? 0.1 : 1e-4;
-            const actual = numbers(dtype, result);
-            numbers(dtype, want).forEach((value, index) => expect(Math.abs(actual[index]! - value)).toBeLessThanOrEqual(tolerance * Math.max(1, Math.abs(value))));
-          });
+          results.forEach((result, rank) => expectReference(c, result, expected[rank]!.bytes!, rank));
           // Each rank sends (W-1)/W of the data it holds, and only to its successor in the ring.
           const bytesPerRank = kind === 'allGather' ? (worldSize - 1) * c.inputs[0]!.length : ((worldSize - 1) * c.inputs[0]!.length) / worldSize;
           for (let rank = 0; rank < worldSize; rank++) {
@@ -186,7 +180,7 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
           fc.record({
             worldSize: fc.constant(worldSize),
             root: fc.integer({ min: 0, max: worldSize - 1 }),
-            order: arbPermutation(worldSize),
+            order: arbRingOrder(worldSize),
             dtype: fc.constantFrom(...DTYPES),
             count: fc.integer({ min: 0, max: 131 }),
             rails: fc.integer({ min: 1, max: 3 }),
@@ -196,12 +190,12 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
         ),
         async ({ worldSize, root, order, dtype, count, rails, pieceBytes, seed }) => {
           const c = buildCase({ kind: 'broadcast', dtype, root, count }, worldSize, seededRandom(seed));
-          const { ranks, traffic } = memoryJob(worldSize, { rails, ringOrder: order, pieceBytes });
+          const { ranks, traffic } = job(worldSize, { rails, ringOrder: order, pieceBytes });
           const results = await Promise.all(
             ranks.map(({ links, context }, rank) => lastValueFrom(chainBroadcast(links, { view: viewTensor(tensorOf(dtype, c.inputs[rank]!, false)), root }, context))),
           );
           const expected = modelCollective(c, worldSize);
-          results.forEach((result, rank) => expect(Buffer.from(result).toString('hex'), describeCase(c)).toBe(Buffer.from(expected[rank]!.bytes!).toString('hex')));
+          results.forEach((result, rank) => expect(hex(result), describeCase(c)).toBe(hex(expected[rank]!.bytes!)));
           // Each link of the line carries the tensor once: W - 1 hops, none into the root.
           const bytes = traffic.messages.reduce((sum, message) => sum + message.bytes, 0);
           expect(bytes).toBe((worldSize - 1) * c.inputs[root]!.length);
@@ -233,7 +227,7 @@ describe('every algorithm in the table', () => {
           const dtype = DTYPES[(worldSize * 7 + kind.length) % DTYPES.length]!;
           const ops = opsFor(dtype);
           const c = buildCase({ kind, dtype, op: ops[worldSize % ops.length]!, root: worldSize - 1, count: (worldSize % 3) + 1 }, worldSize, random);
-          const { ranks } = memoryJob(worldSize);
+          const { ranks } = job(worldSize);
           const results = await Promise.all(
             ranks.map(({ links, context }, rank) => lastValueFrom(row.run(links as never, requestFor(c, rank) as never, context as never), { defaultValue: undefined })),
           );
@@ -241,7 +235,7 @@ describe('every algorithm in the table', () => {
           results.forEach((result, rank) => {
             const bytes = result === undefined || result === null ? null : result instanceof Uint8Array ? result : (result as { bytes: Uint8Array }).bytes;
             const want = expected[rank]!.bytes;
-            expect(bytes === null ? null : Buffer.from(bytes).toString('hex'), `${describeCase(c)} rank ${rank}`).toBe(want === null ? null : Buffer.from(want).toString('hex'));
+            expect(bytes === null ? null : hex(bytes), `${describeCase(c)} rank ${rank}`).toBe(want === null ? null : hex(want));
           });
         }
       }
@@ -251,7 +245,7 @@ describe('every algorithm in the table', () => {
 
 describe('the mesh exchange (lib/collectives/mesh-exchange.ts)', () => {
   it('names both ranks and both descriptors when ranks call different collectives, and aborts the job', async () => {
-    const { ranks, traffic } = memoryJob(2);
+    const { ranks, traffic } = job(2);
     const [zero, one] = ranks as [MemoryRank, MemoryRank];
     const outcomes = await Promise.allSettled([
       lastValueFrom(exchangeAllReduce(zero.links, { view: viewTensor(Float32Array.of(1, 2)), op: 'sum' }, zero.context)),
@@ -265,7 +259,7 @@ describe('the mesh exchange (lib/collectives/mesh-exchange.ts)', () => {
 
   it('names the ranks that never came, at exactly the timeout (virtual time), and aborts the job', async () => {
     const scheduler = new VirtualTimeScheduler();
-    const { ranks, traffic } = memoryJob(4, { scheduler, timeoutMs: 5_000 });
+    const { ranks, traffic } = job(4, { scheduler, timeoutMs: 5_000 });
     const waiting = [0, 2].map((rank) => lastValueFrom(exchangeBarrier(ranks[rank]!.links, {}, ranks[rank]!.context), { defaultValue: undefined }).then(() => null, (error: Error) => error));
     await Promise.resolve();
     scheduler.flush();

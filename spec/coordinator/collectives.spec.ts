@@ -16,7 +16,7 @@ import {
   type Outcome,
   runCollective,
   seededRandom,
-} from '../helpers/collective-model.js';
+} from '../../lib/testing/index.js';
 import { startJob, type TestJob } from '../helpers/job.js';
 
 const WORLD_SIZES = [1, 2, 3, 5, 8];

@@ -38,7 +38,7 @@ import {
   runCollective,
   seededRandom,
   tensorOf,
-} from '../helpers/collective-model.js';
+} from '../../lib/testing/index.js';
 import { rejection, startJob, type TestJob } from '../helpers/job.js';
 
 const DTYPES: readonly DType[] = ['u8', 'i16', 'i32', 'u64', 'i64', 'f16', 'bf16', 'f32', 'f64'];

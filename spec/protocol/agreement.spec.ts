@@ -12,7 +12,7 @@ import {
   REDUCE_OPS,
   type OperationDescriptor,
 } from '../../lib/protocol/index.js';
-import { arbAnyType, arbReduceOp, arbU64 } from './arbitraries.js';
+import { arbAnyType, arbReduceOp, arbU64 } from '../../lib/testing/index.js';
 
 const arbDescriptor: fc.Arbitrary<OperationDescriptor> = fc.record({
   opcode: fc.constantFrom(...COLLECTIVE_OPCODES),

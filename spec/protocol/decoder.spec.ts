@@ -21,7 +21,7 @@ import {
   validateFrame,
   type Frame,
 } from '../../lib/protocol/index.js';
-import { arbFrame, concatBytes, fixChecksum, frameBytes, splitAt } from './arbitraries.js';
+import { arbFrame, concatBytes, fixChecksum, flipBit, frameBytes, splitAt } from '../../lib/testing/index.js';
 
 const ID = UniqueId.fromHex('00112233445566778899aabbccddeeff');
 
@@ -294,8 +294,7 @@ describe('decoding corrupt input', () => {
     const clean = frameBytes(frame);
     for (let bit = 0; bit < FRAME_HEADER_BYTES * 8; bit++) {
       for (const split of [false, true]) {
-        const bytes = clean.slice();
-        bytes[bit >> 3]! ^= 1 << (bit & 7);
+        const bytes = flipBit(clean, bit);
         const result = runOperator(split ? splitAt(bytes, Array.from({ length: 96 }, (_, i) => i)) : [bytes]);
         expect(result.ended, `bit ${bit}`).toBe('error');
         expect(result.error).toBeInstanceOf(ProtocolError);

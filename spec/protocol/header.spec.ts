@@ -22,7 +22,7 @@ import {
   UniqueId,
   type FrameHeader,
 } from '../../lib/protocol/index.js';
-import { arbFrame, fixChecksum } from './arbitraries.js';
+import { arbFrame, fixChecksum, flipBit } from '../../lib/testing/index.js';
 
 const ID = UniqueId.fromHex('00112233445566778899aabbccddeeff');
 
@@ -152,8 +152,7 @@ describe('header corruption', () => {
     for (const { header: h } of samples) {
       const clean = encodeHeader(h);
       for (let bit = 0; bit < FRAME_HEADER_BYTES * 8; bit++) {
-        const bytes = clean.slice();
-        bytes[bit >> 3]! ^= 1 << (bit & 7);
+        const bytes = flipBit(clean, bit);
         expectProtocolError(() => decodeHeader(bytes));
       }
     }

@@ -13,7 +13,7 @@ import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { reduceOpCode } from '../../lib/protocol/reduce-op.js';
-import { memoryJob } from '../helpers/memory-job.js';
+import { memoryJob } from '../../lib/testing/index.js';
 
 interface Sent {
   readonly rail: number;

@@ -1,4 +1,7 @@
-/** fast-check generators and byte helpers shared by the GX1 protocol specs. */
+/**
+ * fast-check generators of valid GX1 frames: every header field drawn across its whole range, the
+ * payload consistent with the header (empty, elements, or a counts-prefixed layout).
+ */
 import fc from 'fast-check';
 import {
   ANY_RANK,
@@ -17,7 +20,7 @@ import {
   UniqueId,
   type Frame,
   type FrameHeader,
-} from '../../lib/protocol/index.js';
+} from '../../protocol/index.js';
 
 export const arbUniqueId = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((bytes) => UniqueId.fromBytes(bytes));
 
@@ -94,6 +97,8 @@ const arbCountsLayout = (maxCount: number): fc.Arbitrary<Layout> =>
 export interface ArbFrameOptions {
   /** Largest element count of a payload-carrying frame. */
   readonly maxCount?: number;
+  /** Only frames of this opcode (default: any). */
+  readonly opcode?: Opcode;
 }
 
 /** A valid frame: header fields drawn across their whole ranges, payload consistent with them. */
@@ -104,7 +109,7 @@ export function arbFrame(options: ArbFrameOptions = {}): fc.Arbitrary<Frame> {
     .chain((layout) =>
       fc
         .record({
-          opcode: arbOpcode,
+          opcode: options.opcode === undefined ? arbOpcode : fc.constant(options.opcode),
           reduceOp: arbReduceOp,
           p2p: fc.boolean(),
           uniqueId: arbUniqueId,
@@ -139,35 +144,17 @@ export function arbFrame(options: ArbFrameOptions = {}): fc.Arbitrary<Frame> {
     );
 }
 
+/** A valid header (of `options.opcode`, if given). */
+export function arbHeader(options: ArbFrameOptions = {}): fc.Arbitrary<FrameHeader> {
+  return arbFrame(options).map((frame) => frame.header);
+}
+
 /** Header + payload as one fresh byte array. */
 export function frameBytes(frame: Frame): Uint8Array {
   const bytes = new Uint8Array(96 + frame.payload.length);
   bytes.set(encodeHeader(frame.header), 0);
   bytes.set(frame.payload, 96);
   return bytes;
-}
-
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const total = parts.reduce((sum, part) => sum + part.length, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
-
-/** Splits `bytes` at the given cut points; every chunk is a fresh copy with its own ArrayBuffer. */
-export function splitAt(bytes: Uint8Array, cuts: readonly number[]): Uint8Array[] {
-  const points = [...new Set(cuts.filter((cut) => cut > 0 && cut < bytes.length))].sort((a, b) => a - b);
-  const chunks: Uint8Array[] = [];
-  let start = 0;
-  for (const point of [...points, bytes.length]) {
-    chunks.push(bytes.slice(start, point));
-    start = point;
-  }
-  return chunks.filter((chunk) => chunk.length > 0);
 }
 
 /** Rewrites the header checksum (bytes 92..96) after a deliberate edit of bytes 0..92. */
@@ -179,5 +166,3 @@ export function fixChecksum(bytes: Uint8Array, offset = 0): Uint8Array {
   );
   return bytes;
 }
-
-export const hex = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');

@@ -1,0 +1,79 @@
+/**
+ * Faults as data: what can go wrong in a simulated job, written down so fast-check can draw,
+ * shrink and replay it. A rank's steps are the session calls its program makes (collectives,
+ * sends, receives), counted from 0; a link's messages are those sent from `from` to `to` on any
+ * rail, counted from 0.
+ */
+
+/** Rank `rank` dies as it starts step `atStep`: it never returns, and nothing reaches it any more. */
+export interface KillFault {
+  readonly kind: 'kill';
+  readonly rank: number;
+  readonly atStep: number;
+}
+
+/**
+ * Rank `rank` calls `abort(reason)` instead of step `atStep` (default reason `injected at step
+ * K`); that step fails with the abort once it comes back, as every rank's does: `rank R aborted:
+ * <reason>`.
+ */
+export interface AbortFault {
+  readonly kind: 'abort';
+  readonly rank: number;
+  readonly atStep: number;
+  readonly reason?: string;
+}
+
+/** Rank `rank` stalls `ms` of (virtual) time before step `atStep`: past the timeout, the others give up on it. */
+export interface StallFault {
+  readonly kind: 'stall';
+  readonly rank: number;
+  readonly atStep: number;
+  readonly ms: number;
+}
+
+/**
+ * Message `message` (every message, if absent) from `from` to `to` is lost: the receiver times out
+ * naming the sender (in a ring, ranks further on may time out first, each naming its predecessor).
+ */
+export interface DropFault {
+  readonly kind: 'drop';
+  readonly from: number;
+  readonly to: number;
+  readonly message?: number;
+}
+
+/** Every message from `from` to `to` arrives `ms` later (in order). */
+export interface DelayFault {
+  readonly kind: 'delay';
+  readonly from: number;
+  readonly to: number;
+  readonly ms: number;
+}
+
+/**
+ * Message `message` (every message, if absent) from `from` to `to` arrives with bit `bit` of its
+ * frame flipped (modulo the frame's size). A flip in the 96-byte header fails its checksum and the
+ * receiver ends the job naming the sender; GX1 has no payload checksum, so a flip in the payload
+ * arrives as wrong data.
+ */
+export interface CorruptFault {
+  readonly kind: 'corrupt';
+  readonly from: number;
+  readonly to: number;
+  readonly message?: number;
+  readonly bit: number;
+}
+
+export type RankFault = KillFault | AbortFault | StallFault;
+export type LinkFault = DropFault | DelayFault | CorruptFault;
+export type Fault = RankFault | LinkFault;
+
+export function isRankFault(fault: Fault): fault is RankFault {
+  return fault.kind === 'kill' || fault.kind === 'abort' || fault.kind === 'stall';
+}
+
+/** The faulty rank a fault's failure must name: the rank at fault, or a link's sender. */
+export function faultyRank(fault: Fault): number {
+  return isRankFault(fault) ? fault.rank : fault.from;
+}

@@ -1,0 +1,22 @@
+/**
+ * rxccl/testing: property-based testing of distributed programs built on rxccl. fast-check
+ * arbitraries (GX1 frames, tensors of every dtype, collective programs, corruptions, faults), the
+ * reference semantics of every collective (the oracle), and `simulateJob`, which runs a whole job
+ * in one process on a virtual clock with fast-check choosing the message interleavings. See
+ * docs/testing.md.
+ */
+export * from './arbitraries/frames.js';
+export * from './arbitraries/tensors.js';
+export * from './arbitraries/programs.js';
+export * from './arbitraries/corruptions.js';
+export * from './arbitraries/faults.js';
+export { concatBytes, hex } from './bytes.js';
+export * from './collective-case.js';
+export * from './random-data.js';
+export { modelCollective } from './oracle.js';
+export * from './run-collective.js';
+export * from './program.js';
+export * from './faults.js';
+export { memoryJob, type MemoryJob, type MemoryJobOptions, type MemoryRank, type MemoryTraffic } from './memory-job.js';
+export * from './simulate-job.js';
+export * from './verdict.js';

@@ -1,0 +1,332 @@
+/**
+ * A job in memory: every rank's `Links` and `CollectiveContext`, with the real agreement and the
+ * coordinator's real routing (`routeCollective`), the real matching (`TagMatcher`) and real GX1
+ * headers on every message, but no sockets. Algorithms and sessions run on it exactly as on a
+ * network, so a world of 8 ranks runs in one process in microseconds per message.
+ *
+ * Time is the `scheduler`'s (pass a VirtualTimeScheduler and every timeout is exact); message
+ * order is `interleave`'s (a fast-check scheduler releases every delivery: per link in order, as
+ * the Links contract says, across links in any order it picks). Link faults (drop, delay,
+ * corrupt) apply as messages are sent.
+ */
+import type { Scheduler as InterleaveScheduler } from 'fast-check';
+import { asyncScheduler, catchError, Observable, of, type SchedulerLike, type Subscriber, throwError, timeout, timer } from 'rxjs';
+import type { CollectiveContext } from '../collectives/algorithm.js';
+import { routeCollective } from '../coordinator/route-collective.js';
+import { ConfigurationError, failureText, RemoteAbortError, TimeoutError } from '../errors.js';
+import { CollectiveAgreement } from '../protocol/agreement.js';
+import { ANY_RANK, FLAG_P2P_CHANNEL, FRAME_HEADER_BYTES } from '../protocol/constants.js';
+import { makeHeader, type Frame } from '../protocol/frame.js';
+import { decodeHeader, encodeHeader, type FrameHeader } from '../protocol/header.js';
+import { Opcode } from '../protocol/opcode.js';
+import { UniqueId } from '../protocol/unique-id.js';
+import { BufferPool } from '../transport/buffer-pool.js';
+import { COLLECTIVE_RESPONSE_GRACE_MS, type CollectiveRequest } from '../transport/collective-channel.js';
+import type { ExpectedShape, MessageShape, SessionLinks } from '../transport/links/links.js';
+import { SessionFailure } from '../transport/session-failure.js';
+import { TagMatcher } from '../transport/tag-matcher.js';
+import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
+import { concatBytes } from './bytes.js';
+import { flipBit } from './arbitraries/corruptions.js';
+import type { LinkFault } from './faults.js';
+
+/** One message on a link: its encoded GX1 header, then its payload. */
+interface Message {
+  readonly header: Uint8Array;
+  readonly payload: Uint8Array;
+  readonly rail: number;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** A message that arrived: its header decoded (and so checked), waiting for its receive. */
+interface Arrived {
+  readonly message: Message;
+  readonly header: FrameHeader;
+}
+
+interface Posted {
+  readonly shape: ExpectedShape;
+  readonly subscriber: Subscriber<Uint8Array>;
+}
+
+export interface MemoryRank {
+  readonly links: SessionLinks;
+  readonly context: CollectiveContext;
+  /** This rank's one failure: an abort from any rank, a timeout, a link error. */
+  readonly failure: SessionFailure;
+}
+
+export interface MemoryJobOptions {
+  readonly rails?: number;
+  readonly ringOrder?: readonly number[];
+  readonly ringChannels?: number;
+  readonly pieceBytes?: number;
+  /** The session timeout: collectives at the coordinator and receives on the links (default 60 s). */
+  readonly timeoutMs?: number;
+  /** The clock of every timeout (default asyncScheduler; a VirtualTimeScheduler makes them exact). */
+  readonly scheduler?: SchedulerLike;
+  readonly agreement?: CollectiveContext['agreement'];
+  /** Per-rank changes to the context (say, a rank configured with another ring). */
+  readonly contextOf?: (rank: number) => Partial<CollectiveContext>;
+  /** Drops, delays and corruptions of messages between ranks. */
+  readonly faults?: readonly LinkFault[];
+  /** Chooses the order of every delivery (fast-check's `fc.scheduler()`); default: at once, in send order. */
+  readonly interleave?: InterleaveScheduler;
+}
+
+/** What the links carried, for tests that check which path the data took. */
+export interface MemoryTraffic {
+  readonly messages: { from: number; to: number; rail: number; tag: bigint; bytes: number }[];
+  readonly coordinated: number;
+  /** Who ended the job, with what (`rank` null: the coordinator). */
+  readonly aborts: { rank: number | null; reason: string }[];
+  /** With `interleave`: every delivery, in the order it was chosen. */
+  readonly deliveries: string[];
+}
+
+export interface MemoryJob {
+  readonly ranks: MemoryRank[];
+  readonly traffic: MemoryTraffic;
+  /** Ends the job on every rank with `reason`, as an Abort from `rank` (null: the coordinator) would. */
+  abort(reason: string, rank: number | null): void;
+  /** Rank `rank` is gone: nothing reaches it any more, and the coordinator ends the job naming it. */
+  kill(rank: number): void;
+}
+
+export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): MemoryJob {
+  const rails = options.rails ?? 1;
+  const clock = options.scheduler ?? asyncScheduler;
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const faults = options.faults ?? [];
+  const uniqueId = UniqueId.random();
+  const matchers = Array.from({ length: worldSize }, () => Array.from({ length: rails }, () => new TagMatcher<Arrived, Posted>()));
+  const failures = Array.from({ length: worldSize }, () => new SessionFailure());
+  const dead = new Array<boolean>(worldSize).fill(false);
+  const agreement = new CollectiveAgreement(worldSize);
+  const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[] };
+  /** Messages sent on each link (by `from * worldSize + to`), in order, not yet delivered. */
+  const inFlight = new Map<number, Message[]>();
+  const sentOn = new Array<number>(worldSize * worldSize).fill(0);
+  const ringOrder = options.ringOrder ?? Array.from({ length: worldSize }, (_, rank) => rank);
+
+  /** Runs `delivery` now (or `later`, on the clock), or when the interleaving scheduler picks it. */
+  const release = (label: string, delivery: () => void, later = false) => {
+    if (options.interleave !== undefined) {
+      void options.interleave.schedule(Promise.resolve(label), label).then(() => {
+        traffic.deliveries.push(label);
+        delivery();
+      });
+    } else if (later) clock.schedule(delivery);
+    else delivery();
+  };
+
+  // An Abort is a message too: the other ranks learn of it a moment later (and may meanwhile
+  // find the same failure themselves). A rank's Abort reaches them as the coordinator words it.
+  const abort = (reason: string, rank: number | null) => {
+    traffic.aborts.push({ rank, reason });
+    const text = rank === null ? reason : `rank ${rank} aborted: ${reason}`;
+    release(`abort from ${rank === null ? 'coordinator' : `rank ${rank}`}`, () => {
+      for (const failure of failures) failure.fail(new RemoteAbortError(text));
+    }, true);
+  };
+
+  const coordinator = coordinatorInMemory(worldSize, {
+    uniqueId,
+    agreement,
+    clock,
+    timeoutMs,
+    release,
+    onRound: () => (traffic.coordinated += 1),
+    abort: (reason) => abort(reason, null),
+  });
+
+  const arrive = (message: Message) => {
+    if (dead[message.to]) return;
+    let header: FrameHeader;
+    try {
+      header = decodeHeader(message.header);
+    } catch (error) {
+      // What a mesh does with a corrupt frame: the receiver ends the job, naming the sender.
+      abort(`rank ${message.to} rail ${message.rail}: corrupt frame from rank ${message.from}: ${failureText(error)}`, message.to);
+      return;
+    }
+    const arrived = { message, header };
+    const posted = matchers[message.to]![message.rail]!.offer(message.from, header.tag, arrived);
+    if (posted !== null) deliver(arrived, posted);
+  };
+
+  const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape) => {
+    traffic.messages.push({ from: rank, to: peer, rail, tag, bytes: bytes.length });
+    const link = rank * worldSize + peer;
+    const index = sentOn[link]!++;
+    const fault = faults.find((candidate) => candidate.from === rank && candidate.to === peer && (candidate.kind === 'delay' || candidate.message === undefined || candidate.message === index));
+    if (fault?.kind === 'drop' || dead[rank]) return;
+    const header = encodeHeader(
+      makeHeader(
+        { uniqueId, opcode: Opcode.Send, worldSize, sourceRank: rank, destinationRank: peer, tag, elementType: shape.elementType, elementCount: shape.count, flags: FLAG_P2P_CHANNEL },
+        bytes.length,
+      ),
+    );
+    let message: Message = { header, payload: bytes.slice(), rail, from: rank, to: peer };
+    if (fault?.kind === 'corrupt') {
+      const corrupted = flipBit(concatBytes([header, message.payload]), fault.bit % ((FRAME_HEADER_BYTES + bytes.length) * 8));
+      message = { ...message, header: corrupted.subarray(0, FRAME_HEADER_BYTES), payload: corrupted.subarray(FRAME_HEADER_BYTES) };
+    }
+    const queue = inFlight.get(link) ?? [];
+    inFlight.set(link, queue);
+    queue.push(message);
+    // Each send releases the oldest message of its link: FIFO per link whatever the interleaving.
+    const next = () => release(`${rank}>${peer} rail ${rail} tag ${tag}`, () => arrive(queue.shift()!));
+    if (fault?.kind === 'delay') timer(fault.ms, clock).subscribe(next);
+    else next();
+  };
+
+  const ranks = Array.from({ length: worldSize }, (_, rank): MemoryRank => {
+    const failure = failures[rank]!;
+    const links: SessionLinks = {
+      rank,
+      worldSize,
+      rails,
+      send: (rail, peer, tag, bytes, shape) =>
+        new Observable<void>((subscriber) => {
+          send(rank, rail, peer, tag, bytes, shape);
+          subscriber.next();
+          subscriber.complete();
+        }).pipe(failure.untilEnded()),
+      receive: (rail, peer, tag, shape) =>
+        new Observable<Uint8Array>((subscriber) => {
+          const posted: Posted = { shape, subscriber };
+          const matcher = matchers[rank]![rail]!;
+          const arrived = matcher.post(peer === ANY_RANK ? ANY_RANK : peer, tag, posted);
+          if (arrived === null) return () => matcher.withdraw(posted);
+          deliver(arrived, posted);
+          return undefined;
+        }).pipe(
+          // Past the session timeout plus a grace, so that a collective's own timeout, which names
+          // the missing ranks, speaks first.
+          timeout({
+            first: Math.min(timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS),
+            scheduler: clock,
+            with: () => throwError(() => new TimeoutError(`rank ${rank} rail ${rail} receive from rank ${peer === ANY_RANK ? 'any' : peer} tag ${tag}`)),
+          }),
+          // As the real links: a failed receive takes the whole job down with its reason.
+          catchError((error: unknown) => {
+            abort(failureText(error), rank);
+            return throwError(() => error);
+          }),
+          failure.untilEnded(),
+        ),
+      release: () => undefined,
+      heartbeat: () => of(undefined).pipe(failure.untilEnded()),
+      abort: (message) => {
+        abort(message, rank);
+        return 1;
+      },
+      close: () => undefined,
+    };
+    const meshSequence = { next: 0n };
+    const context: CollectiveContext = {
+      rank,
+      worldSize,
+      coordinate: (request, parts) => coordinator.exchange(rank, request, parts).pipe(failure.untilEnded()),
+      scratch: new BufferPool(),
+      ringOrder,
+      ringChannels: options.ringChannels ?? 1,
+      pieceBytes: options.pieceBytes ?? 1 << 20,
+      agreement: options.agreement ?? 'coordinator',
+      nextMeshSequence: () => meshSequence.next++,
+      timeoutMs: () => timeoutMs,
+      scheduler: clock,
+      abort: (reason) => abort(reason, rank),
+      ...options.contextOf?.(rank),
+    };
+    return { links, context, failure };
+  });
+
+  return {
+    ranks,
+    traffic,
+    abort,
+    kill: (rank) => {
+      if (dead[rank]) return;
+      dead[rank] = true;
+      for (const matcher of matchers[rank]!) matcher.takeReceives(() => true);
+      abort(`rank ${rank} disconnected before collective sequence ${agreement.nextSequence()}`, null);
+    },
+  };
+}
+
+function deliver({ message, header }: Arrived, posted: Posted): void {
+  const { elementType, elementCount: count } = header;
+  if (elementType !== posted.shape.elementType || (posted.shape.count !== null && count !== posted.shape.count)) {
+    posted.subscriber.error(
+      new ConfigurationError(`rank ${message.to} rail ${message.rail}: message from rank ${message.from} has shape ${JSON.stringify({ elementType, count })}, expected ${JSON.stringify(posted.shape)}`),
+    );
+    return;
+  }
+  posted.subscriber.next(message.payload);
+  posted.subscriber.complete();
+}
+
+interface CoordinatorParts {
+  readonly uniqueId: UniqueId;
+  readonly agreement: CollectiveAgreement;
+  readonly clock: SchedulerLike;
+  readonly timeoutMs: number;
+  readonly release: (label: string, delivery: () => void) => void;
+  readonly onRound: () => void;
+  readonly abort: (reason: string) => void;
+}
+
+/**
+ * The coordinator's collective loop in memory: per sequence one request from every rank, routed by
+ * `routeCollective`; the timeout starts at the first request and names the ranks still missing.
+ */
+function coordinatorInMemory(worldSize: number, parts: CoordinatorParts) {
+  const { uniqueId, agreement, clock } = parts;
+  const sequences = new Array<bigint>(worldSize).fill(0n);
+  let round: ({ frame: Frame; subscriber: Subscriber<Frame> } | undefined)[] = new Array(worldSize).fill(undefined);
+  let arrived = 0;
+  let deadline: { unsubscribe(): void } | null = null;
+  let timeoutMs = parts.timeoutMs;
+
+  const exchange = (rank: number, request: CollectiveRequest, payloadParts: readonly Uint8Array[]) =>
+    new Observable<Frame>((subscriber) => {
+      const payload = concatBytes(payloadParts);
+      const frame = { header: makeHeader({ ...request, uniqueId, sourceRank: rank, worldSize, sequence: sequences[rank]! }, payload.length), payload };
+      sequences[rank]! += 1n;
+      round[rank] = { frame, subscriber };
+      arrived += 1;
+      if (arrived === 1) {
+        const sequence = agreement.nextSequence();
+        deadline = timer(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), clock).subscribe(() => {
+          const missing = round.flatMap((entry, missingRank) => (entry === undefined ? [missingRank] : []));
+          parts.abort(failureText(new TimeoutError(`collective sequence ${sequence}; missing ranks [${missing.join(',')}]`)));
+        });
+      }
+      if (arrived < worldSize) return;
+      deadline?.unsubscribe();
+      const entries = round as { frame: Frame; subscriber: Subscriber<Frame> }[];
+      round = new Array(worldSize).fill(undefined);
+      arrived = 0;
+      parts.onRound();
+      try {
+        const sequence = entries[0]!.frame.header.sequence;
+        const responses = routeCollective(agreement, uniqueId, sequence, entries.map((entry) => entry.frame));
+        if (entries[0]!.frame.header.opcode === Opcode.SetTimeout) timeoutMs = Number(entries[0]!.frame.header.tag);
+        responses.forEach((response, destination) =>
+          parts.release(`coordinator>${destination} sequence ${sequence}`, () => {
+            const target = entries[destination]!.subscriber;
+            target.next({ header: response.header, payload: concatBytes(response.parts) });
+            target.complete();
+          }),
+        );
+      } catch (error) {
+        // The coordinator's loop fails, and its Abort carries the reason to every rank.
+        for (const entry of entries) entry.subscriber.error(error);
+        parts.abort(failureText(error));
+      }
+    });
+  return { exchange };
+}

@@ -1,0 +1,169 @@
+/**
+ * simulateJob: real sessions over in-memory links on a virtual clock; fast-check interleavings;
+ * faults as data; the oracle's verdict.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  arbFault,
+  arbProgram,
+  failureNotNaming,
+  faultyRank,
+  modelProgram,
+  oracleDifference,
+  referenceOrNamedFailure,
+  runProgram,
+  simulateJob,
+  type Fault,
+  type SimulateJobOptions,
+} from '../../lib/testing/index.js';
+
+describe('simulateJob', () => {
+  it('runs a program on every rank and each gets the reference result', async () => {
+    const result = await simulateJob({ worldSize: 4, transport: 'tcp_host_staged' }, async (rank) => {
+      const sum = await rank.allReduce(Float32Array.of(rank.rank, 1));
+      const gathered = await rank.allGather(Int32Array.of(rank.rank * 10));
+      return [Array.from(sum), Array.from(gathered)];
+    });
+    for (const outcome of result.ranks) {
+      expect(outcome.status).toBe('returned');
+      if (outcome.status === 'returned') expect(outcome.value).toEqual([[6, 4], [0, 10, 20, 30]]);
+    }
+  });
+
+  it('point-to-point messages are matched by tag, in any order of sends and receives', async () => {
+    const result = await simulateJob({ worldSize: 2, transport: 'tcp_peer' }, async (rank) => {
+      if (rank.rank === 0) {
+        await rank.send(1, 7, Int32Array.of(7));
+        await rank.send(1, 8, Int32Array.of(8));
+        return [];
+      }
+      const eight = await rank.receive(0, 8, { dtype: 'i32', count: 1 });
+      const seven = await rank.receive(0, 7, { dtype: 'i32', count: 1 });
+      return [Array.from(eight as Int32Array), Array.from(seven as Int32Array)];
+    });
+    expect(result.ranks[1]).toMatchObject({ status: 'returned', value: [[8], [7]] });
+  });
+
+  for (const [transport, algorithm] of [
+    ['tcp_host_staged', 'direct'],
+    ['tcp_peer', 'auto'],
+    ['tcp_peer', 'ring'],
+  ] as const) {
+    it(`any program, any interleaving: every rank gets the reference result (${transport}, ${algorithm})`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 5 }).chain((worldSize) => fc.record({ worldSize: fc.constant(worldSize), program: arbProgram(worldSize), rails: fc.integer({ min: 1, max: 2 }) })),
+          fc.scheduler(),
+          async ({ worldSize, program, rails }, scheduler) => {
+            const result = await simulateJob({ worldSize, rails, transport, algorithm, scheduler }, (rank) => runProgram(rank, program));
+            // Ring algorithms fold floats in ring order: equal up to rounding.
+            expect(oracleDifference(result, modelProgram(program, worldSize), algorithm === 'direct' ? undefined : 0.1)).toBeNull();
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
+  }
+
+  it('the same seed gives the same interleaving and the same outcome', async () => {
+    const run = async (seed: number) => {
+      const deliveries: string[][] = [];
+      const outcomes: unknown[] = [];
+      await fc.assert(
+        fc.asyncProperty(arbProgram(3, { maxSteps: 4 }), fc.scheduler(), async (program, scheduler) => {
+          const result = await simulateJob({ worldSize: 3, transport: 'tcp_peer', algorithm: 'ring', scheduler }, (rank) => runProgram(rank, program));
+          deliveries.push(result.traffic.deliveries);
+          outcomes.push(result.ranks);
+        }),
+        { seed, numRuns: 10 },
+      );
+      return { deliveries, outcomes };
+    };
+    const first = await run(1234);
+    const second = await run(1234);
+    expect(second.deliveries).toEqual(first.deliveries);
+    expect(second.outcomes).toEqual(first.outcomes);
+    expect(first.deliveries.some((order) => order.length > 0)).toBe(true);
+    const other = await run(4321);
+    expect(other.deliveries).not.toEqual(first.deliveries);
+  });
+});
+
+describe('faults', () => {
+  const allReduces = (count: number) => async (rank: { allReduce(data: Int32Array): Promise<Int32Array> }) => {
+    const results: number[] = [];
+    for (let step = 0; step < count; step++) results.push((await rank.allReduce(Int32Array.of(1)))[0]!);
+    return results;
+  };
+  const options = (faults: Fault[], extra: Partial<SimulateJobOptions> = {}): SimulateJobOptions => ({ worldSize: 4, transport: 'tcp_host_staged', faults, timeoutMs: 5_000, ...extra });
+
+  it('any program, any fault: every rank gets the reference result, or every rank fails naming the faulty rank', async () => {
+    // Faults whose failure can name its rank: not drops (in a ring, ranks further on starve too),
+    // delays within the timeout (they only slow the job), corruptions of the checksummed header.
+    const arbNamedFault = (worldSize: number) =>
+      arbFault(worldSize, { maxStep: 6, maxMs: 20_000 }).map((fault): Fault => (fault.kind === 'drop' ? { ...fault, kind: 'delay', ms: 1_000 } : fault.kind === 'delay' ? { ...fault, ms: fault.ms % 5_000 } : fault.kind === 'corrupt' ? { ...fault, bit: fault.bit % (96 * 8) } : fault));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }).chain((worldSize) =>
+          fc.record({ worldSize: fc.constant(worldSize), program: arbProgram(worldSize), fault: arbNamedFault(worldSize), transport: fc.constantFrom('tcp_host_staged' as const, 'tcp_peer' as const) }),
+        ),
+        fc.scheduler(),
+        async ({ worldSize, program, fault, transport }, scheduler) => {
+          const result = await simulateJob({ worldSize, transport, algorithm: 'ring', faults: [fault], timeoutMs: 10_000, scheduler }, (rank) => runProgram(rank, program));
+          expect(referenceOrNamedFailure(result, modelProgram(program, worldSize), faultyRank(fault), 0.1)).toBeNull();
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('kill: the killed rank stops, every other rank fails naming it', async () => {
+    const result = await simulateJob(options([{ kind: 'kill', rank: 2, atStep: 1 }]), allReduces(3));
+    expect(result.ranks[2]).toMatchObject({ status: 'killed', steps: 1 });
+    expect(failureNotNaming(result, 2)).toBeNull();
+    expect(result.ranks[0]).toMatchObject({ status: 'threw', error: { code: 'REMOTE_ABORT', message: 'collective coordinator aborted: rank 2 disconnected before collective sequence 1' } });
+  });
+
+  it('stall past the timeout: the others time out at exactly the timeout (virtual), naming the stalled rank', async () => {
+    const result = await simulateJob(options([{ kind: 'stall', rank: 1, atStep: 2, ms: 60_000 }]), allReduces(4));
+    expect(failureNotNaming(result, 1)).toBeNull();
+    expect(result.ranks[0]).toMatchObject({ status: 'threw', error: { code: 'REMOTE_ABORT', message: 'collective coordinator aborted: collective sequence 2; missing ranks [1] timed out' } });
+    // The stalled rank wakes at 60 s to a session that failed at 5 s.
+    expect(result.virtualTimeMs).toBe(60_000);
+  });
+
+  it('stall within the timeout: everyone just waits, and gets the result', async () => {
+    const result = await simulateJob(options([{ kind: 'stall', rank: 1, atStep: 0, ms: 4_000 }]), allReduces(2));
+    for (const outcome of result.ranks) expect(outcome).toMatchObject({ status: 'returned', value: [4, 4] });
+    expect(result.virtualTimeMs).toBe(4_000);
+  });
+
+  it('abort: every rank fails with the reason, which names the aborting rank', async () => {
+    const result = await simulateJob(options([{ kind: 'abort', rank: 3, atStep: 1 }]), allReduces(3));
+    for (const outcome of result.ranks) expect(outcome).toMatchObject({ status: 'threw', error: { code: 'REMOTE_ABORT', message: 'collective coordinator aborted: rank 3 aborted: injected at step 1' } });
+  });
+
+  it('drop: the receiver times out naming the sender (after the timeout and its grace)', async () => {
+    const result = await simulateJob(options([{ kind: 'drop', from: 0, to: 1, message: 1 }], { worldSize: 2 }), async (rank) => {
+      if (rank.rank === 0) for (const value of [1, 2]) await rank.send(1, 5, Int32Array.of(value));
+      if (rank.rank === 1) for (let message = 0; message < 2; message++) await rank.receive(0, 5, { dtype: 'i32', count: 1 });
+    });
+    expect(result.ranks[0]).toMatchObject({ status: 'returned' });
+    expect(result.ranks[1]).toMatchObject({ status: 'threw', steps: 2, error: { code: 'TIMEOUT', message: 'rank 1 rail 0 receive from rank 0 tag 5 timed out' } });
+    // The grace lets a collective's own timeout, which names the missing ranks, speak first.
+    expect(result.virtualTimeMs).toBe(5_250);
+  });
+
+  it('delay: messages arrive late but in order, and the results are right', async () => {
+    const result = await simulateJob(options([{ kind: 'delay', from: 1, to: 2, ms: 1_000 }], { transport: 'tcp_peer', algorithm: 'ring' }), allReduces(3));
+    for (const outcome of result.ranks) expect(outcome).toMatchObject({ status: 'returned', value: [4, 4, 4] });
+    expect(result.virtualTimeMs).toBeGreaterThanOrEqual(3_000);
+  });
+
+  it('corrupt header: the receiver ends the job naming the sender, with a PROTOCOL error', async () => {
+    const result = await simulateJob(options([{ kind: 'corrupt', from: 2, to: 3, message: 0, bit: 8 * 50 }], { transport: 'tcp_peer', algorithm: 'ring' }), allReduces(2));
+    expect(failureNotNaming(result, 2)).toBeNull();
+    expect(result.ranks[0]).toMatchObject({ status: 'threw', error: { code: 'REMOTE_ABORT', message: expect.stringMatching(/^collective coordinator aborted: rank 3 aborted: rank 3 rail 0: corrupt frame from rank 2: header field checksum/) } });
+  });
+});

@@ -16,7 +16,7 @@ import { ProtocolError } from '../../lib/errors.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { decodeRelayedParts, encodeRelayedParts } from '../../lib/protocol/relay-codec.js';
 import { viewTensor } from '../../lib/tensor.js';
-import { memoryJob } from '../helpers/memory-job.js';
+import { memoryJob } from '../../lib/testing/index.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 const settle = <T>(promise: Promise<T>) => promise.then(() => null, (error: Error) => error);

@@ -48,7 +48,8 @@ async function dieInAllReduce(session: RankSession): Promise<void> {
     setInterval(() => undefined, 1_000);
     await new Promise<never>(() => undefined);
   }
-  const pending = session.allReduce(Int32Array.of(2));
+  // ALLREDUCE_ELEMENTS sizes the pending one (a large one goes round the ring on tcp_peer).
+  const pending = session.allReduce(new Int32Array(Number(process.env.ALLREDUCE_ELEMENTS ?? '1')).fill(2));
   // Let the request reach the socket before saying so.
   await new Promise<void>((resolve) => setImmediate(resolve));
   say('WAITING');

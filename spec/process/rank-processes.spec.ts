@@ -19,9 +19,9 @@ afterEach(async () => {
   await Promise.all(coordinators.splice(0).map((coordinator) => coordinator.close()));
 });
 
-async function job(worldSize: number, scenario: string, env: Record<string, string> = {}) {
+async function job(worldSize: number, scenario: string, env: Record<string, string> = {}, transport: 'tcp_host_staged' | 'tcp_peer' = 'tcp_host_staged') {
   const uniqueId = UniqueId.random();
-  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: TIMEOUT_MS });
+  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: TIMEOUT_MS, transport });
   coordinators.push(coordinator);
   const ranks = Array.from({ length: worldSize }, (_, rank) =>
     spawnRank({
@@ -32,7 +32,7 @@ async function job(worldSize: number, scenario: string, env: Record<string, stri
       rank,
       worldSize,
       timeoutMs: TIMEOUT_MS,
-      env,
+      env: { GX1_COLLECTIVE_TRANSPORT: transport, ...env },
     }),
   );
   spawned.push(...ranks);
@@ -91,6 +91,29 @@ describe('ranks in separate processes', () => {
     expect(failure?.message).toMatch(/rank 2 (disconnected during|failed during|left before) collective sequence 1\b/);
     for (const rank of ranks) expect(isAlive(rank.pid)).toBe(false);
   });
+
+  // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), the large one goes round
+  // the ring; killing the hub, or a rank of the ring, mid-algorithm ends every rank in < 2 s.
+  for (const [what, victimRank, elements] of [
+    ['the hub of a relayed exchange', 0, 1],
+    ['a rank of a ring all-reduce', 2, 1 << 20],
+  ] as const) {
+    it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
+      const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements) }, 'tcp_peer');
+      const victim = ranks[victimRank]!;
+      const survivors = ranks.filter((rank) => rank !== victim);
+      await Promise.all([victim.waitFor(/^BLOCKING$/), ...survivors.map((rank) => rank.waitFor(/^WAITING$/))]);
+      const killed = Date.now();
+      victim.child.kill('SIGKILL');
+      const errors = await Promise.all(survivors.map((rank) => rank.waitFor(/^ERROR /)));
+      const elapsed = Date.now() - killed;
+      for (const [index, line] of errors.entries()) {
+        expect(line, describeRank(survivors[index]!)).toMatch(new RegExp(`^ERROR REMOTE_ABORT .*rank ${victimRank}\\b`));
+      }
+      expect(elapsed).toBeLessThan(2_000);
+      for (const rank of survivors) expect(await rank.exited, describeRank(rank)).toEqual({ code: 3, signal: null });
+    });
+  }
 
   it('a rank that cannot join (wrong unique id) is refused with a reason, and exits', async () => {
     const uniqueId = UniqueId.random();

@@ -106,6 +106,17 @@ describe.concurrent('the built package', () => {
       const bench = run('npx', ['--no-install', 'rxccl', 'bench', '-n', '2', '--op', 'allreduce', '--sizes', '64', '--iters', '2', '--json']);
       expect(bench.status, bench.stderr).toBe(0);
       expect((JSON.parse(bench.stdout) as { rows: { wrong: number }[] }).rows).toMatchObject([{ wrong: 0 }]);
+
+      // rxccl/testing from dist/, with its optional peer fast-check installed beside it.
+      const peer = run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', 'fast-check@4.11.0']);
+      expect(peer.status, peer.stderr).toBe(0);
+      const kit = run(process.execPath, [
+        '--input-type=module',
+        '-e',
+        "const kit = await import('rxccl/testing'); const job = await kit.simulateJob({ worldSize: 3, transport: 'tcp_peer' }, async (s) => Array.from(await s.allReduce(Int32Array.of(s.rank)))); console.log(typeof kit.memoryJob, JSON.stringify(job.ranks.map((r) => r.value)));",
+      ]);
+      expect(kit.status, kit.stderr).toBe(0);
+      expect(kit.stdout).toBe('function [[3],[3],[3]]\n');
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -22,6 +22,8 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       worldSize: job.worldSize,
       rails: job.rails,
       transport: job.transport,
+      hostRank: job.rank,
+      ...(job.timeoutMs !== undefined ? { rendezvousTimeoutMs: job.timeoutMs } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
     });

@@ -10,7 +10,7 @@ import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
-import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
+import { type Tensor, tensorFromBytes, type TensorOf, type TensorView, viewTensor } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
@@ -24,14 +24,15 @@ import { validateTimeout } from '../transport/transport-kind.js';
 import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkShape, checkTag } from './arguments.js';
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
+import { EventLoopHold } from './event-loop-hold.js';
 import type { SessionEvent } from './events.js';
 import { openLinks } from './open-links.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
 
 /** The shape of a point-to-point receive: what the matching send must carry. */
-export interface ReceiveShape {
-  readonly dtype: DType;
+export interface ReceiveShape<D extends DType = DType> {
+  readonly dtype: D;
   readonly count: number;
 }
 
@@ -82,6 +83,7 @@ export class RankSession {
     private readonly tuning: CollectiveTuning,
     private readonly timeout: { ms: number },
     private readonly holds: readonly Promise<unknown>[],
+    private readonly loop: EventLoopHold,
     scheduler: SchedulerLike,
   ) {
     this.failure$ = failure.failure$;
@@ -107,7 +109,7 @@ export class RankSession {
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
     const failure = new SessionFailure();
     const timeout = { ms: options.timeoutMs };
-    const { collective, links } = await openLinks(options, failure, () => timeout.ms);
+    const { collective, links, sockets } = await openLinks(options, failure, () => timeout.ms);
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
     const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
     const session = new RankSession(
@@ -120,6 +122,7 @@ export class RankSession {
       options.tuning,
       timeout,
       holds.closeAfter ?? [],
+      new EventLoopHold(sockets),
       options.scheduler,
     );
     if (options.tuning.topology === 'probe') await session.useProbedRing();
@@ -299,25 +302,42 @@ export class RankSession {
     const view = viewTensor(data);
     const rail = this.rail(wireTag, options);
     await lastValueFrom(
-      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(this.failure.untilEnded()),
+      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+      ),
       { defaultValue: undefined },
     );
   }
 
-  /** Receives the next matching message; `source` null means any rank. f16/bf16 come as `{ dtype, data }`. */
-  async receive(source: number | null, tag: number | bigint, like: ReceiveShape, options: RailOption | null = {}): Promise<Tensor> {
+  /**
+   * Receives the next matching message; `source` null means any rank. The result's type follows
+   * the dtype asked for (f16/bf16 come as `{ dtype, data: Uint16Array }`).
+   *
+   * @example
+   * const weights = await session.receive(0, 7, { dtype: 'f32', count: 1024 }); // Float32Array
+   */
+  async receive<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null = {}): Promise<TensorOf<D>> {
     if (source !== null) checkRank(source, this.worldSize, 'source');
     const wireTag = checkTag(tag);
     const { dtype, count } = checkShape(like);
     const rail = this.rail(wireTag, options);
     const payload = await lastValueFrom(
-      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(this.failure.untilEnded()),
+      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+      ),
     );
-    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16');
+    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16') as TensorOf<D>;
   }
 
-  /** Pull-based receive: each pull posts one receive, and leaving the loop posts no more. */
-  messages(source: number | null, tag: number | bigint, like: ReceiveShape): AsyncIterableX<Tensor> {
+  /**
+   * Pull-based receive: each pull posts one receive, and leaving the loop posts no more.
+   *
+   * @example
+   * for await (const gradient of session.messages(null, 3, { dtype: 'f32', count: 256 })) apply(gradient);
+   */
+  messages<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>): AsyncIterableX<TensorOf<D>> {
     if (source !== null) checkRank(source, this.worldSize, 'source');
     checkTag(tag);
     checkShape(like);
@@ -346,14 +366,14 @@ export class RankSession {
       barrier: () => this.barrier(),
       now: () => process.hrtime.bigint(),
     };
-    return lastValueFrom(defer(() => probeTopology(probe, resolved)).pipe(this.failure.untilEnded()));
+    return lastValueFrom(defer(() => probeTopology(probe, resolved)).pipe(this.failure.untilEnded(), this.loop.during()));
   }
 
   /** Round trip of an empty control frame through the coordinator, in milliseconds. */
   async heartbeat(timeoutMs: number): Promise<number> {
     validateTimeout(timeoutMs, 'heartbeat timeout');
     const started = performance.now();
-    await lastValueFrom(this.links.heartbeat(timeoutMs), { defaultValue: undefined });
+    await lastValueFrom(this.links.heartbeat(timeoutMs).pipe(this.loop.during()), { defaultValue: undefined });
     return performance.now() - started;
   }
 
@@ -445,7 +465,7 @@ export class RankSession {
       defer(() => {
         this.failure.check();
         return work();
-      }).pipe(this.failure.untilEnded()),
+      }).pipe(this.failure.untilEnded(), this.loop.during()),
     );
   }
 

@@ -108,12 +108,13 @@ export function collectiveLoop(
       deadline?.unsubscribe();
       slow?.unsubscribe();
       const round = requests as Frame[];
+      const routed = Number(sequence());
       const responses = routeCollective(agreement, options.uniqueId, sequence(), round);
       responses.forEach((response, destination) => channels[destination]!.send(response));
       if (round[0]!.header.opcode === Opcode.SetTimeout) timeoutMs = Number(round[0]!.header.tag);
       if (sink.observed) {
         const bytes = round.reduce((sum, request) => sum + request.payload.length, 0);
-        sink.next({ type: 'collective-completed', sequence: Number(sequence()), operation: opcodeName(round[0]!.header.opcode), bytes, durationMs: options.scheduler.now() - startedAt });
+        sink.next({ type: 'collective-completed', sequence: routed, operation: opcodeName(round[0]!.header.opcode), bytes, durationMs: options.scheduler.now() - startedAt });
       }
       requests = new Array<Frame | undefined>(worldSize).fill(undefined);
       submitted = 0;

@@ -25,7 +25,9 @@ import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkS
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
 import { EventLoopHold } from './event-loop-hold.js';
+import { debugLog } from '../diagnostics/debug-log.js';
 import type { SessionEvent } from './events.js';
+import { logSessionEvents } from './log-session-events.js';
 import { openLinks } from './open-links.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
@@ -72,6 +74,8 @@ export class RankSession {
   private readonly context: CollectiveContext;
   private closed = false;
   private meshSequence = 0n;
+  /** Ordered operations submitted so far: the next one's `sequence` in events. */
+  private submitted = 0;
 
   private constructor(
     readonly rank: number,
@@ -88,6 +92,11 @@ export class RankSession {
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
+    failure.failure$.subscribe({
+      error: (error: unknown) => {
+        if (this.events.observed) this.events.next({ type: 'failed', error });
+      },
+    });
     const scratch = new BufferPool();
     const identity = Array.from({ length: worldSize }, (_, index) => index);
     this.context = {
@@ -109,7 +118,12 @@ export class RankSession {
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
     const failure = new SessionFailure();
     const timeout = { ms: options.timeoutMs };
+    const started = performance.now();
     const { collective, links, sockets } = await openLinks(options, failure, () => timeout.ms);
+    debugLog.info(
+      `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
+        `(${options.transport}, ${links.rails} rails) in ${(performance.now() - started).toFixed(1)} ms`,
+    );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
     const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
     const session = new RankSession(
@@ -125,6 +139,7 @@ export class RankSession {
       new EventLoopHold(sockets),
       options.scheduler,
     );
+    logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
     return session;
   }
@@ -301,6 +316,7 @@ export class RankSession {
     const wireTag = checkTag(tag);
     const view = viewTensor(data);
     const rail = this.rail(wireTag, options);
+    const started = performance.now();
     await lastValueFrom(
       defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(
         this.failure.untilEnded(),
@@ -308,6 +324,9 @@ export class RankSession {
       ),
       { defaultValue: undefined },
     );
+    if (this.events.observed) {
+      this.events.next({ type: 'p2p-sent', destination, tag: wireTag, rail, bytes: view.bytes.length, durationMs: performance.now() - started });
+    }
   }
 
   /**
@@ -322,12 +341,16 @@ export class RankSession {
     const wireTag = checkTag(tag);
     const { dtype, count } = checkShape(like);
     const rail = this.rail(wireTag, options);
+    const started = performance.now();
     const payload = await lastValueFrom(
       defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
         this.failure.untilEnded(),
         this.loop.during(),
       ),
     );
+    if (this.events.observed) {
+      this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
+    }
     return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16') as TensorOf<D>;
   }
 
@@ -374,7 +397,9 @@ export class RankSession {
     validateTimeout(timeoutMs, 'heartbeat timeout');
     const started = performance.now();
     await lastValueFrom(this.links.heartbeat(timeoutMs).pipe(this.loop.during()), { defaultValue: undefined });
-    return performance.now() - started;
+    const roundTripMs = performance.now() - started;
+    if (this.events.observed) this.events.next({ type: 'heartbeat', roundTripMs });
+    return roundTripMs;
   }
 
   /**
@@ -442,12 +467,12 @@ export class RankSession {
       return throwError(() => error);
     }
     const size = typeof bytes === 'number' ? bytes : bytes();
-    return this.queued(() => {
+    return this.queued((sequence) => {
       const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning });
       const run = row.run(this.links, request, this.context);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!this.events.observed) return run;
-      const base = { collective, algorithm: row.name };
+      const base = { sequence, collective, algorithm: row.name };
       this.events.next({ type: 'collective-started', ...base, bytes: size });
       const started = performance.now();
       return run.pipe(
@@ -459,12 +484,16 @@ export class RankSession {
     });
   }
 
-  /** Runs `work` in the collective queue, ending with the session's failure if that comes first. */
-  private queued<T>(work: () => Observable<T>): Observable<T> {
+  /**
+   * Runs `work` in the collective queue, ending with the session's failure if that comes first.
+   * `work` gets the operation's place in the call order (its `sequence` in events).
+   */
+  private queued<T>(work: (sequence: number) => Observable<T>): Observable<T> {
+    const sequence = this.submitted++;
     return this.queue.submit(
       defer(() => {
         this.failure.check();
-        return work();
+        return work(sequence);
       }).pipe(this.failure.untilEnded(), this.loop.during()),
     );
   }

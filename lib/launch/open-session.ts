@@ -1,6 +1,7 @@
 import { Observable } from 'rxjs';
 import { sessionOptionsFromEnvironment } from './environment.js';
 import { keepHostedCoordinator } from './hosted-coordinator.js';
+import { flightRecordingFromEnvironment, recordFlight } from '../session/flight-recording.js';
 import { RankSession } from '../session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
 
@@ -10,8 +11,11 @@ import { resolveSessionOptions, type SessionOptions } from '../session/session-o
  */
 export async function openSession(options?: SessionOptions): Promise<RankSession> {
   const chosen = options ?? (await sessionOptionsFromEnvironment(process.env));
+  const recording = flightRecordingFromEnvironment(process.env);
   // A rank 0 that hosts the coordinator keeps it until every rank has left.
-  return keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
+  const session = await keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
+  if (recording !== null) recordFlight(session, recording);
+  return session;
 }
 
 /**

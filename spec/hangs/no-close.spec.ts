@@ -1,0 +1,66 @@
+/**
+ * A rank that forgets `session.close()` must not hang its job: its process exits after its work,
+ * as a torch rank's does, whether the coordinator runs in the launcher or in rank 0.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { ROOT, runRxccl, tsNode } from '../cli/rxccl-process.js';
+
+const FIXTURE = 'spec/hangs/fixtures/no-close.ts';
+/** Far more than the job needs (a second or two), far less than a hang. */
+const BOUND_MS = 40_000;
+
+const EXPECTED = ['rank 0 received 41', 'rank 1 received 42 from itself', 'rank 0: sum 3', 'rank 1: sum 3'];
+
+/** A port nobody listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Runs one rank as torchrun would start it; resolves with its exit code and output. */
+function torchrunRank(rank: number, port: number) {
+  const [command, ...args] = tsNode(FIXTURE);
+  const child = spawn(command!, args, {
+    cwd: ROOT,
+    env: { ...process.env, RANK: String(rank), WORLD_SIZE: '2', LOCAL_RANK: String(rank), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (output += text));
+  const timer = setTimeout(() => child.kill('SIGKILL'), BOUND_MS);
+  return new Promise<{ code: number | null; output: string }>((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    }),
+  );
+}
+
+describe('a rank that never closes its session', () => {
+  for (const transport of ['tcp_host_staged', 'tcp_peer']) {
+    it(`exits after its work under rxccl launch (${transport})`, async () => {
+      const started = Date.now();
+      const result = await runRxccl(['launch', '-n', '2', '--transport', transport, '--', ...tsNode(FIXTURE)]);
+      expect(result.stderr).not.toContain('rxccl launch: job failed');
+      expect(result.code).toBe(0);
+      for (const line of EXPECTED) expect(result.stdout).toContain(line);
+      expect(Date.now() - started).toBeLessThan(BOUND_MS);
+    }, 2 * BOUND_MS);
+  }
+
+  it('exits, and so does rank 0 with the coordinator it hosts, under torchrun-style variables', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const ranks = await Promise.all([torchrunRank(0, port), torchrunRank(1, port)]);
+    expect(ranks.map((rank) => rank.code)).toEqual([0, 0]);
+    const output = ranks.map((rank) => rank.output).join('');
+    for (const line of EXPECTED) expect(output).toContain(line);
+    expect(Date.now() - started).toBeLessThan(BOUND_MS);
+  }, 2 * BOUND_MS);
+});

@@ -60,8 +60,11 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
   return () => write('signal');
 }
 
+/** A timeout here, or the coordinator's collective timeout relayed as its Abort. */
 function isTimeout(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'TIMEOUT';
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 'TIMEOUT' || (code === 'REMOTE_ABORT' && typeof message === 'string' && / timed out$/.test(message));
 }
 
 /**

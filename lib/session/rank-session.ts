@@ -67,7 +67,16 @@ export interface SessionHolds {
  */
 export class RankSession {
   readonly failure$: Observable<never>;
-  /** Typed events as collectives run (see `SessionEvent`); never payload bytes. */
+  /**
+   * Typed events as the session works (see `SessionEvent`): each collective with its sequence,
+   * algorithm, size and time, point-to-point messages, heartbeats, the failure. Never payload
+   * bytes; built only while someone subscribes. Completes on `close()`.
+   *
+   * @example
+   * session.events$.subscribe((event) => {
+   *   if (event.type === 'collective-finished') console.log(event.sequence, event.collective, event.algorithm, event.durationMs);
+   * });
+   */
   readonly events$: Observable<SessionEvent>;
   private readonly events = new Subject<SessionEvent>();
   private readonly queue = new CollectiveQueue();
@@ -311,6 +320,13 @@ export class RankSession {
     this.timeout.ms = Number(milliseconds);
   }
 
+  /**
+   * Sends `data` to `destination` (itself too) under `tag`; resolves once the transport took it
+   * (the bytes must stay untouched until then). Messages with one tag arrive in order.
+   *
+   * @example
+   * await session.send(1, 7, Float32Array.of(1, 2, 3));
+   */
   async send(destination: number, tag: number | bigint, data: Tensor, options: RailOption | null = {}): Promise<void> {
     checkRank(destination, this.worldSize, 'destination');
     const wireTag = checkTag(tag);
@@ -392,7 +408,12 @@ export class RankSession {
     return lastValueFrom(defer(() => probeTopology(probe, resolved)).pipe(this.failure.untilEnded(), this.loop.during()));
   }
 
-  /** Round trip of an empty control frame through the coordinator, in milliseconds. */
+  /**
+   * Round trip of an empty control frame through the coordinator, in milliseconds.
+   *
+   * @example
+   * const ms = await session.heartbeat(5_000);
+   */
   async heartbeat(timeoutMs: number): Promise<number> {
     validateTimeout(timeoutMs, 'heartbeat timeout');
     const started = performance.now();
@@ -413,7 +434,14 @@ export class RankSession {
     if (this.links.abort(text) === 0) throw new ChannelClosedError(`rank ${this.rank} could not send its abort: every rail is closed`);
   }
 
-  /** Leaves the session: LEAVE on every channel, then the connections are closed. */
+  /**
+   * Leaves the session: LEAVE on every channel, then the connections are closed (rank 0 hosting
+   * the coordinator also waits for the other ranks to leave). A process that forgets it still
+   * exits: an idle session does not keep the event loop alive.
+   *
+   * @example
+   * await using session = await openSession(); // closed when the scope ends
+   */
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
@@ -426,6 +454,7 @@ export class RankSession {
     await Promise.all(this.holds.map((work) => work.then(() => undefined, () => undefined)));
   }
 
+  /** `await using session = await openSession()` closes the session when the scope ends. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

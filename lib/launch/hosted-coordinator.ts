@@ -41,6 +41,17 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
 }
 
 /**
+ * `options` with `overrides` on top, still tied to the coordinator `options` came with (if rank 0
+ * hosts one), so that a rank may adjust discovered options (`openSession({ timeoutMs })`).
+ */
+export function overrideOptions(options: SessionOptions, overrides: Partial<SessionOptions>): SessionOptions {
+  const merged = { ...options, ...overrides };
+  const coordinator = hosted.get(options);
+  if (coordinator !== undefined) hosted.set(merged, coordinator);
+  return merged;
+}
+
+/**
  * Opens a session and, when these options come with a coordinator this rank hosts, keeps the
  * coordinator serving the other ranks until they are done: the session holds the coordinator's
  * `done`, and its `close()` waits for it to settle (its failure is the session's own, already reported), so

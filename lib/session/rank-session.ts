@@ -85,6 +85,11 @@ export class RankSession {
   private meshSequence = 0n;
   /** Ordered operations submitted so far: the next one's `sequence` in events. */
   private submitted = 0;
+  /**
+   * A process whose only work left is this idle session (its sockets hold nothing) is about to
+   * exit: the session leaves first, so the others see a LEAVE, not a dropped connection.
+   */
+  private readonly leaveBeforeExit = () => void this.close();
 
   private constructor(
     readonly rank: number,
@@ -101,6 +106,7 @@ export class RankSession {
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
+    process.once('beforeExit', this.leaveBeforeExit);
     failure.failure$.subscribe({
       error: (error: unknown) => {
         if (this.events.observed) this.events.next({ type: 'failed', error });
@@ -437,7 +443,7 @@ export class RankSession {
   /**
    * Leaves the session: LEAVE on every channel, then the connections are closed (rank 0 hosting
    * the coordinator also waits for the other ranks to leave). A process that forgets it still
-   * exits: an idle session does not keep the event loop alive.
+   * exits: an idle session does not keep the event loop alive, and leaves on `beforeExit`.
    *
    * @example
    * await using session = await openSession(); // closed when the scope ends
@@ -445,6 +451,7 @@ export class RankSession {
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
+      process.off('beforeExit', this.leaveBeforeExit);
       this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
       this.queue.close();
       this.links.close();

@@ -4,8 +4,10 @@
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RankSession } from '../../lib/session/rank-session.js';
 import { ROOT, runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { startJob, type TestJob } from '../helpers/job.js';
 
 const FIXTURE = 'spec/hangs/fixtures/no-close.ts';
 /** Far more than the job needs (a second or two), far less than a hang. */
@@ -43,10 +45,16 @@ function torchrunRank(rank: number, port: number) {
 }
 
 describe('a rank that never closes its session', () => {
-  for (const transport of ['tcp_host_staged', 'tcp_peer']) {
-    it(`exits after its work under rxccl launch (${transport})`, async () => {
+  const variants: Record<string, string[]> = {
+    tcp_host_staged: ['--transport', 'tcp_host_staged'],
+    tcp_peer: ['--transport', 'tcp_peer'],
+    // A lease fails a rank that disconnects without LEAVE: the session must leave before exiting.
+    'heartbeat lease': ['--heartbeat-timeout', '20000'],
+  };
+  for (const [variant, flags] of Object.entries(variants)) {
+    it(`exits after its work under rxccl launch (${variant})`, async () => {
       const started = Date.now();
-      const result = await runRxccl(['launch', '-n', '2', '--transport', transport, '--', ...tsNode(FIXTURE)]);
+      const result = await runRxccl(['launch', '-n', '2', ...flags, '--', ...tsNode(FIXTURE)]);
       expect(result.stderr).not.toContain('rxccl launch: job failed');
       expect(result.code).toBe(0);
       for (const line of EXPECTED) expect(result.stdout).toContain(line);
@@ -63,4 +71,24 @@ describe('a rank that never closes its session', () => {
     for (const line of EXPECTED) expect(output).toContain(line);
     expect(Date.now() - started).toBeLessThan(BOUND_MS);
   }, 2 * BOUND_MS);
+});
+
+describe('leaving before the process exits', () => {
+  let job: TestJob | null = null;
+  afterEach(async () => {
+    await job?.dispose();
+  });
+
+  it("closes an idle session on the process's beforeExit, and stops listening for it once closed", async () => {
+    const before = process.listenerCount('beforeExit');
+    job = await startJob(2);
+    const { sessions } = job as TestJob & { sessions: RankSession[] };
+    expect(process.listenerCount('beforeExit')).toBe(before + 2);
+    await sessions[0]!.close();
+    expect(process.listenerCount('beforeExit')).toBe(before + 1);
+    // As Node does when nothing is left to run: the other session leaves, and the job ends cleanly.
+    process.emit('beforeExit', 0);
+    await job.coordinator.done;
+    expect(process.listenerCount('beforeExit')).toBe(before);
+  }, 30_000);
 });

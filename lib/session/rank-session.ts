@@ -25,6 +25,7 @@ import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkS
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
 import { EventLoopHold } from './event-loop-hold.js';
+import { leaveBeforeExit } from './leave-before-exit.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import type { SessionEvent } from './events.js';
 import { logSessionEvents } from './log-session-events.js';
@@ -89,7 +90,7 @@ export class RankSession {
    * A process whose only work left is this idle session (its sockets hold nothing) is about to
    * exit: the session leaves first, so the others see a LEAVE, not a dropped connection.
    */
-  private readonly leaveBeforeExit = () => void this.close();
+  private readonly stopLeavingOnExit = leaveBeforeExit(() => void this.close());
 
   private constructor(
     readonly rank: number,
@@ -106,7 +107,6 @@ export class RankSession {
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
-    process.once('beforeExit', this.leaveBeforeExit);
     failure.failure$.subscribe({
       error: (error: unknown) => {
         if (this.events.observed) this.events.next({ type: 'failed', error });
@@ -451,7 +451,7 @@ export class RankSession {
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
-      process.off('beforeExit', this.leaveBeforeExit);
+      this.stopLeavingOnExit();
       this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
       this.queue.close();
       this.links.close();

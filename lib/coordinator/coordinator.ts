@@ -10,11 +10,11 @@ import { UniqueId } from '../protocol/unique-id.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
   type CollectiveTransport,
+  MAX_TIMER_DELAY_MS,
   parseRails,
   parseTransport,
   validateRails,
   validateTimeout,
-  MAX_TIMER_DELAY_MS,
   validateWorldSize,
 } from '../transport/transport-kind.js';
 import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
@@ -132,7 +132,7 @@ export class Coordinator {
   readonly events$: Observable<CoordinatorEvent>;
   private readonly events = new Subject<CoordinatorEvent>();
   private readonly rendezvousDeadlines = new Map<FrameChannel, Subscription>();
-  private joinReport: Subscription | null = null;
+  private readonly joinReport: Subscription;
 
   private readonly groups = new Map<string, ChannelGroup>();
   private readonly progress: CollectiveProgress = { sequence: 0n };
@@ -276,7 +276,7 @@ export class Coordinator {
       return;
     }
     this.events.next({ type: 'channel-ready', channel: roleKey(role) });
-    if ([...this.groups.values()].every((each) => each.complete)) this.joinReport?.unsubscribe();
+    if ([...this.groups.values()].every((each) => each.complete)) this.joinReport.unsubscribe();
     const channels = group.members as FrameChannel[];
     channels.forEach((member, memberRank) => {
       member.socket.off('close', this.earlyLeaves.get(member)!);
@@ -418,7 +418,7 @@ export class Coordinator {
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
     this.server.close();
-    this.joinReport?.unsubscribe();
+    this.joinReport.unsubscribe();
     for (const deadline of this.rendezvousDeadlines.values()) deadline.unsubscribe();
     this.rendezvousDeadlines.clear();
     this.rejections.complete();

@@ -3,6 +3,7 @@ import { defer, lastValueFrom, map, type Observable, type SchedulerLike, Subject
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
 import { EXCHANGE_MAX_WORLD_SIZE, selectAlgorithm } from '../collectives/select.js';
+import { debugLog } from '../diagnostics/debug-log.js';
 import { validateReduction } from '../kernels/index.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
@@ -26,7 +27,6 @@ import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
 import { EventLoopHold } from './event-loop-hold.js';
 import { leaveBeforeExit } from './leave-before-exit.js';
-import { debugLog } from '../diagnostics/debug-log.js';
 import type { SessionEvent } from './events.js';
 import { logSessionEvents } from './log-session-events.js';
 import { openLinks } from './open-links.js';

@@ -4,6 +4,7 @@
  */
 const LAYERS = [
   ['base', '^lib/errors[.]ts$'],
+  ['diagnostics', '^lib/diagnostics/'],
   ['protocol', '^lib/(protocol/|tensor[.]ts$)'],
   ['transport', '^lib/transport/'],
   ['kernels', '^lib/kernels/'],

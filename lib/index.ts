@@ -26,9 +26,12 @@ export {
   CollectiveAgreement,
   type OperationDescriptor,
 } from './protocol/index.js';
-export type { Tensor, TaggedTensor, TypedArray } from './tensor.js';
+export type { Tensor, TaggedTensor, TypedArray, TensorOf, DTypeTensors } from './tensor.js';
 export type { CollectiveTransport } from './transport/transport-kind.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
+export type { CoordinatorEvent, SubmittedCollective } from './coordinator/coordinator-events.js';
+export type { DebugLevel } from './diagnostics/debug-log.js';
+export { recordFlight, type FlightRecordingOptions, type FlightRecordReason } from './session/flight-recording.js';
 export { RankSession, type ReceiveShape, type RailOption, type ReductionOptions } from './session/rank-session.js';
 export type { SessionEvent } from './session/events.js';
 export type { ExchangeOptions } from './session/exchange-options.js';

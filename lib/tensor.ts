@@ -23,6 +23,25 @@ export interface TaggedTensor<A extends TypedArray = TypedArray> {
 /** What users pass to collectives: a typed array, or `{ dtype, data }`. */
 export type Tensor = TypedArray | TaggedTensor;
 
+/** The array class of each dtype; f16 and bf16 come tagged, as `{ dtype, data: Uint16Array }`. */
+export interface DTypeTensors {
+  u8: Uint8Array;
+  i8: Int8Array;
+  u16: Uint16Array;
+  i16: Int16Array;
+  u32: Uint32Array;
+  i32: Int32Array;
+  u64: BigUint64Array;
+  i64: BigInt64Array;
+  f16: TaggedTensor<Uint16Array>;
+  bf16: TaggedTensor<Uint16Array>;
+  f32: Float32Array;
+  f64: Float64Array;
+}
+
+/** The tensor a receive of `D` gives: `TensorOf<'f32'>` is `Float32Array`. */
+export type TensorOf<D extends DType> = DTypeTensors[D];
+
 type TypedArrayConstructor = {
   new (length: number): TypedArray;
   new (buffer: ArrayBufferLike, byteOffset: number, length: number): TypedArray;

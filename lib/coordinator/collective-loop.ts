@@ -2,10 +2,11 @@ import { Observable, type SchedulerLike, type Subscription, timer } from 'rxjs';
 import { ConfigurationError, ProtocolError, TimeoutError } from '../errors.js';
 import { CollectiveAgreement } from '../protocol/agreement.js';
 import type { Frame } from '../protocol/frame.js';
-import { Opcode } from '../protocol/opcode.js';
+import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
+import { type CoordinatorEventSink, NO_EVENTS, type SubmittedCollective } from './coordinator-events.js';
 import { errorText, rankEvents } from './rank-events.js';
 import { routeCollective } from './route-collective.js';
 
@@ -15,6 +16,10 @@ export interface CollectiveLoopOptions {
   readonly scheduler: SchedulerLike;
   /** How long a disconnect mid-sequence waits for a concurrent abort to explain it. */
   readonly disconnectGraceMs: number;
+  /** Where `rank-left` and `collective-*` events go (default: nowhere). */
+  readonly events?: CoordinatorEventSink;
+  /** After how long (and again every as long) a collective still waiting is reported, naming where each rank is. */
+  readonly slowCollectiveMs?: number;
 }
 
 /** The sequence the loop is filling, for Abort frames sent when the loop fails. */
@@ -53,6 +58,10 @@ export function collectiveLoop(
     const left = new Array<boolean>(worldSize).fill(false);
     let deadline: Subscription | null = null;
     let grace: Subscription | null = null;
+    let slow: Subscription | null = null;
+    let startedAt = 0;
+    const sink = options.events ?? NO_EVENTS;
+    const lastSubmitted: SubmittedCollective[] = channels.map((_, rank) => ({ rank, sequence: null, operation: null }));
 
     const fail = (error: unknown) => subscriber.error(error);
     const sequence = () => agreement.nextSequence();
@@ -67,6 +76,7 @@ export function collectiveLoop(
       }
       requests[rank] = frame;
       submitted += 1;
+      lastSubmitted[rank] = { rank, sequence: Number(sequence()), operation: opcodeName(frame.header.opcode) };
       const departed = left.findIndex(Boolean);
       if (departed >= 0) throw new ConfigurationError(`rank ${departed} left before collective sequence ${sequence()}`);
       if (submitted === 1) {
@@ -74,16 +84,38 @@ export function collectiveLoop(
           const missing = requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
           fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missing.join(',')}]`));
         });
+        startedAt = options.scheduler.now();
+        const operation = opcodeName(frame.header.opcode);
+        if (sink.observed) sink.next({ type: 'collective-started', sequence: Number(sequence()), operation, rank });
+        if (options.slowCollectiveMs !== undefined && options.slowCollectiveMs < timeoutMs) {
+          const period = Math.min(options.slowCollectiveMs, MAX_TIMER_DELAY_MS);
+          slow = timer(period, period, options.scheduler).subscribe(() =>
+            sink.next({
+              type: 'collective-waiting',
+              sequence: Number(sequence()),
+              operation,
+              waitedMs: options.scheduler.now() - startedAt,
+              missing: requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : [])),
+              ranks: [...lastSubmitted],
+            }),
+          );
+        }
       }
       if (submitted < worldSize) return;
       // A rank whose connection went away during this sequence cannot take its response: leave the
       // report to the grace timer, which names that rank (sending would only fail "closed").
       if (grace !== null) return;
       deadline?.unsubscribe();
+      slow?.unsubscribe();
       const round = requests as Frame[];
+      const routed = Number(sequence());
       const responses = routeCollective(agreement, options.uniqueId, sequence(), round);
       responses.forEach((response, destination) => channels[destination]!.send(response));
       if (round[0]!.header.opcode === Opcode.SetTimeout) timeoutMs = Number(round[0]!.header.tag);
+      if (sink.observed) {
+        const bytes = round.reduce((sum, request) => sum + request.payload.length, 0);
+        sink.next({ type: 'collective-completed', sequence: routed, operation: opcodeName(round[0]!.header.opcode), bytes, durationMs: options.scheduler.now() - startedAt });
+      }
       requests = new Array<Frame | undefined>(worldSize).fill(undefined);
       submitted = 0;
       progress.sequence = sequence();
@@ -95,6 +127,7 @@ export function collectiveLoop(
       // reference design.
       if (submitted === 0 && reason === null) {
         left[rank] = true;
+        sink.next({ type: 'rank-left', rank });
         if (left.every(Boolean)) subscriber.complete();
         return;
       }
@@ -119,6 +152,7 @@ export function collectiveLoop(
       events.unsubscribe();
       deadline?.unsubscribe();
       grace?.unsubscribe();
+      slow?.unsubscribe();
     };
   });
 }

@@ -1,5 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { asyncScheduler, firstValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, take, timeout } from 'rxjs';
+import { asyncScheduler, firstValueFrom, interval, type Observable, type SchedulerLike, Subject, type Subscription, take, timeout, timer } from 'rxjs';
+import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame } from '../protocol/control-frames.js';
@@ -9,6 +10,7 @@ import { UniqueId } from '../protocol/unique-id.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
   type CollectiveTransport,
+  MAX_TIMER_DELAY_MS,
   parseRails,
   parseTransport,
   validateRails,
@@ -16,6 +18,8 @@ import {
   validateWorldSize,
 } from '../transport/transport-kind.js';
 import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
+import type { CoordinatorEvent } from './coordinator-events.js';
+import { logCoordinatorEvents } from './log-coordinator-events.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
@@ -24,6 +28,12 @@ import { type ChannelRole, joinFailure, roleKey, validateJoin } from './validate
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
 /** How long a new connection may take to send its JOIN before it is refused. */
 export const DEFAULT_JOIN_TIMEOUT_MS = 10_000;
+/** How long a joined rank waits for the others before it is told who is missing: the ranks' default session timeout. */
+export const DEFAULT_RENDEZVOUS_TIMEOUT_MS = 300_000;
+/** How often the coordinator reports the ranks that have not joined yet. */
+export const DEFAULT_JOIN_REPORT_INTERVAL_MS = 10_000;
+/** After how long a collective still waiting for ranks is reported, with where each rank is. */
+export const DEFAULT_SLOW_COLLECTIVE_MS = 30_000;
 
 export interface CoordinatorOptions {
   host?: string;
@@ -49,12 +59,30 @@ export interface CoordinatorOptions {
    * session, named (docs/protocol.md 10.3). Connections are read throughout.
    */
   p2pBufferLimitBytes?: number;
+  /**
+   * The rank whose process hosts this coordinator (rank 0 under torchrun, Slurm, Open MPI): the
+   * listener and that rank's own connections then do not keep the process alive, only the other
+   * ranks' connections do, so a host rank that forgets `close()` still exits once the others left.
+   */
+  hostRank?: number;
+  /**
+   * How long a rank that joined waits for the others before the coordinator answers its JOIN with
+   * an Abort naming the ranks that have not joined (default 300 s, the ranks' default session
+   * timeout: set it to the ranks' `GX1_TIMEOUT_MS`). Its place is freed for a retry.
+   */
+  rendezvousTimeoutMs?: number;
+  /** How often `ranks-not-joined` is reported (and logged) until every rank joined (default 10 s). */
+  joinReportIntervalMs?: number;
+  /** After how long, and again every as long, a collective waiting for ranks is reported (default 30 s). */
+  slowCollectiveMs?: number;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
 class ChannelGroup {
   readonly members: (FrameChannel | undefined)[];
   joined = 0;
+  /** Ranks that joined but whose rendezvous wait ran out (they did join: not named missing). */
+  readonly expired = new Set<number>();
   constructor(worldSize: number) {
     this.members = new Array<FrameChannel | undefined>(worldSize);
   }
@@ -91,6 +119,20 @@ export class Coordinator {
    */
   readonly rejections$: Observable<RxcclError>;
   private readonly rejections = new Subject<RxcclError>();
+  /**
+   * What the job does, as typed events (see `CoordinatorEvent`): ranks joining and leaving, the
+   * ranks still missing, each collective and point-to-point match, heartbeats, the failure. Never
+   * a payload byte. Completes when the coordinator stops.
+   *
+   * @example
+   * coordinator.events$.subscribe((event) => {
+   *   if (event.type === 'ranks-not-joined') console.warn(`still waiting for ranks ${event.missing}`);
+   * });
+   */
+  readonly events$: Observable<CoordinatorEvent>;
+  private readonly events = new Subject<CoordinatorEvent>();
+  private readonly rendezvousDeadlines = new Map<FrameChannel, Subscription>();
+  private readonly joinReport: Subscription;
 
   private readonly groups = new Map<string, ChannelGroup>();
   private readonly progress: CollectiveProgress = { sequence: 0n };
@@ -103,7 +145,8 @@ export class Coordinator {
 
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport'>> & {
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank'>> & {
+      hostRank: number | null;
       heartbeatTimeoutMs: number | null;
       transport: CollectiveTransport;
       uniqueId: UniqueId;
@@ -120,12 +163,19 @@ export class Coordinator {
     for (let rail = 0; rail < this.p2pChannels; rail++) this.groups.set(`rail ${rail}`, new ChannelGroup(this.worldSize));
     this.loopsLeft = this.groups.size;
     this.rejections$ = this.rejections.asObservable();
+    this.events$ = this.events.asObservable();
+    logCoordinatorEvents(this.events$, debugLog);
+    const listening = options.scheduler.now();
+    this.joinReport = interval(options.joinReportIntervalMs, options.scheduler).subscribe(() =>
+      this.events.next({ type: 'ranks-not-joined', missing: this.ranksNotJoined(), waitedMs: options.scheduler.now() - listening }),
+    );
     this.done = new Promise<void>((resolve, reject) => {
       this.settle = { resolve, reject };
     });
     // Nobody may be awaiting `done` yet; an unobserved failure is still reported through it.
     this.done.catch(() => undefined);
     server.on('connection', (socket) => this.accept(socket));
+    if (options.hostRank !== null) server.unref();
   }
 
   /**
@@ -147,6 +197,10 @@ export class Coordinator {
       joinTimeoutMs: validateTimeout(options.joinTimeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS, 'JOIN timeout'),
       p2pBufferLimitBytes: validateBufferLimit(options.p2pBufferLimitBytes ?? DEFAULT_P2P_BUFFER_LIMIT_BYTES),
       scheduler: options.scheduler ?? asyncScheduler,
+      hostRank: options.hostRank ?? null,
+      rendezvousTimeoutMs: validateTimeout(options.rendezvousTimeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS, 'rendezvous timeout'),
+      joinReportIntervalMs: validateTimeout(options.joinReportIntervalMs ?? DEFAULT_JOIN_REPORT_INTERVAL_MS, 'join report interval'),
+      slowCollectiveMs: validateTimeout(options.slowCollectiveMs ?? DEFAULT_SLOW_COLLECTIVE_MS, 'slow collective report'),
     };
     const server = createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {
@@ -202,25 +256,63 @@ export class Coordinator {
     }
     group.members[rank] = channel;
     group.joined += 1;
+    group.expired.delete(rank);
+    if (rank === this.options.hostRank) channel.socket.unref();
+    this.events.next({ type: 'rank-joined', rank, channel: roleKey(role) });
     // A rank that drops out before everyone arrived frees its place for a retry.
     const leaveEarly = () => {
       if (group.members[rank] === channel && !group.complete) {
         group.members[rank] = undefined;
         group.joined -= 1;
         this.earlyLeaves.delete(channel);
+        this.rendezvousDeadlines.get(channel)?.unsubscribe();
+        this.rendezvousDeadlines.delete(channel);
       }
     };
     this.earlyLeaves.set(channel, leaveEarly);
     channel.socket.once('close', leaveEarly);
-    if (!group.complete) return;
+    if (!group.complete) {
+      this.awaitRendezvous(channel, rank, role, group, leaveEarly);
+      return;
+    }
+    this.events.next({ type: 'channel-ready', channel: roleKey(role) });
+    if ([...this.groups.values()].every((each) => each.complete)) this.joinReport.unsubscribe();
     const channels = group.members as FrameChannel[];
     channels.forEach((member, memberRank) => {
       member.socket.off('close', this.earlyLeaves.get(member)!);
       this.earlyLeaves.delete(member);
+      this.rendezvousDeadlines.get(member)?.unsubscribe();
+      this.rendezvousDeadlines.delete(member);
       this.pending.delete(member.socket);
       member.send({ header: this.readyHeader(memberRank, role), parts: [] });
     });
     this.start(role, channels);
+  }
+
+  /**
+   * Past the rendezvous timeout the waiting rank is told who has not joined (an Abort in place of
+   * READY: its error names them instead of only timing out) and its place is freed.
+   */
+  private awaitRendezvous(channel: FrameChannel, rank: number, role: ChannelRole, group: ChannelGroup, leaveEarly: () => void): void {
+    const { rendezvousTimeoutMs, scheduler } = this.options;
+    const deadline = timer(Math.min(rendezvousTimeoutMs, MAX_TIMER_DELAY_MS), scheduler).subscribe(() => {
+      if (group.members[rank] !== channel || group.complete) return;
+      group.expired.add(rank);
+      const missing = Array.from({ length: this.worldSize }, (_, other) => other).filter((other) => group.members[other] === undefined && !group.expired.has(other));
+      try {
+        channel.send(this.abortFrame(`ranks [${missing.join(',')}] have not joined (${roleKey(role)}) within ${rendezvousTimeoutMs} ms`, this.uniqueId, rank, 0n));
+      } catch {
+        // Already gone: its place is freed below all the same.
+      }
+      leaveEarly();
+      channel.finish();
+    });
+    this.rendezvousDeadlines.set(channel, deadline);
+  }
+
+  /** The ranks missing from some channel kind, in rank order. */
+  private ranksNotJoined(): number[] {
+    return Array.from({ length: this.worldSize }, (_, rank) => rank).filter((rank) => [...this.groups.values()].some((group) => group.members[rank] === undefined));
   }
 
   private readyHeader(rank: number, role: ChannelRole) {
@@ -261,7 +353,14 @@ export class Coordinator {
       role.kind === 'collective'
         ? collectiveLoop(
             channels,
-            { uniqueId: this.uniqueId, timeoutMs: this.options.collectiveTimeoutMs, scheduler, disconnectGraceMs: DISCONNECT_GRACE_MS },
+            {
+              uniqueId: this.uniqueId,
+              timeoutMs: this.options.collectiveTimeoutMs,
+              scheduler,
+              disconnectGraceMs: DISCONNECT_GRACE_MS,
+              events: this.events,
+              slowCollectiveMs: this.options.slowCollectiveMs,
+            },
             this.progress,
           )
         : // The heartbeat lease lives on the first rail, which every rank always has.
@@ -272,6 +371,7 @@ export class Coordinator {
             refuse: (rank, reason) => this.dropRail(channels[rank]!, rank, role.rail, reason),
             bufferLimitBytes: this.options.p2pBufferLimitBytes,
             rail: role.rail,
+            events: this.events,
           });
     this.running.push(
       loop.subscribe({
@@ -287,6 +387,7 @@ export class Coordinator {
   private succeed(): void {
     if (this.finished) return;
     this.finished = true;
+    this.events.next({ type: 'finished' });
     this.shutdown();
     this.settle.resolve();
   }
@@ -307,6 +408,7 @@ export class Coordinator {
         }
       });
     }
+    this.events.next({ type: 'failed', error });
     this.shutdown();
     this.settle.reject(error);
   }
@@ -316,7 +418,11 @@ export class Coordinator {
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
     this.server.close();
+    this.joinReport.unsubscribe();
+    for (const deadline of this.rendezvousDeadlines.values()) deadline.unsubscribe();
+    this.rendezvousDeadlines.clear();
     this.rejections.complete();
+    this.events.complete();
   }
 
   /** A rail that broke without failing the session: the rank learns why, then it is closed. */

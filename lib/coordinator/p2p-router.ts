@@ -3,7 +3,8 @@ import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
-import { P2pMatcher } from './p2p-matcher.js';
+import { type CoordinatorEventSink, NO_EVENTS } from './coordinator-events.js';
+import { type Delivery, P2pMatcher } from './p2p-matcher.js';
 import { errorText, rankEvents } from './rank-events.js';
 
 export interface P2pRouterOptions {
@@ -21,6 +22,8 @@ export interface P2pRouterOptions {
   readonly bufferLimitBytes?: number;
   /** The rail served, for error messages; default 0. */
   readonly rail?: number;
+  /** Where `p2p-matched` and `heartbeat` events go (default: nowhere). */
+  readonly events?: CoordinatorEventSink;
 }
 
 /**
@@ -48,11 +51,22 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
     const lastSeen = new Array<number>(worldSize).fill(scheduler.now());
     const graceful = new Array<boolean>(worldSize).fill(false);
     const closed = new Array<boolean>(worldSize).fill(false);
+    const sink = options.events ?? NO_EVENTS;
+    const rail = options.rail ?? 0;
+    // A delivery of Receive is a send meeting its receive: the data goes to the receiver.
+    const report = (rank: number, opcode: Opcode, deliveries: readonly Delivery[]) => {
+      if (opcode === Opcode.Heartbeat) sink.next({ type: 'heartbeat', rank, rail });
+      for (const { rank: destination, frame } of deliveries) {
+        if (frame.header.opcode !== Opcode.Receive) continue;
+        sink.next({ type: 'p2p-matched', rail, source: frame.header.sourceRank, destination, tag: frame.header.tag, bytes: frame.header.payloadBytes });
+      }
+    };
 
     const onFrame = (rank: number, frame: Parameters<P2pMatcher['route']>[1]) => {
       lastSeen[rank] = scheduler.now();
       if (graceful[rank]) throw new ConfigurationError(`point-to-point rank ${rank} sent data after LEAVE`);
       const deliveries = matcher.route(rank, frame);
+      if (sink.observed) report(rank, frame.header.opcode, deliveries);
       for (const delivery of deliveries) {
         try {
           channels[delivery.rank]!.send(delivery.frame);

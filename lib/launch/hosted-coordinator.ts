@@ -22,6 +22,8 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       worldSize: job.worldSize,
       rails: job.rails,
       transport: job.transport,
+      hostRank: job.rank,
+      ...(job.timeoutMs !== undefined ? { rendezvousTimeoutMs: job.timeoutMs } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
     });
@@ -36,6 +38,17 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
   const local = { ...options, coordinator: hostPort({ host: bind === '0.0.0.0' ? '127.0.0.1' : bind, port: coordinator.address.port }) };
   hosted.set(local, coordinator);
   return local;
+}
+
+/**
+ * `options` with `overrides` on top, still tied to the coordinator `options` came with (if rank 0
+ * hosts one), so that a rank may adjust discovered options (`openSession({ timeoutMs })`).
+ */
+export function overrideOptions(options: SessionOptions, overrides: Partial<SessionOptions>): SessionOptions {
+  const merged = { ...options, ...overrides };
+  const coordinator = hosted.get(options);
+  if (coordinator !== undefined) hosted.set(merged, coordinator);
+  return merged;
 }
 
 /**

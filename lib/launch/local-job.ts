@@ -3,8 +3,9 @@ import { Coordinator } from '../coordinator/coordinator.js';
 import { failureText } from '../errors.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
-import { hostPort } from './job-environment.js';
+import { EnvironmentReader, hostPort } from './job-environment.js';
 import { describeExit, RankProcess } from './rank-process.js';
+import { sessionSettings } from './session-settings.js';
 
 export interface LocalJobOptions {
   readonly worldSize: number;
@@ -22,6 +23,11 @@ export interface LocalJobOptions {
   readonly killGraceMs?: number;
   /** How long the coordinator may take to see the last rank leave after every rank exited 0 (default 3 s). */
   readonly leaveGraceMs?: number;
+  /**
+   * How long after every other rank exited a rank still running is reported on stderr, naming it
+   * and whether it left its session (default 10 s; again every as long).
+   */
+  readonly stragglerReportMs?: number;
 }
 
 export interface JobOutcome {
@@ -35,6 +41,7 @@ export interface JobOutcome {
 
 const DEFAULT_KILL_GRACE_MS = 5_000;
 const DEFAULT_LEAVE_GRACE_MS = 3_000;
+const DEFAULT_STRAGGLER_REPORT_MS = 10_000;
 /** How long a rank's output may keep flowing after its process group was killed. */
 const DRAIN_GRACE_MS = 1_000;
 
@@ -53,6 +60,10 @@ export class LocalJob {
   private interruptedBy: NodeJS.Signals | null = null;
   private killTimer: NodeJS.Timeout | null = null;
   private readonly killAllOnExit = () => this.signalAll('SIGKILL');
+  /** Ranks the coordinator saw join (their collective channel) and leave. */
+  private readonly joined = new Set<number>();
+  private readonly left = new Set<number>();
+  private stragglerReport: NodeJS.Timeout | null = null;
 
   private constructor(
     readonly coordinator: Coordinator,
@@ -62,9 +73,14 @@ export class LocalJob {
     // Last resort should the launcher itself die of an exception: its ranks must not outlive it.
     process.once('exit', this.killAllOnExit);
     coordinator.done.catch((error: unknown) => this.fail(`the coordinator failed: ${failureText(error)}`, 'SIGTERM'));
+    coordinator.events$.subscribe((event) => {
+      if (event.type === 'rank-joined' && event.channel === 'collective') this.joined.add(event.rank);
+      if (event.type === 'rank-left') this.left.add(event.rank);
+    });
     for (const rank of ranks) {
       void rank.exited.then((exit) => {
         if (exit.kind !== 'exited' || exit.code !== 0) this.fail(`rank ${rank.rank} ${describeExit(exit)}`, 'SIGTERM');
+        else this.watchStragglers();
       });
     }
     this.outcome = this.finish();
@@ -72,6 +88,8 @@ export class LocalJob {
 
   static async start(options: LocalJobOptions): Promise<LocalJob> {
     const uniqueId = UniqueId.random();
+    // The ranks' session timeout (they inherit this environment) is how long they wait for each other.
+    const { timeoutMs } = sessionSettings(new EnvironmentReader(options.env ?? process.env, 'rxccl launch'));
     const coordinator = await Coordinator.listen({
       host: '127.0.0.1',
       port: 0,
@@ -81,6 +99,7 @@ export class LocalJob {
       transport: options.transport ?? 'tcp_host_staged',
       ...(options.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: options.collectiveTimeoutMs } : {}),
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
+      ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
     });
     const shared = {
       GX1_COORDINATOR: hostPort(coordinator.address),
@@ -124,6 +143,40 @@ export class LocalJob {
     this.killTimer = setTimeout(() => this.signalAll('SIGKILL'), this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS);
   }
 
+  /**
+   * Once only some ranks still run and every other one exited 0, says which, periodically: a rank
+   * that finished its work but never left its session (or whose process something else keeps
+   * alive) is otherwise a silent hang.
+   */
+  private watchStragglers(): void {
+    if (this.failure !== null || this.stragglerReport !== null || this.ranks.every((rank) => rank.running)) return;
+    const period = this.options.stragglerReportMs ?? DEFAULT_STRAGGLER_REPORT_MS;
+    this.stragglerReport = setInterval(() => {
+      if (this.failure !== null) return;
+      const stderr = this.options.stderr ?? process.stderr;
+      for (const rank of this.ranks.filter((each) => each.running)) {
+        const state = this.left.has(rank.rank)
+          ? 'it left its session, but something else keeps its process alive'
+          : this.joined.has(rank.rank)
+            ? 'it has not left its session (does it call session.close()?)'
+            : 'it never joined the session';
+        stderr.write(`rxccl launch: rank ${rank.rank} is still running after every other rank exited; ${state}\n`);
+      }
+    }, period);
+    this.stragglerReport.unref();
+  }
+
+  /** Which ranks the coordinator did not see join, or join and leave. */
+  private describeMembership(): string {
+    const all = this.ranks.map((rank) => rank.rank);
+    const neverJoined = all.filter((rank) => !this.joined.has(rank));
+    const neverLeft = all.filter((rank) => this.joined.has(rank) && !this.left.has(rank));
+    return [
+      ...(neverJoined.length > 0 ? [`ranks [${neverJoined.join(',')}] never joined`] : []),
+      ...(neverLeft.length > 0 ? [`ranks [${neverLeft.join(',')}] joined but never left`] : []),
+    ].join('; ');
+  }
+
   private signalAll(signal: NodeJS.Signals): void {
     for (const rank of this.ranks) rank.signal(signal);
   }
@@ -134,11 +187,12 @@ export class LocalJob {
       // Every rank exited 0; their last LEAVE may still be on its way to the coordinator.
       const left = await Promise.race([this.coordinator.done.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);
       if (left === 'late') {
-        this.failure = 'every rank exited 0, but the coordinator did not see every rank join and leave (does each rank open a session and close it?)';
+        this.failure = `every rank exited 0, but the coordinator did not see every rank join and leave: ${this.describeMembership()} (does each rank open a session and close it?)`;
       }
       // 'failed' has already recorded the coordinator's failure.
     }
     if (this.killTimer !== null) clearTimeout(this.killTimer);
+    if (this.stragglerReport !== null) clearInterval(this.stragglerReport);
     await this.coordinator.close();
     // Whatever a rank left running in its process group ends with the job.
     this.signalAll('SIGKILL');

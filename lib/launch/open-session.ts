@@ -1,24 +1,42 @@
 import { Observable } from 'rxjs';
 import { sessionOptionsFromEnvironment } from './environment.js';
-import { keepHostedCoordinator } from './hosted-coordinator.js';
+import { keepHostedCoordinator, overrideOptions } from './hosted-coordinator.js';
+import { flightRecordingFromEnvironment, recordFlight } from '../session/flight-recording.js';
 import { RankSession } from '../session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
 
+/** The options that say which job a rank belongs to; the environment supplies any left out. */
+const JOB_OPTIONS = ['coordinator', 'uniqueId', 'rank', 'worldSize'] as const;
+
 /**
- * Joins a job. With no options the rank reads its environment (the `GX1_*` variables the launcher
- * sets, or those of torchrun, Slurm, Open MPI; see lib/launch).
+ * Joins a job. The rank reads its environment (the `GX1_*` variables the launcher sets, or those
+ * of torchrun, Slurm, Open MPI; see lib/launch) unless the options name the job themselves
+ * (`coordinator`, `uniqueId`, `rank` and `worldSize`); options given beside the environment
+ * override what it says. `GX1_FLIGHT_RECORDER=<dir>` turns on the flight recorder.
+ *
+ * @example
+ * const session = await openSession({ timeoutMs: 30_000 }); // under rxccl launch, torchrun, srun, mpirun
  */
-export async function openSession(options?: SessionOptions): Promise<RankSession> {
-  const chosen = options ?? (await sessionOptionsFromEnvironment(process.env));
+export async function openSession(options?: Partial<SessionOptions>): Promise<RankSession> {
+  const chosen = await chooseOptions(options);
+  const recording = flightRecordingFromEnvironment(process.env);
   // A rank 0 that hosts the coordinator keeps it until every rank has left.
-  return keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
+  const session = await keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
+  if (recording !== null) recordFlight(session, recording);
+  return session;
+}
+
+async function chooseOptions(options: Partial<SessionOptions> | undefined): Promise<SessionOptions> {
+  if (options !== undefined && JOB_OPTIONS.every((name) => options[name] !== undefined)) return options as SessionOptions;
+  const discovered = await sessionOptionsFromEnvironment(process.env);
+  return options === undefined ? discovered : overrideOptions(discovered, options);
 }
 
 /**
  * The reactive form of `openSession`: emits the session once joined, errors when the session
  * fails, and closes it (LEAVE, sockets ended) when the subscriber unsubscribes.
  */
-export function connect(options?: SessionOptions): Observable<RankSession> {
+export function connect(options?: Partial<SessionOptions>): Observable<RankSession> {
   return new Observable<RankSession>((subscriber) => {
     let session: RankSession | null = null;
     let unsubscribed = false;

@@ -1,16 +1,50 @@
 import type { CollectiveName } from '../collectives/algorithm.js';
 
+/** What every collective event says: which call, by which algorithm. */
+interface CollectiveFields {
+  /** The collective's place in this session's call order (0, 1, ...): the same on every rank. */
+  readonly sequence: number;
+  readonly collective: CollectiveName;
+  readonly algorithm: string;
+}
+
 /**
  * What a session reports on `session.events$` as it works: typed, never a payload byte. Enough for
- * a notebook or a pipeline to see which algorithm ran, how big and how long.
+ * a notebook or a pipeline to see which algorithm ran, how big and how long, and for the flight
+ * recorder to say what a rank did last.
  */
 export type SessionEvent =
-  | { readonly type: 'collective-started'; readonly collective: CollectiveName; readonly algorithm: string; readonly bytes: number }
-  | {
-      readonly type: 'collective-finished';
-      readonly collective: CollectiveName;
-      readonly algorithm: string;
-      readonly bytes: number;
-      readonly durationMs: number;
-    }
-  | { readonly type: 'collective-failed'; readonly collective: CollectiveName; readonly algorithm: string; readonly error: unknown };
+  | (CollectiveFields & { readonly type: 'collective-started'; readonly bytes: number })
+  | (CollectiveFields & { readonly type: 'collective-finished'; readonly bytes: number; readonly durationMs: number })
+  | (CollectiveFields & { readonly type: 'collective-failed'; readonly error: unknown })
+  /** A send the transport took (the coordinator acknowledged it, or the peer socket accepted it). */
+  | { readonly type: 'p2p-sent'; readonly destination: number; readonly tag: bigint; readonly rail: number; readonly bytes: number; readonly durationMs: number }
+  /** A receive that matched its send. */
+  | { readonly type: 'p2p-received'; readonly source: number | null; readonly tag: bigint; readonly rail: number; readonly bytes: number; readonly durationMs: number }
+  | { readonly type: 'heartbeat'; readonly roundTripMs: number }
+  /** The session's failure (an abort, a timeout, a lost connection): the last event. */
+  | { readonly type: 'failed'; readonly error: unknown };
+
+/** One line per event for the debug log; no payload. */
+export function describeSessionEvent(event: SessionEvent): string {
+  switch (event.type) {
+    case 'collective-started':
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}) ${event.bytes} bytes started`;
+    case 'collective-finished':
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}) ${event.bytes} bytes in ${event.durationMs.toFixed(3)} ms`;
+    case 'collective-failed':
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}) failed: ${errorMessage(event.error)}`;
+    case 'p2p-sent':
+      return `sent ${event.bytes} bytes to rank ${event.destination} tag ${event.tag} rail ${event.rail} in ${event.durationMs.toFixed(3)} ms`;
+    case 'p2p-received':
+      return `received ${event.bytes} bytes from ${event.source === null ? 'any rank' : `rank ${event.source}`} tag ${event.tag} rail ${event.rail} in ${event.durationMs.toFixed(3)} ms`;
+    case 'heartbeat':
+      return `heartbeat round trip ${event.roundTripMs.toFixed(3)} ms`;
+    case 'failed':
+      return `failed: ${errorMessage(event.error)}`;
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

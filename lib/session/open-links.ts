@@ -28,6 +28,8 @@ import type { ResolvedSessionOptions } from './session-options.js';
 export interface OpenedLinks {
   readonly collective: FrameChannel;
   readonly links: SessionLinks;
+  /** Every socket the session holds open (see `EventLoopHold`). */
+  readonly sockets: readonly Socket[];
 }
 
 /**
@@ -41,7 +43,8 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
   if (options.transport === 'tcp_peer') {
     const collective = await connectChannel(address, join(options, null));
     try {
-      return { collective, links: await openMeshLinks(collective, address, options, owner, timeoutMs) };
+      const { links, sockets } = await openMeshLinks(collective, address, options, owner, timeoutMs);
+      return { collective, links, sockets: [collective.socket, ...sockets] };
     } catch (error) {
       collective.destroy();
       throw error;
@@ -50,7 +53,11 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
   // All channels at once: the coordinator answers each kind once every rank has joined it.
   const channels = await settleAll([null, ...Array.from({ length: options.rails }, (_, rail) => rail)].map((rail) => connectChannel(address, join(options, rail))));
   const rails = channels.slice(1).map((channel, rail) => new RailClient(channel, owner, rail));
-  return { collective: channels[0]!, links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs) };
+  return {
+    collective: channels[0]!,
+    links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
+    sockets: channels.map((channel) => channel.socket),
+  };
 }
 
 function join(options: ResolvedSessionOptions, rail: number | null) {
@@ -80,7 +87,7 @@ async function openMeshLinks(
   options: ResolvedSessionOptions,
   owner: RailOwner,
   timeoutMs: () => number,
-): Promise<MeshLinks> {
+): Promise<{ links: MeshLinks; sockets: Socket[] }> {
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
@@ -90,7 +97,8 @@ async function openMeshLinks(
   let control: RailClient | null = null;
   try {
     const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints), options);
-    control = new RailClient(await connectChannel(address, join(options, 0)), owner, 0);
+    const controlChannel = await connectChannel(address, join(options, 0));
+    control = new RailClient(controlChannel, owner, 0);
     let mesh: PeerMesh;
     try {
       mesh = await PeerMesh.connect({
@@ -106,7 +114,7 @@ async function openMeshLinks(
       throw error;
     }
     mesh.failureHandler = (error) => owner.failure.fail(error);
-    return new MeshLinks(mesh, control, owner.failure, timeoutMs);
+    return { links: new MeshLinks(mesh, control, owner.failure, timeoutMs), sockets: [controlChannel.socket, ...mesh.sockets] };
   } catch (error) {
     control?.close();
     throw error;

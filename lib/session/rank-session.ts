@@ -3,6 +3,7 @@ import { defer, lastValueFrom, map, type Observable, type SchedulerLike, Subject
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
 import { selectAlgorithm } from '../collectives/select.js';
+import { debugLog } from '../diagnostics/debug-log.js';
 import { validateReduction } from '../kernels/index.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
@@ -10,7 +11,7 @@ import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
-import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
+import { type Tensor, tensorFromBytes, type TensorOf, type TensorView, viewTensor } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
@@ -24,14 +25,17 @@ import { validateTimeout } from '../transport/transport-kind.js';
 import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkShape, checkTag } from './arguments.js';
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
+import { EventLoopHold } from './event-loop-hold.js';
+import { leaveBeforeExit } from './leave-before-exit.js';
 import type { SessionEvent } from './events.js';
+import { logSessionEvents } from './log-session-events.js';
 import { openLinks } from './open-links.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
 
 /** The shape of a point-to-point receive: what the matching send must carry. */
-export interface ReceiveShape {
-  readonly dtype: DType;
+export interface ReceiveShape<D extends DType = DType> {
+  readonly dtype: D;
   readonly count: number;
 }
 
@@ -80,13 +84,29 @@ export interface SessionParts {
  */
 export class RankSession {
   readonly failure$: Observable<never>;
-  /** Typed events as collectives run (see `SessionEvent`); never payload bytes. */
+  /**
+   * Typed events as the session works (see `SessionEvent`): each collective with its sequence,
+   * algorithm, size and time, point-to-point messages, heartbeats, the failure. Never payload
+   * bytes; built only while someone subscribes. Completes on `close()`.
+   *
+   * @example
+   * session.events$.subscribe((event) => {
+   *   if (event.type === 'collective-finished') console.log(event.sequence, event.collective, event.algorithm, event.durationMs);
+   * });
+   */
   readonly events$: Observable<SessionEvent>;
   private readonly events = new Subject<SessionEvent>();
   private readonly queue = new CollectiveQueue();
   private readonly context: CollectiveContext;
   private closed = false;
   private meshSequence = 0n;
+  /** Ordered operations submitted so far: the next one's `sequence` in events. */
+  private submitted = 0;
+  /**
+   * A process whose only work left is this idle session (its sockets hold nothing) is about to
+   * exit: the session leaves first, so the others see a LEAVE, not a dropped connection.
+   */
+  private readonly stopLeavingOnExit = leaveBeforeExit(() => void this.close());
 
   private constructor(
     readonly rank: number,
@@ -98,10 +118,16 @@ export class RankSession {
     private readonly tuning: CollectiveTuning,
     private readonly timeout: { ms: number },
     private readonly holds: readonly Promise<unknown>[],
+    private readonly loop: EventLoopHold,
     scheduler: SchedulerLike,
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
+    failure.failure$.subscribe({
+      error: (error: unknown) => {
+        if (this.events.observed) this.events.next({ type: 'failed', error });
+      },
+    });
     const scratch = new BufferPool();
     const identity = Array.from({ length: worldSize }, (_, index) => index);
     this.context = {
@@ -123,7 +149,12 @@ export class RankSession {
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
     const failure = new SessionFailure();
     const timeout = { ms: options.timeoutMs };
-    const { collective, links } = await openLinks(options, failure, () => timeout.ms);
+    const started = performance.now();
+    const { collective, links, sockets } = await openLinks(options, failure, () => timeout.ms);
+    debugLog.info(
+      `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
+        `(${options.transport}, ${links.rails} rails) in ${(performance.now() - started).toFixed(1)} ms`,
+    );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
     const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
     const session = new RankSession(
@@ -136,8 +167,10 @@ export class RankSession {
       options.tuning,
       timeout,
       holds.closeAfter ?? [],
+      new EventLoopHold(sockets),
       options.scheduler,
     );
+    logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
     return session;
   }
@@ -145,7 +178,7 @@ export class RankSession {
   /** A session over `parts` (no sockets, no topology probe). */
   static over(parts: SessionParts): RankSession {
     const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
-    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], scheduler);
+    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler);
   }
 
   get rails(): number {
@@ -315,31 +348,63 @@ export class RankSession {
     this.timeout.ms = Number(milliseconds);
   }
 
+  /**
+   * Sends `data` to `destination` (itself too) under `tag`; resolves once the transport took it
+   * (the bytes must stay untouched until then). Messages with one tag arrive in order.
+   *
+   * @example
+   * await session.send(1, 7, Float32Array.of(1, 2, 3));
+   */
   async send(destination: number, tag: number | bigint, data: Tensor, options: RailOption | null = {}): Promise<void> {
     checkRank(destination, this.worldSize, 'destination');
     const wireTag = checkTag(tag);
     const view = viewTensor(data);
     const rail = this.rail(wireTag, options);
+    const started = performance.now();
     await lastValueFrom(
-      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(this.failure.untilEnded()),
+      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+      ),
       { defaultValue: undefined },
     );
+    if (this.events.observed) {
+      this.events.next({ type: 'p2p-sent', destination, tag: wireTag, rail, bytes: view.bytes.length, durationMs: performance.now() - started });
+    }
   }
 
-  /** Receives the next matching message; `source` null means any rank. f16/bf16 come as `{ dtype, data }`. */
-  async receive(source: number | null, tag: number | bigint, like: ReceiveShape, options: RailOption | null = {}): Promise<Tensor> {
+  /**
+   * Receives the next matching message; `source` null means any rank. The result's type follows
+   * the dtype asked for (f16/bf16 come as `{ dtype, data: Uint16Array }`).
+   *
+   * @example
+   * const weights = await session.receive(0, 7, { dtype: 'f32', count: 1024 }); // Float32Array
+   */
+  async receive<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null = {}): Promise<TensorOf<D>> {
     if (source !== null) checkRank(source, this.worldSize, 'source');
     const wireTag = checkTag(tag);
     const { dtype, count } = checkShape(like);
     const rail = this.rail(wireTag, options);
+    const started = performance.now();
     const payload = await lastValueFrom(
-      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(this.failure.untilEnded()),
+      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+      ),
     );
-    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16');
+    if (this.events.observed) {
+      this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
+    }
+    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16') as TensorOf<D>;
   }
 
-  /** Pull-based receive: each pull posts one receive, and leaving the loop posts no more. */
-  messages(source: number | null, tag: number | bigint, like: ReceiveShape): AsyncIterableX<Tensor> {
+  /**
+   * Pull-based receive: each pull posts one receive, and leaving the loop posts no more.
+   *
+   * @example
+   * for await (const gradient of session.messages(null, 3, { dtype: 'f32', count: 256 })) apply(gradient);
+   */
+  messages<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>): AsyncIterableX<TensorOf<D>> {
     if (source !== null) checkRank(source, this.worldSize, 'source');
     checkTag(tag);
     checkShape(like);
@@ -368,15 +433,22 @@ export class RankSession {
       barrier: () => this.barrier(),
       now: () => process.hrtime.bigint(),
     };
-    return lastValueFrom(defer(() => probeTopology(probe, resolved)).pipe(this.failure.untilEnded()));
+    return lastValueFrom(defer(() => probeTopology(probe, resolved)).pipe(this.failure.untilEnded(), this.loop.during()));
   }
 
-  /** Round trip of an empty control frame through the coordinator, in milliseconds. */
+  /**
+   * Round trip of an empty control frame through the coordinator, in milliseconds.
+   *
+   * @example
+   * const ms = await session.heartbeat(5_000);
+   */
   async heartbeat(timeoutMs: number): Promise<number> {
     validateTimeout(timeoutMs, 'heartbeat timeout');
     const started = performance.now();
-    await lastValueFrom(this.links.heartbeat(timeoutMs), { defaultValue: undefined });
-    return performance.now() - started;
+    await lastValueFrom(this.links.heartbeat(timeoutMs).pipe(this.loop.during()), { defaultValue: undefined });
+    const roundTripMs = performance.now() - started;
+    if (this.events.observed) this.events.next({ type: 'heartbeat', roundTripMs });
+    return roundTripMs;
   }
 
   /**
@@ -390,10 +462,18 @@ export class RankSession {
     if (this.links.abort(text) === 0) throw new ChannelClosedError(`rank ${this.rank} could not send its abort: every rail is closed`);
   }
 
-  /** Leaves the session: LEAVE on every channel, then the connections are closed. */
+  /**
+   * Leaves the session: LEAVE on every channel, then the connections are closed (rank 0 hosting
+   * the coordinator also waits for the other ranks to leave). A process that forgets it still
+   * exits: an idle session does not keep the event loop alive, and leaves on `beforeExit`.
+   *
+   * @example
+   * await using session = await openSession(); // closed when the scope ends
+   */
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
+      this.stopLeavingOnExit();
       this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
       this.queue.close();
       this.links.close();
@@ -403,6 +483,7 @@ export class RankSession {
     await Promise.all(this.holds.map((work) => work.then(() => undefined, () => undefined)));
   }
 
+  /** `await using session = await openSession()` closes the session when the scope ends. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
@@ -444,12 +525,12 @@ export class RankSession {
       return throwError(() => error);
     }
     const size = typeof bytes === 'number' ? bytes : bytes();
-    return this.queued(() => {
+    return this.queued((sequence) => {
       const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning });
       const run = row.run(this.links, request, this.context);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!this.events.observed) return run;
-      const base = { collective, algorithm: row.name };
+      const base = { sequence, collective, algorithm: row.name };
       this.events.next({ type: 'collective-started', ...base, bytes: size });
       const started = performance.now();
       return run.pipe(
@@ -461,13 +542,17 @@ export class RankSession {
     });
   }
 
-  /** Runs `work` in the collective queue, ending with the session's failure if that comes first. */
-  private queued<T>(work: () => Observable<T>): Observable<T> {
+  /**
+   * Runs `work` in the collective queue, ending with the session's failure if that comes first.
+   * `work` gets the operation's place in the call order (its `sequence` in events).
+   */
+  private queued<T>(work: (sequence: number) => Observable<T>): Observable<T> {
+    const sequence = this.submitted++;
     return this.queue.submit(
       defer(() => {
         this.failure.check();
-        return work();
-      }).pipe(this.failure.untilEnded()),
+        return work(sequence);
+      }).pipe(this.failure.untilEnded(), this.loop.during()),
     );
   }
 

@@ -1,5 +1,5 @@
 import { connect as netConnect, type Socket } from 'node:net';
-import { ConfigurationError, TimeoutError } from '../errors.js';
+import { ConfigurationError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
 import { FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { joinHeader } from '../protocol/control-frames.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
@@ -23,6 +23,12 @@ export interface JoinRequest {
 }
 
 const RETRY_DELAY_MS = 50;
+/**
+ * How much longer than its timeout a rank waits for READY: the coordinator's rendezvous timeout
+ * starts when the JOIN arrives, and its Abort naming the ranks that have not joined is the better
+ * error.
+ */
+export const READY_REPORT_GRACE_MS = 1_000;
 
 /** Connects a TCP socket, retrying refused connections (the coordinator may still be starting). */
 async function connectSocket(address: ChannelAddress, deadline: number): Promise<Socket> {
@@ -67,10 +73,18 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
   try {
     channel.send({ header: joinHeader(join, join.rail), parts: [] });
+    // READY is a response: it gets the whole timeout from the JOIN, as every other response does.
+    const readyBy = Date.now() + join.timeoutMs;
     const ready = await firstFrame(channel, {
-      timeoutMs: deadline - Date.now(),
+      timeoutMs: join.timeoutMs + READY_REPORT_GRACE_MS,
       timedOut: () => new TimeoutError(`rank ${join.rank} waiting for READY on ${what}`),
       closed: () => new ConfigurationError(`coordinator closed before READY on ${what}`),
+    }).catch((error: unknown) => {
+      // An Abort past the timeout is the coordinator's rendezvous report: who has not joined.
+      if (error instanceof RemoteAbortError && Date.now() >= readyBy - READY_REPORT_GRACE_MS) {
+        throw new RxcclError('TIMEOUT', `rank ${join.rank} waiting for READY on ${what} timed out: ${error.reason}`);
+      }
+      throw error;
     });
     validateResponse(ready, join.uniqueId, join.rank, join.worldSize, 0n);
     const readyP2p = (ready.header.flags & FLAG_P2P_CHANNEL) !== 0;

@@ -227,6 +227,11 @@ export class PeerMesh {
     this.onFailure(error);
   }
 
+  /** The sockets of every link (a session references them only while it has work pending). */
+  get sockets(): Socket[] {
+    return [...this.links.values()].map((link) => link.socket);
+  }
+
   close(): void {
     for (const reader of this.readers) reader.unsubscribe();
     for (const link of this.links.values()) link.finish();

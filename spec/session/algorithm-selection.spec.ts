@@ -7,6 +7,7 @@ import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
+import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { resolveSessionOptions } from '../../lib/session/session-options.js';
 import { rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
@@ -26,7 +27,7 @@ async function sessions(worldSize: number, options: JobOptions, overrides: (rank
 async function algorithmsOf(ranks: RankSession[], work: (session: RankSession) => Promise<unknown>): Promise<string[]> {
   const seen = firstValueFrom(
     ranks[0]!.events$.pipe(
-      filter((event) => event.type === 'collective-finished'),
+      filter((event): event is Extract<SessionEvent, { type: 'collective-finished' }> => event.type === 'collective-finished'),
       map((event) => `${event.collective}:${event.algorithm}`),
       toArray(),
     ),

@@ -1,0 +1,78 @@
+/** What a rank last submitted on the ordered collective channel, as the coordinator saw it. */
+export interface SubmittedCollective {
+  readonly rank: number;
+  /** null: nothing submitted yet. */
+  readonly sequence: number | null;
+  readonly operation: string | null;
+}
+
+/**
+ * What a coordinator reports on `coordinator.events$` as a job runs: typed, never a payload byte.
+ * `channel` is `'collective'` or `'rail N'` (tcp_peer's control channel is rail 0).
+ */
+export type CoordinatorEvent =
+  | { readonly type: 'rank-joined'; readonly rank: number; readonly channel: string }
+  /** Every rank joined `channel`: READY went out. */
+  | { readonly type: 'channel-ready'; readonly channel: string }
+  /** Every `joinReportIntervalMs` until every rank joined every channel: who is still missing. */
+  | { readonly type: 'ranks-not-joined'; readonly missing: readonly number[]; readonly waitedMs: number }
+  /** The rank's collective channel ended cleanly between sequences. */
+  | { readonly type: 'rank-left'; readonly rank: number }
+  /** The first rank submitted `sequence`. */
+  | { readonly type: 'collective-started'; readonly sequence: number; readonly operation: string; readonly rank: number }
+  | { readonly type: 'collective-completed'; readonly sequence: number; readonly operation: string; readonly bytes: number; readonly durationMs: number }
+  /** `sequence` has waited `waitedMs` (past `slowCollectiveMs`) for `missing`; `ranks` says where each rank is. */
+  | {
+      readonly type: 'collective-waiting';
+      readonly sequence: number;
+      readonly operation: string;
+      readonly waitedMs: number;
+      readonly missing: readonly number[];
+      readonly ranks: readonly SubmittedCollective[];
+    }
+  /** A send met its receive on `rail`. */
+  | { readonly type: 'p2p-matched'; readonly rail: number; readonly source: number; readonly destination: number; readonly tag: bigint; readonly bytes: number }
+  | { readonly type: 'heartbeat'; readonly rank: number; readonly rail: number }
+  | { readonly type: 'failed'; readonly error: unknown }
+  /** Every rank left cleanly. */
+  | { readonly type: 'finished' };
+
+/** Where loops report events: a Subject fits; `observed` false means nobody listens (build nothing). */
+export interface CoordinatorEventSink {
+  readonly observed: boolean;
+  next(event: CoordinatorEvent): void;
+}
+
+/** A sink nobody listens to, for loops run without a coordinator (tests). */
+export const NO_EVENTS: CoordinatorEventSink = { observed: false, next: () => undefined };
+
+/** One line per event for the debug log (see lib/diagnostics/debug-log.ts); no payload. */
+export function describeCoordinatorEvent(event: CoordinatorEvent): string {
+  switch (event.type) {
+    case 'rank-joined':
+      return `rank ${event.rank} joined (${event.channel})`;
+    case 'channel-ready':
+      return `every rank joined (${event.channel})`;
+    case 'ranks-not-joined':
+      return `ranks [${event.missing.join(',')}] have not joined after ${Math.round(event.waitedMs)} ms`;
+    case 'rank-left':
+      return `rank ${event.rank} left`;
+    case 'collective-started':
+      return `collective sequence ${event.sequence} ${event.operation} started by rank ${event.rank}`;
+    case 'collective-completed':
+      return `collective sequence ${event.sequence} ${event.operation} ${event.bytes} bytes in ${event.durationMs.toFixed(3)} ms`;
+    case 'collective-waiting':
+      return (
+        `collective sequence ${event.sequence} ${event.operation} has waited ${Math.round(event.waitedMs)} ms for ranks [${event.missing.join(',')}]; ` +
+        `last submitted: ${event.ranks.map((rank) => `rank ${rank.rank} ${rank.sequence === null ? 'nothing' : `sequence ${rank.sequence} ${rank.operation}`}`).join(', ')}`
+      );
+    case 'p2p-matched':
+      return `point-to-point rank ${event.source} -> rank ${event.destination} tag ${event.tag} rail ${event.rail}: ${event.bytes} bytes`;
+    case 'heartbeat':
+      return `heartbeat from rank ${event.rank} (rail ${event.rail})`;
+    case 'failed':
+      return `failed: ${event.error instanceof Error ? event.error.message : String(event.error)}`;
+    case 'finished':
+      return 'every rank left';
+  }
+}

@@ -12,7 +12,7 @@ import { countWrong, inputTensor } from '../../bench/collectives/data-check.js';
 import { NcclTable } from '../../bench/collectives/nccl-table.js';
 import { GLOO } from '../../bench/collectives/peers/gloo.js';
 import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
-import { parsePeerRows, peerKey } from '../../bench/collectives/peers/peer.js';
+import { measurePeer, parsePeerRows, peerKey } from '../../bench/collectives/peers/peer.js';
 import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
@@ -202,6 +202,25 @@ describe('peers', () => {
     expect(cells(lines[4]!).slice(8)).toEqual(['0', '-', '-', '8.00', '15.00']);
   });
 
+  it("runs a peer's benchmark with the collectives it knows, reads its rows, and names it when it fails", async () => {
+    const fake = (script: string) => ({
+      description: 'node -e',
+      command: (worldSize: number, ops: string, sizes: string) => ({ file: process.execPath, args: ['-e', script, String(worldSize), ops, sizes] }),
+    });
+    const echo = fake(`const [n, ops, sizes] = process.argv.slice(1); for (const op of ops.split(',')) process.stdout.write(['mpi-tcp', n, op, sizes, '12.5'].join('\\t') + '\\n');`);
+    expect(await measurePeer(OPEN_MPI_TCP, echo, 3, ['allreduce', 'reducescatter', 'barrier'], [64], 30_000)).toEqual(
+      new Map([
+        ['allreduce/64/3', 12.5],
+        ['barrier/64/3', 12.5],
+      ]),
+    );
+    expect(await measurePeer(OPEN_MPI_TCP, echo, 2, ['alltoall'], [8], 30_000)).toEqual(new Map());
+    const failing = fake(`process.stderr.write('first\\nMPI_Abort was invoked\\n'); process.exit(3);`);
+    await expect(measurePeer(OPEN_MPI_TCP, failing, 2, ['allreduce'], [8], 30_000)).rejects.toThrow('Open MPI over TCP at 2 ranks exited with 3: MPI_Abort was invoked');
+    const hanging = fake('setInterval(() => {}, 1000);');
+    await expect(measurePeer(GLOO, hanging, 4, ['barrier'], [8], 200)).rejects.toThrow('Gloo at 4 ranks ran past 200 ms: ');
+  });
+
   it('says why Open MPI cannot run: no benchmark source, no mpicc nor mpirun', () => {
     const saved = { PATH: process.env.PATH, RXCCL_PEERS_DIR: process.env.RXCCL_PEERS_DIR };
     const empty = mkdtempSync(join(tmpdir(), 'rxccl-peers-'));
@@ -254,10 +273,10 @@ describe('rxccl bench', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n');
-    const installed = ['mpicc', 'mpirun'].every((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore' }).error === undefined);
-    if (!installed) {
-      console.info('Open MPI is not installed here (apt-get install openmpi-bin libopenmpi-dev): only its "not run" line is checked');
-      expect(lines).toContain('# peers: Open MPI over TCP not run: no mpicc nor mpirun on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)');
+    const missing = ['mpicc', 'mpirun'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore' }).error !== undefined);
+    if (missing.length > 0) {
+      console.info(`no ${missing.join(' nor ')} here (apt-get install openmpi-bin libopenmpi-dev): only the "not run" line of Open MPI is checked`);
+      expect(lines).toContain(`# peers: Open MPI over TCP not run: no ${missing.join(' nor ')} on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)`);
       return;
     }
     expect(lines.filter((line) => line.startsWith('# peers: ') && line.includes('Open MPI'))).toEqual([

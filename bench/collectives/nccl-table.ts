@@ -2,13 +2,16 @@
  * The bench's report as nccl-tests prints it (all_reduce_perf and friends): a block per
  * collective and world size, one row per size printed as soon as it is measured, fixed precision,
  * then the block's out-of-bounds count and average bus bandwidth. With peer times (`--peers`) two
- * more columns give the peer's time and rxccl's time over it.
+ * more columns per peer give the peer's time and rxccl's time over it.
  */
 import type { BenchRow } from './plan.js';
 import { redopOf, rootOf } from './plan.js';
 
-/** A peer's median time in microseconds for a row, or undefined when it measured no such row. */
-export type PeerTime = (row: BenchRow) => number | undefined;
+/** A peer's column name and its median time in microseconds for a row (undefined when it measured no such row). */
+export interface PeerColumn {
+  readonly column: string;
+  readonly time: (row: BenchRow) => number | undefined;
+}
 
 const COLUMNS = [
   ['size', '(B)', 12],
@@ -21,10 +24,6 @@ const COLUMNS = [
   ['busbw', '(GB/s)', 8],
   ['#wrong', '', 7],
 ] as const;
-const PEER_COLUMNS = [
-  ['gloo', '(us)', 10],
-  ['ratio', '', 7],
-] as const;
 
 export class NcclTable {
   private block: BenchRow[] = [];
@@ -35,9 +34,9 @@ export class NcclTable {
   constructor(
     private readonly print: (line: string) => void,
     private readonly meta: () => Record<string, unknown>,
-    private readonly peer: PeerTime | null = null,
+    private readonly peers: readonly PeerColumn[] = [],
   ) {
-    this.columns = peer === null ? COLUMNS : [...COLUMNS, ...PEER_COLUMNS];
+    this.columns = [...COLUMNS, ...peers.flatMap(({ column }) => [[column, '(us)', 10] as const, ['ratio', '', 7] as const])];
   }
 
   /** Prints a row, opening a new block (and closing the last) when the collective or world changes. */
@@ -50,8 +49,8 @@ export class NcclTable {
     this.block.push(row);
     this.rows.push(row);
     const cells = [row.bytes, row.count, row.dtype, redopOf(row.op), rootOf(row.op), row.timeUs.toFixed(2), row.algbw.toFixed(2), row.busbw.toFixed(2), row.wrong];
-    const peer = this.peer === null ? [] : peerCells(this.peer(row), row.timeUs);
-    this.print(` ${this.line([...cells, ...peer])}`);
+    const peers = this.peers.flatMap(({ time }) => peerCells(time(row), row.timeUs));
+    this.print(` ${this.line([...cells, ...peers])}`);
   }
 
   /** Closes the last block and prints the run's total. */

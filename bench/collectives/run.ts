@@ -25,8 +25,10 @@ import { runCli } from '../../lib/cli/main.js';
 import { ConfigurationError } from '../../lib/errors.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { parseTransport } from '../../lib/transport/transport-kind.js';
-import { findGloo, measureGloo, peerKey } from './gloo-peer.js';
 import { NcclTable } from './nccl-table.js';
+import { GLOO } from './peers/gloo.js';
+import { OPEN_MPI_TCP } from './peers/open-mpi.js';
+import { measurePeer, type Peer, type PeerBenchmark, peerKey } from './peers/peer.js';
 import {
   BENCH_OPS,
   type BenchOp,
@@ -66,7 +68,7 @@ export interface CollectivesBenchOptions {
   warmupIterations?: number;
   /** Calls per timed sample (default: about `budget.sampleMs` of them). */
   iterations?: number;
-  /** Measure Gloo beside rxccl where torch is installed (gloo-peer.ts), for a ratio column. */
+  /** Measure the peers (Gloo, Open MPI over TCP) beside rxccl where installed (peers/), for ratio columns. */
   peers?: boolean;
   onProgress?: (done: number, total: number) => void;
   /** Where the report goes, a line at a time (default: stdout); null prints nothing. */
@@ -84,6 +86,18 @@ export interface CollectivesBenchResult {
   readonly wallSeconds: number;
   /** Gloo's median microseconds by peerKey (op/bytes/world), when `peers` measured it. */
   readonly gloo?: Record<string, number>;
+  /** Open MPI's (over TCP) median microseconds by peerKey, when `peers` measured it. */
+  readonly mpiTcp?: Record<string, number>;
+}
+
+/** The peers `peers` measures, in the table's column order. */
+const PEERS: readonly Peer[] = [GLOO, OPEN_MPI_TCP];
+
+/** A peer that can run here, and its times so far by peerKey. */
+interface ReadyPeer {
+  readonly peer: Peer;
+  readonly benchmark: PeerBenchmark;
+  readonly times: Map<string, number>;
 }
 
 const DEFAULTS = { worldSizes: [2, 4], minBytes: 8, maxBytes: 64 * 1024 * 1024, step: 8, dtype: 'f32' };
@@ -128,26 +142,31 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     return { worldSize, cells };
   });
   const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
-  // gloo_bench.py measures f32 alone: another element type would compare different bytes.
-  const gloo = options.peers !== true ? null : dtype === 'f32' ? findGloo() : `gloo_bench.py measures f32 only, not ${dtype}`;
-  if (typeof gloo === 'string') print?.(`# peers: Gloo not run: ${gloo}`);
-  if (options.peers === true) print?.('# peers: Open MPI not run: not implemented in this build');
-  const glooTimes = new Map<string, number>();
+  const peers = options.peers === true ? preparePeers(dtype, print) : [];
   const meta: Record<string, unknown> = {};
   // Rows go out as they are measured, except where the whole run makes one document.
   const table =
     print === null || options.json || options.markdown
       ? null
-      : new NcclTable(print, () => meta, gloo !== null && typeof gloo !== 'string' ? (row) => glooTimes.get(peerKey(row.op, row.bytes, row.worldSize)) : null);
+      : new NcclTable(
+          print,
+          () => meta,
+          peers.map(({ peer, times }) => ({ column: peer.column, time: (row: BenchRow) => times.get(peerKey(row.op, row.bytes, row.worldSize)) })),
+        );
   const total = plans.reduce((sum, plan) => sum + plan.cells.length, 0);
   let done = 0;
   options.onProgress?.(0, total);
   const rows: BenchRow[] = [];
   for (const { worldSize, cells } of plans) {
-    // Gloo first, so that each of our rows can be printed with its ratio as soon as it is measured.
-    if (gloo !== null && typeof gloo !== 'string') {
-      print?.(`# peers: measuring Gloo at ${worldSize} ranks (${gloo.python} ${gloo.script})`);
-      for (const [key, us] of await measureGloo(gloo, worldSize, ops, sizes)) glooTimes.set(key, us);
+    // The peers first, so that each of our rows can be printed with its ratios as soon as it is measured.
+    for (const { peer, benchmark, times } of peers) {
+      print?.(`# peers: measuring ${peer.name} at ${worldSize} ranks (${benchmark.description})`);
+      try {
+        for (const [key, us] of await measurePeer(peer, benchmark, worldSize, ops, sizes, options.timeoutMs ?? 600_000)) times.set(key, us);
+      } catch (error) {
+        // A peer that fails takes nothing from our measurement: its cells stay empty.
+        print?.(`# peers: ${(error as Error).message}`);
+      }
     }
     await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, meta, (row) => {
       rows.push(row);
@@ -157,11 +176,23 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     });
   }
   const wallSeconds = (performance.now() - started) / 1e3;
-  const measuredGloo = gloo !== null && typeof gloo !== 'string' ? { gloo: Object.fromEntries(glooTimes) } : {};
+  const peerTimes = Object.fromEntries(peers.map(({ peer, times }) => [peer.jsonKey, Object.fromEntries(times)]));
   table?.end(wallSeconds);
-  if (print !== null && options.json) print(JSON.stringify({ meta, wallSeconds, rows, ...measuredGloo }, null, 2));
+  if (print !== null && options.json) print(JSON.stringify({ meta, wallSeconds, rows, ...peerTimes }, null, 2));
   if (print !== null && options.markdown) print(formatMarkdown(rows, meta, wallSeconds));
-  return { rows, meta, wallSeconds, ...measuredGloo };
+  return { rows, meta, wallSeconds, ...peerTimes };
+}
+
+/** The peers that can run here; one `# peers:` line for each that cannot, saying why. */
+function preparePeers(dtype: string, print: ((text: string) => void) | null): ReadyPeer[] {
+  const ready: ReadyPeer[] = [];
+  for (const peer of PEERS) {
+    // The peers' benchmarks measure f32 alone: another element type would compare different bytes.
+    const benchmark = dtype === 'f32' ? peer.prepare() : `its benchmark measures f32 only, not ${dtype}`;
+    if (typeof benchmark === 'string') print?.(`# peers: ${peer.name} not run: ${benchmark}`);
+    else ready.push({ peer, benchmark, times: new Map() });
+  }
+  return ready;
 }
 
 /** Runs one world size: a coordinator here, one worker process per rank. */

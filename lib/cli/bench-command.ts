@@ -25,6 +25,12 @@ export const benchCommand = defineCommand(
       'the result elements that differed from the expected values (checked after timing). Each',
       'block ends with its average bus bandwidth. Sizes take K, M and G suffixes (powers of 1024).',
       'A progress bar shows on a terminal only. Exits 1 when some result was wrong.',
+      '',
+      'With --peers, Gloo (torch.distributed) and Open MPI over TCP on loopback run first, by the',
+      "peers' own benchmarks (gloo_bench.py, mpi_bench.c in ../shared/peers or $RXCCL_PEERS_DIR),",
+      "and each row gets every peer's time (us) and rxccl's time over it (ratio). f32 only. A peer",
+      'that is not installed is named on a "# peers:" line and skipped (Debian: apt-get install',
+      'python3-torch openmpi-bin libopenmpi-dev).',
     ].join('\n'),
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, list: true, aliases: ['world-sizes'], help: 'number of ranks, or a list (2,4) to run each (default 2,4)' },
@@ -45,7 +51,7 @@ export const benchCommand = defineCommand(
       transport: { kind: 'string', value: 'T', help: 'tcp_host_staged (default) or tcp_peer' },
       json: { kind: 'boolean', help: 'print the results as JSON, at the end' },
       markdown: { kind: 'boolean', help: 'print Markdown tables, at the end (for RESULTS.md)' },
-      peers: { kind: 'boolean', help: 'also measure Gloo (torch.distributed) where installed, for a ratio column' },
+      peers: { kind: 'boolean', help: 'also measure Gloo and Open MPI over TCP where installed, for their times and ratio columns' },
     },
   },
   async (values) => {

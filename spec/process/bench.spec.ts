@@ -3,10 +3,17 @@
  * per rank, rows with nccl-tests' columns and bus factors, the data check, progress, JSON output,
  * and `rxccl bench`'s nccl-tests flags.
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { countWrong, inputTensor } from '../../bench/collectives/data-check.js';
-import { parseGlooRows } from '../../bench/collectives/gloo-peer.js';
-import { type BenchOp, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
+import { NcclTable } from '../../bench/collectives/nccl-table.js';
+import { GLOO } from '../../bench/collectives/peers/gloo.js';
+import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
+import { measurePeer, parsePeerRows, peerKey } from '../../bench/collectives/peers/peer.js';
+import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
 import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
@@ -129,15 +136,105 @@ describe('the data check', () => {
   });
 });
 
-describe('gloo peer', () => {
-  it("reads gloo_bench.py's rows", () => {
-    const text = '#peer\tworld\top\tbytes\tmedian_us\n' + 'gloo\t2\tallreduce\t8\t187.5\t150.0\t200.0\t0.000\t0.000\t11x200\trun1\t1.90\n' + 'gloo\t2\tbarrier\t0\t164.0\t1\t2\t0\t0\t11x200\trun1\t1.5\n';
-    expect(parseGlooRows(text)).toEqual(
+describe('peers', () => {
+  const HEADER = '#peer\tworld\top\tbytes\tmedian_us\tmin_us\tmax_us\talgbw_GBps\tbusbw_GBps\tsamples\ttag\tcpu_cores\n';
+
+  it("reads gloo_bench.py's and mpi_bench.c's rows, each peer its own", () => {
+    const text =
+      HEADER +
+      'gloo\t2\tallreduce\t8\t187.5\t150.0\t200.0\t0.000\t0.000\t11x200\trun1\t1.90\n' +
+      'gloo\t2\tbarrier\t0\t164.0\t1\t2\t0\t0\t11x200\trun1\t1.5\n' +
+      'mpi-tcp\t4\tallreduce\t1048576\t700.2\t650.0\t800.0\t1.498\t2.247\t11x10\trxccl-bench\t3.80\n' +
+      'mpi-tcp\t4\tbarrier\t0\t19.9\t18.0\t25.0\t0.000\t0.000\t11x200\trxccl-bench\t3.90\n' +
+      'not a row\n\n';
+    expect(parsePeerRows(text, GLOO.label)).toEqual(
       new Map([
         ['allreduce/8/2', 187.5],
         ['barrier/0/2', 164],
       ]),
     );
+    expect(parsePeerRows(text, OPEN_MPI_TCP.label)).toEqual(
+      new Map([
+        ['allreduce/1048576/4', 700.2],
+        ['barrier/0/4', 19.9],
+      ]),
+    );
+  });
+
+  it("prints each peer's time and rxccl's ratio to it, '-' where a peer measured no such row", () => {
+    const lines: string[] = [];
+    const row = (bytes: number, timeUs: number): BenchRow => ({
+      op: 'allreduce',
+      worldSize: 2,
+      transport: 'tcp_peer',
+      dtype: 'f32',
+      bytes,
+      count: bytes / 4,
+      timeUs,
+      minUs: timeUs,
+      maxUs: timeUs,
+      algbw: bytes / timeUs / 1e3,
+      busbw: bytes / timeUs / 1e3,
+      samples: 2,
+      iterations: 2,
+      warmup: 1,
+      wrong: 0,
+    });
+    const gloo = new Map([[peerKey('allreduce', 8, 2), 200]]);
+    const mpi = new Map([
+      [peerKey('allreduce', 8, 2), 5],
+      [peerKey('allreduce', 64, 2), 8],
+    ]);
+    const table = new NcclTable(
+      (line) => lines.push(line),
+      () => ({ kernels: 'native', node: 'v22' }),
+      [
+        { column: 'gloo', time: (r) => gloo.get(peerKey(r.op, r.bytes, r.worldSize)) },
+        { column: 'mpi', time: (r) => mpi.get(peerKey(r.op, r.bytes, r.worldSize)) },
+      ],
+    );
+    table.add(row(8, 100));
+    table.add(row(64, 120));
+    const cells = (line: string) => line.replace(/^#/, '').trim().split(/ +/);
+    expect(cells(lines[1]!)).toEqual(['size', 'count', 'type', 'redop', 'root', 'time', 'algbw', 'busbw', '#wrong', 'gloo', 'ratio', 'mpi', 'ratio']);
+    expect(cells(lines[2]!)).toEqual(['(B)', '(elements)', '(us)', '(GB/s)', '(GB/s)', '(us)', '(us)']);
+    expect(cells(lines[3]!).slice(8)).toEqual(['0', '200.00', '0.50', '5.00', '20.00']);
+    expect(cells(lines[4]!).slice(8)).toEqual(['0', '-', '-', '8.00', '15.00']);
+  });
+
+  it("runs a peer's benchmark with the collectives it knows, reads its rows, and names it when it fails", async () => {
+    const fake = (script: string) => ({
+      description: 'node -e',
+      command: (worldSize: number, ops: string, sizes: string) => ({ file: process.execPath, args: ['-e', script, String(worldSize), ops, sizes] }),
+    });
+    const echo = fake(`const [n, ops, sizes] = process.argv.slice(1); for (const op of ops.split(',')) process.stdout.write(['mpi-tcp', n, op, sizes, '12.5'].join('\\t') + '\\n');`);
+    expect(await measurePeer(OPEN_MPI_TCP, echo, 3, ['allreduce', 'reducescatter', 'barrier'], [64], 30_000)).toEqual(
+      new Map([
+        ['allreduce/64/3', 12.5],
+        ['barrier/64/3', 12.5],
+      ]),
+    );
+    expect(await measurePeer(OPEN_MPI_TCP, echo, 2, ['alltoall'], [8], 30_000)).toEqual(new Map());
+    const failing = fake(`process.stderr.write('first\\nMPI_Abort was invoked\\n'); process.exit(3);`);
+    await expect(measurePeer(OPEN_MPI_TCP, failing, 2, ['allreduce'], [8], 30_000)).rejects.toThrow('Open MPI over TCP at 2 ranks exited with 3: MPI_Abort was invoked');
+    const hanging = fake('setInterval(() => {}, 1000);');
+    await expect(measurePeer(GLOO, hanging, 4, ['barrier'], [8], 200)).rejects.toThrow('Gloo at 4 ranks ran past 200 ms: ');
+  });
+
+  it('says why Open MPI cannot run: no benchmark source, no mpicc nor mpirun', () => {
+    const saved = { PATH: process.env.PATH, RXCCL_PEERS_DIR: process.env.RXCCL_PEERS_DIR };
+    const empty = mkdtempSync(join(tmpdir(), 'rxccl-peers-'));
+    try {
+      process.env.RXCCL_PEERS_DIR = empty;
+      expect(OPEN_MPI_TCP.prepare()).toBe(`no ${join(empty, 'mpi_bench.c')} (set RXCCL_PEERS_DIR to the folder holding mpi_bench.c)`);
+      writeFileSync(join(empty, 'mpi_bench.c'), 'int main(void) { return 0; }\n');
+      process.env.PATH = empty;
+      expect(OPEN_MPI_TCP.prepare()).toBe('no mpicc nor mpirun on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)');
+    } finally {
+      process.env.PATH = saved.PATH;
+      if (saved.RXCCL_PEERS_DIR === undefined) delete process.env.RXCCL_PEERS_DIR;
+      else process.env.RXCCL_PEERS_DIR = saved.RXCCL_PEERS_DIR;
+    }
   });
 });
 
@@ -147,8 +244,11 @@ describe('rxccl bench', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n');
-    // Gloo runs beside it only where torch is installed; else one line says why, and it goes on.
-    if (lines[0]!.startsWith('# peers: Gloo not run: ')) expect(lines[1]).toBe('# peers: Open MPI not run: not implemented in this build');
+    // The peers' benchmarks measure f32 only: one line each says so, and the bench goes on.
+    expect(lines.slice(0, 2)).toEqual([
+      '# peers: Gloo not run: its benchmark measures f32 only, not bf16',
+      '# peers: Open MPI over TCP not run: its benchmark measures f32 only, not bf16',
+    ]);
     expect(lines.find((line) => line.includes('#wrong'))).toMatch(/^# +size +count +type +redop +root +time +algbw +busbw +#wrong/);
     const rows = lines.filter((line) => /^ +\d/.test(line)).map((line) => line.trim().split(/ +/));
     expect(rows.map((row) => row.slice(0, 5))).toEqual([
@@ -167,6 +267,30 @@ describe('rxccl bench', () => {
     expect(lines.filter((line) => line === '# Out of bounds values : 0 OK')).toHaveLength(2);
     expect(lines.filter((line) => /^# Avg bus bandwidth {4}: \d+\.\d{3}$/.test(line))).toHaveLength(2);
   }, 60_000);
+
+  it('--peers measures Open MPI over TCP beside rxccl, with its time and the ratio in the row, where mpicc and mpirun are installed', async () => {
+    const result = await runRxccl(['bench', '--peers', '-n', '2', '--op', 'allreduce', '--sizes', '8', '--iters', '2']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.split('\n');
+    const missing = ['mpicc', 'mpirun'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore' }).error !== undefined);
+    if (missing.length > 0) {
+      console.info(`no ${missing.join(' nor ')} here (apt-get install openmpi-bin libopenmpi-dev): only the "not run" line of Open MPI is checked`);
+      expect(lines).toContain(`# peers: Open MPI over TCP not run: no ${missing.join(' nor ')} on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)`);
+      return;
+    }
+    expect(lines.filter((line) => line.startsWith('# peers: ') && line.includes('Open MPI'))).toEqual([
+      expect.stringMatching(/^# peers: measuring Open MPI over TCP at 2 ranks \(mpirun \S+mpi_bench\)$/),
+    ]);
+    const header = lines.find((line) => line.includes('#wrong'))!.replace(/^#/, '').trim().split(/ +/);
+    const rows = lines.filter((line) => /^ +\d/.test(line)).map((line) => line.trim().split(/ +/));
+    expect(rows).toHaveLength(1);
+    const mpi = header.indexOf('mpi');
+    expect(header[mpi + 1]).toBe('ratio');
+    const [mpiUs, ratio] = [Number(rows[0]![mpi]), Number(rows[0]![mpi + 1])];
+    expect(mpiUs).toBeGreaterThan(0);
+    expect(ratio).toBeCloseTo(Number(rows[0]![5]) / mpiUs, 1);
+  }, 120_000);
 
   it('fixes the warm-up and iteration counts with -w and --iters', async () => {
     const result = await runRxccl(['bench', '-n', '2', '--op', 'allgather', '--sizes', '8,1K', '-w', '2', '--iters', '4', '--json']);

@@ -1,0 +1,33 @@
+/**
+ * Gloo, torch.distributed's CPU backend, measured by the peers' gloo_bench.py. It needs a python3
+ * that can import torch (Debian: apt-get install python3-torch).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Peer, peersDirectory } from './peer.js';
+
+/** Debian's interpreter first: its python3-torch is what the peers' results were measured with. */
+const PYTHONS = ['/usr/bin/python3', 'python3'];
+
+export const GLOO: Peer = {
+  name: 'Gloo',
+  label: 'gloo',
+  column: 'gloo',
+  jsonKey: 'gloo',
+  ops: ['allreduce', 'broadcast', 'allgather', 'barrier'],
+  prepare() {
+    const script = join(peersDirectory(), 'gloo_bench.py');
+    if (!existsSync(script)) return `no ${script} (set RXCCL_PEERS_DIR to the folder holding gloo_bench.py)`;
+    const python = PYTHONS.find((candidate) => spawnSync(candidate, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 }).status === 0);
+    if (python === undefined) return 'python3 cannot import torch (Debian: apt-get install python3-torch)';
+    return {
+      description: `${python} ${script}`,
+      command: (worldSize, ops, sizes) => ({
+        file: python,
+        args: [script, '--world', String(worldSize), '--ops', ops, '--sizes', sizes, '--tag', 'rxccl-bench'],
+        env: { GLOO_SOCKET_IFNAME: 'lo' },
+      }),
+    };
+  },
+};

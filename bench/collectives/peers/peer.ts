@@ -1,0 +1,98 @@
+/**
+ * `rxccl bench --peers`: other collective libraries measured on this host beside rxccl, each by
+ * the peers' own benchmark (../shared/peers next to the package root, or $RXCCL_PEERS_DIR), so
+ * that every row of ours can show rxccl's time over theirs. The benchmarks share one method and
+ * one output format (gloo_bench.py, mpi_bench.c): a `Peer` says how to find and start its own,
+ * the rest (running it, reading its rows) is the same for all.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { packageRoot } from '../../../lib/kernels/addon.js';
+import type { BenchOp } from '../plan.js';
+
+/** A collective library that the bench can measure beside rxccl. */
+export interface Peer {
+  /** Its name in messages: "Gloo", "Open MPI over TCP". */
+  readonly name: string;
+  /** The first column of its benchmark's rows: "gloo", "mpi-tcp". */
+  readonly label: string;
+  /** Its column in the table, before "(us)": "gloo", "mpi". */
+  readonly column: string;
+  /** Its key in `--json` (and in the bench's result): "gloo", "mpiTcp". */
+  readonly jsonKey: string;
+  /** The collectives its benchmark measures (f32 only, as the benchmarks do). */
+  readonly ops: readonly BenchOp[];
+  /** Finds (and builds, where it must) its benchmark; or says in one line why it cannot run. */
+  prepare(): PeerBenchmark | string;
+}
+
+/** A peer's benchmark, ready to run. */
+export interface PeerBenchmark {
+  /** What runs, for the `# peers: measuring ...` line. */
+  readonly description: string;
+  /** The command that measures `ops` at `sizes` (comma lists) on `worldSize` ranks. */
+  command(worldSize: number, ops: string, sizes: string): { file: string; args: string[]; env?: Record<string, string> };
+}
+
+/** The folder holding the peers' benchmarks: $RXCCL_PEERS_DIR, else ../shared/peers next to the package root. */
+export function peersDirectory(): string {
+  return process.env.RXCCL_PEERS_DIR ?? join(packageRoot(), '..', 'shared', 'peers');
+}
+
+/** The key of a measurement: a collective at a size in bytes on a number of ranks. */
+export function peerKey(op: string, bytes: number, worldSize: number): string {
+  return `${op}/${bytes}/${worldSize}`;
+}
+
+/**
+ * Runs a peer's benchmark for one world size on the collectives it knows among `ops`, at `sizes`
+ * (bytes of f32, as ours); resolves with its median microseconds by peerKey.
+ */
+export async function measurePeer(
+  peer: Peer,
+  benchmark: PeerBenchmark,
+  worldSize: number,
+  ops: readonly BenchOp[],
+  sizes: readonly number[],
+  timeoutMs: number,
+): Promise<Map<string, number>> {
+  const measured = ops.filter((op) => peer.ops.includes(op));
+  if (measured.length === 0) return new Map();
+  const { file, args, env } = benchmark.command(worldSize, measured.join(','), sizes.join(','));
+  // One thread per rank and loopback only, as the peers' own results were measured (run_all.sh).
+  const child = spawn(file, args, { env: { ...process.env, OMP_NUM_THREADS: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  let late = false;
+  // SIGTERM, which mpirun passes on to its ranks; SIGKILL only when this process is leaving.
+  const deadline = setTimeout(() => {
+    late = true;
+    child.kill('SIGTERM');
+  }, timeoutMs);
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (...end) => resolve(end)));
+  clearTimeout(deadline);
+  process.off('exit', killOnExit);
+  if (code !== 0) {
+    const why = late ? `ran past ${timeoutMs} ms` : `exited with ${signal ?? code}`;
+    throw new Error(`${peer.name} at ${worldSize} ranks ${why}: ${stderr.trim().split('\n').at(-1) ?? ''}`);
+  }
+  return parsePeerRows(stdout, peer.label);
+}
+
+/**
+ * A peer benchmark's rows: `<label> <world> <op> <bytes> <median_us> ...`, tab-separated, `#`
+ * starts a comment; rows of other labels are not this peer's.
+ */
+export function parsePeerRows(text: string, label: string): Map<string, number> {
+  const times = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const [first, world, op, bytes, median] = line.split('\t');
+    if (first !== label || median === undefined) continue;
+    times.set(peerKey(op!, Number(bytes), Number(world)), Number(median));
+  }
+  return times;
+}

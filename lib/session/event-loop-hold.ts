@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { defer, finalize, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
 
 /**
  * Whether a session keeps its process alive: only while an operation is pending. An idle
@@ -16,14 +16,14 @@ export class EventLoopHold {
 
   /** Holds the event loop from subscription until the operation ends, however it ends. */
   during<T>(): MonoTypeOperatorFunction<T> {
+    // Hand-written rather than defer + finalize: every collective and message passes here.
     return (source: Observable<T>) =>
-      defer(() => {
+      new Observable<T>((subscriber) => {
         if (this.pending++ === 0) this.apply();
-        return source.pipe(
-          finalize(() => {
-            if (--this.pending === 0) this.apply();
-          }),
-        );
+        subscriber.add(() => {
+          if (--this.pending === 0) this.apply();
+        });
+        subscriber.add(source.subscribe(subscriber));
       });
   }
 

@@ -11,7 +11,8 @@ export type RxcclErrorCode =
   | 'REMOTE_ABORT'
   | 'TIMEOUT'
   | 'CHANNEL_CLOSED'
-  | 'KERNEL';
+  | 'KERNEL'
+  | 'AUTHENTICATION';
 
 export class RxcclError extends Error {
   readonly code: RxcclErrorCode;
@@ -65,6 +66,13 @@ export class TimeoutError extends RxcclError {
 export class ChannelClosedError extends RxcclError {
   constructor(message = 'collective response channel closed') {
     super('CHANNEL_CLOSED', message);
+  }
+}
+
+/** A connection could not prove it knows the job's secret, or asked for one this side lacks. */
+export class AuthenticationError extends RxcclError {
+  constructor(message: string) {
+    super('AUTHENTICATION', message);
   }
 }
 

@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { asyncScheduler, firstValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, take, timeout } from 'rxjs';
+import { asyncScheduler, type Observable, type SchedulerLike, Subject, type Subscription } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame } from '../protocol/control-frames.js';
@@ -19,7 +19,9 @@ import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
-import { type ChannelRole, joinFailure, roleKey, validateJoin } from './validate-join.js';
+import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/handshake.js';
+import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
+import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
 
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
 /** How long a new connection may take to send its JOIN before it is refused. */
@@ -49,6 +51,13 @@ export interface CoordinatorOptions {
    * session, named (docs/protocol.md 10.3). Connections are read throughout.
    */
   p2pBufferLimitBytes?: number;
+  /**
+   * The job's secret (default `GX1_SECRET`, else `GX1_SECRET_FILE`): every connection must prove
+   * it knows it before its JOIN is read, and nothing of the job is said to one that does not.
+   */
+  secret?: string | Uint8Array;
+  /** Connections held in their handshake at once; more are closed on arrival (default 1024). */
+  maxUnauthenticatedConnections?: number;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
@@ -97,14 +106,16 @@ export class Coordinator {
   private readonly running: Subscription[] = [];
   private readonly pending = new Set<Socket>();
   private readonly earlyLeaves = new Map<FrameChannel, () => void>();
+  private handshaking = 0;
   private loopsLeft: number;
   private finished = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport'>> & {
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'secret'>> & {
       heartbeatTimeoutMs: number | null;
+      secret: JobSecret | null;
       transport: CollectiveTransport;
       uniqueId: UniqueId;
     },
@@ -147,12 +158,15 @@ export class Coordinator {
       joinTimeoutMs: validateTimeout(options.joinTimeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS, 'JOIN timeout'),
       p2pBufferLimitBytes: validateBufferLimit(options.p2pBufferLimitBytes ?? DEFAULT_P2P_BUFFER_LIMIT_BYTES),
       scheduler: options.scheduler ?? asyncScheduler,
+      secret: resolveSecret(options.secret, env),
+      maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
     };
     const server = createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
       server.listen(port, options.host ?? '127.0.0.1', () => resolve());
     });
+    warnIfUnauthenticated(options.host ?? '127.0.0.1', resolved.secret, 'coordinator');
     return new Coordinator(server, resolved);
   }
 
@@ -172,10 +186,19 @@ export class Coordinator {
       socket.destroy();
       return;
     }
+    const { maxUnauthenticatedConnections: cap, joinTimeoutMs, scheduler, secret } = this.options;
+    if (this.handshaking >= cap) {
+      // Refused before reading a byte: a flood of connections costs sockets, never memory.
+      socket.destroy();
+      this.rejections.next(new ConfigurationError(`too many unauthenticated connections: ${cap} handshakes in progress`));
+      return;
+    }
+    this.handshaking += 1;
     this.pending.add(socket);
     socket.once('close', () => this.pending.delete(socket));
     const channel = new FrameChannel(socket);
-    firstValueFrom(channel.frames$.pipe(take(1), timeout({ first: this.options.joinTimeoutMs, scheduler: this.options.scheduler })))
+    acceptHandshake(channel, { secret, timeoutMs: joinTimeoutMs, scheduler, openingRule: emptyJoinRule })
+      .finally(() => (this.handshaking -= 1))
       .then(
         (frame) => {
           let joined: { rank: number; role: ChannelRole };
@@ -190,7 +213,7 @@ export class Coordinator {
           }
           this.join(channel, joined.rank, joined.role);
         },
-        (error: unknown) => this.reject(channel, joinFailure(error, this.options.joinTimeoutMs), ZERO_ID, ANY_RANK),
+        (error: unknown) => this.reject(channel, joinFailure(error, joinTimeoutMs), ZERO_ID, ANY_RANK),
       );
   }
 
@@ -345,6 +368,11 @@ export class Coordinator {
     return outgoing(abortFrame({ uniqueId, worldSize: this.worldSize }, message, { destination, sequence }));
   }
 
+}
+
+function validateConnectionCap(count: number): number {
+  if (!Number.isSafeInteger(count) || count < 1) throw new ConfigurationError(`maxUnauthenticatedConnections must be a positive integer, got ${count}`);
+  return count;
 }
 
 function validateBufferLimit(bytes: number): number {

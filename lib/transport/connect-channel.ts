@@ -1,11 +1,13 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { ConfigurationError, TimeoutError } from '../errors.js';
-import { FLAG_P2P_CHANNEL } from '../protocol/constants.js';
+import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { joinHeader } from '../protocol/control-frames.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { firstFrame } from './first-frame.js';
 import { FrameChannel } from './frame-channel.js';
+import { dialHandshake, secretRequired } from './handshake.js';
+import type { JobSecret } from './job-secret.js';
 import { validateResponse } from './validate-response.js';
 
 export interface ChannelAddress {
@@ -20,6 +22,8 @@ export interface JoinRequest {
   /** null for the collective channel, else the P2P rail index. */
   readonly rail: number | null;
   readonly timeoutMs: number;
+  /** The job's secret: the coordinator must challenge for it, and prove it knows it too. */
+  readonly secret?: JobSecret | null;
 }
 
 const RETRY_DELAY_MS = 50;
@@ -56,8 +60,9 @@ async function connectSocket(address: ChannelAddress, deadline: number): Promise
 
 /**
  * Opens one of a rank's channels to the coordinator (the reference design's
- * `connect_rank_channel`): connect, send JOIN, and wait for the matching READY. An Abort in place
- * of READY (the coordinator refused the JOIN) rejects with its reason.
+ * `connect_rank_channel`): connect, authenticate when the job has a secret, send JOIN, and wait
+ * for the matching READY. An Abort in place of READY (the coordinator refused the JOIN) rejects
+ * with its reason.
  */
 export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
   const deadline = Date.now() + join.timeoutMs;
@@ -65,13 +70,21 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
   const channel = new FrameChannel(socket);
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
+  const coordinator = `coordinator ${address.host}:${address.port}`;
   try {
+    await dialHandshake(channel, {
+      secret: join.secret ?? null,
+      claim: { rank: join.rank, worldSize: join.worldSize, peer: ANY_RANK, rail: join.rail },
+      timeoutMs: deadline - Date.now(),
+      acceptor: coordinator,
+    });
     channel.send({ header: joinHeader(join, join.rail), parts: [] });
     const ready = await firstFrame(channel, {
       timeoutMs: deadline - Date.now(),
       timedOut: () => new TimeoutError(`rank ${join.rank} waiting for READY on ${what}`),
       closed: () => new ConfigurationError(`coordinator closed before READY on ${what}`),
     });
+    secretRequired(ready, coordinator);
     validateResponse(ready, join.uniqueId, join.rank, join.worldSize, 0n);
     const readyP2p = (ready.header.flags & FLAG_P2P_CHANNEL) !== 0;
     if (ready.header.opcode !== Opcode.Ready || readyP2p !== p2p || ready.header.tag !== BigInt(join.rail ?? 0)) {

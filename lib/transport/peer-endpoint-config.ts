@@ -7,7 +7,8 @@ import { validateRails } from './transport-kind.js';
  * point-to-point rail (the reference's `PeerEndpointConfiguration`). One shared listener serves
  * every rail unless the deployment gives each rail its own address, e.g. one NIC per rail:
  *
- *   GX1_P2P_LISTEN_ADDR=0.0.0.0:0                         one listener for all rails
+ *   (nothing)                                             one listener on the job's interface
+ *   GX1_P2P_LISTEN_ADDR=0.0.0.0:0                         one listener for all rails, every interface
  *   GX1_P2P_RAIL_LISTEN_ADDRS=10.0.0.5:0,10.1.0.5:0        one listener per rail
  *   GX1_P2P_ADVERTISE_ADDR=10.0.0.5                        the address peers dial (behind NAT ...)
  *   GX1_P2P_RAIL_ADVERTISE_ADDRS=10.0.0.5,10.1.0.5         ... per rail
@@ -142,22 +143,22 @@ export interface PeerEndpointEnvironmentOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly rails: number;
   /**
-   * The family of the control connection's local address (`socket.localFamily`): without
-   * configuration the rank listens on that family's unspecified address, so peers can reach it
-   * the way the coordinator did.
+   * The interface the job uses: the local address of the connection to the coordinator. Without
+   * configuration the rank listens there (127.0.0.1 in a loopback job), never on every interface,
+   * so its peer port is reachable only the way the job itself runs.
    */
-  readonly controlLocalAddressFamily: 'IPv4' | 'IPv6';
+  readonly jobInterface: string;
 }
 
 /**
- * Reads `GX1_P2P_RAIL_LISTEN_ADDRS` (else `GX1_P2P_LISTEN_ADDR`, else the unspecified address
- * of the control connection's family, port 0) and `GX1_P2P_RAIL_ADVERTISE_ADDRS` (else
+ * Reads `GX1_P2P_RAIL_LISTEN_ADDRS` (else `GX1_P2P_LISTEN_ADDR`, else the job's interface, port
+ * 0; `GX1_P2P_LISTEN_ADDR=0.0.0.0:0` listens on every interface) and `GX1_P2P_RAIL_ADVERTISE_ADDRS` (else
  * `GX1_P2P_ADVERTISE_ADDR`, else nothing). A per-rail variable wins over its shared one.
  */
 export function peerEndpointConfigurationFromEnvironment(
   options: PeerEndpointEnvironmentOptions,
 ): PeerEndpointConfiguration {
-  const { env = process.env, rails, controlLocalAddressFamily } = options;
+  const { env = process.env, rails, jobInterface } = options;
   validateRails(rails);
   const railListen = env.GX1_P2P_RAIL_LISTEN_ADDRS;
   const sharedListen = env.GX1_P2P_LISTEN_ADDR;
@@ -166,7 +167,7 @@ export function peerEndpointConfigurationFromEnvironment(
       ? parseRailSocketAddresses('GX1_P2P_RAIL_LISTEN_ADDRS', railListen, rails)
       : sharedListen !== undefined
         ? [parseSocketAddress('GX1_P2P_LISTEN_ADDR', sharedListen)]
-        : [{ host: controlLocalAddressFamily === 'IPv6' ? '::' : '0.0.0.0', port: 0 }];
+        : [{ host: canonicalIp(jobInterface) ?? jobInterface, port: 0 }];
   const railAdvertise = env.GX1_P2P_RAIL_ADVERTISE_ADDRS;
   const sharedAdvertise = env.GX1_P2P_ADVERTISE_ADDR;
   const advertiseAddresses =

@@ -22,6 +22,7 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       worldSize: job.worldSize,
       rails: job.rails,
       transport: job.transport,
+      ...(options.secret !== undefined ? { secret: options.secret } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
     });

@@ -1,5 +1,5 @@
 import { firstValueFrom, type SchedulerLike, take, timeout } from 'rxjs';
-import { AuthenticationError, ProtocolError } from '../errors.js';
+import { AuthenticationError, RemoteAbortError } from '../errors.js';
 import {
   acceptorMac,
   AUTH_MAC_BYTES,
@@ -78,7 +78,7 @@ export async function acceptHandshake(channel: FrameChannel, options: AcceptHand
     channel.send(outgoing(authAcceptFrame(acceptorMac(secret, challenge, nonce, claim))));
     const opening = await next();
     if (!sameClaim(response.header, opening.header)) {
-      throw new ProtocolError(`connection authenticated as ${authContext(claim)} but opened as ${authContext(claimOf(opening.header))}`);
+      throw new AuthenticationError(`connection authenticated as ${authContext(claim)} but opened as ${authContext(claimOf(opening.header))}`);
     }
     return opening;
   } finally {
@@ -131,7 +131,11 @@ export async function dialHandshake(channel: FrameChannel, options: DialHandshak
       timedOut: () => new AuthenticationError(`rank ${claim.rank} waiting for the ${what} of ${acceptor} timed out`),
       closed: () => new AuthenticationError(`${acceptor} closed the connection before its ${what}`),
     });
-  const challenge = await read('authentication challenge');
+  const challenge = await read('authentication challenge').catch((error: unknown) => {
+    // Refused before any challenge: most likely a side that runs without a secret.
+    if (error instanceof RemoteAbortError) throw new AuthenticationError(`${acceptor} refused rank ${claim.rank} without a challenge (${error.reason}): does it have the job's secret?`);
+    throw error;
+  });
   const h = challenge.header;
   if (h.opcode !== Opcode.AuthChallenge) {
     throw new AuthenticationError(`${acceptor} did not ask rank ${claim.rank} to authenticate (it opened with ${opcodeName(h.opcode)}): give it the job's secret too`);

@@ -1,4 +1,4 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { asyncScheduler, type Observable, type SchedulerLike, Subject, type Subscription } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
@@ -21,6 +21,7 @@ import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
 import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/handshake.js';
 import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
+import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
 
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
@@ -58,6 +59,8 @@ export interface CoordinatorOptions {
   secret?: string | Uint8Array;
   /** Connections held in their handshake at once; more are closed on arrival (default 1024). */
   maxUnauthenticatedConnections?: number;
+  /** TLS for every channel (default `GX1_TLS_CERT`, `GX1_TLS_KEY`, `GX1_TLS_CA`; mutual with a CA). */
+  tls?: TlsOptions;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
@@ -113,9 +116,10 @@ export class Coordinator {
 
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'secret'>> & {
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'secret' | 'tls'>> & {
       heartbeatTimeoutMs: number | null;
       secret: JobSecret | null;
+      tls: TlsSettings | null;
       transport: CollectiveTransport;
       uniqueId: UniqueId;
     },
@@ -136,7 +140,6 @@ export class Coordinator {
     });
     // Nobody may be awaiting `done` yet; an unobserved failure is still reported through it.
     this.done.catch(() => undefined);
-    server.on('connection', (socket) => this.accept(socket));
   }
 
   /**
@@ -160,14 +163,17 @@ export class Coordinator {
       scheduler: options.scheduler ?? asyncScheduler,
       secret: resolveSecret(options.secret, env),
       maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
+      tls: resolveTls(options.tls, env),
     };
-    const server = createServer({ noDelay: true });
+    let coordinator: Coordinator | undefined;
+    const server = createListener(resolved.tls, resolved.joinTimeoutMs, (socket) => (coordinator === undefined ? socket.destroy() : coordinator.accept(socket)));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
       server.listen(port, options.host ?? '127.0.0.1', () => resolve());
     });
     warnIfUnauthenticated(options.host ?? '127.0.0.1', resolved.secret, 'coordinator');
-    return new Coordinator(server, resolved);
+    coordinator = new Coordinator(server, resolved);
+    return coordinator;
   }
 
   /** Stops the session: ranks still connected get an Abort, and `done` rejects if not yet settled. */

@@ -23,6 +23,7 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       rails: job.rails,
       transport: job.transport,
       ...(options.secret !== undefined ? { secret: options.secret } : {}),
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
     });

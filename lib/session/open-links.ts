@@ -55,8 +55,8 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
 }
 
 function join(options: ResolvedSessionOptions, rail: number | null) {
-  const { uniqueId, rank, worldSize, timeoutMs, secret } = options;
-  return { uniqueId, rank, worldSize, timeoutMs, rail, secret };
+  const { uniqueId, rank, worldSize, timeoutMs, secret, tls } = options;
+  return { uniqueId, rank, worldSize, timeoutMs, rail, secret, tls };
 }
 
 /** Resolves every connection attempt; if one fails, closes those that succeeded and rethrows. */
@@ -87,7 +87,7 @@ async function openMeshLinks(
     options.peerEndpoints ??
     peerEndpointConfigurationFromEnvironment({ rails, jobInterface: collective.socket.localAddress ?? '127.0.0.1' });
   const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
-  const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }));
+  const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }), options.tls);
   for (const server of listeners.servers) warnIfUnauthenticated((server.address() as AddressInfo).address, options.secret, 'direct peer listener');
   let control: RailClient | null = null;
   try {
@@ -103,6 +103,7 @@ async function openMeshLinks(
         scheduler: options.scheduler,
         unmatchedBytesLimit: options.unmatchedBytesLimit,
         secret: options.secret,
+        tls: options.tls,
       });
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);

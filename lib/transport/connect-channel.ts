@@ -1,4 +1,4 @@
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { ConfigurationError, TimeoutError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { joinHeader } from '../protocol/control-frames.js';
@@ -8,6 +8,7 @@ import { firstFrame } from './first-frame.js';
 import { FrameChannel } from './frame-channel.js';
 import { dialHandshake, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
+import { dialSocket, type TlsSettings } from './tls-settings.js';
 import { validateResponse } from './validate-response.js';
 
 export interface ChannelAddress {
@@ -24,30 +25,18 @@ export interface JoinRequest {
   readonly timeoutMs: number;
   /** The job's secret: the coordinator must challenge for it, and prove it knows it too. */
   readonly secret?: JobSecret | null;
+  /** TLS for the connection (docs/architecture.md, threat model); plain TCP when absent. */
+  readonly tls?: TlsSettings | null;
 }
 
 const RETRY_DELAY_MS = 50;
 
-/** Connects a TCP socket, retrying refused connections (the coordinator may still be starting). */
-async function connectSocket(address: ChannelAddress, deadline: number): Promise<Socket> {
+/** Connects to the coordinator (TLS when configured), retrying refused connections (it may still be starting). */
+async function connectSocket(address: ChannelAddress, deadline: number, tls: TlsSettings | null): Promise<Socket> {
   for (;;) {
-    const socket = netConnect({ host: address.host, port: address.port, noDelay: true });
-    const remaining = deadline - Date.now();
     try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`)), Math.max(0, remaining));
-        socket.once('connect', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        socket.once('error', (error) => {
-          clearTimeout(timer);
-          reject(error);
-        });
-      });
-      return socket;
+      return await dialSocket(address.host, address.port, tls, deadline - Date.now(), () => new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`));
     } catch (error) {
-      socket.destroy();
       const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
       if (!refused || Date.now() + RETRY_DELAY_MS >= deadline) {
         if (error instanceof TimeoutError) throw error;
@@ -66,7 +55,7 @@ async function connectSocket(address: ChannelAddress, deadline: number): Promise
  */
 export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
   const deadline = Date.now() + join.timeoutMs;
-  const socket = await connectSocket(address, deadline);
+  const socket = await connectSocket(address, deadline, join.tls ?? null);
   const channel = new FrameChannel(socket);
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';

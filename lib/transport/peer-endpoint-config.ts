@@ -1,5 +1,7 @@
-import { type AddressInfo, createServer, isIP, SocketAddress, type Server, type Socket } from 'node:net';
+import { type AddressInfo, isIP, SocketAddress, type Server, type Socket } from 'node:net';
 import { ConfigurationError } from '../errors.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from './handshake.js';
+import { createListener, type TlsSettings } from './tls-settings.js';
 import { validateRails } from './transport-kind.js';
 
 /**
@@ -218,7 +220,8 @@ function listen(server: Server, address: SocketAddressText, index: number): Prom
  * bound port. An unspecified bound address (0.0.0.0, ::) is advertised as is; the coordinator
  * replaces it with the address it sees the rank connect from.
  *
- * `onConnection` is attached before each server listens, so a peer that dials the moment the
+ * With `tls`, each listener speaks TLS (and hands over a connection once its TLS handshake is
+ * done). `onConnection` is attached before each server listens, so a peer that dials the moment the
  * endpoints are published is never accepted with nobody to take it. If any bind fails, the
  * listeners already bound are closed before the error is thrown.
  */
@@ -226,14 +229,14 @@ export async function bindPeerListeners(
   configuration: PeerEndpointConfiguration,
   rails: number,
   onConnection: PeerConnectionHandler,
+  tls: TlsSettings | null = null,
 ): Promise<PeerListeners> {
   validatePeerEndpointConfiguration(configuration, rails);
   const shared = configuration.listenAddresses.length === 1;
   const servers: Server[] = [];
   try {
     for (const [index, address] of configuration.listenAddresses.entries()) {
-      const server = createServer();
-      server.on('connection', (socket: Socket) => onConnection(shared ? null : index, socket));
+      const server = createListener(tls, DEFAULT_HANDSHAKE_TIMEOUT_MS, (socket: Socket) => onConnection(shared ? null : index, socket));
       servers.push(server);
       await listen(server, address, index);
     }

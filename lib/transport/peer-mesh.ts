@@ -1,4 +1,4 @@
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { EmptyError, firstValueFrom, from, Observable, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscriber, type Subscription, throwError, timeout } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
@@ -12,6 +12,7 @@ import { BufferPool } from './buffer-pool.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
 import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, MAX_UNAUTHENTICATED_CONNECTIONS, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
+import { dialSocket, type TlsSettings } from './tls-settings.js';
 import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 import { TagMatcher } from './tag-matcher.js';
@@ -102,6 +103,8 @@ export class PeerMesh {
     handshakeTimeoutMs?: number;
     /** Incoming connections handshaken at once; more are closed on arrival (default 1024). */
     maxUnauthenticatedConnections?: number;
+    /** TLS for the links this rank dials (its listeners were bound with the same settings). */
+    tls?: TlsSettings | null;
   }): Promise<PeerMesh> {
     const mesh = new PeerMesh(options.identity, options.scheduler, options.unmatchedBytesLimit ?? DEFAULT_UNMATCHED_BYTES_LIMIT);
     const secret = options.secret ?? null;
@@ -116,7 +119,7 @@ export class PeerMesh {
       ...Array.from({ length: rank * rails }, (_, index) => {
         const peer = Math.floor(index / rails);
         const rail = index % rails;
-        return mesh.dial(peer, rail, options.endpoints[peer]![rail]!, secret, options.timeoutMs);
+        return mesh.dial(peer, rail, options.endpoints[peer]![rail]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
       }),
       mesh.acceptAll(options.incoming, expectedIncoming, handshake),
     ]);
@@ -238,13 +241,16 @@ export class PeerMesh {
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
   }
 
-  private async dial(peer: number, rail: number, endpoint: SocketAddressText, secret: JobSecret | null, timeoutMs: number): Promise<void> {
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const dialled = netConnect({ host: endpoint.host, port: endpoint.port, noDelay: true });
-      dialled.once('connect', () => resolve(dialled));
-      dialled.once('error', (error) =>
-        reject(new ConfigurationError(`cannot reach direct peer rank ${peer} rail ${rail} at ${formatEndpoint(endpoint)}: ${error.message}`, { cause: error })),
-      );
+  private async dial(
+    peer: number,
+    rail: number,
+    endpoint: SocketAddressText,
+    { secret, tls, timeoutMs }: { readonly secret: JobSecret | null; readonly tls: TlsSettings | null; readonly timeoutMs: number },
+  ): Promise<void> {
+    const reach = `direct peer rank ${peer} rail ${rail} at ${formatEndpoint(endpoint)}`;
+    const socket = await dialSocket(endpoint.host, endpoint.port, tls, timeoutMs, () => new TimeoutError(`reaching ${reach}`)).catch((error: unknown) => {
+      if (error instanceof TimeoutError) throw error;
+      throw new ConfigurationError(`cannot reach ${reach}: ${(error as Error).message}`, { cause: error });
     });
     const channel = new FrameChannel(socket);
     try {

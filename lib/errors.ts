@@ -50,10 +50,16 @@ export class WrongDestinationError extends RxcclError {
   }
 }
 
-/** The coordinator or a peer aborted the session; `reason` is the original failure text. */
+/**
+ * The coordinator or a peer aborted the session; `reason` is the original failure text. The
+ * message says who: the coordinator by default, or exactly `message` (a peer mesh names the peer).
+ */
 export class RemoteAbortError extends RxcclError {
-  constructor(readonly reason: string) {
-    super('REMOTE_ABORT', `collective coordinator aborted: ${reason}`);
+  constructor(
+    readonly reason: string,
+    message = `collective coordinator aborted: ${reason}`,
+  ) {
+    super('REMOTE_ABORT', message);
   }
 }
 

@@ -176,7 +176,7 @@ export class PeerMesh {
         done();
         return;
       }
-      if (this.departed.has(destination)) throw new RemoteAbortError(`direct peer rank ${destination} left`);
+      if (this.departed.has(destination)) throw peerLeft(destination);
       const link = this.links.get(key)!;
       if (link.send({ header, parts: [payload] })) done();
       else void link.drained().then(done);
@@ -194,7 +194,7 @@ export class PeerMesh {
     return new Observable<Frame>((subscriber) => {
       if (this.failure !== null) throw this.failure;
       const matcher = this.matchers[rail]!;
-      if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw new RemoteAbortError(`direct peer rank ${source} left`);
+      if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
       const posted: PostedReceive = { source, shape, subscriber };
       const frame = matcher.post(source, tag, posted);
       if (frame === null) return () => matcher.withdraw(posted);
@@ -427,12 +427,18 @@ export class PeerMesh {
     }
     if (this.departed.has(peer)) return;
     this.departed.add(peer);
-    const left = new RemoteAbortError(`direct peer rank ${peer} left`);
+    const left = peerLeft(peer);
     const everyPeerLeft = this.departed.size === this.identity.worldSize - 1;
     for (const matcher of this.matchers) {
       for (const receive of matcher.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.subscriber.error(left);
     }
   }
+}
+
+/** A peer's link closed: the mesh says so itself, not as the coordinator's abort. */
+function peerLeft(peer: number): RemoteAbortError {
+  const text = `direct peer rank ${peer} left`;
+  return new RemoteAbortError(text, text);
 }
 
 function deliver(frame: Frame, receive: PostedReceive): void {

@@ -28,6 +28,8 @@ export {
 } from './protocol/index.js';
 export type { Tensor, TaggedTensor, TypedArray } from './tensor.js';
 export type { CollectiveTransport } from './transport/transport-kind.js';
+export { generateSecret } from './transport/job-secret.js';
+export type { TlsOptions } from './transport/tls-settings.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
 export { RankSession, type ReceiveShape, type RailOption, type ReductionOptions } from './session/rank-session.js';
 export type { SessionEvent } from './session/events.js';

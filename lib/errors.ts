@@ -11,7 +11,8 @@ export type RxcclErrorCode =
   | 'REMOTE_ABORT'
   | 'TIMEOUT'
   | 'CHANNEL_CLOSED'
-  | 'KERNEL';
+  | 'KERNEL'
+  | 'AUTHENTICATION';
 
 export class RxcclError extends Error {
   readonly code: RxcclErrorCode;
@@ -49,10 +50,16 @@ export class WrongDestinationError extends RxcclError {
   }
 }
 
-/** The coordinator or a peer aborted the session; `reason` is the original failure text. */
+/**
+ * The coordinator or a peer aborted the session; `reason` is the original failure text. The
+ * message says who: the coordinator by default, or exactly `message` (a peer mesh names the peer).
+ */
 export class RemoteAbortError extends RxcclError {
-  constructor(readonly reason: string) {
-    super('REMOTE_ABORT', `collective coordinator aborted: ${reason}`);
+  constructor(
+    readonly reason: string,
+    message = `collective coordinator aborted: ${reason}`,
+  ) {
+    super('REMOTE_ABORT', message);
   }
 }
 
@@ -65,6 +72,13 @@ export class TimeoutError extends RxcclError {
 export class ChannelClosedError extends RxcclError {
   constructor(message = 'collective response channel closed') {
     super('CHANNEL_CLOSED', message);
+  }
+}
+
+/** A connection could not prove it knows the job's secret, or asked for one this side lacks. */
+export class AuthenticationError extends RxcclError {
+  constructor(message: string) {
+    super('AUTHENTICATION', message);
   }
 }
 

@@ -28,6 +28,8 @@ export {
 } from './protocol/index.js';
 export type { Tensor, TaggedTensor, TypedArray, TensorOf, DTypeTensors } from './tensor.js';
 export type { CollectiveTransport } from './transport/transport-kind.js';
+export { generateSecret } from './transport/job-secret.js';
+export type { TlsOptions } from './transport/tls-settings.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
 export type { CoordinatorEvent, SubmittedCollective } from './coordinator/coordinator-events.js';
 export type { DebugLevel } from './diagnostics/debug-log.js';

@@ -3,6 +3,7 @@ import { Coordinator } from '../coordinator/coordinator.js';
 import { failureText } from '../errors.js';
 import { hostPort } from '../launch/job-environment.js';
 import { UniqueId } from '../protocol/unique-id.js';
+import { generateSecret, resolveSecret } from '../transport/job-secret.js';
 import { parseHostPort } from '../session/session-options.js';
 import { parseTransport, validateWorldSize } from '../transport/transport-kind.js';
 import { defineCommand } from './command.js';
@@ -18,7 +19,9 @@ export const coordinatorCommand = defineCommand(
     synopsis: '--world-size N [--bind HOST:PORT] [--unique-id HEX] [options]',
     summary: [
       'Runs the coordinator of a multi-host job on its own and prints the line its ranks need:',
-      '  GX1_COORDINATOR=host:port GX1_UNIQUE_ID=... GX1_WORLD_SIZE=N',
+      '  GX1_COORDINATOR=host:port GX1_UNIQUE_ID=... GX1_WORLD_SIZE=N GX1_SECRET=...',
+      'The secret is generated unless GX1_SECRET or GX1_SECRET_FILE (or --secret-file) gives one;',
+      'every connection of the job proves it knows it. Keep the line private.',
       'Give each rank that environment plus its GX1_RANK (or run the ranks under torchrun, srun,',
       'mpirun or a Kubernetes indexed Job, which supply the rank). Exits 0 when every rank has',
       'left, and 1 with the reason when the job fails.',
@@ -27,12 +30,17 @@ export const coordinatorCommand = defineCommand(
       'world-size': { kind: 'integer', value: 'N', min: 1, required: true, help: 'number of ranks' },
       bind: { kind: 'string', value: 'HOST:PORT', help: 'address to listen on (default 0.0.0.0:0: every interface, a free port)' },
       'unique-id': { kind: 'string', value: 'HEX', help: 'the job id, 32 hex digits (default: random)' },
+      'secret-file': { kind: 'string', value: 'PATH', help: "file holding the job's secret (default GX1_SECRET, GX1_SECRET_FILE, else generated)" },
       ...COORDINATOR_FLAGS,
     },
   },
   async (values) => {
     const bind = parseBind(values.bind ?? '0.0.0.0:0');
+    const secretFile = values['secret-file'] ?? process.env.GX1_SECRET_FILE;
+    const given = resolveSecret(undefined, { GX1_SECRET: process.env.GX1_SECRET, GX1_SECRET_FILE: secretFile });
+    const secret = given ?? new Uint8Array(Buffer.from(generateSecret(), 'utf8'));
     const coordinator = await Coordinator.listen({
+      secret,
       host: bind.host,
       port: bind.port,
       uniqueId: values['unique-id'] === undefined ? UniqueId.random() : UniqueId.fromHex(values['unique-id']),
@@ -48,6 +56,8 @@ export const coordinatorCommand = defineCommand(
       `GX1_COORDINATOR=${hostPort(reachable)}`,
       `GX1_UNIQUE_ID=${coordinator.uniqueId.toHex()}`,
       `GX1_WORLD_SIZE=${coordinator.worldSize}`,
+      // A secret from a file is named by its path; one generated or given inline travels as is.
+      given !== null && process.env.GX1_SECRET === undefined ? `GX1_SECRET_FILE=${secretFile}` : `GX1_SECRET=${Buffer.from(secret).toString('utf8')}`,
       // Ranks must match these too; the defaults need not be spelled out.
       ...(coordinator.rails !== 1 ? [`GX1_P2P_RAILS=${coordinator.rails}`] : []),
       ...(coordinator.transport !== 'tcp_host_staged' ? [`GX1_COLLECTIVE_TRANSPORT=${coordinator.transport}`] : []),

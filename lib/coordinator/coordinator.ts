@@ -1,5 +1,5 @@
-import { createServer, type Server, type Socket } from 'node:net';
-import { asyncScheduler, firstValueFrom, interval, type Observable, type SchedulerLike, Subject, type Subscription, take, timeout, timer } from 'rxjs';
+import type { Server, Socket } from 'node:net';
+import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject, type Subscription, timer } from 'rxjs';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
@@ -23,7 +23,10 @@ import { logCoordinatorEvents } from './log-coordinator-events.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
-import { type ChannelRole, joinFailure, roleKey, validateJoin } from './validate-join.js';
+import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/handshake.js';
+import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
+import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
+import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
 
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
 /** How long a new connection may take to send its JOIN before it is refused. */
@@ -75,6 +78,15 @@ export interface CoordinatorOptions {
   joinReportIntervalMs?: number;
   /** After how long, and again every as long, a collective waiting for ranks is reported (default 30 s). */
   slowCollectiveMs?: number;
+  /**
+   * The job's secret (default `GX1_SECRET`, else `GX1_SECRET_FILE`): every connection must prove
+   * it knows it before its JOIN is read, and nothing of the job is said to one that does not.
+   */
+  secret?: string | Uint8Array;
+  /** Connections held in their handshake at once; more are closed on arrival (default 1024). */
+  maxUnauthenticatedConnections?: number;
+  /** TLS for every channel (default `GX1_TLS_CERT`, `GX1_TLS_KEY`, `GX1_TLS_CA`; mutual with a CA). */
+  tls?: TlsOptions;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
@@ -139,15 +151,18 @@ export class Coordinator {
   private readonly running: Subscription[] = [];
   private readonly pending = new Set<Socket>();
   private readonly earlyLeaves = new Map<FrameChannel, () => void>();
+  private handshaking = 0;
   private loopsLeft: number;
   private finished = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank'>> & {
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank' | 'secret' | 'tls'>> & {
       hostRank: number | null;
       heartbeatTimeoutMs: number | null;
+      secret: JobSecret | null;
+      tls: TlsSettings | null;
       transport: CollectiveTransport;
       uniqueId: UniqueId;
     },
@@ -174,7 +189,6 @@ export class Coordinator {
     });
     // Nobody may be awaiting `done` yet; an unobserved failure is still reported through it.
     this.done.catch(() => undefined);
-    server.on('connection', (socket) => this.accept(socket));
     if (options.hostRank !== null) server.unref();
   }
 
@@ -201,13 +215,19 @@ export class Coordinator {
       rendezvousTimeoutMs: validateTimeout(options.rendezvousTimeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS, 'rendezvous timeout'),
       joinReportIntervalMs: validateTimeout(options.joinReportIntervalMs ?? DEFAULT_JOIN_REPORT_INTERVAL_MS, 'join report interval'),
       slowCollectiveMs: validateTimeout(options.slowCollectiveMs ?? DEFAULT_SLOW_COLLECTIVE_MS, 'slow collective report'),
+      secret: resolveSecret(options.secret, env),
+      maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
+      tls: resolveTls(options.tls, env),
     };
-    const server = createServer({ noDelay: true });
+    let coordinator: Coordinator | undefined;
+    const server = createListener(resolved.tls, resolved.joinTimeoutMs, (socket) => (coordinator === undefined ? socket.destroy() : coordinator.accept(socket)));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
       server.listen(port, options.host ?? '127.0.0.1', () => resolve());
     });
-    return new Coordinator(server, resolved);
+    warnIfUnauthenticated(options.host ?? '127.0.0.1', resolved.secret, 'coordinator');
+    coordinator = new Coordinator(server, resolved);
+    return coordinator;
   }
 
   /** Stops the session: ranks still connected get an Abort, and `done` rejects if not yet settled. */
@@ -226,10 +246,19 @@ export class Coordinator {
       socket.destroy();
       return;
     }
+    const { maxUnauthenticatedConnections: cap, joinTimeoutMs, scheduler, secret } = this.options;
+    if (this.handshaking >= cap) {
+      // Refused before reading a byte: a flood of connections costs sockets, never memory.
+      socket.destroy();
+      this.rejections.next(new ConfigurationError(`too many unauthenticated connections: ${cap} handshakes in progress`));
+      return;
+    }
+    this.handshaking += 1;
     this.pending.add(socket);
     socket.once('close', () => this.pending.delete(socket));
     const channel = new FrameChannel(socket);
-    firstValueFrom(channel.frames$.pipe(take(1), timeout({ first: this.options.joinTimeoutMs, scheduler: this.options.scheduler })))
+    acceptHandshake(channel, { secret, timeoutMs: joinTimeoutMs, scheduler, openingRule: emptyJoinRule })
+      .finally(() => (this.handshaking -= 1))
       .then(
         (frame) => {
           let joined: { rank: number; role: ChannelRole };
@@ -244,7 +273,7 @@ export class Coordinator {
           }
           this.join(channel, joined.rank, joined.role);
         },
-        (error: unknown) => this.reject(channel, joinFailure(error, this.options.joinTimeoutMs), ZERO_ID, ANY_RANK),
+        (error: unknown) => this.reject(channel, joinFailure(error, joinTimeoutMs), ZERO_ID, ANY_RANK),
       );
   }
 
@@ -451,6 +480,11 @@ export class Coordinator {
     return outgoing(abortFrame({ uniqueId, worldSize: this.worldSize }, message, { destination, sequence }));
   }
 
+}
+
+function validateConnectionCap(count: number): number {
+  if (!Number.isSafeInteger(count) || count < 1) throw new ConfigurationError(`maxUnauthenticatedConnections must be a positive integer, got ${count}`);
+  return count;
 }
 
 function validateBufferLimit(bytes: number): number {

@@ -1,3 +1,5 @@
+import { resolveSecret } from '../transport/job-secret.js';
+import { resolveTls } from '../transport/tls-settings.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, type SessionOptions } from '../session/session-options.js';
 import { discoverJob } from './discover-job.js';
 import { hostCoordinator } from './hosted-coordinator.js';
@@ -13,6 +15,10 @@ import { waitUntilResolvable } from './wait-for-host.js';
  */
 export async function sessionOptionsFromEnvironment(env: Environment): Promise<SessionOptions> {
   const job = discoverJob(env);
+  // Under every launcher: the secret is the credential, the unique id (computable under
+  // torchrun, Slurm, Kubernetes) only names the job.
+  const secret = resolveSecret(undefined, env);
+  const tls = resolveTls(undefined, env);
   const options: SessionOptions = {
     coordinator: hostPort(job.coordinator),
     uniqueId: job.uniqueId,
@@ -21,6 +27,8 @@ export async function sessionOptionsFromEnvironment(env: Environment): Promise<S
     rails: job.rails,
     transport: job.transport,
     ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
+    ...(secret !== null ? { secret } : {}),
+    ...(tls !== null ? { tls: { cert: tls.cert, key: tls.key, ...(tls.ca !== null ? { ca: tls.ca } : {}) } } : {}),
   };
   if (job.hostCoordinator !== null && job.rank === 0) return hostCoordinator(job, job.hostCoordinator.bind, options);
   await waitUntilResolvable(job.coordinator.host, job.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);

@@ -24,6 +24,8 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       transport: job.transport,
       hostRank: job.rank,
       ...(job.timeoutMs !== undefined ? { rendezvousTimeoutMs: job.timeoutMs } : {}),
+      ...(options.secret !== undefined ? { secret: options.secret } : {}),
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
     });

@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import { Coordinator } from '../coordinator/coordinator.js';
 import { failureText } from '../errors.js';
 import { UniqueId } from '../protocol/unique-id.js';
+import { generateSecret } from '../transport/job-secret.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { EnvironmentReader, hostPort } from './job-environment.js';
 import { describeExit, RankProcess } from './rank-process.js';
@@ -49,7 +50,7 @@ const delay = (ms: number) => new Promise<'late'>((resolve) => setTimeout(() => 
 
 /**
  * A job on this host (`rxccl launch`): a coordinator on loopback in this process, on a port the
- * system picks (parallel jobs never collide), a fresh unique id, and one process per rank with the
+ * system picks (parallel jobs never collide), a fresh unique id and secret, and one process per rank with the
  * `GX1_*` variables set. The first failure (a rank exiting non-zero or killed, the coordinator
  * failing, or `interrupt`) ends the other ranks: SIGTERM to each rank's process group, SIGKILL
  * after the grace. No rank process outlives the job.
@@ -90,7 +91,10 @@ export class LocalJob {
     const uniqueId = UniqueId.random();
     // The ranks' session timeout (they inherit this environment) is how long they wait for each other.
     const { timeoutMs } = sessionSettings(new EnvironmentReader(options.env ?? process.env, 'rxccl launch'));
+    // Even on loopback: another user of this host must not join, read or stall the job.
+    const secret = generateSecret();
     const coordinator = await Coordinator.listen({
+      secret,
       host: '127.0.0.1',
       port: 0,
       uniqueId,
@@ -108,6 +112,7 @@ export class LocalJob {
       GX1_LOCAL_WORLD_SIZE: String(options.worldSize),
       GX1_P2P_RAILS: String(coordinator.rails),
       GX1_COLLECTIVE_TRANSPORT: coordinator.transport,
+      GX1_SECRET: secret,
     };
     const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
       RankProcess.start({

@@ -6,6 +6,8 @@ import type { FrameHeader } from './header.js';
 export interface DecodeFramesOptions {
   /** Where a payload that spans chunks is assembled (see `FrameDecoder`); default fresh memory. */
   readonly allocate?: (header: FrameHeader) => Uint8Array;
+  /** Sees each header before its payload is awaited; may refuse it by throwing (see `FrameDecoder`). */
+  readonly admit?: (header: FrameHeader) => void;
 }
 
 /**
@@ -16,7 +18,7 @@ export interface DecodeFramesOptions {
 export function decodeFrames(options: DecodeFramesOptions = {}): OperatorFunction<Uint8Array, Frame> {
   return (source) =>
     new Observable<Frame>((subscriber) => {
-      const decoder = new FrameDecoder(options.allocate);
+      const decoder = new FrameDecoder(options.allocate, options.admit);
       const emit = (frame: Frame) => subscriber.next(frame);
       return source.subscribe({
         next(chunk) {

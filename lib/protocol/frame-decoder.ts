@@ -1,4 +1,4 @@
-import { ProtocolError } from '../errors.js';
+import { ProtocolError, RxcclError } from '../errors.js';
 import { FRAME_HEADER_BYTES } from './constants.js';
 import { validateFrame, type Frame } from './frame.js';
 import { checkMagic, checkVersion, decodeHeader, type FrameHeader } from './header.js';
@@ -19,16 +19,22 @@ const EMPTY = new Uint8Array(0);
  * - `allocate` chooses where a spanning payload is assembled (default: a fresh buffer), so a
  *   consumer that knows what is coming can supply reusable memory. It is called only after the
  *   header was validated, with its declared size, and must return exactly that many bytes.
+ * - `admit` sees each validated header before anything else happens with it (before its payload
+ *   is awaited): an error it throws poisons the decoder like a ProtocolError, so a connection can
+ *   refuse what it does not accept yet (a large payload before authentication) at the header.
  */
 export class FrameDecoder {
-  constructor(private readonly allocate: (header: FrameHeader) => Uint8Array = (header) => new Uint8Array(header.payloadBytes)) {}
+  constructor(
+    private readonly allocate: (header: FrameHeader) => Uint8Array = (header) => new Uint8Array(header.payloadBytes),
+    private readonly admit: (header: FrameHeader) => void = () => undefined,
+  ) {}
 
   private readonly headerBytes = new Uint8Array(FRAME_HEADER_BYTES);
   private headerFill = 0;
   private header: FrameHeader | null = null;
   private payload: Uint8Array | null = null;
   private payloadFill = 0;
-  private failure: ProtocolError | null = null;
+  private failure: { readonly error: unknown } | null = null;
 
   /** Bytes of an incomplete frame held so far (0 at a frame boundary). */
   get pendingBytes(): number {
@@ -36,11 +42,11 @@ export class FrameDecoder {
   }
 
   push(chunk: Uint8Array, emit: (frame: Frame) => void): void {
-    if (this.failure) throw this.failure;
+    if (this.failure) throw this.failure.error;
     try {
       this.consume(chunk, emit);
     } catch (error) {
-      if (error instanceof ProtocolError) this.failure = error;
+      if (error instanceof RxcclError) this.failure = { error };
       throw error;
     }
   }
@@ -71,6 +77,7 @@ export class FrameDecoder {
           this.headerFill = 0;
           header = decodeHeader(this.headerBytes);
         }
+        this.admit(header);
         if (header.payloadBytes === 0) {
           this.deliver({ header, payload: EMPTY }, emit);
           continue;

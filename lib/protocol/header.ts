@@ -14,7 +14,7 @@ import {
 } from './constants.js';
 import { crc32c } from './crc32c.js';
 import { ElementType, elementWidth, isElementType } from './element-type.js';
-import { isOpcode, Opcode } from './opcode.js';
+import { isOpcode, LAST_OPCODE, Opcode } from './opcode.js';
 import { REDUCE_OPS } from './reduce-op.js';
 import { UniqueId } from './unique-id.js';
 
@@ -106,7 +106,7 @@ export function validateHeader(header: FrameHeader): void {
   // Rules 7 and 8 (docs/protocol.md 5.1), then 9 to 20 in order, with the decoder's texts.
   checkCount('elementCount', elementCount, Number.MAX_SAFE_INTEGER);
   checkCount('payloadBytes', payloadBytes, MAX_FRAME_PAYLOAD_BYTES);
-  if (!isOpcode(opcode)) fail('opcode', opcode, `1..${Opcode.PeerHello}`);
+  if (!isOpcode(opcode)) fail('opcode', opcode, `1..${LAST_OPCODE}`);
   if (!isElementType(elementType)) fail('elementType', elementType, `0..${ElementType.F64}`);
   if (!(Number.isInteger(reduceOp) && reduceOp >= 0 && reduceOp <= REDUCE_OPS.length)) {
     fail('reduceOp', reduceOp, `0..${REDUCE_OPS.length}`);

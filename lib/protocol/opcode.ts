@@ -21,10 +21,19 @@ export enum Opcode {
   Abort = 19,
   /** First frame on a direct rank-to-rank link (tcp_peer): proves session, ranks and rail. */
   PeerHello = 20,
+  /** Authentication (docs/protocol.md 8.4): the accepting side's fresh nonce, its first frame. */
+  AuthChallenge = 21,
+  /** The dialer's HMAC over the challenge and its claim, with its own nonce. */
+  AuthResponse = 22,
+  /** The accepting side's HMAC over both nonces: it knows the secret too. */
+  AuthAccept = 23,
 }
 
+/** The highest opcode this implementation knows. */
+export const LAST_OPCODE = Opcode.AuthAccept;
+
 export function isOpcode(code: number): code is Opcode {
-  return Number.isInteger(code) && code >= Opcode.Join && code <= Opcode.PeerHello;
+  return Number.isInteger(code) && code >= Opcode.Join && code <= LAST_OPCODE;
 }
 
 export function opcodeName(opcode: Opcode): string {

@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
 import { ConfigurationError, TimeoutError } from '../errors.js';
 import { peerEndpointFrame } from '../protocol/control-frames.js';
@@ -20,6 +20,7 @@ import {
   peerEndpointConfigurationFromEnvironment,
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
+import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { validateResponse } from '../transport/validate-response.js';
 import type { ResolvedSessionOptions } from './session-options.js';
@@ -61,8 +62,8 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
 }
 
 function join(options: ResolvedSessionOptions, rail: number | null) {
-  const { uniqueId, rank, worldSize, timeoutMs } = options;
-  return { uniqueId, rank, worldSize, timeoutMs, rail };
+  const { uniqueId, rank, worldSize, timeoutMs, secret, tls } = options;
+  return { uniqueId, rank, worldSize, timeoutMs, rail, secret, tls };
 }
 
 /** Resolves every connection attempt; if one fails, closes those that succeeded and rethrows. */
@@ -91,9 +92,10 @@ async function openMeshLinks(
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
-    peerEndpointConfigurationFromEnvironment({ rails, controlLocalAddressFamily: collective.socket.localFamily === 'IPv6' ? 'IPv6' : 'IPv4' });
+    peerEndpointConfigurationFromEnvironment({ rails, jobInterface: collective.socket.localAddress ?? '127.0.0.1' });
   const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
-  const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }));
+  const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }), options.tls);
+  for (const server of listeners.servers) warnIfUnauthenticated((server.address() as AddressInfo).address, options.secret, 'direct peer listener');
   let control: RailClient | null = null;
   try {
     const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints), options);
@@ -108,6 +110,8 @@ async function openMeshLinks(
         timeoutMs: options.timeoutMs,
         scheduler: options.scheduler,
         unmatchedBytesLimit: options.unmatchedBytesLimit,
+        secret: options.secret,
+        tls: options.tls,
       });
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);

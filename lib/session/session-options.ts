@@ -10,7 +10,9 @@ import {
   type PeerEndpointConfiguration,
   validatePeerEndpointConfiguration,
 } from '../transport/peer-endpoint-config.js';
+import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
+import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type CollectiveTransport, parseRails, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
@@ -46,6 +48,16 @@ export interface SessionOptions extends TuningOptions {
    * than left in the socket). Default `GX1_P2P_UNMATCHED_BYTES`, else 1 GiB.
    */
   unmatchedBytesLimit?: number;
+  /**
+   * The job's secret (default `GX1_SECRET`, else `GX1_SECRET_FILE`): every connection of this rank
+   * proves it knows it, and goes on only with a side that proves the same (docs/protocol.md 8.4).
+   */
+  secret?: string | Uint8Array;
+  /**
+   * TLS for every connection of this rank (default `GX1_TLS_CERT`, `GX1_TLS_KEY`, `GX1_TLS_CA`):
+   * PEM certificate and key, and the CA that must have signed the other side's (mutual TLS).
+   */
+  tls?: TlsOptions;
 }
 
 export interface ResolvedSessionOptions {
@@ -59,6 +71,8 @@ export interface ResolvedSessionOptions {
   readonly transport: CollectiveTransport;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
   readonly unmatchedBytesLimit: number;
+  readonly secret: JobSecret | null;
+  readonly tls: TlsSettings | null;
   readonly tuning: CollectiveTuning;
   readonly scheduler: SchedulerLike;
 }
@@ -75,7 +89,8 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
- * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, the tuning variables),
+ * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, the tuning variables),
  * else the default.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
@@ -97,6 +112,8 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
       options.transport !== undefined ? parseTransport(String(options.transport), 'transport') : parseTransport(env.GX1_COLLECTIVE_TRANSPORT ?? 'tcp_host_staged'),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
+    secret: resolveSecret(options.secret, env),
+    tls: resolveTls(options.tls, env),
     tuning: resolveTuning(options, worldSize, env),
     scheduler: options.scheduler ?? asyncScheduler,
   };

@@ -1,11 +1,14 @@
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { ConfigurationError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
-import { FLAG_P2P_CHANNEL } from '../protocol/constants.js';
+import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { joinHeader } from '../protocol/control-frames.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { firstFrame } from './first-frame.js';
 import { FrameChannel } from './frame-channel.js';
+import { dialHandshake, secretRequired } from './handshake.js';
+import type { JobSecret } from './job-secret.js';
+import { dialSocket, type TlsSettings } from './tls-settings.js';
 import { validateResponse } from './validate-response.js';
 
 export interface ChannelAddress {
@@ -20,6 +23,10 @@ export interface JoinRequest {
   /** null for the collective channel, else the P2P rail index. */
   readonly rail: number | null;
   readonly timeoutMs: number;
+  /** The job's secret: the coordinator must challenge for it, and prove it knows it too. */
+  readonly secret?: JobSecret | null;
+  /** TLS for the connection (docs/architecture.md, threat model); plain TCP when absent. */
+  readonly tls?: TlsSettings | null;
 }
 
 const RETRY_DELAY_MS = 50;
@@ -30,26 +37,12 @@ const RETRY_DELAY_MS = 50;
  */
 export const READY_REPORT_GRACE_MS = 1_000;
 
-/** Connects a TCP socket, retrying refused connections (the coordinator may still be starting). */
-async function connectSocket(address: ChannelAddress, deadline: number): Promise<Socket> {
+/** Connects to the coordinator (TLS when configured), retrying refused connections (it may still be starting). */
+async function connectSocket(address: ChannelAddress, deadline: number, tls: TlsSettings | null): Promise<Socket> {
   for (;;) {
-    const socket = netConnect({ host: address.host, port: address.port, noDelay: true });
-    const remaining = deadline - Date.now();
     try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`)), Math.max(0, remaining));
-        socket.once('connect', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        socket.once('error', (error) => {
-          clearTimeout(timer);
-          reject(error);
-        });
-      });
-      return socket;
+      return await dialSocket(address.host, address.port, tls, deadline - Date.now(), () => new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`));
     } catch (error) {
-      socket.destroy();
       const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
       if (!refused || Date.now() + RETRY_DELAY_MS >= deadline) {
         if (error instanceof TimeoutError) throw error;
@@ -62,16 +55,24 @@ async function connectSocket(address: ChannelAddress, deadline: number): Promise
 
 /**
  * Opens one of a rank's channels to the coordinator (the reference design's
- * `connect_rank_channel`): connect, send JOIN, and wait for the matching READY. An Abort in place
- * of READY (the coordinator refused the JOIN) rejects with its reason.
+ * `connect_rank_channel`): connect, authenticate when the job has a secret, send JOIN, and wait
+ * for the matching READY. An Abort in place of READY (the coordinator refused the JOIN) rejects
+ * with its reason.
  */
 export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
   const deadline = Date.now() + join.timeoutMs;
-  const socket = await connectSocket(address, deadline);
+  const socket = await connectSocket(address, deadline, join.tls ?? null);
   const channel = new FrameChannel(socket);
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
+  const coordinator = `coordinator ${address.host}:${address.port}`;
   try {
+    await dialHandshake(channel, {
+      secret: join.secret ?? null,
+      claim: { rank: join.rank, worldSize: join.worldSize, peer: ANY_RANK, rail: join.rail },
+      timeoutMs: deadline - Date.now(),
+      acceptor: coordinator,
+    });
     channel.send({ header: joinHeader(join, join.rail), parts: [] });
     // READY is a response: it gets the whole timeout from the JOIN, as every other response does.
     const readyBy = Date.now() + join.timeoutMs;
@@ -86,6 +87,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
       }
       throw error;
     });
+    secretRequired(ready, coordinator);
     validateResponse(ready, join.uniqueId, join.rank, join.worldSize, 0n);
     const readyP2p = (ready.header.flags & FLAG_P2P_CHANNEL) !== 0;
     if (ready.header.opcode !== Opcode.Ready || readyP2p !== p2p || ready.header.tag !== BigInt(join.rail ?? 0)) {

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { Observable, type Subscriber, type Subscription } from 'rxjs';
-import { ChannelClosedError, ProtocolError } from '../errors.js';
+import { ChannelClosedError, RxcclError } from '../errors.js';
 import { decodeFrames } from '../protocol/decode-frames.js';
 import { FRAME_HEADER_BYTES } from '../protocol/constants.js';
 import { encodeHeader, encodeHeaderInto, type FrameHeader } from '../protocol/header.js';
@@ -53,6 +53,11 @@ export class FrameChannel {
    * knows what comes next may point it at reusable memory.
    */
   allocatePayload: (header: FrameHeader) => Uint8Array = (header) => new Uint8Array(header.payloadBytes);
+  /**
+   * Sees each incoming header before its payload is awaited; throwing refuses it and ends the
+   * stream with that error (a handshake bounds what an unauthenticated peer may declare).
+   */
+  admitHeader: (header: FrameHeader) => void = () => undefined;
   private readonly reading: Subscription;
   private readonly backlog: Frame[] = [];
   private subscriber: Subscriber<Frame> | null = null;
@@ -63,12 +68,12 @@ export class FrameChannel {
   constructor(readonly socket: Socket) {
     socket.setNoDelay(true);
     this.reading = socketChunks(socket)
-      .pipe(decodeFrames({ allocate: (header) => this.allocatePayload(header) }))
+      .pipe(decodeFrames({ allocate: (header) => this.allocatePayload(header), admit: (header) => this.admitHeader(header) }))
       .subscribe({
         next: (frame) => this.dispatch(frame),
         error: (error: unknown) => {
-          if (error instanceof ProtocolError) {
-            // The stream lost its framing: read no more (the decoder unsubscribed from the socket),
+          if (error instanceof RxcclError) {
+            // The stream lost its framing (or a header was refused): read no more (the decoder unsubscribed from the socket),
             // but leave it open so its owner can still say why (an Abort) before closing it; a
             // channel nobody finishes is cut off later.
             this.discarding = true;

@@ -1,5 +1,7 @@
-import { type AddressInfo, createServer, isIP, SocketAddress, type Server, type Socket } from 'node:net';
+import { type AddressInfo, isIP, SocketAddress, type Server, type Socket } from 'node:net';
 import { ConfigurationError } from '../errors.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from './handshake.js';
+import { createListener, type TlsSettings } from './tls-settings.js';
 import { validateRails } from './transport-kind.js';
 
 /**
@@ -7,7 +9,8 @@ import { validateRails } from './transport-kind.js';
  * point-to-point rail (the reference's `PeerEndpointConfiguration`). One shared listener serves
  * every rail unless the deployment gives each rail its own address, e.g. one NIC per rail:
  *
- *   GX1_P2P_LISTEN_ADDR=0.0.0.0:0                         one listener for all rails
+ *   (nothing)                                             one listener on the job's interface
+ *   GX1_P2P_LISTEN_ADDR=0.0.0.0:0                         one listener for all rails, every interface
  *   GX1_P2P_RAIL_LISTEN_ADDRS=10.0.0.5:0,10.1.0.5:0        one listener per rail
  *   GX1_P2P_ADVERTISE_ADDR=10.0.0.5                        the address peers dial (behind NAT ...)
  *   GX1_P2P_RAIL_ADVERTISE_ADDRS=10.0.0.5,10.1.0.5         ... per rail
@@ -142,22 +145,22 @@ export interface PeerEndpointEnvironmentOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly rails: number;
   /**
-   * The family of the control connection's local address (`socket.localFamily`): without
-   * configuration the rank listens on that family's unspecified address, so peers can reach it
-   * the way the coordinator did.
+   * The interface the job uses: the local address of the connection to the coordinator. Without
+   * configuration the rank listens there (127.0.0.1 in a loopback job), never on every interface,
+   * so its peer port is reachable only the way the job itself runs.
    */
-  readonly controlLocalAddressFamily: 'IPv4' | 'IPv6';
+  readonly jobInterface: string;
 }
 
 /**
- * Reads `GX1_P2P_RAIL_LISTEN_ADDRS` (else `GX1_P2P_LISTEN_ADDR`, else the unspecified address
- * of the control connection's family, port 0) and `GX1_P2P_RAIL_ADVERTISE_ADDRS` (else
+ * Reads `GX1_P2P_RAIL_LISTEN_ADDRS` (else `GX1_P2P_LISTEN_ADDR`, else the job's interface, port
+ * 0; `GX1_P2P_LISTEN_ADDR=0.0.0.0:0` listens on every interface) and `GX1_P2P_RAIL_ADVERTISE_ADDRS` (else
  * `GX1_P2P_ADVERTISE_ADDR`, else nothing). A per-rail variable wins over its shared one.
  */
 export function peerEndpointConfigurationFromEnvironment(
   options: PeerEndpointEnvironmentOptions,
 ): PeerEndpointConfiguration {
-  const { env = process.env, rails, controlLocalAddressFamily } = options;
+  const { env = process.env, rails, jobInterface } = options;
   validateRails(rails);
   const railListen = env.GX1_P2P_RAIL_LISTEN_ADDRS;
   const sharedListen = env.GX1_P2P_LISTEN_ADDR;
@@ -166,7 +169,7 @@ export function peerEndpointConfigurationFromEnvironment(
       ? parseRailSocketAddresses('GX1_P2P_RAIL_LISTEN_ADDRS', railListen, rails)
       : sharedListen !== undefined
         ? [parseSocketAddress('GX1_P2P_LISTEN_ADDR', sharedListen)]
-        : [{ host: controlLocalAddressFamily === 'IPv6' ? '::' : '0.0.0.0', port: 0 }];
+        : [{ host: canonicalIp(jobInterface) ?? jobInterface, port: 0 }];
   const railAdvertise = env.GX1_P2P_RAIL_ADVERTISE_ADDRS;
   const sharedAdvertise = env.GX1_P2P_ADVERTISE_ADDR;
   const advertiseAddresses =
@@ -217,7 +220,8 @@ function listen(server: Server, address: SocketAddressText, index: number): Prom
  * bound port. An unspecified bound address (0.0.0.0, ::) is advertised as is; the coordinator
  * replaces it with the address it sees the rank connect from.
  *
- * `onConnection` is attached before each server listens, so a peer that dials the moment the
+ * With `tls`, each listener speaks TLS (and hands over a connection once its TLS handshake is
+ * done). `onConnection` is attached before each server listens, so a peer that dials the moment the
  * endpoints are published is never accepted with nobody to take it. If any bind fails, the
  * listeners already bound are closed before the error is thrown.
  */
@@ -225,14 +229,14 @@ export async function bindPeerListeners(
   configuration: PeerEndpointConfiguration,
   rails: number,
   onConnection: PeerConnectionHandler,
+  tls: TlsSettings | null = null,
 ): Promise<PeerListeners> {
   validatePeerEndpointConfiguration(configuration, rails);
   const shared = configuration.listenAddresses.length === 1;
   const servers: Server[] = [];
   try {
     for (const [index, address] of configuration.listenAddresses.entries()) {
-      const server = createServer();
-      server.on('connection', (socket: Socket) => onConnection(shared ? null : index, socket));
+      const server = createListener(tls, DEFAULT_HANDSHAKE_TIMEOUT_MS, (socket: Socket) => onConnection(shared ? null : index, socket));
       servers.push(server);
       await listen(server, address, index);
     }

@@ -1,14 +1,18 @@
-import { connect as netConnect, type Socket } from 'node:net';
-import { EmptyError, firstValueFrom, from, Observable, type SchedulerLike, type Subscriber, type Subscription, throwError, timeout } from 'rxjs';
+import type { Socket } from 'node:net';
+import { EmptyError, firstValueFrom, from, Observable, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscriber, type Subscription, throwError, timeout } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
 import { elementTypeName } from '../protocol/element-type.js';
 import { makeHeader, type Frame } from '../protocol/frame.js';
+import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from './buffer-pool.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
+import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, MAX_UNAUTHENTICATED_CONNECTIONS, secretRequired } from './handshake.js';
+import type { JobSecret } from './job-secret.js';
+import { dialSocket, type TlsSettings } from './tls-settings.js';
 import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 import { TagMatcher } from './tag-matcher.js';
@@ -93,17 +97,31 @@ export class PeerMesh {
     timeoutMs: number;
     scheduler: SchedulerLike;
     unmatchedBytesLimit?: number;
+    /** The job's secret: every link authenticates with it before its PeerHello (docs/protocol.md 8.4). */
+    secret?: JobSecret | null;
+    /** How long one incoming connection may take over its handshake (default 10 s, at most `timeoutMs`). */
+    handshakeTimeoutMs?: number;
+    /** Incoming connections handshaken at once; more are closed on arrival (default 1024). */
+    maxUnauthenticatedConnections?: number;
+    /** TLS for the links this rank dials (its listeners were bound with the same settings). */
+    tls?: TlsSettings | null;
   }): Promise<PeerMesh> {
     const mesh = new PeerMesh(options.identity, options.scheduler, options.unmatchedBytesLimit ?? DEFAULT_UNMATCHED_BYTES_LIMIT);
+    const secret = options.secret ?? null;
+    const handshake = {
+      secret,
+      timeoutMs: Math.min(options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, options.timeoutMs),
+      cap: options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS,
+    };
     const { rank, worldSize, rails } = options.identity;
     const expectedIncoming = (worldSize - 1 - rank) * rails;
     const setup = Promise.all([
       ...Array.from({ length: rank * rails }, (_, index) => {
         const peer = Math.floor(index / rails);
         const rail = index % rails;
-        return mesh.dial(peer, rail, options.endpoints[peer]![rail]!);
+        return mesh.dial(peer, rail, options.endpoints[peer]![rail]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
       }),
-      mesh.acceptAll(options.incoming, expectedIncoming),
+      mesh.acceptAll(options.incoming, expectedIncoming, handshake),
     ]);
     try {
       await firstValueFrom(
@@ -158,7 +176,7 @@ export class PeerMesh {
         done();
         return;
       }
-      if (this.departed.has(destination)) throw new RemoteAbortError(`direct peer rank ${destination} left`);
+      if (this.departed.has(destination)) throw peerLeft(destination);
       const link = this.links.get(key)!;
       if (link.send({ header, parts: [payload] })) {
         done();
@@ -182,7 +200,7 @@ export class PeerMesh {
     return new Observable<Frame>((subscriber) => {
       if (this.failure !== null) throw this.failure;
       const matcher = this.matchers[rail]!;
-      if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw new RemoteAbortError(`direct peer rank ${source} left`);
+      if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
       const posted: PostedReceive = { source, shape, subscriber };
       const frame = matcher.post(source, tag, posted);
       if (frame === null) {
@@ -238,44 +256,90 @@ export class PeerMesh {
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
   }
 
-  private async dial(peer: number, rail: number, endpoint: SocketAddressText): Promise<void> {
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const dialled = netConnect({ host: endpoint.host, port: endpoint.port, noDelay: true });
-      dialled.once('connect', () => resolve(dialled));
-      dialled.once('error', (error) =>
-        reject(new ConfigurationError(`cannot reach direct peer rank ${peer} rail ${rail} at ${formatEndpoint(endpoint)}: ${error.message}`, { cause: error })),
-      );
+  private async dial(
+    peer: number,
+    rail: number,
+    endpoint: SocketAddressText,
+    { secret, tls, timeoutMs }: { readonly secret: JobSecret | null; readonly tls: TlsSettings | null; readonly timeoutMs: number },
+  ): Promise<void> {
+    const reach = `direct peer rank ${peer} rail ${rail} at ${formatEndpoint(endpoint)}`;
+    const socket = await dialSocket(endpoint.host, endpoint.port, tls, timeoutMs, () => new TimeoutError(`reaching ${reach}`)).catch((error: unknown) => {
+      if (error instanceof TimeoutError) throw error;
+      throw new ConfigurationError(`cannot reach ${reach}: ${(error as Error).message}`, { cause: error });
     });
     const channel = new FrameChannel(socket);
-    channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
-    const reply = await firstHandshakeFrame(channel);
-    this.checkHello(reply, peer, rail);
+    try {
+      const { rank, worldSize } = this.identity;
+      const claim = { rank, worldSize, peer, rail };
+      await dialHandshake(channel, { secret, claim, timeoutMs, scheduler: this.scheduler, acceptor: `direct peer rank ${peer}` });
+      channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
+      const reply = await firstHandshakeFrame(channel);
+      this.checkHello(reply, peer, rail);
+    } catch (error) {
+      channel.destroy();
+      throw error;
+    }
     this.attach(peer, rail, channel);
   }
 
-  private async acceptAll(incoming: AsyncIterable<{ rail: number | null; socket: Socket }>, expected: number): Promise<void> {
-    let accepted = 0;
-    if (expected === 0) return;
-    for await (const { rail: listenerRail, socket } of incoming) {
-      const channel = new FrameChannel(socket);
-      try {
-        const hello = await firstHandshakeFrame(channel);
-        const peer = hello.header.sourceRank;
-        const rail = Number(hello.header.tag);
-        if (listenerRail !== null && listenerRail !== rail) {
-          throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for rail ${rail}`);
+  /**
+   * Handshakes every incoming connection in parallel, each within its own timeout, so a silent or
+   * slow stranger never holds up the peers behind it; past `cap` at once, new ones are closed.
+   */
+  private acceptAll(
+    incoming: AsyncIterable<{ rail: number | null; socket: Socket }>,
+    expected: number,
+    handshake: { readonly secret: JobSecret | null; readonly timeoutMs: number; readonly cap: number },
+  ): Promise<void> {
+    if (expected === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let accepted = 0;
+      let handshaking = 0;
+      const take = async () => {
+        for await (const { rail, socket } of incoming) {
+          if (handshaking >= handshake.cap) {
+            socket.destroy();
+            continue;
+          }
+          handshaking += 1;
+          void this.acceptOne(rail, socket, handshake).then((linked) => {
+            handshaking -= 1;
+            accepted += linked ? 1 : 0;
+            if (accepted === expected) resolve();
+          });
         }
-        this.checkHello(hello, peer, rail);
-        if (peer <= this.identity.rank) throw new ProtocolError(`direct peer rank ${peer} dialled rank ${this.identity.rank}; the higher rank dials`);
-        if (this.links.has(linkKey(peer, rail))) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
-        channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
-        this.attach(peer, rail, channel);
-        accepted += 1;
-        if (accepted === expected) return;
-      } catch (error) {
-        // A stray or crossed connection is told why and dropped; the mesh keeps waiting.
-        this.refuse(channel, error);
+      };
+      take().catch(reject);
+    });
+  }
+
+  /** One incoming connection: handshake, check its hello, link it; a stranger is refused. */
+  private async acceptOne(listenerRail: number | null, socket: Socket, handshake: { readonly secret: JobSecret | null; readonly timeoutMs: number }): Promise<boolean> {
+    const channel = new FrameChannel(socket);
+    try {
+      const hello = await acceptHandshake(channel, { secret: handshake.secret, timeoutMs: handshake.timeoutMs, scheduler: this.scheduler, openingRule: emptyHelloRule }).catch(
+        (error: unknown) => {
+          if (error instanceof EmptyError) throw new ChannelClosedError('direct peer closed during the handshake');
+          if (error instanceof RxTimeoutError) throw new TimeoutError(`direct peer handshake (${handshake.timeoutMs} ms)`);
+          throw error;
+        },
+      );
+      const peer = hello.header.sourceRank;
+      const rail = Number(hello.header.tag);
+      if (listenerRail !== null && listenerRail !== rail) {
+        throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for rail ${rail}`);
       }
+      this.checkHello(hello, peer, rail);
+      if (peer <= this.identity.rank) throw new ProtocolError(`direct peer rank ${peer} dialled rank ${this.identity.rank}; the higher rank dials`);
+      if (this.links.has(linkKey(peer, rail))) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
+      if (this.failure !== null) throw this.failure;
+      channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
+      this.attach(peer, rail, channel);
+      return true;
+    } catch (error) {
+      // A stray or crossed connection is told why and dropped; the mesh keeps waiting.
+      this.refuse(channel, error);
+      return false;
     }
   }
 
@@ -283,6 +347,7 @@ export class PeerMesh {
     const h = frame.header;
     const { uniqueId, rank, worldSize, rails } = this.identity;
     if (h.opcode === Opcode.Abort) throw new RemoteAbortError(abortReason(frame));
+    secretRequired(frame, `direct peer rank ${peer}`);
     if (h.opcode !== Opcode.PeerHello) throw new ProtocolError(`direct peer link opened with ${opcodeName(h.opcode)}, expected PeerHello`);
     if (!h.uniqueId.equals(uniqueId)) throw new ProtocolError('direct peer link belongs to another session (unique id mismatch)');
     if (h.worldSize !== worldSize) throw new ProtocolError(`direct peer declares world size ${h.worldSize}, expected ${worldSize}`);
@@ -377,12 +442,18 @@ export class PeerMesh {
     }
     if (this.departed.has(peer)) return;
     this.departed.add(peer);
-    const left = new RemoteAbortError(`direct peer rank ${peer} left`);
+    const left = peerLeft(peer);
     const everyPeerLeft = this.departed.size === this.identity.worldSize - 1;
     for (const matcher of this.matchers) {
       for (const receive of matcher.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.subscriber.error(left);
     }
   }
+}
+
+/** A peer's link closed: the mesh says so itself, not as the coordinator's abort. */
+function peerLeft(peer: number): RemoteAbortError {
+  const text = `direct peer rank ${peer} left`;
+  return new RemoteAbortError(text, text);
 }
 
 function deliver(frame: Frame, receive: PostedReceive): void {
@@ -398,6 +469,13 @@ function deliver(frame: Frame, receive: PostedReceive): void {
   }
   receive.subscriber.next(frame);
   receive.subscriber.complete();
+}
+
+/** A PeerHello is an empty frame: an opening that declares a payload is refused at its header. */
+function emptyHelloRule(header: FrameHeader): void {
+  if (header.payloadBytes > 0) {
+    throw new ProtocolError(`direct peer link opened with ${opcodeName(header.opcode)} declaring ${header.payloadBytes} payload bytes, expected an empty PeerHello`);
+  }
 }
 
 function firstHandshakeFrame(channel: FrameChannel): Promise<Frame> {

@@ -29,7 +29,7 @@ async function startJob(args: string[]): Promise<{ coordinator: Running; line: s
 describe('rxccl coordinator', () => {
   it('prints the GX1 line and exits 0 when its job completes', async () => {
     const { coordinator, line, sessions } = await startJob(['--world-size', '2', '--bind', '127.0.0.1:0', '--unique-id', '00112233445566778899aabbccddeeff']);
-    expect(line).toMatch(/^GX1_COORDINATOR=127\.0\.0\.1:\d+ GX1_UNIQUE_ID=00112233445566778899aabbccddeeff GX1_WORLD_SIZE=2$/);
+    expect(line).toMatch(/^GX1_COORDINATOR=127\.0\.0\.1:\d+ GX1_UNIQUE_ID=00112233445566778899aabbccddeeff GX1_WORLD_SIZE=2 GX1_SECRET=[0-9a-f]{64}$/);
     const sums = await Promise.all(sessions.map((session) => session.allReduce(Int32Array.of(session.rank + 1))));
     expect(sums.map((sum) => Array.from(sum))).toEqual([[3], [3]]);
     await Promise.all(sessions.map((session) => session.close()));

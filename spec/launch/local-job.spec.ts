@@ -36,8 +36,11 @@ describe('LocalJob', () => {
       GX1_LOCAL_WORLD_SIZE: '2',
       GX1_P2P_RAILS: '2',
       GX1_COLLECTIVE_TRANSPORT: 'tcp_host_staged',
+      GX1_SECRET: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
     expect(seen[0]!.GX1_RANK).toBe('0');
+    // One fresh secret per job, the same for every rank.
+    expect(seen[0]!.GX1_SECRET).toBe(seen[1]!.GX1_SECRET);
     // Nobody joined, so the job did not complete although both ranks exited 0.
     expect(outcome).toEqual({ ok: false, failure: expect.stringContaining('did not see every rank join and leave'), interruptedBy: null });
   }, 30_000);

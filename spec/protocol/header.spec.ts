@@ -202,8 +202,8 @@ describe('header corruption', () => {
   });
 
   it('rejects out-of-range opcode, element type and reduce op', () => {
-    expectProtocolError(() => decodeEdited((view) => view.setUint8(8, 0)), 'header field opcode is 0, expected 1..20');
-    expectProtocolError(() => decodeEdited((view) => view.setUint8(8, 21)), 'header field opcode is 21, expected 1..20');
+    expectProtocolError(() => decodeEdited((view) => view.setUint8(8, 0)), 'header field opcode is 0, expected 1..23');
+    expectProtocolError(() => decodeEdited((view) => view.setUint8(8, 24)), 'header field opcode is 24, expected 1..23');
     expectProtocolError(() => decodeEdited((view) => view.setUint8(9, 13)), 'header field elementType is 13, expected 0..12');
     expectProtocolError(() => decodeEdited((view) => view.setUint8(10, 9)), 'header field reduceOp is 9, expected 0..8');
   });

@@ -128,7 +128,7 @@ function decodeHex(hex: string, bytewise: boolean, split?: number): { frames: Fr
 
 describe('test vectors', () => {
   it('exist for every category', () => {
-    expect(validFiles).toEqual(['collectives.json', 'control.json', 'p2p.json', 'rules.json']);
+    expect(validFiles).toEqual(['auth.json', 'collectives.json', 'control.json', 'p2p.json', 'rules.json']);
     expect([...new Set(invalid.map(({ file }) => file))]).toEqual(['invalid.json', 'rules.json']);
     expect(valid.length).toBeGreaterThan(20);
     expect(invalid.length).toBeGreaterThan(20);

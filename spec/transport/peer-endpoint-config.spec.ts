@@ -173,14 +173,16 @@ describe('peer rail address configuration', () => {
 });
 
 describe('peer endpoint configuration from the environment', () => {
-  it('listens on the unspecified address of the control family, port 0, by default', () => {
-    expect(peerEndpointConfigurationFromEnvironment({ env: {}, rails: 2, controlLocalAddressFamily: 'IPv4' })).toEqual({
-      listenAddresses: [{ host: '0.0.0.0', port: 0 }],
+  it("listens on the job's interface (the control connection's local address), port 0, by default", () => {
+    expect(peerEndpointConfigurationFromEnvironment({ env: {}, rails: 2, jobInterface: '127.0.0.1' })).toEqual({
+      listenAddresses: [{ host: '127.0.0.1', port: 0 }],
       advertiseAddresses: [],
     });
-    expect(
-      peerEndpointConfigurationFromEnvironment({ env: {}, rails: 1, controlLocalAddressFamily: 'IPv6' }).listenAddresses,
-    ).toEqual([{ host: '::', port: 0 }]);
+    expect(peerEndpointConfigurationFromEnvironment({ env: {}, rails: 1, jobInterface: '0:0:0:0:0:0:0:1' }).listenAddresses).toEqual([{ host: '::1', port: 0 }]);
+    // Every interface only when configured so.
+    expect(peerEndpointConfigurationFromEnvironment({ env: { GX1_P2P_LISTEN_ADDR: '0.0.0.0:0' }, rails: 1, jobInterface: '10.0.0.5' }).listenAddresses).toEqual([
+      { host: '0.0.0.0', port: 0 },
+    ]);
   });
 
   it('prefers the per-rail variables over the shared ones', () => {
@@ -190,7 +192,7 @@ describe('peer endpoint configuration from the environment', () => {
       GX1_P2P_ADVERTISE_ADDR: '10.0.0.1',
       GX1_P2P_RAIL_ADVERTISE_ADDRS: '10.0.0.1,10.1.0.1',
     };
-    expect(peerEndpointConfigurationFromEnvironment({ env, rails: 2, controlLocalAddressFamily: 'IPv4' })).toEqual({
+    expect(peerEndpointConfigurationFromEnvironment({ env, rails: 2, jobInterface: '127.0.0.1' })).toEqual({
       listenAddresses: [
         { host: '127.0.0.1', port: 0 },
         { host: '127.0.0.2', port: 0 },
@@ -198,14 +200,14 @@ describe('peer endpoint configuration from the environment', () => {
       advertiseAddresses: ['10.0.0.1', '10.1.0.1'],
     });
     const shared = { GX1_P2P_LISTEN_ADDR: '[::1]:5000', GX1_P2P_ADVERTISE_ADDR: '::1' };
-    expect(peerEndpointConfigurationFromEnvironment({ env: shared, rails: 4, controlLocalAddressFamily: 'IPv4' })).toEqual({
+    expect(peerEndpointConfigurationFromEnvironment({ env: shared, rails: 4, jobInterface: '127.0.0.1' })).toEqual({
       listenAddresses: [{ host: '::1', port: 5000 }],
       advertiseAddresses: ['::1'],
     });
   });
 
   it('names the variable that is wrong', () => {
-    const options = { rails: 2, controlLocalAddressFamily: 'IPv4' } as const;
+    const options = { rails: 2, jobInterface: '127.0.0.1' } as const;
     expect(() => peerEndpointConfigurationFromEnvironment({ ...options, env: { GX1_P2P_LISTEN_ADDR: '' } })).toThrow(
       'GX1_P2P_LISTEN_ADDR must be a socket address, got "": invalid socket address syntax',
     );

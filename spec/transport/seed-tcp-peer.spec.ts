@@ -224,7 +224,8 @@ describe('seed tests: tcp_peer', () => {
     await disconnecting.close();
     const error = await pending;
     expect(error.code).toBe('REMOTE_ABORT');
-    expect(error.message).toContain('direct peer rank 1 left');
+    // The mesh's own finding, not prefixed as the coordinator's abort (issue #12, item 6).
+    expect(error.message).toBe('direct peer rank 1 left');
     expect(Date.now() - started).toBeLessThan(1_000);
     await expect(job.coordinator.done).rejects.toThrow(/direct peer rank 1 left/);
   });

@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs';
+import { connect as netConnect, createServer as createNetServer, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
+import { ConfigurationError } from '../errors.js';
+
+/**
+ * Optional TLS for every channel of a job (coordinator channels and mesh links): each side
+ * presents the job's certificate; with a CA, each side also requires the other's certificate to
+ * be signed by it (mutual TLS; host names are not checked: the CA vouches for membership).
+ * Without a CA, TLS only hides the traffic from passive listeners (docs/architecture.md, threat
+ * model). Options win over `GX1_TLS_CERT`, `GX1_TLS_KEY`, `GX1_TLS_CA` (PEM file paths).
+ */
+export interface TlsSettings {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly ca: Buffer | null;
+}
+
+/** PEM text or bytes, as `tls.createSecureContext` takes them. */
+export interface TlsOptions {
+  readonly cert: string | Uint8Array;
+  readonly key: string | Uint8Array;
+  readonly ca?: string | Uint8Array;
+}
+
+export function resolveTls(option: TlsOptions | undefined, env: Readonly<Record<string, string | undefined>>): TlsSettings | null {
+  if (option !== undefined) {
+    return { cert: Buffer.from(option.cert), key: Buffer.from(option.key), ca: option.ca === undefined ? null : Buffer.from(option.ca) };
+  }
+  const [cert, key, ca] = (['GX1_TLS_CERT', 'GX1_TLS_KEY', 'GX1_TLS_CA'] as const).map((name) => pemFile(name, env[name]));
+  if (cert === null && key === null) {
+    if (ca !== null) throw new ConfigurationError('GX1_TLS_CA is set without GX1_TLS_CERT and GX1_TLS_KEY: every side presents the job certificate');
+    return null;
+  }
+  if (cert === null || key === null) throw new ConfigurationError(`${cert === null ? 'GX1_TLS_CERT' : 'GX1_TLS_KEY'} is missing: TLS needs both a certificate and its key`);
+  return { cert, key, ca };
+}
+
+function pemFile(name: string, path: string | undefined): Buffer | null {
+  if (path === undefined || path === '') return null;
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new ConfigurationError(`cannot read ${name} ${JSON.stringify(path)}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function secureOptions(tls: TlsSettings) {
+  const verify = tls.ca !== null;
+  return { cert: tls.cert, key: tls.key, ...(verify ? { ca: tls.ca! } : {}), rejectUnauthorized: verify };
+}
+
+/**
+ * A listener, plain or TLS; `onConnection` sees each connection once it can carry frames (after
+ * the TLS handshake, which must finish within `handshakeTimeoutMs`).
+ */
+export function createListener(tls: TlsSettings | null, handshakeTimeoutMs: number, onConnection: (socket: Socket) => void): Server {
+  if (tls === null) return createNetServer({ noDelay: true }, onConnection);
+  const server = createTlsServer({ ...secureOptions(tls), requestCert: tls.ca !== null, handshakeTimeout: handshakeTimeoutMs }, onConnection);
+  // A stranger's failed TLS handshake is its own problem: the socket is already destroyed.
+  server.on('tlsClientError', () => undefined);
+  return server;
+}
+
+/**
+ * Dials `host:port`, plain or TLS; resolves once frames can flow, rejects with the socket's error
+ * or, after `timeoutMs`, with `timedOut()` (the socket destroyed either way).
+ */
+export function dialSocket(host: string, port: number, tls: TlsSettings | null, timeoutMs: number, timedOut: () => Error): Promise<Socket> {
+  return new Promise<Socket>((resolve, reject) => {
+    const socket =
+      tls === null
+        ? netConnect({ host, port, noDelay: true })
+        : tlsConnect({ host, port, ...secureOptions(tls), checkServerIdentity: () => undefined });
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(error);
+    };
+    const timer = setTimeout(() => fail(timedOut()), Math.max(0, timeoutMs));
+    socket.once(tls === null ? 'connect' : 'secureConnect', () => {
+      clearTimeout(timer);
+      socket.off('error', fail);
+      resolve(socket);
+    });
+    socket.once('error', fail);
+  });
+}

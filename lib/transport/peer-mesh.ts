@@ -385,7 +385,10 @@ export class PeerMesh {
     if (this.failure !== null) return;
     const h = frame.header;
     try {
-      if (h.opcode === Opcode.Abort) throw new RemoteAbortError(abortReason(frame));
+      if (h.opcode === Opcode.Abort) {
+        const reason = abortReason(frame);
+        throw new RemoteAbortError(reason, `direct peer rank ${peer} aborted: ${reason}`);
+      }
       if (h.opcode !== Opcode.Send || h.sourceRank !== peer || h.destinationRank !== this.identity.rank || !h.uniqueId.equals(this.identity.uniqueId)) {
         throw new ProtocolError(`unexpected ${opcodeName(h.opcode)} frame from direct peer rank ${peer} on rail ${rail}`);
       }

@@ -6,6 +6,7 @@
  */
 import { VirtualTimeScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { RemoteAbortError } from '../../lib/errors.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS } from '../../lib/transport/collective-channel.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
 import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
@@ -83,8 +84,10 @@ describe('rank-side aborts on virtual time', () => {
       await real.abort('stop here');
       const error = await receive;
       expect(error.code).toBe('REMOTE_ABORT');
-      // Over the mesh the abort's own text can arrive before the coordinator's relayed one.
-      expect(error.message).toMatch(/^collective coordinator aborted: (rank 1 aborted: )?stop here$/);
+      // Over the mesh the abort can arrive down the direct link, named for the peer that sent it,
+      // before the coordinator's relayed one.
+      expect(error.message).toMatch(/^(collective coordinator aborted: rank 1 aborted: |direct peer rank 1 aborted: )stop here$/);
+      expect((error as RemoteAbortError).reason).toMatch(/stop here$/);
       // Nothing timed out: the virtual clock never moved, and the session refuses later work with the abort.
       expect(clock.now()).toBe(0);
       expect((await rejection(virtual.allReduce(Float32Array.of(1)))).message).toBe(error.message);

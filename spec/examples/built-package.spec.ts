@@ -39,7 +39,7 @@ function notebookUnavailable(): string | null {
   const kernels = spawnSync('jupyter', ['kernelspec', 'list', '--json'], { encoding: 'utf8' });
   if (kernels.error !== undefined || kernels.status !== 0) return 'Jupyter is not installed (apt-get install jupyter-nbconvert python3-ipykernel jupyter-client python3-nbclient)';
   const specs = (JSON.parse(kernels.stdout) as { kernelspecs: Record<string, unknown> }).kernelspecs;
-  if (!('tslab' in specs)) return 'the tslab kernel is not registered (npx tslab install --python=/usr/bin/python3)';
+  if (!('tslab' in specs)) return 'the tslab kernel is not registered (npx tslab install --python=/usr/bin/python3 --binary="$PWD/node_modules/.bin/tslab")';
   return null;
 }
 

@@ -280,7 +280,12 @@ export class Coordinator {
   private join(channel: FrameChannel, rank: number, role: ChannelRole): void {
     const group = this.groups.get(roleKey(role))!;
     if (group.members[rank] !== undefined || group.complete) {
-      this.reject(channel, new ConfigurationError(`rank ${rank} joined twice (${roleKey(role)})`), this.uniqueId, rank);
+      // Once every rank is in, a second JOIN is most often the same code run again (a notebook
+      // cell, a REPL line) against the job it opened before: say so, and how to start over.
+      const again = group.complete
+        ? `: every rank of job ${this.uniqueId.toHex()} has joined and it is running; a rank joins a job once, so close that job's sessions and start a new job (a new Coordinator with a new UniqueId) to run again`
+        : '';
+      this.reject(channel, new ConfigurationError(`rank ${rank} joined twice (${roleKey(role)})${again}`), this.uniqueId, rank);
       return;
     }
     group.members[rank] = channel;

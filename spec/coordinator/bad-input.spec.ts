@@ -4,7 +4,7 @@
  * at all. Each is answered with an Abort frame naming the reason (decoded with `decodeFrames()`)
  * and dropped, or just dropped; the legitimate ranks' job still completes, and nothing crashes.
  */
-import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, type SchedulerLike } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_JOIN_TIMEOUT_MS } from '../../lib/coordinator/coordinator.js';
 import type { RxcclError } from '../../lib/errors.js';
@@ -228,10 +228,21 @@ describe('stray connections during and after the rendezvous', () => {
       stray(job, joinBytes({ uniqueId: job.uniqueId, rank: 1, worldSize: WORLD, rail: 0 })),
     ]);
     expectRejected(collective, /rank 0 joined twice \(collective\)/);
+    expectRejected(collective, new RegExp(`every rank of job ${job.uniqueId.toHex()} has joined and it is running; .*start a new job \\(a new Coordinator with a new UniqueId\\)`));
     expect(collective.frames[0]!.header.destinationRank).toBe(0);
     expect(collective.frames[0]!.header.uniqueId.equals(job.uniqueId)).toBe(true);
     expectRejected(rail, /rank 1 joined twice \(rail 0\)/);
     await healthyJob(job, sessions.map((session) => Promise.resolve(session)));
+  });
+
+  it('a duplicate rank JOIN during the rendezvous is refused without calling the job running', async () => {
+    const job = await coordinator();
+    const joined = firstValueFrom(job.coordinator.events$.pipe(filter((event) => event.type === 'rank-joined' && event.rank === 0 && event.channel === 'collective')));
+    const first = job.openRank(0);
+    await joined;
+    const duplicate = await stray(job, joinBytes({ uniqueId: job.uniqueId, rank: 0, worldSize: WORLD }));
+    expectRejected(duplicate, /^connection rejected: rank 0 joined twice \(collective\)$/);
+    await healthyJob(job, [first, job.openRank(1)]);
   });
 
   it('a burst of 24 mixed strays while a job runs', async () => {

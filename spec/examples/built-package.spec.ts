@@ -29,12 +29,17 @@ function stale(): boolean {
   });
 }
 
+/** The parts of an .ipynb file the notebook test reads and writes. */
+interface Notebook {
+  cells: { id?: string; source: string[]; outputs?: { text?: string[]; data?: Record<string, string | string[]> }[] }[];
+}
+
 /** Why the notebook cannot run here, or null. */
 function notebookUnavailable(): string | null {
   const kernels = spawnSync('jupyter', ['kernelspec', 'list', '--json'], { encoding: 'utf8' });
   if (kernels.error !== undefined || kernels.status !== 0) return 'Jupyter is not installed (apt-get install jupyter-nbconvert python3-ipykernel jupyter-client python3-nbclient)';
   const specs = (JSON.parse(kernels.stdout) as { kernelspecs: Record<string, unknown> }).kernelspecs;
-  if (!('tslab' in specs)) return 'the tslab kernel is not registered (npx tslab install --python=/usr/bin/python3)';
+  if (!('tslab' in specs)) return 'the tslab kernel is not registered (npx tslab install --python=/usr/bin/python3 --binary="$PWD/node_modules/.bin/tslab")';
   return null;
 }
 
@@ -122,23 +127,51 @@ describe.concurrent('the built package', () => {
     }
   }, 180_000);
 
-  it.skipIf(unavailable !== null)(`executes examples/notebook.ipynb${unavailable === null ? '' : ` (skipped: ${unavailable})`}`, () => {
+  it.skipIf(unavailable !== null)(`executes examples/notebook.ipynb, its job-opening cell twice as a re-run does${unavailable === null ? '' : ` (skipped: ${unavailable})`}`, () => {
     const directory = mkdtempSync(join(tmpdir(), 'rxccl-notebook-'));
+    const input = join(ROOT, 'examples', `.notebook-rerun-${process.pid}.ipynb`);
     try {
+      // One kernel runs every cell, the job-opening one twice in a row: a re-run must close the
+      // job it opened before and open a new one, not collide with it ("rank 0 joined twice").
+      const notebook = JSON.parse(readFileSync(join(ROOT, 'examples/notebook.ipynb'), 'utf8')) as Notebook;
+      const opening = notebook.cells.findIndex((cell) => cell.source.join('').includes('await closeJob(job);\n\nconst worldSize'));
+      expect(opening, 'the job-opening cell').toBeGreaterThan(0);
+      notebook.cells.splice(opening + 1, 0, { ...notebook.cells[opening]!, id: 'opening-again' });
+      // Beside the original: the kernel starts in the notebook's folder, and it imports ../dist.
+      writeFileSync(input, JSON.stringify(notebook));
       const run = spawnSync(
         'jupyter',
-        ['nbconvert', '--to', 'notebook', '--execute', '--ExecutePreprocessor.timeout=60', 'examples/notebook.ipynb', '--output-dir', directory, '--output', 'executed.ipynb'],
+        ['nbconvert', '--to', 'notebook', '--execute', '--ExecutePreprocessor.timeout=60', input, '--output-dir', directory, '--output', 'executed.ipynb'],
         { cwd: ROOT, encoding: 'utf8', timeout: 90_000 },
       );
       expect(run.status, run.stderr).toBe(0);
-      const notebook = JSON.parse(readFileSync(join(directory, 'executed.ipynb'), 'utf8')) as {
-        cells: { outputs?: { text?: string[] }[] }[];
-      };
-      const printed = notebook.cells.flatMap((cell) => cell.outputs ?? []).map((output) => (output.text ?? []).join('')).join('');
-      expect(printed).toMatch(/allReduce sum/);
+      const outputs = (JSON.parse(readFileSync(join(directory, 'executed.ipynb'), 'utf8')) as Notebook).cells.flatMap((cell) => cell.outputs ?? []);
+      const printed = outputs.map((output) => (output.text ?? []).join('')).join('');
+
+      const jobs = [...printed.matchAll(/job ([0-9a-f]{32}) on 127\.0\.0\.1:\d+: 4 ranks joined/g)].map((match) => match[1]);
+      expect(jobs, 'both runs of the opening cell opened a job').toHaveLength(2);
+      expect(jobs[0]).not.toBe(jobs[1]);
+      expect(printed).not.toMatch(/joined twice/);
+
       expect(printed.match(/'10, 100'/g)).toHaveLength(4);
-      expect(printed).toContain('job complete: every rank agreed and left');
+      for (let rank = 0; rank < 4; rank += 1) expect(printed).toContain(`pipeline rank ${rank}: averaged steps 2.5, 5, 7.5`);
+      expect(printed).toContain('rank 0 received 103 from rank 3');
+      expect(printed).toContain('rank 2 received 101 from rank 1');
+
+      const svg = outputs.map((output) => output.data?.['image/svg+xml']).find((data) => data !== undefined);
+      const chart = Array.isArray(svg) ? svg.join('') : (svg ?? '');
+      expect(chart).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+      expect(chart).toContain('<polyline');
+      expect(chart.match(/<circle /g)).toHaveLength(5);
+      expect(printed).toMatch(/measured 5 sizes: 4096 B [\d.]+ MB\/s/);
+
+      const mismatch = 'collective sequence \\d+ mismatch: rank 0 submitted \\{AllReduce F32 .*\\}, rank 3 submitted \\{Broadcast F32 root 0 .*\\}';
+      for (let rank = 0; rank < 4; rank += 1) expect(printed).toMatch(new RegExp(`rank ${rank}: REMOTE_ABORT: collective coordinator aborted: ${mismatch}`));
+      expect(printed).toMatch(new RegExp(`coordinator: PROTOCOL: ${mismatch}`));
+      expect(printed).toContain('after the failure, barrier(): REMOTE_ABORT');
+      expect(printed).toContain('job closed');
     } finally {
+      rmSync(input, { force: true });
       rmSync(directory, { recursive: true, force: true });
     }
   }, 120_000);

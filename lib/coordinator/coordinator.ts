@@ -195,6 +195,9 @@ export class Coordinator {
   /**
    * Binds and starts the rendezvous. What the options leave out comes from `GX1_P2P_RAILS` and
    * `GX1_COLLECTIVE_TRANSPORT` (`env`, default the process environment), as the ranks read them.
+   * @example
+   * const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 29500, uniqueId, worldSize: 4, secret });
+   * await coordinator.done; // every rank joined, worked and left
    */
   static async listen(options: CoordinatorOptions, env: Readonly<Record<string, string | undefined>> = process.env): Promise<Coordinator> {
     const port = options.port ?? 0;
@@ -230,7 +233,11 @@ export class Coordinator {
     return coordinator;
   }
 
-  /** Stops the session: ranks still connected get an Abort, and `done` rejects if not yet settled. */
+  /**
+   * Stops the session: ranks still connected get an Abort, and `done` rejects if not yet settled.
+   * @example
+   * process.once('SIGINT', () => void coordinator.close());
+   */
   async close(): Promise<void> {
     this.fail(new ChannelClosedError('coordinator closed by its owner'));
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

@@ -181,24 +181,48 @@ export class RankSession {
     return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler);
   }
 
+  /**
+   * Parallel connections between every pair of ranks (GX1_P2P_RAILS, 1..64).
+   * @example
+   * const rail = Number(tag) % session.rails; // the rail a tag uses by default
+   */
   get rails(): number {
     return this.links.rails;
   }
 
-  /** The session's failure, if it has failed. */
+  /**
+   * The session's failure, if it has failed.
+   * @example
+   * if (session.error !== undefined) console.error('session failed:', session.error);
+   */
   get error(): unknown {
     return this.failure.error;
   }
 
-  /** The ring order ring and chain algorithms follow on this session (the same on every rank). */
+  /**
+   * The ring order ring and chain algorithms follow on this session (the same on every rank).
+   * @example
+   * console.log(`ring: ${session.ringOrder.join(' -> ')}`);
+   */
   get ringOrder(): readonly number[] {
     return this.context.ringOrder;
   }
 
+  /**
+   * Waits until every rank has entered the barrier (a collective: every rank calls it, in the same
+   * order as its other collectives).
+   * @example
+   * await session.barrier(); // every rank has finished writing its checkpoint
+   */
   barrier(): Promise<void> {
     return lastValueFrom(this.barrier$(), { defaultValue: undefined });
   }
 
+  /**
+   * The barrier as a cold Observable: it is queued when subscribed and completes once every rank entered.
+   * @example
+   * session.barrier$().subscribe({ complete: () => console.log('all ranks here') });
+   */
   barrier$(): Observable<void> {
     return this.submit('barrier', () => ({}), 0);
   }
@@ -206,11 +230,19 @@ export class RankSession {
   /**
    * Element-wise reduction of every rank's tensor; every rank gets the result, a fresh tensor of the
    * same form, or `data` itself with `{ inPlace: true }` (as torch's `all_reduce`: no new memory).
+   * @example
+   * const sum = await session.allReduce(Float32Array.of(1, 2)); // [W, 2W] for W ranks
+   * await session.allReduce(gradients, 'avg', { inPlace: true }); // gradients now hold the mean
    */
   allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Promise<T> {
     return lastValueFrom(this.allReduce$(data, op, options));
   }
 
+  /**
+   * `allReduce` as a cold Observable that emits the result once.
+   * @example
+   * const mean = await lastValueFrom(session.allReduce$(gradients, 'avg'));
+   */
   allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Observable<T> {
     const inPlace = options?.inPlace === true;
     const reduced = this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({
@@ -221,42 +253,93 @@ export class RankSession {
     return inPlace ? reduced.pipe(map(() => data)) : reduced;
   }
 
+  /**
+   * Element-wise reduction of every rank's tensor, delivered to `root` only (the others get null).
+   * @example
+   * const total = await session.reduce(Float32Array.of(loss), 'sum', 0); // Float32Array on rank 0, null elsewhere
+   */
   reduce<T extends Tensor>(data: T, op: ReduceOp, root: number): Promise<T | null> {
     return lastValueFrom(this.reduce$(data, op, root));
   }
 
+  /**
+   * `reduce` as a cold Observable.
+   * @example
+   * session.reduce$(Int32Array.of(hits), 'sum', 0).subscribe((total) => total && console.log(total[0]));
+   */
   reduce$<T extends Tensor>(data: T, op: ReduceOp, root: number): Observable<T | null> {
     return this.tensorCollective<'reduce', T | null>('reduce', data, (view) => ({ view, op: this.reducible(view, op), root: checkRank(root, this.worldSize, 'root') }));
   }
 
+  /**
+   * `root`'s tensor on every rank; the other ranks pass a tensor of the same type and length.
+   * @example
+   * const weights = await session.broadcast(session.rank === 0 ? initial : new Float32Array(initial.length), 0);
+   */
   broadcast<T extends Tensor>(data: T, root: number): Promise<T> {
     return lastValueFrom(this.broadcast$(data, root));
   }
 
+  /**
+   * `broadcast` as a cold Observable.
+   * @example
+   * const weights = await lastValueFrom(session.broadcast$(buffer, 0));
+   */
   broadcast$<T extends Tensor>(data: T, root: number): Observable<T> {
     return this.tensorCollective<'broadcast', T>('broadcast', data, (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }));
   }
 
+  /**
+   * Every rank's tensor, concatenated in rank order, on every rank (every rank passes the same length).
+   * @example
+   * const all = await session.allGather(Int32Array.of(session.rank)); // [0, 1, ..., W-1]
+   */
   allGather<T extends Tensor>(data: T): Promise<T> {
     return lastValueFrom(this.allGather$(data));
   }
 
+  /**
+   * `allGather` as a cold Observable.
+   * @example
+   * const all = await lastValueFrom(session.allGather$(Float64Array.of(metric)));
+   */
   allGather$<T extends Tensor>(data: T): Observable<T> {
     return this.tensorCollective<'allGather', T>('allGather', data, (view) => ({ view }));
   }
 
+  /**
+   * Every rank's tensor, concatenated in rank order, on `root` only (the others get null).
+   * @example
+   * const losses = await session.gather(Float32Array.of(loss), 0);
+   */
   gather<T extends Tensor>(data: T, root: number): Promise<T | null> {
     return lastValueFrom(this.gather$(data, root));
   }
 
+  /**
+   * `gather` as a cold Observable.
+   * @example
+   * const losses = await lastValueFrom(session.gather$(Float32Array.of(loss), 0));
+   */
   gather$<T extends Tensor>(data: T, root: number): Observable<T | null> {
     return this.tensorCollective<'gather', T | null>('gather', data, (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }));
   }
 
+  /**
+   * Element-wise reduction of every rank's tensor, of which rank r keeps the r-th of W equal shards
+   * (the length must divide by the world size).
+   * @example
+   * const shard = await session.reduceScatter(gradients, 'sum'); // gradients.length / W elements
+   */
   reduceScatter<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
     return lastValueFrom(this.reduceScatter$(data, op));
   }
 
+  /**
+   * `reduceScatter` as a cold Observable.
+   * @example
+   * const shard = await lastValueFrom(session.reduceScatter$(gradients));
+   */
   reduceScatter$<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Observable<T> {
     return this.tensorCollective<'reduceScatter', T>('reduceScatter', data, (view) => {
       const request = { view, op: this.reducible(view, op) };
@@ -265,10 +348,21 @@ export class RankSession {
     });
   }
 
+  /**
+   * Rank r sends the s-th of W equal shards of its tensor to rank s and receives, in rank order,
+   * the r-th shard of every rank's tensor.
+   * @example
+   * const received = await session.allToAll(Int32Array.from({ length: session.worldSize }, (_, s) => 10 * session.rank + s));
+   */
   allToAll<T extends Tensor>(data: T): Promise<T> {
     return lastValueFrom(this.allToAll$(data));
   }
 
+  /**
+   * `allToAll` as a cold Observable.
+   * @example
+   * const received = await lastValueFrom(session.allToAll$(outgoing));
+   */
   allToAll$<T extends Tensor>(data: T): Observable<T> {
     return this.tensorCollective<'allToAll', T>('allToAll', data, (view) => {
       checkDivisible(view.count, this.worldSize, 'all-to-all');
@@ -276,11 +370,20 @@ export class RankSession {
     });
   }
 
-  /** Root passes `countPerRank * worldSize` elements; other ranks pass null (or a same-shaped array). */
+  /**
+   * Root passes `countPerRank * worldSize` elements; other ranks pass null (or a same-shaped array).
+   * @example
+   * const mine = await session.scatter(session.rank === 0 ? Int32Array.from({ length: 2 * session.worldSize }, (_, i) => i) : null, 0, 2);
+   */
   scatter<T extends Tensor>(data: T | null, root: number, countPerRank: number): Promise<T> {
     return lastValueFrom(this.scatter$(data, root, countPerRank));
   }
 
+  /**
+   * `scatter` as a cold Observable.
+   * @example
+   * const mine = await lastValueFrom(session.scatter$(session.rank === 0 ? batches : null, 0, batchSize));
+   */
   scatter$<T extends Tensor>(data: T | null, root: number, countPerRank: number): Observable<T> {
     let view: TensorView | null = null;
     return this.submit(
@@ -306,11 +409,21 @@ export class RankSession {
     );
   }
 
-  /** Sends `sendCounts[d]` consecutive elements to rank d; returns what each rank sent here. */
+  /**
+   * Sends `sendCounts[d]` consecutive elements to rank d; returns what each rank sent here.
+   * @example
+   * // rank r sends r + 1 elements to every rank; counts says how many came from each
+   * const { data, counts } = await session.allToAllV(new Int32Array(session.worldSize * (session.rank + 1)).fill(session.rank), Array(session.worldSize).fill(session.rank + 1));
+   */
   allToAllV<T extends Tensor>(data: T, sendCounts: readonly number[]): Promise<{ data: T; counts: number[] }> {
     return lastValueFrom(this.allToAllV$(data, sendCounts));
   }
 
+  /**
+   * `allToAllV` as a cold Observable.
+   * @example
+   * const { data, counts } = await lastValueFrom(session.allToAllV$(outgoing, sendCounts));
+   */
   allToAllV$<T extends Tensor>(data: T, sendCounts: readonly number[]): Observable<{ data: T; counts: number[] }> {
     let view: TensorView | null = null;
     return this.submit(
@@ -333,6 +446,8 @@ export class RankSession {
    * A raw collective through the coordinator (the reference design's `exchange`): every rank calls
    * it with the same options; the coordinator checks them like a built-in collective's (layout hash
    * included), routes `payload` as the opcode says, and each rank gets its response frame.
+   * @example
+   * const frame = await session.exchange({ opcode: Opcode.AllGather, elementType: 'u8', count: 4 }, Uint8Array.of(1, 2, 3, 4));
    */
   async exchange(options: ExchangeOptions, payload: Uint8Array = new Uint8Array(0)): Promise<Frame> {
     const request = exchangeRequest(options, this.worldSize);
@@ -340,7 +455,11 @@ export class RankSession {
     return lastValueFrom(this.queued(() => this.context.coordinate(request, payload.length > 0 ? [payload] : [])));
   }
 
-  /** Reconfigures the collective timeout of every later sequence, on every rank (a collective). */
+  /**
+   * Reconfigures the collective timeout of every later sequence, on every rank (a collective).
+   * @example
+   * await session.setTimeout(600_000); // a long checkpoint step: give every rank ten minutes
+   */
   async setTimeout(ms: number): Promise<void> {
     validateTimeout(ms, 'collective timeout');
     const milliseconds = BigInt(Math.max(1, Math.round(ms)));
@@ -420,6 +539,8 @@ export class RankSession {
    * Measures latency and bandwidth between every pair of ranks on every rail (tcp_peer only; a
    * collective: every rank calls it). Every rank ends with the identical topology. Options default
    * to the `GX1_TOPOLOGY_PROBE_*` variables.
+   * @example
+   * const topology = await session.probeTopology({ latencyIterations: 20 });
    */
   async probeTopology(options?: Partial<TopologyProbeOptions>): Promise<CollectiveTopology> {
     const resolved = options === undefined ? probeOptionsFromEnvironment() : resolveProbeOptions(options);
@@ -455,6 +576,8 @@ export class RankSession {
    * Abandons the session on every rank: the abort goes over the point-to-point channels (not the
    * ordered collective channel), so it interrupts ranks blocked in a collective as well as
    * pending point-to-point work.
+   * @example
+   * await session.abort('rank 2 ran out of memory'); // every rank fails with this reason
    */
   async abort(message: string): Promise<void> {
     const text = String(message);

@@ -1,27 +1,52 @@
 #!/usr/bin/env node
 /**
- * The package's `install` script: builds the native reduction kernels with cmake-js, and when
- * that is not possible here (no cmake, no C++ compiler, a failed build) says so in one warning
- * and exits 0, so that `npm install` never fails for it: rxccl then runs on its TypeScript
- * reference kernels (lib/kernels), only slower. `npm test` still insists on the addon where it
- * was built (spec/kernels/backend.spec.ts).
+ * The package's `install` script. A packed package carries prebuilt kernels for the platform it
+ * was packed on (prebuilds/<platform>-<arch>, scripts/prebuild-native.mjs): when one is there and
+ * loads here, it becomes the addon and nothing is built. Otherwise the native reduction kernels
+ * are built with cmake-js, and when that is not possible here (no cmake, no C++ compiler, a
+ * failed build) it says so in one warning and exits 0, so that `npm install` never fails for it:
+ * rxccl then runs on its TypeScript reference kernels (lib/kernels), only slower. `npm test`
+ * still insists on the addon where it was built (spec/kernels/backend.spec.ts).
  */
 import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cmakeJs = createRequire(import.meta.url).resolve('cmake-js/bin/cmake-js');
-const build = spawnSync(process.execPath, [cmakeJs, 'compile', '--out', 'native/build'], { cwd: root, encoding: 'utf8' });
+const require = createRequire(import.meta.url);
 
-if (build.status === 0) {
-  process.stdout.write(build.stdout);
-} else {
+/** Installs the prebuilt binary for this platform if there is one and it loads here (a glibc too old, say, and it does not). */
+function usePrebuilt() {
+  const prebuilt = join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'rxccl_kernels.node');
+  if (!existsSync(prebuilt)) return false;
+  try {
+    require(prebuilt);
+  } catch (error) {
+    process.stderr.write(`rxccl: the prebuilt native kernels do not load here (${String(error.message).split('\n')[0]}); building them\n`);
+    return false;
+  }
+  mkdirSync(join(root, 'native/build/Release'), { recursive: true });
+  copyFileSync(prebuilt, join(root, 'native/build/Release/rxccl_kernels.node'));
+  process.stdout.write(`rxccl: using the prebuilt native kernels for ${process.platform}-${process.arch}\n`);
+  return true;
+}
+
+/** Builds the kernels with cmake-js; when that cannot be done here, says why and goes on without them. */
+function build() {
+  const result = spawnSync(process.execPath, [require.resolve('cmake-js/bin/cmake-js'), 'compile', '--out', 'native/build'], { cwd: root, encoding: 'utf8' });
+  if (result.status === 0) {
+    process.stdout.write(result.stdout);
+    return;
+  }
   // The build's own output is long; its last error line says why (e.g. "CMake executable is not found").
-  const output = `${build.stdout ?? ''}${build.stderr ?? ''}`;
-  const reason = build.error?.message ?? output.split('\n').map((line) => line.replace(/^(ERR!|ERROR)\s+(OMG\s+)?/, '').replace(/\.$/, '').trim()).filter((line) => line.length > 0).at(-1) ?? `cmake-js exited with ${build.status}`;
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
+  const reason = result.error?.message ?? output.split('\n').map((line) => line.replace(/^(ERR!|ERROR)\s+(OMG\s+)?/, '').replace(/\.$/, '').trim()).filter((line) => line.length > 0).at(-1) ?? `cmake-js exited with ${result.status}`;
   process.stderr.write(
     `rxccl: warning: the native kernels were not built (${reason}); the TypeScript reference kernels will be used (slower). ` +
       'To build them, install cmake and a C++17 compiler (Debian: apt-get install cmake g++ make), then run `npm rebuild rxccl`.\n',
   );
 }
+
+if (!usePrebuilt()) build();

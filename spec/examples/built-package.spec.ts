@@ -80,9 +80,16 @@ describe.concurrent('the built package', () => {
   it('installs from its tarball without cmake and runs the CLI and the bench from dist/', async ({ skip }) => {
     const work = mkdtempSync(join(tmpdir(), 'rxccl-pack-'));
     try {
-      // dist/ is built above: --ignore-scripts skips prepack's second build.
+      // dist/ is built above: --ignore-scripts skips prepack's second build, so its prebuilt
+      // binary step (and postpack's removal) run here.
+      const prebuild = (...args: string[]) => spawnSync(process.execPath, ['scripts/prebuild-native.mjs', ...args], { cwd: ROOT, encoding: 'utf8' });
+      expect(prebuild().stdout).toBe(`rxccl: prebuilt native kernels for ${process.platform}-${process.arch} in prebuilds/\n`);
       const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' });
+      prebuild('--remove');
       expect(pack.status, pack.stderr).toBe(0);
+      expect((JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0]!.files.map((file) => file.path)).toContain(
+        `prebuilds/${process.platform}-${process.arch}/rxccl_kernels.node`,
+      );
       const tarball = join(work, (JSON.parse(pack.stdout) as { filename: string }[])[0]!.filename);
       const project = join(work, 'project');
       mkdirSync(project);
@@ -99,10 +106,19 @@ describe.concurrent('the built package', () => {
         skip();
       }
       expect(install.status, install.stderr).toBe(0);
-      // npm may not run a dependency's install script at all; run it as npm would, without cmake.
+      // npm may not run a dependency's install script at all; run it as npm would, without cmake:
+      // the prebuilt binary becomes the addon, and the package runs native kernels.
       const native = run(process.execPath, ['node_modules/rxccl/scripts/install-native.mjs']);
-      expect(native.status).toBe(0);
-      expect(native.stderr).toMatch(/^rxccl: warning: the native kernels were not built \(.+\); the TypeScript reference kernels will be used/);
+      expect(native.status, native.stderr).toBe(0);
+      expect(native.stdout).toBe(`rxccl: using the prebuilt native kernels for ${process.platform}-${process.arch}\n`);
+      const backend = run(process.execPath, ['--input-type=module', '-e', "console.log((await import('rxccl')).kernelBackend())"]);
+      expect(backend.stdout, backend.stderr).toBe('native\n');
+      // Without a prebuilt binary for this platform and without cmake, the install still succeeds, on the reference kernels.
+      rmSync(join(project, 'node_modules/rxccl/prebuilds'), { recursive: true, force: true });
+      rmSync(join(project, 'node_modules/rxccl/native/build'), { recursive: true, force: true });
+      const fallback = run(process.execPath, ['node_modules/rxccl/scripts/install-native.mjs']);
+      expect(fallback.status).toBe(0);
+      expect(fallback.stderr).toMatch(/^rxccl: warning: the native kernels were not built \(.+\); the TypeScript reference kernels will be used/);
 
       const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
       const versionRun = run('npx', ['--no-install', 'rxccl', '--version']);

@@ -90,7 +90,8 @@ export class LocalJob {
   static async start(options: LocalJobOptions): Promise<LocalJob> {
     const uniqueId = UniqueId.random();
     // The ranks' session timeout (they inherit this environment) is how long they wait for each other.
-    const { timeoutMs } = sessionSettings(new EnvironmentReader(options.env ?? process.env, 'rxccl launch'));
+    const env = options.env ?? process.env;
+    const { timeoutMs } = sessionSettings(new EnvironmentReader(env, 'rxccl launch'));
     // Even on loopback: another user of this host must not join, read or stall the job.
     const secret = generateSecret();
     const coordinator = await Coordinator.listen({
@@ -99,12 +100,13 @@ export class LocalJob {
       port: 0,
       uniqueId,
       worldSize: options.worldSize,
-      rails: options.rails ?? 1,
-      transport: options.transport ?? 'tcp_host_staged',
+      // Unset, they come from GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT, as for `rxccl coordinator` and openSession().
+      ...(options.rails !== undefined ? { rails: options.rails } : {}),
+      ...(options.transport !== undefined ? { transport: options.transport } : {}),
       ...(options.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: options.collectiveTimeoutMs } : {}),
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
-    });
+    }, env);
     const shared = {
       GX1_COORDINATOR: hostPort(coordinator.address),
       GX1_UNIQUE_ID: uniqueId.toHex(),

@@ -45,6 +45,16 @@ describe('LocalJob', () => {
     expect(outcome).toEqual({ ok: false, failure: expect.stringContaining('did not see every rank join and leave'), interruptedBy: null });
   }, 30_000);
 
+  it('takes rails and transport from GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT when not given, as rxccl coordinator does; given ones win', async () => {
+    const print = `console.log(process.env.GX1_COLLECTIVE_TRANSPORT + ' ' + process.env.GX1_P2P_RAILS)`;
+    const env = { ...process.env, GX1_COLLECTIVE_TRANSPORT: 'tcp_peer', GX1_P2P_RAILS: '3' };
+    const fromEnvironment = await run({ worldSize: 1, command: process.execPath, args: ['-e', print], leaveGraceMs: 100, env });
+    expect([fromEnvironment.job.coordinator.transport, fromEnvironment.job.coordinator.rails]).toEqual(['tcp_peer', 3]);
+    expect(fromEnvironment.stdout).toContain('[rank 0] tcp_peer 3');
+    const given = await run({ worldSize: 1, rails: 2, transport: 'tcp_host_staged', command: process.execPath, args: ['-e', print], leaveGraceMs: 100, env });
+    expect(given.stdout).toContain('[rank 0] tcp_host_staged 2');
+  }, 30_000);
+
   it('names a rank killed by a signal, and one whose command cannot start', async () => {
     const killed = await run({ worldSize: 2, command: 'sh', args: ['-c', 'if [ "$GX1_RANK" = 1 ]; then kill -KILL $$; fi; sleep 30'] });
     expect(killed.outcome).toEqual({ ok: false, failure: 'rank 1 was killed by SIGKILL', interruptedBy: null });

@@ -3,9 +3,7 @@
  * that can import torch (Debian: apt-get install python3-torch).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { type Peer, peersDirectory } from './peer.js';
+import { type Peer, PEER_OPS, peerSource } from './peer.js';
 
 /** Debian's interpreter first: its python3-torch is what the peers' results were measured with. */
 const PYTHONS = ['/usr/bin/python3', 'python3'];
@@ -15,10 +13,10 @@ export const GLOO: Peer = {
   label: 'gloo',
   column: 'gloo',
   jsonKey: 'gloo',
-  ops: ['allreduce', 'broadcast', 'allgather', 'barrier'],
+  ops: PEER_OPS,
   prepare() {
-    const script = join(peersDirectory(), 'gloo_bench.py');
-    if (!existsSync(script)) return `no ${script} (set RXCCL_PEERS_DIR to the folder holding gloo_bench.py)`;
+    const script = peerSource('gloo_bench.py');
+    if (typeof script !== 'string') return script.missing;
     const python = PYTHONS.find((candidate) => spawnSync(candidate, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 }).status === 0);
     if (python === undefined) return 'python3 cannot import torch (Debian: apt-get install python3-torch)';
     return {

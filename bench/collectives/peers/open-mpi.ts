@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../../lib/kernels/addon.js';
-import { type Peer, peersDirectory } from './peer.js';
+import { type Peer, PEER_OPS, peerSource } from './peer.js';
 
 /** mpirun's flags for TCP over loopback only (run_all.sh's MPIRUN and MPI_TCP). */
 const TCP_ON_LOOPBACK = ['--oversubscribe', '--mca', 'oob_tcp_if_include', 'lo', '--mca', 'pml', 'ob1', '--mca', 'btl', 'tcp,self', '--mca', 'btl_tcp_if_include', 'lo'];
@@ -18,10 +18,10 @@ export const OPEN_MPI_TCP: Peer = {
   label: 'mpi-tcp',
   column: 'mpi',
   jsonKey: 'mpiTcp',
-  ops: ['allreduce', 'broadcast', 'allgather', 'barrier'],
+  ops: PEER_OPS,
   prepare() {
-    const source = join(peersDirectory(), 'mpi_bench.c');
-    if (!existsSync(source)) return `no ${source} (set RXCCL_PEERS_DIR to the folder holding mpi_bench.c)`;
+    const source = peerSource('mpi_bench.c');
+    if (typeof source !== 'string') return source.missing;
     const missing = ['mpicc', 'mpirun'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore', timeout: 60_000 }).error !== undefined);
     if (missing.length > 0) return `no ${missing.join(' nor ')} on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)`;
     const binary = build(source);

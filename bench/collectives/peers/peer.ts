@@ -6,6 +6,7 @@
  * the rest (running it, reading its rows) is the same for all.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../../lib/kernels/addon.js';
 import type { BenchOp } from '../plan.js';
@@ -37,6 +38,15 @@ export interface PeerBenchmark {
 /** The folder holding the peers' benchmarks: $RXCCL_PEERS_DIR, else ../shared/peers next to the package root. */
 export function peersDirectory(): string {
   return process.env.RXCCL_PEERS_DIR ?? join(packageRoot(), '..', 'shared', 'peers');
+}
+
+/** What the peers' benchmarks measure (all of them the same set, in f32). */
+export const PEER_OPS: readonly BenchOp[] = ['allreduce', 'broadcast', 'allgather', 'barrier'];
+
+/** The path of one of the peers' benchmark sources, or why it is not there (one line). */
+export function peerSource(file: string): string | { missing: string } {
+  const path = join(peersDirectory(), file);
+  return existsSync(path) ? path : { missing: `no ${path} (set RXCCL_PEERS_DIR to the folder holding ${file})` };
 }
 
 /** The key of a measurement: a collective at a size in bytes on a number of ranks. */

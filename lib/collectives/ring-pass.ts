@@ -24,6 +24,8 @@ export interface RingWiring {
 export interface RingPass {
   readonly holds: (position: number) => number;
   readonly use: (target: Uint8Array, received: Uint8Array) => Observable<unknown>;
+  /** Received pieces replace this rank's (`use` is `place`): the links may write them straight there. */
+  readonly receivesInPlace?: boolean;
   readonly then?: (piece: Piece) => Observable<unknown>;
 }
 
@@ -65,7 +67,7 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
     const target = step.receives[piece];
     if (target === undefined) return EMPTY;
     const folded = links
-      .receive(railOf(piece), previous, tagOf(index, piece), { elementType: wiring.elementType, count: target.elements })
+      .receive(railOf(piece), previous, tagOf(index, piece), { elementType: wiring.elementType, count: target.elements }, step.pass.receivesInPlace ? target.bytes : undefined)
       .pipe(mergeMap((received) => step.pass.use(target.bytes, received).pipe(finalize(() => links.release(received)))));
     return step.last && step.pass.then ? concat(folded, defer(() => step.pass.then!(target))) : folded;
   };
@@ -76,7 +78,7 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
   return merge(...Array.from({ length: pieceCount }, (_, piece) => pipeline(piece, 0))).pipe(ignoreElements());
 }
 
-/** A received piece takes the place of this rank's copy (the all-gather half). */
+/** A received piece takes the place of this rank's copy (the all-gather half); nothing to do if it was received in place. */
 export function place(target: Uint8Array, received: Uint8Array): Observable<never> {
   return defer(() => {
     if (target !== received) target.set(received);

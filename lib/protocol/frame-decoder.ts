@@ -22,6 +22,9 @@ const EMPTY = new Uint8Array(0);
  * - `admit` sees each validated header before anything else happens with it (before its payload
  *   is awaited): an error it throws poisons the decoder like a ProtocolError, so a connection can
  *   refuse what it does not accept yet (a large payload before authentication) at the header.
+ * - For a reader that reuses its memory (`DirectReads`), `pushReused` keeps no view of its chunk
+ *   (every payload goes to `allocate`), and once a payload has begun, `payloadTarget` is the rest
+ *   of its buffer: bytes read straight into it are announced with `payloadWritten`, never copied.
  */
 export class FrameDecoder {
   constructor(
@@ -42,13 +45,27 @@ export class FrameDecoder {
   }
 
   push(chunk: Uint8Array, emit: (frame: Frame) => void): void {
-    if (this.failure) throw this.failure.error;
-    try {
-      this.consume(chunk, emit);
-    } catch (error) {
-      if (error instanceof RxcclError) this.failure = { error };
-      throw error;
-    }
+    this.guarded(() => this.consume(chunk, emit, true));
+  }
+
+  /** Like `push`, but `chunk` may be overwritten once this returns: no frame is a view of it. */
+  pushReused(chunk: Uint8Array, emit: (frame: Frame) => void): void {
+    this.guarded(() => this.consume(chunk, emit, false));
+  }
+
+  /** The unwritten rest of the payload being received, or null between payloads. */
+  payloadTarget(): Uint8Array | null {
+    return this.payload === null ? null : this.payload.subarray(this.payloadFill);
+  }
+
+  /** `bytes` bytes were written straight into `payloadTarget()`; emits the frame once it is whole. */
+  payloadWritten(bytes: number, emit: (frame: Frame) => void): void {
+    this.guarded(() => {
+      const payload = this.payload;
+      if (payload === null || bytes > payload.length - this.payloadFill) throw new RangeError(`${bytes} bytes written past the payload being received`);
+      this.payloadFill += bytes;
+      if (this.payloadFill === payload.length) this.completePayload(emit);
+    });
   }
 
   /** Throws if the stream ended inside a frame. */
@@ -59,7 +76,17 @@ export class FrameDecoder {
     }
   }
 
-  private consume(chunk: Uint8Array, emit: (frame: Frame) => void): void {
+  private guarded(step: () => void): void {
+    if (this.failure) throw this.failure.error;
+    try {
+      step();
+    } catch (error) {
+      if (error instanceof RxcclError) this.failure = { error };
+      throw error;
+    }
+  }
+
+  private consume(chunk: Uint8Array, emit: (frame: Frame) => void, views: boolean): void {
     let offset = 0;
     while (offset < chunk.length) {
       if (this.header === null) {
@@ -83,36 +110,45 @@ export class FrameDecoder {
           continue;
         }
         this.header = header;
+        // Reading straight into the payload (`payloadTarget`) needs its buffer as soon as the header is known.
+        if (!views) this.startPayload(header);
       }
       if (this.payload === null) {
         // No payload byte has arrived yet: if the whole payload lies in this chunk, hand out a
         // view, even when the header came in earlier chunks (a header-only chunk is common).
         const header = this.header;
-        const size = header.payloadBytes;
-        if (chunk.length - offset >= size) {
+        if (chunk.length - offset >= header.payloadBytes) {
           this.header = null;
-          this.deliver({ header, payload: chunk.subarray(offset, offset + size) }, emit);
-          offset += size;
+          this.deliver({ header, payload: chunk.subarray(offset, offset + header.payloadBytes) }, emit);
+          offset += header.payloadBytes;
           continue;
         }
         if (offset === chunk.length) return;
-        this.payload = this.allocate(header);
-        if (this.payload.length !== size) throw new RangeError(`payload allocator returned ${this.payload.length} bytes for a ${size}-byte payload`);
-        this.payloadFill = 0;
+        this.startPayload(header);
       }
-      const payload = this.payload;
+      const payload = this.payload!;
       const take = Math.min(payload.length - this.payloadFill, chunk.length - offset);
       payload.set(chunk.subarray(offset, offset + take), this.payloadFill);
       this.payloadFill += take;
       offset += take;
-      if (this.payloadFill === payload.length) {
-        const header = this.header;
-        this.header = null;
-        this.payload = null;
-        this.payloadFill = 0;
-        this.deliver({ header, payload }, emit);
-      }
+      if (this.payloadFill === payload.length) this.completePayload(emit);
     }
+  }
+
+  private startPayload(header: FrameHeader): void {
+    const payload = this.allocate(header);
+    if (payload.length !== header.payloadBytes) throw new RangeError(`payload allocator returned ${payload.length} bytes for a ${header.payloadBytes}-byte payload`);
+    this.payload = payload;
+    this.payloadFill = 0;
+  }
+
+  private completePayload(emit: (frame: Frame) => void): void {
+    const header = this.header!;
+    const payload = this.payload!;
+    this.header = null;
+    this.payload = null;
+    this.payloadFill = 0;
+    this.deliver({ header, payload }, emit);
   }
 
   /** Refuses a foreign byte stream from its first bytes instead of waiting for a whole header. */

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { Observable, type Subscriber, type Subscription } from 'rxjs';
 import { ChannelClosedError, RxcclError } from '../errors.js';
 import { decodeFrames } from '../protocol/decode-frames.js';
+import type { DirectReads } from './direct-reads.js';
 import { FRAME_HEADER_BYTES } from '../protocol/constants.js';
 import { encodeHeader, encodeHeaderInto, type FrameHeader } from '../protocol/header.js';
 import type { Frame } from '../protocol/frame.js';
@@ -65,25 +66,29 @@ export class FrameChannel {
   private discarding = false;
   private draining: Promise<void> | null = null;
 
-  constructor(readonly socket: Socket) {
+  /** `reads`: the socket was dialled with its `onread`, so frames are read straight into their payloads. */
+  constructor(
+    readonly socket: Socket,
+    reads: DirectReads | null = null,
+  ) {
     socket.setNoDelay(true);
-    this.reading = socketChunks(socket)
-      .pipe(decodeFrames({ allocate: (header) => this.allocatePayload(header), admit: (header) => this.admitHeader(header) }))
-      .subscribe({
-        next: (frame) => this.dispatch(frame),
-        error: (error: unknown) => {
-          if (error instanceof RxcclError) {
-            // The stream lost its framing (or a header was refused): read no more (the decoder unsubscribed from the socket),
-            // but leave it open so its owner can still say why (an Abort) before closing it; a
-            // channel nobody finishes is cut off later.
-            this.discarding = true;
-            this.backlog.length = 0;
-            setTimeout(() => socket.destroy(), UNOWNED_LINGER_MS).unref();
-          }
-          this.end({ error });
-        },
-        complete: () => this.end({}),
-      });
+    const hooks = { allocate: (header: FrameHeader) => this.allocatePayload(header), admit: (header: FrameHeader) => this.admitHeader(header) };
+    const frames = reads === null ? socketChunks(socket).pipe(decodeFrames(hooks)) : reads.frames(socket, hooks);
+    this.reading = frames.subscribe({
+      next: (frame) => this.dispatch(frame),
+      error: (error: unknown) => {
+        if (error instanceof RxcclError) {
+          // The stream lost its framing (or a header was refused): read no more (the decoder unsubscribed from the socket),
+          // but leave it open so its owner can still say why (an Abort) before closing it; a
+          // channel nobody finishes is cut off later.
+          this.discarding = true;
+          this.backlog.length = 0;
+          setTimeout(() => socket.destroy(), UNOWNED_LINGER_MS).unref();
+        }
+        this.end({ error });
+      },
+      complete: () => this.end({}),
+    });
     // Stays after the decoder let go of the socket: an 'error' nobody listens to kills the process.
     socket.on('error', (error) => this.end({ error }));
     socket.on('close', () => this.end({}));

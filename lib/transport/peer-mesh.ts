@@ -9,6 +9,7 @@ import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from './buffer-pool.js';
+import { DirectReads } from './direct-reads.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
 import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, MAX_UNAUTHENTICATED_CONNECTIONS, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
@@ -30,6 +31,8 @@ export interface MeshIdentity {
 interface PostedReceive {
   readonly source: number;
   readonly shape: ExpectedShape;
+  /** Where its payload may be read straight into (a receive from one rank only). */
+  readonly into: Uint8Array | null;
   readonly subscriber: Subscriber<Frame>;
 }
 
@@ -51,10 +54,12 @@ function rankText(rank: number): string {
 }
 
 /**
- * The direct rank-to-rank data plane of `tcp_peer` (the reference design's `DirectPeerMesh`): one
- * TCP connection per (peer, rail), set up deterministically (the higher rank dials the lower) with
- * a PeerHello handshake in both directions that checks unique id, ranks, world size and rail, so
- * a stray or crossed connection is refused and reported.
+ * The direct rank-to-rank data plane of `tcp_peer` (the reference design's `DirectPeerMesh`): per
+ * ordered pair of ranks and rail, one TCP connection that carries data from the listening rank to
+ * the dialling one, set up with a PeerHello handshake in both directions that checks unique id,
+ * ranks, world size and rail, so a stray or crossed connection is refused and reported. Each rank
+ * dials the links it receives on because only a socket a process opened itself can be read with
+ * `onread` (`DirectReads`): payloads land straight in their destination or pooled memory.
  *
  * Receiving is tagged matching per rail (`TagMatcher`): FIFO per (source, tag), ANY source. The
  * mesh reads every link all the time, so a receive posted for a later message never waits behind
@@ -66,13 +71,16 @@ function rankText(rank: number): string {
  * Abort down every link.
  */
 export class PeerMesh {
-  private readonly links = new Map<string, FrameChannel>();
+  /** The links this rank sends on (a peer dialled them), by `linkKey`. */
+  private readonly outbound = new Map<string, FrameChannel>();
+  /** The links this rank receives on (it dialled them), by `linkKey`. */
+  private readonly inbound = new Map<string, FrameChannel>();
   private readonly readers: Subscription[] = [];
   private readonly departed = new Set<number>();
   private readonly matchers: TagMatcher<Frame, PostedReceive>[];
   private readonly unmatchedBytes = new Map<string, number>();
   private readonly sequences = new Map<string, bigint>();
-  /** Memory for payloads that span socket chunks; consumers that are done with one give it back. */
+  /** Memory for payloads no receive named a destination for; consumers that are done with one give it back. */
   private readonly pool = new BufferPool(64 * 1024, 4);
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
@@ -87,8 +95,9 @@ export class PeerMesh {
   }
 
   /**
-   * Builds the mesh: dials every lower rank on every rail and waits for every higher rank to dial
-   * in (through `incoming`, fed by the listeners bound before the endpoints were published).
+   * Builds the mesh: dials every other rank on every rail (the links it receives on) and waits
+   * for every other rank to dial in (through `incoming`, fed by the listeners bound before the
+   * endpoints were published).
    */
   static async connect(options: {
     identity: MeshIdentity;
@@ -114,14 +123,15 @@ export class PeerMesh {
       cap: options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS,
     };
     const { rank, worldSize, rails } = options.identity;
-    const expectedIncoming = (worldSize - 1 - rank) * rails;
+    const links = (worldSize - 1) * rails;
     const setup = Promise.all([
-      ...Array.from({ length: rank * rails }, (_, index) => {
-        const peer = Math.floor(index / rails);
+      ...Array.from({ length: links }, (_, index) => {
+        const other = Math.floor(index / rails);
+        const peer = other < rank ? other : other + 1;
         const rail = index % rails;
         return mesh.dial(peer, rail, options.endpoints[peer]![rail]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
       }),
-      mesh.acceptAll(options.incoming, expectedIncoming, handshake),
+      mesh.acceptAll(options.incoming, links, handshake),
     ]);
     try {
       await firstValueFrom(
@@ -177,7 +187,7 @@ export class PeerMesh {
         return;
       }
       if (this.departed.has(destination)) throw peerLeft(destination);
-      const link = this.links.get(key)!;
+      const link = this.outbound.get(key)!;
       if (link.send({ header, parts: [payload] })) {
         done();
         return;
@@ -195,13 +205,18 @@ export class PeerMesh {
     });
   }
 
-  /** Cold: emits the next matching message; unsubscribing withdraws the receive; errors after `timeoutMs`. */
-  receive(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number): Observable<Frame> {
+  /**
+   * Cold: emits the next matching message; unsubscribing withdraws the receive; errors after
+   * `timeoutMs`. With `into` (a receive from one rank), a message that has not begun to arrive is
+   * read straight into it, and the emitted payload is `into` itself; until the receive ends, `into`
+   * may be written.
+   */
+  receive(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null = null): Observable<Frame> {
     return new Observable<Frame>((subscriber) => {
       if (this.failure !== null) throw this.failure;
       const matcher = this.matchers[rail]!;
       if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
-      const posted: PostedReceive = { source, shape, subscriber };
+      const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, subscriber };
       const frame = matcher.post(source, tag, posted);
       if (frame === null) {
         // Not there yet: wait, timed (a message already waiting needs no timer).
@@ -228,7 +243,7 @@ export class PeerMesh {
   /** Sends an Abort with `message` down every link (best effort) so every peer stops at once. */
   abort(message: string): void {
     const frame = outgoing(abortFrame(this.identity, message));
-    for (const link of this.links.values()) {
+    for (const link of this.allLinks()) {
       try {
         link.send(frame);
       } catch {
@@ -247,12 +262,12 @@ export class PeerMesh {
 
   /** The sockets of every link (a session references them only while it has work pending). */
   get sockets(): Socket[] {
-    return [...this.links.values()].map((link) => link.socket);
+    return this.allLinks().map((link) => link.socket);
   }
 
   close(): void {
     for (const reader of this.readers) reader.unsubscribe();
-    for (const link of this.links.values()) link.finish();
+    for (const link of this.allLinks()) link.finish();
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
   }
 
@@ -263,11 +278,12 @@ export class PeerMesh {
     { secret, tls, timeoutMs }: { readonly secret: JobSecret | null; readonly tls: TlsSettings | null; readonly timeoutMs: number },
   ): Promise<void> {
     const reach = `direct peer rank ${peer} rail ${rail} at ${formatEndpoint(endpoint)}`;
-    const socket = await dialSocket(endpoint.host, endpoint.port, tls, timeoutMs, () => new TimeoutError(`reaching ${reach}`)).catch((error: unknown) => {
+    const reads = new DirectReads();
+    const socket = await dialSocket(endpoint.host, endpoint.port, tls, timeoutMs, () => new TimeoutError(`reaching ${reach}`), reads.onread).catch((error: unknown) => {
       if (error instanceof TimeoutError) throw error;
       throw new ConfigurationError(`cannot reach ${reach}: ${(error as Error).message}`, { cause: error });
     });
-    const channel = new FrameChannel(socket);
+    const channel = new FrameChannel(socket, reads);
     try {
       const { rank, worldSize } = this.identity;
       const claim = { rank, worldSize, peer, rail };
@@ -279,7 +295,7 @@ export class PeerMesh {
       channel.destroy();
       throw error;
     }
-    this.attach(peer, rail, channel);
+    this.attach(peer, rail, channel, 'inbound');
   }
 
   /**
@@ -330,11 +346,10 @@ export class PeerMesh {
         throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for rail ${rail}`);
       }
       this.checkHello(hello, peer, rail);
-      if (peer <= this.identity.rank) throw new ProtocolError(`direct peer rank ${peer} dialled rank ${this.identity.rank}; the higher rank dials`);
-      if (this.links.has(linkKey(peer, rail))) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
+      if (this.outbound.has(linkKey(peer, rail))) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
       if (this.failure !== null) throw this.failure;
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
-      this.attach(peer, rail, channel);
+      this.attach(peer, rail, channel, 'outbound');
       return true;
     } catch (error) {
       // A stray or crossed connection is told why and dropped; the mesh keeps waiting.
@@ -368,16 +383,41 @@ export class PeerMesh {
     channel.finish(500);
   }
 
-  private attach(peer: number, rail: number, channel: FrameChannel): void {
-    channel.allocatePayload = (header) => this.pool.take(header.payloadBytes);
-    this.links.set(linkKey(peer, rail), channel);
+  /**
+   * An inbound link brings `peer`'s messages; an outbound one carries this rank's to `peer` and
+   * brings nothing but an Abort (or the link's end).
+   */
+  private attach(peer: number, rail: number, channel: FrameChannel, direction: 'inbound' | 'outbound'): void {
+    const inbound = direction === 'inbound';
+    if (inbound) channel.allocatePayload = (header) => this.destinationOf(peer, rail, header) ?? this.pool.take(header.payloadBytes);
+    (inbound ? this.inbound : this.outbound).set(linkKey(peer, rail), channel);
     this.readers.push(
       channel.frames$.subscribe({
-        next: (frame) => this.onLinkFrame(peer, rail, frame),
+        next: (frame) => (inbound ? this.onLinkFrame(peer, rail, frame) : this.onReverseFrame(peer, rail, frame)),
         error: (error: unknown) => this.onDeparture(peer, error),
         complete: () => this.onDeparture(peer, null),
       }),
     );
+  }
+
+  private allLinks(): FrameChannel[] {
+    return [...this.outbound.values(), ...this.inbound.values()];
+  }
+
+  /** The memory a posted receive named for a message `peer` is starting to send, if it fits. */
+  private destinationOf(peer: number, rail: number, header: FrameHeader): Uint8Array | null {
+    if (header.opcode !== Opcode.Send || header.sourceRank !== peer) return null;
+    const into = this.matchers[rail]!.peek(peer, header.tag)?.into ?? null;
+    return into !== null && into.length === header.payloadBytes ? into : null;
+  }
+
+  /** What comes back on a link this rank sends on: only an Abort is allowed. */
+  private onReverseFrame(peer: number, rail: number, frame: Frame): void {
+    if (frame.header.opcode === Opcode.Abort) {
+      this.onLinkFrame(peer, rail, frame);
+      return;
+    }
+    this.failDetected(new ProtocolError(`direct peer rank ${peer} sent ${opcodeName(frame.header.opcode)} on the rail ${rail} link it dialled, which carries data only from rank ${this.identity.rank} to rank ${peer}`));
   }
 
   private onLinkFrame(peer: number, rail: number, frame: Frame): void {

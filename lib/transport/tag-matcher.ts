@@ -29,6 +29,11 @@ export class TagMatcher<Message, Receive> {
     return this.receives.splice(index, 1)[0]!.value;
   }
 
+  /** The receive a message from `source` with `tag` would meet now (still posted), or null. */
+  peek(source: number, tag: bigint): Receive | null {
+    return this.receives.find((receive) => (receive.source === ANY_RANK || receive.source === source) && receive.tag === tag)?.value ?? null;
+  }
+
   /** A receive from `source` (or ANY_RANK) is posted: returns the message it meets, or null if it now waits. */
   post(source: number, tag: bigint, receive: Receive): Message | null {
     const index = this.messages.findIndex((message) => (source === ANY_RANK || message.source === source) && message.tag === tag);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect as netConnect, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
 import { ConfigurationError } from '../errors.js';
+import type { OnReadOption } from './direct-reads.js';
 
 /**
  * Optional TLS for every channel of a job (coordinator channels and mesh links): each side
@@ -64,14 +65,16 @@ export function createListener(tls: TlsSettings | null, handshakeTimeoutMs: numb
 
 /**
  * Dials `host:port`, plain or TLS; resolves once frames can flow, rejects with the socket's error
- * or, after `timeoutMs`, with `timedOut()` (the socket destroyed either way).
+ * or, after `timeoutMs`, with `timedOut()` (the socket destroyed either way). `onread` reads the
+ * socket into memory of the caller's choosing (`DirectReads`).
  */
-export function dialSocket(host: string, port: number, tls: TlsSettings | null, timeoutMs: number, timedOut: () => Error): Promise<Socket> {
+export function dialSocket(host: string, port: number, tls: TlsSettings | null, timeoutMs: number, timedOut: () => Error, onread?: OnReadOption): Promise<Socket> {
   return new Promise<Socket>((resolve, reject) => {
+    const read = onread === undefined ? {} : { onread };
     const socket =
       tls === null
-        ? netConnect({ host, port, noDelay: true })
-        : tlsConnect({ host, port, ...secureOptions(tls), checkServerIdentity: () => undefined });
+        ? netConnect({ host, port, noDelay: true, ...read })
+        : tlsConnect({ host, port, ...secureOptions(tls), checkServerIdentity: () => undefined, ...read });
     const fail = (error: Error) => {
       clearTimeout(timer);
       socket.destroy();

@@ -26,7 +26,11 @@ describe('handshakes on a peer listener', () => {
     const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, 1, (rail, socket) => incoming.write({ rail, socket }));
     cleanups.push(() => listeners.servers.forEach((server) => server.close()));
     const endpoint = listeners.endpoints[0]!;
-    const common = { endpoints: [[endpoint], [endpoint]], timeoutMs: 20_000, scheduler: asyncScheduler, secret };
+    // Rank 1's own listener: rank 0 dials it for the link rank 1 sends on.
+    const incomingOfOne = new AsyncSink<{ rail: number | null; socket: Socket }>();
+    const listenersOfOne = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, 1, (rail, socket) => incomingOfOne.write({ rail, socket }));
+    cleanups.push(() => listenersOfOne.servers.forEach((server) => server.close()));
+    const common = { endpoints: [[endpoint], [listenersOfOne.endpoints[0]!]], timeoutMs: 20_000, scheduler: asyncScheduler, secret };
 
     // Two silent strangers fill the cap of 2; a third is closed on arrival.
     const silent = [rawConnection(endpoint.port, 10_000), rawConnection(endpoint.port, 10_000)];
@@ -52,12 +56,13 @@ describe('handshakes on a peer listener', () => {
     }
 
     // With the strangers gone, the real peer is linked (the cap held only while they waited).
-    const one = await PeerMesh.connect({ ...common, identity: { uniqueId, rank: 1, worldSize: 2, rails: 1 }, incoming: new AsyncSink() });
+    const one = await PeerMesh.connect({ ...common, identity: { uniqueId, rank: 1, worldSize: 2, rails: 1 }, incoming: incomingOfOne });
     const zero = await zeroOpening;
     cleanups.push(() => {
       one.close();
       zero.close();
       incoming.end();
+      incomingOfOne.end();
     });
     expect(zero.identity.rank).toBe(0);
   });

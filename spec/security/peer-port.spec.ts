@@ -113,8 +113,8 @@ describe("a rank's peer port, attacked while the mesh is being built", () => {
     expect(hogOutcome.dropped).toBe(true);
     expect(frameText(hogOutcome.frames[1]!)).toMatch(/declaring 1073741824 payload bytes instead of an AuthResponse of 64/);
 
-    const link = await one.dialRankZero();
-    one.sendValue(link, 42);
+    await one.dialRankZero();
+    await one.sendValue(42);
     await zero.waitFor(/^DONE$/);
     expect(resultOf(zero, 'receive')).toEqual([42]);
   }, 60_000);
@@ -128,10 +128,10 @@ describe("a rank's peer port, attacked while the mesh is being built", () => {
       await slow.connected;
       slow.socket.write(Buffer.from('GX1F'));
       const started = Date.now();
-      const link = await one.dialRankZero();
+      await one.dialRankZero();
       // Before: the idle socket was handshaken first, with no timeout, and the job hung until its session timeout.
       expect(Date.now() - started).toBeLessThan(5_000);
-      one.sendValue(link, 7);
+      await one.sendValue(7);
       await zero.waitFor(/^DONE$/);
       expect(resultOf(zero, 'receive')).toEqual([7]);
       // The strangers never became links: they are dropped (by their handshake timeout, or as rank 0 ends).

@@ -1,7 +1,7 @@
 /**
  * What a rank's peer listener says to connections that are not its peers, and how a corrupt
- * direct link is reported: a fake rank 1 plays the higher rank of a 2-rank tcp_peer job against a
- * real rank 0.
+ * direct link is reported: a fake rank 1 plays its side of a 2-rank tcp_peer job against a real
+ * rank 0.
  */
 import { connect as netConnect } from 'node:net';
 import { firstValueFrom } from 'rxjs';
@@ -14,6 +14,7 @@ import { connectChannel } from '../../lib/transport/connect-channel.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { parseEndpointTable } from '../../lib/transport/peer-endpoint-config.js';
 import { rejection, startCoordinator, type TestJob } from '../helpers/job.js';
+import { acceptPeerDial } from '../helpers/peer-acceptor.js';
 
 const jobs: TestJob[] = [];
 const raw: FrameChannel[] = [];
@@ -28,7 +29,9 @@ async function fakeRankOne(job: TestJob) {
   const origin = { uniqueId: job.uniqueId, rank: 1, worldSize: 2 };
   const collective = await connectChannel(address, { ...origin, rail: null, timeoutMs: 3_000 });
   raw.push(collective);
-  collective.send(outgoing(peerEndpointFrame(origin, 1, '127.0.0.1:9')));
+  // Rank 0 dials this listener for the link that would carry rank 1's data.
+  const fromRankZero = await acceptPeerDial(origin, 0, null, raw);
+  collective.send(outgoing(peerEndpointFrame(origin, 1, `127.0.0.1:${fromRankZero.port}`)));
   const table = parseEndpointTable(frameText(await firstValueFrom(collective.frames$)), 2, 1);
   raw.push(await connectChannel(address, { ...origin, rail: 0, timeoutMs: 3_000 }));
   const endpoint = table[0]![0]!;

@@ -28,7 +28,7 @@ export function ringAllGather(links: Links, request: TensorRequest, context: Col
       const channels = parts.map((part, channel) => {
         const segments = Array.from({ length: links.worldSize }, (_, rank) => piecesOf(result, width, { start: rank * view.count + part.start, count: part.count }, context.pieceBytes));
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[position]!, use: place }]);
+        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[position]!, use: place, receivesInPlace: true }]);
       });
       return concat(merge(...channels), defer(() => [result]));
     }),

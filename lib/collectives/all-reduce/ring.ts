@@ -50,7 +50,7 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
         const divide = (piece: Piece) => scheduleDivide({ dtype: view.dtype, data: piece.bytes, divisor: size });
         return ringSchedule(links, wiring, segments, [
           { holds: (position) => position, use: accumulate, ...(op === 'avg' ? { then: divide } : {}) },
-          { holds: (position) => mod(position + 1, size), use: place },
+          { holds: (position) => mod(position + 1, size), use: place, receivesInPlace: true },
         ]);
       });
       return concat(merge(...channels), defer(() => [result]));

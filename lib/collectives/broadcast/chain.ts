@@ -40,9 +40,9 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
           ? concat(...pieces.map(forward))
           : merge(
               ...pieces.map((piece) =>
-                links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements)).pipe(
+                links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes).pipe(
                   mergeMap((received) => {
-                    piece.bytes.set(received);
+                    if (received !== piece.bytes) piece.bytes.set(received);
                     links.release(received);
                     return forward(piece);
                   }),

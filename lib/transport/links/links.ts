@@ -44,8 +44,13 @@ export interface Links {
    * then completes; a message of another shape is an error naming both shapes. Unsubscribing
    * before it arrives withdraws the receive where the transport can (the mesh can; a receive the
    * coordinator already holds cannot be recalled).
+   *
+   * `into` (a receive from one rank, of exactly its payload's size) is where the transport may
+   * write the payload as it arrives (the mesh reads the socket straight into it): the emitted
+   * payload is then `into` itself, else other memory the caller copies from. Until the receive
+   * ends, `into` may be written.
    */
-  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array>;
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array): Observable<Uint8Array>;
   /** Takes back a received payload's memory once its consumer is done with it (never required). */
   release(bytes: Uint8Array): void;
 }

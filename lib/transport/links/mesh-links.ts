@@ -40,8 +40,8 @@ export class MeshLinks implements SessionLinks {
     return this.guarded(this.mesh.send(rail, peer, tag, shape, bytes, this.timeoutMs()), () => undefined);
   }
 
-  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array> {
-    return this.guarded(this.mesh.receive(rail, peer, tag, shape, this.timeoutMs()), (frame) => frame.payload);
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array): Observable<Uint8Array> {
+    return this.guarded(this.mesh.receive(rail, peer, tag, shape, this.timeoutMs(), into ?? null), (frame) => frame.payload);
   }
 
   release(bytes: Uint8Array): void {

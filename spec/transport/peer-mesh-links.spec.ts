@@ -1,0 +1,109 @@
+/**
+ * How a PeerMesh wires its links: per ordered pair and rail, one connection that carries data from
+ * the listening rank to the dialling one (which reads it with `onread`), so a receive that names
+ * its destination gets its payload written there by the kernel.
+ */
+import type { Socket } from 'node:net';
+import { AsyncSink } from 'ix/asynciterable';
+import { asyncScheduler, firstValueFrom, lastValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ElementType } from '../../lib/protocol/element-type.js';
+import { makeHeader } from '../../lib/protocol/frame.js';
+import { Opcode } from '../../lib/protocol/opcode.js';
+import { UniqueId } from '../../lib/protocol/unique-id.js';
+import { bindPeerListeners } from '../../lib/transport/peer-endpoint-config.js';
+import { PeerMesh } from '../../lib/transport/peer-mesh.js';
+import type { FrameChannel } from '../../lib/transport/frame-channel.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A whole mesh of `worldSize` ranks with `rails` rails, in this process. */
+async function meshes(worldSize: number, rails: number): Promise<PeerMesh[]> {
+  const uniqueId = UniqueId.random();
+  const bound = await Promise.all(
+    Array.from({ length: worldSize }, async () => {
+      const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
+      const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, rails, (rail, socket) =>
+        incoming.write({ rail, socket }),
+      );
+      cleanups.push(() => {
+        incoming.end();
+        for (const server of listeners.servers) server.close();
+      });
+      return { incoming, endpoints: listeners.endpoints };
+    }),
+  );
+  const endpoints = bound.map(({ endpoints }) => Array.from({ length: rails }, (_, rail) => endpoints[rail] ?? endpoints[0]!));
+  const all = await Promise.all(
+    bound.map(({ incoming }, rank) =>
+      PeerMesh.connect({ identity: { uniqueId, rank, worldSize, rails }, endpoints, incoming, timeoutMs: 10_000, scheduler: asyncScheduler }),
+    ),
+  );
+  cleanups.push(() => all.forEach((mesh) => mesh.close()));
+  return all;
+}
+
+const u8 = (count: number) => ({ elementType: ElementType.U8, count });
+const linksOf = (mesh: PeerMesh) => mesh as unknown as { inbound: Map<string, FrameChannel>; outbound: Map<string, FrameChannel> };
+
+describe('PeerMesh links', () => {
+  it('dials one link per peer and rail to receive on and accepts one per peer and rail to send on', async () => {
+    const all = await meshes(3, 2);
+    for (const mesh of all) {
+      const { inbound, outbound } = linksOf(mesh);
+      const expected = [0, 1, 2].filter((peer) => peer !== mesh.identity.rank).flatMap((peer) => [`${peer}/0`, `${peer}/1`]);
+      expect([...inbound.keys()].sort()).toEqual(expected);
+      expect([...outbound.keys()].sort()).toEqual(expected);
+    }
+    // Rank 0's inbound link from rank 1 on rail 1 is rank 1's outbound link to rank 0 on rail 1.
+    const zeroIn = linksOf(all[0]!).inbound.get('1/1')!.socket;
+    const oneOut = linksOf(all[1]!).outbound.get('0/1')!.socket;
+    expect(zeroIn.localPort).toBe(oneOut.remotePort);
+  });
+
+  it('writes a payload straight into the destination a posted receive named; one that came first is copied from pooled memory', async () => {
+    const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const payload = new Uint8Array(3 << 20).map((_, index) => (index * 13) & 0xff);
+    const into = new Uint8Array(payload.length);
+    const posted = lastValueFrom(zero.receive(0, 1, 5n, u8(payload.length), 10_000, into));
+    await lastValueFrom(one.send(0, 0, 5n, u8(payload.length), payload, 10_000));
+    const frame = await posted;
+    expect(frame.payload).toBe(into);
+    expect(Buffer.from(into).equals(Buffer.from(payload))).toBe(true);
+
+    // Sent before its receive was posted: it waits in other memory, and the receive gets that.
+    await lastValueFrom(one.send(0, 0, 6n, u8(payload.length), payload, 10_000));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const late = new Uint8Array(payload.length);
+    const parked = await lastValueFrom(zero.receive(0, 1, 6n, u8(payload.length), 10_000, late));
+    expect(parked.payload).not.toBe(late);
+    expect(Buffer.from(parked.payload).equals(Buffer.from(payload))).toBe(true);
+  });
+
+  it('a receive from any rank never has its destination written: it takes the message from whoever sends', async () => {
+    const [zero, one, two] = (await meshes(3, 1)) as [PeerMesh, PeerMesh, PeerMesh];
+    const into = new Uint8Array(4);
+    const posted = lastValueFrom(zero.receive(0, 0xffffffff, 9n, u8(4), 10_000, into));
+    await lastValueFrom(two.send(0, 0, 9n, u8(4), Uint8Array.of(1, 2, 3, 4), 10_000));
+    const frame = await posted;
+    expect(frame.header.sourceRank).toBe(2);
+    expect([...frame.payload]).toEqual([1, 2, 3, 4]);
+    expect([...into]).toEqual([0, 0, 0, 0]);
+    void one;
+  });
+
+  it('data on the wrong direction of a link fails the receiving rank, naming the sender and the rail', async () => {
+    const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const failed = new Promise<unknown>((resolve) => (zero.failureHandler = resolve));
+    one.detectedFailureHandler = () => undefined;
+    // Rank 1 writes a Send on the link it dialled to rank 0: that link carries data only from rank 0.
+    const header = makeHeader({ uniqueId: zero.identity.uniqueId, opcode: Opcode.Send, elementType: ElementType.U8, sourceRank: 1, destinationRank: 0, worldSize: 2, tag: 1n, elementCount: 1 }, 1);
+    linksOf(one).inbound.get('0/0')!.send({ header, parts: [Uint8Array.of(1)] });
+    const error = (await failed) as Error;
+    expect(error.message).toBe('direct peer rank 1 sent Send on the rail 0 link it dialled, which carries data only from rank 0 to rank 1');
+    await expect(firstValueFrom(zero.receive(0, 1, 1n, u8(1), 1_000))).rejects.toBe(error);
+  });
+});

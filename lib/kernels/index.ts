@@ -51,9 +51,12 @@ export function reduceSlices(request: ReduceSlicesRequest): Promise<Uint8Array> 
   return firstValueFrom(scheduleReduce(request));
 }
 
-/** accumulator = op(accumulator, source); emits the accumulator. For avg this accumulates a sum. */
-export function scheduleAccumulate(request: AccumulateRequest): Observable<Uint8Array> {
-  return scheduleKernel(() => accumulateCall(request));
+/**
+ * accumulator = op(accumulator, source); emits the accumulator. For avg this accumulates a sum.
+ * Runs in place up to `syncUpToBytes` read (default `SYNC_CROSSOVER_BYTES`), else on a worker.
+ */
+export function scheduleAccumulate(request: AccumulateRequest, syncUpToBytes?: number): Observable<Uint8Array> {
+  return scheduleKernel(() => accumulateCall(request), syncUpToBytes);
 }
 
 /** data = data / divisor (avg's finishing step); emits data. */

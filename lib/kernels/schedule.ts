@@ -16,13 +16,14 @@ export const SYNC_CROSSOVER_BYTES = 1 << 20;
 /**
  * Cold: each subscription validates (`prepare` throws -> error notification), then runs the call
  * and emits its destination buffer once before completing. Unsubscribing before a queued kernel
- * starts cancels it; one that has started finishes writing but emits nothing.
+ * starts cancels it; one that has started finishes writing but emits nothing. A caller that
+ * measured a different crossover for its own pattern passes it as `syncUpToBytes`.
  */
-export function scheduleKernel(prepare: () => KernelCall): Observable<Uint8Array> {
+export function scheduleKernel(prepare: () => KernelCall, syncUpToBytes = SYNC_CROSSOVER_BYTES): Observable<Uint8Array> {
   return new Observable<Uint8Array>((subscriber) => {
     const call = prepare();
     const backend = activeBackend();
-    if (bytesRead(call) <= SYNC_CROSSOVER_BYTES) {
+    if (bytesRead(call) <= syncUpToBytes) {
       backend.run(call);
       subscriber.next(resultOf(call));
       subscriber.complete();

@@ -3,11 +3,12 @@
  * and the synchronous path below SYNC_CROSSOVER_BYTES.
  */
 import fc from 'fast-check';
-import { firstValueFrom, lastValueFrom, merge, toArray } from 'rxjs';
+import { firstValueFrom, lastValueFrom, merge, tap, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { loadAddon } from '../../lib/kernels/addon.js';
 import { kernelBackend, reduceSlices, scheduleAccumulate, scheduleReduce, SYNC_CROSSOVER_BYTES } from '../../lib/kernels/index.js';
 import { referenceReduceSlices } from '../../lib/kernels/reference.js';
+import { FOLD_IN_PLACE_BYTES } from '../../lib/collectives/ring-pass.js';
 import type { DType } from '../../lib/protocol/element-type.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { elements, firstDifference } from './support.js';
@@ -88,6 +89,21 @@ describe('scheduling', () => {
     expect(result).toBeUndefined();
     await done;
     expect(firstDifference(large!.dtype, result!, referenceResult(large!))).toBe(-1);
+  });
+
+  it("follows a caller's own crossover: a 2 MiB-read accumulate runs in place with the ring's, queued without", async () => {
+    const count = (1 << 20) / 4;
+    const accumulator = new Uint8Array(new Float32Array(count).fill(1).buffer);
+    const source = new Uint8Array(new Float32Array(count).fill(2).buffer);
+    let inPlace: Uint8Array | undefined;
+    scheduleAccumulate({ dtype: 'f32', op: 'sum', accumulator, source }, FOLD_IN_PLACE_BYTES).subscribe((value) => (inPlace = value));
+    expect(inPlace).toBe(accumulator);
+    expect(new Float32Array(accumulator.buffer)[count - 1]).toBe(3);
+    let queued: Uint8Array | undefined;
+    const done = lastValueFrom(scheduleAccumulate({ dtype: 'f32', op: 'sum', accumulator, source }).pipe(tap((value) => (queued = value))));
+    expect(queued).toBeUndefined();
+    await done;
+    expect(new Float32Array(accumulator.buffer)[0]).toBe(5);
   });
 
   it('gives the same results with 100 kernels in flight as one at a time', async () => {

@@ -1,5 +1,5 @@
 import { concat, defer, merge, mergeMap, type Observable } from 'rxjs';
-import { scheduleAccumulate, scheduleDivide } from '../../kernels/index.js';
+import { scheduleDivide } from '../../kernels/index.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import { dtypeWidth } from '../../tensor.js';
@@ -7,7 +7,7 @@ import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
 import { evenRanges, mod, type Piece, piecesOf } from '../peer-data.js';
-import { place, ringSchedule } from '../ring-pass.js';
+import { fold, place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -43,13 +43,12 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
     mergeMap((sequence) => {
       const result = request.output ?? new Uint8Array(view.bytes.length);
       if (result !== view.bytes) result.set(view.bytes);
-      const accumulate = (accumulator: Uint8Array, source: Uint8Array) => scheduleAccumulate({ dtype: view.dtype, op, accumulator, source });
       const channels = evenRanges(0, view.count, ringChannels).map((range, channel) => {
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
         const segments = evenRanges(range.start, range.count, size).map((segment) => piecesOf(result, width, segment, context.pieceBytes));
         const divide = (piece: Piece) => scheduleDivide({ dtype: view.dtype, data: piece.bytes, divisor: size });
         return ringSchedule(links, wiring, segments, [
-          { holds: (position) => position, use: accumulate, ...(op === 'avg' ? { then: divide } : {}) },
+          { holds: (position) => position, use: fold(view.dtype, op), ...(op === 'avg' ? { then: divide } : {}) },
           { holds: (position) => mod(position + 1, size), use: place, receivesInPlace: true },
         ]);
       });

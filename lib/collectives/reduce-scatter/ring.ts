@@ -1,5 +1,5 @@
 import { concat, defer, EMPTY, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
-import { scheduleAccumulate, scheduleDivide } from '../../kernels/index.js';
+import { scheduleDivide } from '../../kernels/index.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import { dtypeWidth } from '../../tensor.js';
@@ -7,7 +7,7 @@ import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
 import { evenRanges, mod, piecesOf } from '../peer-data.js';
-import { ringSchedule } from '../ring-pass.js';
+import { fold, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -28,11 +28,10 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
       const work = context.scratch.take(view.bytes.length);
       work.set(view.bytes);
       const own = work.subarray(links.rank * shard * width, (links.rank + 1) * shard * width);
-      const accumulate = (accumulator: Uint8Array, source: Uint8Array) => scheduleAccumulate({ dtype: view.dtype, op, accumulator, source });
       const channels = evenRanges(0, shard, ringChannels).map((part, channel) => {
         const segments = Array.from({ length: size }, (_, rank) => piecesOf(work, width, { start: rank * shard + part.start, count: part.count }, context.pieceBytes));
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use: accumulate }]);
+        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use: fold(view.dtype, op) }]);
       });
       const divide = defer(() => (op === 'avg' ? scheduleDivide({ dtype: view.dtype, data: own, divisor: size }) : EMPTY));
       return concat(

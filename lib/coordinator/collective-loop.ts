@@ -8,7 +8,7 @@ import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { type CoordinatorEventSink, NO_EVENTS } from './coordinator-events.js';
-import { LazyDeadline } from './lazy-deadline.js';
+import { LazyDeadline } from '../transport/lazy-deadline.js';
 import { errorText, rankEvents } from './rank-events.js';
 import { routeCollective } from './route-collective.js';
 

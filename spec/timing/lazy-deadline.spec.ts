@@ -1,7 +1,7 @@
 /** LazyDeadline on a virtual clock: due exactly when set, moved by each set, and a cleared one stops holding the loop after a nap. */
 import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { LAZY_DEADLINE_NAP_MS, LazyDeadline } from '../../lib/coordinator/lazy-deadline.js';
+import { LAZY_DEADLINE_NAP_MS, LazyDeadline } from '../../lib/transport/lazy-deadline.js';
 
 function deadline() {
   const scheduler = new VirtualTimeScheduler();

@@ -13,9 +13,17 @@ import type { CollectiveContext, ReductionRequest } from './algorithm.js';
  * response carries what this rank needs. Reductions run here, rank-side, in the GX kernels.
  */
 
-/** The request fields that describe a tensor. */
-export function shaped(opcode: Opcode, view: TensorView, extra: Partial<CollectiveRequest> = {}): CollectiveRequest {
-  return { opcode, elementType: view.elementType, elementCount: view.count, ...extra };
+/** What a collective adds to a tensor's shape in its request. */
+export type RequestExtras = Pick<CollectiveRequest, 'reduceOp' | 'rootRank' | 'flags'>;
+
+const NO_EXTRAS: RequestExtras = {};
+
+/**
+ * The request fields that describe a tensor. One literal of one shape (no `...extra` spread): every
+ * collective builds one, and a spread of varying shapes costs microseconds.
+ */
+export function shaped(opcode: Opcode, view: TensorView, extra: RequestExtras = NO_EXTRAS): CollectiveRequest {
+  return { opcode, elementType: view.elementType, elementCount: view.count, reduceOp: extra.reduceOp, rootRank: extra.rootRank, flags: extra.flags };
 }
 
 /**
@@ -46,7 +54,7 @@ export function reduceResponse(context: CollectiveContext, request: ReductionReq
     context.scratch.give(payload);
     throw new ProtocolError(`reduction payload of ${payload.length} bytes does not split into ${context.worldSize} slices`);
   }
-  return scheduleReduce({ dtype: request.view.dtype, op: request.op, input: payload, slices: context.worldSize, ...(request.output ? { output: request.output } : {}) }).pipe(
+  return scheduleReduce({ dtype: request.view.dtype, op: request.op, input: payload, slices: context.worldSize, output: request.output }).pipe(
     finalize(() => context.scratch.give(payload)),
   );
 }

@@ -2,11 +2,13 @@ import { Observable, type SchedulerLike, type Subscription, timer } from 'rxjs';
 import { ConfigurationError, ProtocolError, TimeoutError } from '../errors.js';
 import { CollectiveAgreement } from '../protocol/agreement.js';
 import type { Frame } from '../protocol/frame.js';
+import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
-import { type CoordinatorEventSink, NO_EVENTS, type SubmittedCollective } from './coordinator-events.js';
+import { type CoordinatorEventSink, NO_EVENTS } from './coordinator-events.js';
+import { LazyDeadline } from '../transport/lazy-deadline.js';
 import { errorText, rankEvents } from './rank-events.js';
 import { routeCollective } from './route-collective.js';
 
@@ -53,18 +55,37 @@ export function collectiveLoop(
     const worldSize = channels.length;
     const agreement = new CollectiveAgreement(worldSize);
     let timeoutMs = options.timeoutMs;
-    let requests: (Frame | undefined)[] = new Array<Frame | undefined>(worldSize).fill(undefined);
+    const requests = new Array<Frame | undefined>(worldSize).fill(undefined);
     let submitted = 0;
     const left = new Array<boolean>(worldSize).fill(false);
-    let deadline: Subscription | null = null;
     let grace: Subscription | null = null;
-    let slow: Subscription | null = null;
     let startedAt = 0;
+    let startedWith = Opcode.Barrier;
     const sink = options.events ?? NO_EVENTS;
-    const lastSubmitted: SubmittedCollective[] = channels.map((_, rank) => ({ rank, sequence: null, operation: null }));
+    // What each rank last submitted, for the slow report (a header: nothing is built per request).
+    const lastSubmitted = new Array<FrameHeader | null>(worldSize).fill(null);
 
     const fail = (error: unknown) => subscriber.error(error);
     const sequence = () => agreement.nextSequence();
+    const missingRanks = () => requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
+    // Set when a sequence starts and cleared when it completes: lazy, as most sequences complete.
+    const deadline = new LazyDeadline(options.scheduler, () => fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missingRanks().join(',')}]`)));
+    const slowMs = options.slowCollectiveMs;
+    const slow = new LazyDeadline(options.scheduler, () => {
+      slow.set(Math.min(slowMs!, MAX_TIMER_DELAY_MS));
+      sink.next({
+        type: 'collective-waiting',
+        sequence: Number(sequence()),
+        operation: opcodeName(startedWith),
+        waitedMs: options.scheduler.now() - startedAt,
+        missing: missingRanks(),
+        ranks: lastSubmitted.map((header, rank) => ({
+          rank,
+          sequence: header === null ? null : Number(header.sequence),
+          operation: header === null ? null : opcodeName(header.opcode),
+        })),
+      });
+    });
 
     const onRequest = (rank: number, frame: Frame) => {
       // Every rank numbers its collectives from 0, one per answered request (docs 8.2, 9.2).
@@ -76,37 +97,22 @@ export function collectiveLoop(
       }
       requests[rank] = frame;
       submitted += 1;
-      lastSubmitted[rank] = { rank, sequence: Number(sequence()), operation: opcodeName(frame.header.opcode) };
-      const departed = left.findIndex(Boolean);
+      lastSubmitted[rank] = frame.header;
+      const departed = left.indexOf(true);
       if (departed >= 0) throw new ConfigurationError(`rank ${departed} left before collective sequence ${sequence()}`);
       if (submitted === 1) {
-        deadline = timer(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), options.scheduler).subscribe(() => {
-          const missing = requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
-          fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missing.join(',')}]`));
-        });
+        deadline.set(Math.min(timeoutMs, MAX_TIMER_DELAY_MS));
+        if (slowMs !== undefined && slowMs < timeoutMs) slow.set(Math.min(slowMs, MAX_TIMER_DELAY_MS));
         startedAt = options.scheduler.now();
-        const operation = opcodeName(frame.header.opcode);
-        if (sink.observed) sink.next({ type: 'collective-started', sequence: Number(sequence()), operation, rank });
-        if (options.slowCollectiveMs !== undefined && options.slowCollectiveMs < timeoutMs) {
-          const period = Math.min(options.slowCollectiveMs, MAX_TIMER_DELAY_MS);
-          slow = timer(period, period, options.scheduler).subscribe(() =>
-            sink.next({
-              type: 'collective-waiting',
-              sequence: Number(sequence()),
-              operation,
-              waitedMs: options.scheduler.now() - startedAt,
-              missing: requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : [])),
-              ranks: [...lastSubmitted],
-            }),
-          );
-        }
+        startedWith = frame.header.opcode;
+        if (sink.observed) sink.next({ type: 'collective-started', sequence: Number(sequence()), operation: opcodeName(frame.header.opcode), rank });
       }
       if (submitted < worldSize) return;
       // A rank whose connection went away during this sequence cannot take its response: leave the
       // report to the grace timer, which names that rank (sending would only fail "closed").
       if (grace !== null) return;
-      deadline?.unsubscribe();
-      slow?.unsubscribe();
+      deadline.clear();
+      slow.clear();
       const round = requests as Frame[];
       const routed = Number(sequence());
       const responses = routeCollective(agreement, options.uniqueId, sequence(), round);
@@ -116,7 +122,8 @@ export function collectiveLoop(
         const bytes = round.reduce((sum, request) => sum + request.payload.length, 0);
         sink.next({ type: 'collective-completed', sequence: routed, operation: opcodeName(round[0]!.header.opcode), bytes, durationMs: options.scheduler.now() - startedAt });
       }
-      requests = new Array<Frame | undefined>(worldSize).fill(undefined);
+      // The responses hold payloads, never this array: it is reused for the next sequence.
+      requests.fill(undefined);
       submitted = 0;
       progress.sequence = sequence();
     };
@@ -150,9 +157,9 @@ export function collectiveLoop(
     });
     return () => {
       events.unsubscribe();
-      deadline?.unsubscribe();
+      deadline.stop();
       grace?.unsubscribe();
-      slow?.unsubscribe();
+      slow.stop();
     };
   });
 }

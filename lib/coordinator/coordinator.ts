@@ -18,8 +18,9 @@ import {
   validateWorldSize,
 } from '../transport/transport-kind.js';
 import { collectiveLoop, type CollectiveProgress } from './collective-loop.js';
+import { CoordinatorEventReporter } from './coordinator-event-reporter.js';
 import type { CoordinatorEvent } from './coordinator-events.js';
-import { logCoordinatorEvents } from './log-coordinator-events.js';
+import { coordinatorEventLogger } from './log-coordinator-events.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
@@ -142,7 +143,7 @@ export class Coordinator {
    * });
    */
   readonly events$: Observable<CoordinatorEvent>;
-  private readonly events = new Subject<CoordinatorEvent>();
+  private readonly events = new CoordinatorEventReporter(coordinatorEventLogger(debugLog));
   private readonly rendezvousDeadlines = new Map<FrameChannel, Subscription>();
   private readonly joinReport: Subscription;
 
@@ -178,8 +179,7 @@ export class Coordinator {
     for (let rail = 0; rail < this.p2pChannels; rail++) this.groups.set(`rail ${rail}`, new ChannelGroup(this.worldSize));
     this.loopsLeft = this.groups.size;
     this.rejections$ = this.rejections.asObservable();
-    this.events$ = this.events.asObservable();
-    logCoordinatorEvents(this.events$, debugLog);
+    this.events$ = this.events.events$;
     const listening = options.scheduler.now();
     this.joinReport = interval(options.joinReportIntervalMs, options.scheduler).subscribe(() =>
       this.events.next({ type: 'ranks-not-joined', missing: this.ranksNotJoined(), waitedMs: options.scheduler.now() - listening }),

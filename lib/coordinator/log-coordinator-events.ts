@@ -1,16 +1,14 @@
-import type { Observable, Subscription } from 'rxjs';
 import type { DebugLog } from '../diagnostics/debug-log.js';
-import { logEvents } from '../diagnostics/log-events.js';
+import { type EventLogger, eventLogger } from '../diagnostics/log-events.js';
 import { type CoordinatorEvent, describeCoordinatorEvent } from './coordinator-events.js';
 
 /**
  * Writes the coordinator's events to the debug log. Warnings are what a user of a stuck job must
  * see (ranks not joined, a collective waiting long); joins and departures are `info`; every
- * collective, match and heartbeat `trace`.
+ * collective, match and heartbeat `trace`. Null when the log is off.
  */
-export function logCoordinatorEvents(events$: Observable<CoordinatorEvent>, log: DebugLog): Subscription | null {
-  return logEvents(
-    events$,
+export function coordinatorEventLogger(log: DebugLog): EventLogger<CoordinatorEvent> | null {
+  return eventLogger(
     {
       levels: {
         'ranks-not-joined': 'warn',

@@ -135,8 +135,11 @@ export function validateHeader(header: FrameHeader): void {
   if (elementType === ElementType.None) fail('elementType', 'None', 'a concrete type for a frame with payload');
   // A payload always carries exactly the declared elements (after the counts prefix, if any);
   // a frame without payload may still declare a count (a receive's or a non-root's contract).
-  // In bigint: elementCount x width may exceed 2^53, and the message must show it exactly.
+  // In bigint when it matters: elementCount x width may exceed 2^53, and the message must show it
+  // exactly; every header passes here, so the common case stays in numbers.
   const prefixBytes = (flags & FLAG_COUNTS_PREFIX) !== 0 ? worldSize * 8 : 0;
+  const exact = prefixBytes + elementCount * width;
+  if (Number.isSafeInteger(exact) && payloadBytes === exact) return;
   const expected = BigInt(prefixBytes) + BigInt(elementCount) * BigInt(width);
   if (BigInt(payloadBytes) !== expected) {
     fail(
@@ -169,8 +172,8 @@ export function encodeHeaderInto(header: FrameHeader, target: Uint8Array, offset
   view.setUint32(44, header.worldSize, true);
   view.setBigUint64(48, header.sequence, true);
   view.setBigUint64(56, header.tag, true);
-  view.setBigUint64(64, BigInt(header.elementCount), true);
-  view.setBigUint64(72, BigInt(header.payloadBytes), true);
+  setU53(view, 64, header.elementCount);
+  setU53(view, 72, header.payloadBytes);
   target.fill(0, offset + 80, offset + HEADER_CHECKSUM_OFFSET);
   view.setUint32(HEADER_CHECKSUM_OFFSET, crc32c(target, offset, offset + HEADER_CHECKSUM_OFFSET), true);
 }
@@ -185,9 +188,17 @@ export function encodeHeader(header: FrameHeader): Uint8Array {
 /** Header bytes that must be 0, in the order they are checked: 11, 14, 15, 80..91. */
 const RESERVED_BYTES: readonly number[] = [11, 14, 15, ...Array.from({ length: 12 }, (_, index) => 80 + index)];
 
+/** A u64 field known to hold a safe integer, as two u32 halves (no bigint per header). */
+function setU53(view: DataView, offset: number, value: number): void {
+  view.setUint32(offset, value >>> 0, true);
+  view.setUint32(offset + 4, Math.floor(value / 2 ** 32), true);
+}
+
 function safeU64(view: DataView, offset: number, field: string, limit: number): number {
-  const value = view.getBigUint64(offset, true);
-  if (value > BigInt(limit)) fail(field, value, `<= ${limit}`);
+  const high = view.getUint32(offset + 4, true);
+  // Below 2^53 the halves make the exact number; above, the message needs the bigint.
+  const value = high < 2 ** 21 ? high * 2 ** 32 + view.getUint32(offset, true) : view.getBigUint64(offset, true);
+  if (value > limit) fail(field, value, `<= ${limit}`);
   return Number(value);
 }
 

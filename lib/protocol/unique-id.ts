@@ -14,7 +14,8 @@ export class UniqueId {
     if (bytes.length !== UniqueId.BYTES) {
       throw new ConfigurationError(`unique id has ${bytes.length} bytes, expected ${UniqueId.BYTES}`);
     }
-    return new UniqueId(Uint8Array.from(bytes));
+    // A copy: `slice` where it can (every decoded header comes here), `from` takes the iterator path.
+    return new UniqueId(bytes instanceof Uint8Array ? bytes.slice() : Uint8Array.from(bytes));
   }
 
   /** Parses 32 hex digits (as `GX1_UNIQUE_ID` carries it). */

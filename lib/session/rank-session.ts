@@ -248,7 +248,7 @@ export class RankSession {
     const reduced = this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({
       view,
       op: this.reducible(view, op),
-      ...(inPlace ? { output: view.bytes } : {}),
+      output: inPlace ? view.bytes : undefined,
     }));
     return inPlace ? reduced.pipe(map(() => data)) : reduced;
   }

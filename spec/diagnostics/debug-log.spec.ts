@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { CoordinatorEvent } from '../../lib/coordinator/coordinator-events.js';
-import { logCoordinatorEvents } from '../../lib/coordinator/log-coordinator-events.js';
+import { coordinatorEventLogger } from '../../lib/coordinator/log-coordinator-events.js';
 import { DebugLog } from '../../lib/diagnostics/debug-log.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import { logSessionEvents } from '../../lib/session/log-session-events.js';
@@ -47,20 +47,22 @@ describe('DebugLog', () => {
     expect(stderr).toEqual([`rxccl[${process.pid}] WARN a\n`, `rxccl[${process.pid}] INFO b\n`]);
   });
 
-  it('logs coordinator events at their levels, and subscribes to nothing when off', () => {
-    const events = new Subject<CoordinatorEvent>();
+  it('logs coordinator events at their levels, and has no logger when off', () => {
     const warn = capture('warn');
     const info = capture('info');
-    const off = capture('off');
-    logCoordinatorEvents(events, warn.log);
-    logCoordinatorEvents(events, info.log);
-    logCoordinatorEvents(events, off.log);
-    events.next({ type: 'ranks-not-joined', missing: [2, 3], waitedMs: 10_000 });
-    events.next({ type: 'rank-joined', rank: 1, channel: 'rail 0' });
-    events.next({ type: 'p2p-matched', rail: 0, source: 1, destination: 0, tag: 7n, bytes: 32 });
+    const loggers = [coordinatorEventLogger(warn.log)!, coordinatorEventLogger(info.log)!];
+    expect(coordinatorEventLogger(capture('off').log)).toBeNull();
+    const events: CoordinatorEvent[] = [
+      { type: 'ranks-not-joined', missing: [2, 3], waitedMs: 10_000 },
+      { type: 'rank-joined', rank: 1, channel: 'rail 0' },
+      { type: 'p2p-matched', rail: 0, source: 1, destination: 0, tag: 7n, bytes: 32 },
+    ];
+    for (const event of events) for (const logger of loggers) logger.write(event);
     expect(warn.lines).toEqual(['warn coordinator: ranks [2,3] have not joined after 10000 ms']);
     expect(info.lines).toEqual(['warn coordinator: ranks [2,3] have not joined after 10000 ms', 'info coordinator: rank 1 joined (rail 0)']);
-    expect(off.lines).toEqual([]);
+    // Per-operation events are built only for a log that writes them.
+    expect(loggers.map((logger) => logger.logs('collective-completed'))).toEqual([false, false]);
+    expect(coordinatorEventLogger(capture('trace').log)!.logs('collective-completed')).toBe(true);
   });
 
   it('subscribes to session events only from info on (they are built only when observed)', () => {

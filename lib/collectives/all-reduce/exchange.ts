@@ -22,7 +22,7 @@ export function exchangeAllReduce(links: Links, request: ReductionRequest, conte
         op,
         input: joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))),
         slices: links.worldSize,
-        ...(request.output ? { output: request.output } : {}),
+        output: request.output,
       }),
     ),
   );

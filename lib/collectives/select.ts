@@ -4,7 +4,6 @@ import type { CollectiveTransport } from '../transport/transport-kind.js';
 import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
 import { ringAllGather } from './all-gather/ring.js';
 import { ringAllReduce } from './all-reduce/ring.js';
-import { scatterGatherAllReduce } from './all-reduce/scatter-gather.js';
 import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
 import { stagedAllGather } from './all-gather/staged.js';
@@ -32,21 +31,9 @@ import type { CollectiveTuning } from './tuning.js';
  * Families of algorithms. `direct` and `ring` are what GX1_COLLECTIVE_ALGORITHM calls them: `direct`
  * goes through the coordinator (the staged path), `ring` moves data rank to rank along the ring
  * order (rings, chains). `exchange` is rxccl's small-message path on the mesh: the agreement and
- * the data in one round between every pair of ranks, no coordinator hop. `scatter-gather` moves
- * the ring's bytes in two steps between every pair of ranks (medium tensors, mesh only).
+ * the data in one round between every pair of ranks, no coordinator hop.
  */
-export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'scatter-gather';
-
-/**
- * Under `auto` on tcp_peer, tensors from the ring threshold up to this size, in worlds up to
- * `SCATTER_GATHER_MAX_WORLD_SIZE`, use a scatter-gather algorithm where the collective has one.
- * At 2 ranks it moves what the ring moves, minus the ring's agreement round trip; above 2 MiB the
- * ring's pieces pipelining through both passes win, and from 3 ranks on the ring wins at every
- * size measured on 2 cores (every pair sending at once oversubscribes them: 1.5-2x slower at
- * 1 and 4 MiB).
- */
-export const SCATTER_GATHER_MAX_BYTES = 2 * 1024 * 1024;
-export const SCATTER_GATHER_MAX_WORLD_SIZE = 2;
+export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange';
 
 /** One row of the algorithm table. */
 export interface AlgorithmRow<N extends CollectiveName> {
@@ -68,7 +55,6 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   allReduce: [
     { name: 'ring', family: 'ring', run: ringAllReduce },
-    { name: 'scatter-gather', family: 'scatter-gather', run: scatterGatherAllReduce },
     { name: 'exchange', family: 'exchange', run: exchangeAllReduce },
     { name: 'staged', family: 'direct', run: stagedAllReduce },
   ],
@@ -117,9 +103,8 @@ export interface Situation {
  * - one rank, or `direct`: through the coordinator;
  * - `ring`: the collective's ring-family algorithm, on either transport (on tcp_host_staged its
  *   pieces travel the coordinator's point-to-point rails); collectives without one as `auto`;
- * - `auto`: on tcp_peer the exchange below `ringThresholdBytes` (pairwise or relayed through rank
- *   0, see `exchangeOnMesh`), from there scatter-gather in small worlds up to
- *   `SCATTER_GATHER_MAX_BYTES`, else the ring family; else direct.
+ * - `auto`: on tcp_peer the ring family from `ringThresholdBytes`, the exchange below it (pairwise
+ *   or relayed through rank 0, see `exchangeOnMesh`); else direct.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
   const rows = table[collective] as readonly AlgorithmRow<N>[];
@@ -133,8 +118,6 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   // A relayed exchange hands every rank all W tensors in one message (with 4 bytes of length
   // each): past the frame limit go direct, which names the limit.
   const exchange = (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES ? rows.find((row) => row.family === 'exchange') : undefined;
-  if (bytes < tuning.ringThresholdBytes) return exchange ?? direct;
-  const scatterGather =
-    bytes <= SCATTER_GATHER_MAX_BYTES && worldSize <= SCATTER_GATHER_MAX_WORLD_SIZE ? rows.find((row) => row.family === 'scatter-gather') : undefined;
-  return scatterGather ?? ring ?? direct;
+  const large = bytes >= tuning.ringThresholdBytes;
+  return (large ? ring : exchange) ?? direct;
 }

@@ -10,8 +10,6 @@ import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js'
 import { ringAllGather } from '../../lib/collectives/all-gather/ring.js';
 import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
-import { scatterGatherAllReduce } from '../../lib/collectives/all-reduce/scatter-gather.js';
-import { DESCRIPTOR_BYTES } from '../../lib/protocol/descriptor-codec.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
 import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
@@ -126,87 +124,6 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
       expect(outcome.status).toBe('rejected');
       expect(String((outcome as PromiseRejectedResult).reason.message)).toMatch(/collective sequence 0 mismatch: rank 0 submitted .* rank 2 submitted/);
     }
-  });
-});
-
-/** Runs a scatter-gather all-reduce on every rank of an in-memory job; returns each rank's result bytes. */
-function runScatterGather(c: CollectiveCase, worldSize: number, options: MemoryJobOptions, inPlace = false): Promise<Uint8Array[]> {
-  const { ranks } = job(worldSize, { agreement: 'mesh', ...options });
-  return Promise.all(
-    ranks.map(({ links, context }, rank) => {
-      const view = viewTensor(tensorOf(c.dtype, c.inputs[rank]!.slice(), false));
-      return lastValueFrom(scatterGatherAllReduce(links, { view, op: c.op, ...(inPlace ? { output: view.bytes } : {}) }, context));
-    }),
-  );
-}
-
-describe('scatter-gather all-reduce (lib/collectives/all-reduce/scatter-gather.ts)', () => {
-  it("gives the reference's exact bits (rank-order fold) for every dtype x op, worlds 1..8, odd counts, pieces, in place or not", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.record({
-          worldSize: fc.integer({ min: 1, max: 8 }),
-          dtype: fc.constantFrom(...DTYPES),
-          opIndex: fc.nat(),
-          count: fc.integer({ min: 0, max: 97 }),
-          pieceBytes: fc.integer({ min: 1, max: 64 }),
-          inPlace: fc.boolean(),
-          seed: fc.integer(),
-        }),
-        async ({ worldSize, dtype, opIndex, count, pieceBytes, inPlace, seed }) => {
-          const ops = opsFor(dtype);
-          const c = buildCase({ kind: 'allReduce', dtype, op: ops[opIndex % ops.length] as ReduceOp, count }, worldSize, seededRandom(seed));
-          const results = await runScatterGather(c, worldSize, { pieceBytes }, inPlace);
-          const expected = hex(modelCollective(c, worldSize)[0]!.bytes!);
-          results.forEach((result, rank) => expect(hex(result), `${describeCase(c)} rank ${rank}`).toBe(expected));
-        },
-      ),
-      { numRuns: 150 },
-    );
-  });
-
-  it('talks to every peer directly in two steps, one agreement message each, no coordinator round', async () => {
-    const { ranks, traffic } = job(4, { agreement: 'mesh', pieceBytes: 1 << 20 });
-    const results = await Promise.all(
-      ranks.map(({ links, context }) => lastValueFrom(scatterGatherAllReduce(links, { view: viewTensor(new Int32Array(40).fill(links.rank + 1)), op: 'sum' }, context))),
-    );
-    for (const result of results) expect(Array.from(new Int32Array(result.buffer))).toEqual(new Array(40).fill(10));
-    expect(traffic.coordinated).toBe(0);
-    // Per ordered pair: the agreement, a part of the receiver's segment, the sender's reduced segment.
-    const perPair = new Map<string, number[]>();
-    for (const message of traffic.messages) perPair.set(`${message.from}>${message.to}`, [...(perPair.get(`${message.from}>${message.to}`) ?? []), message.bytes]);
-    expect(perPair.size).toBe(12);
-    for (const sizes of perPair.values()) expect(sizes.sort((a, b) => a - b)).toEqual([DESCRIPTOR_BYTES, 40, 40]);
-  });
-
-  it('ranks calling different collectives fail at the first message, naming both ranks and both descriptors', async () => {
-    const { ranks, traffic } = job(2, { agreement: 'mesh' });
-    const [zero, one] = ranks as [MemoryRank, MemoryRank];
-    const outcomes = await Promise.allSettled([
-      lastValueFrom(scatterGatherAllReduce(zero.links, { view: viewTensor(new Float32Array(8)), op: 'sum' }, zero.context)),
-      lastValueFrom(scatterGatherAllReduce(one.links, { view: viewTensor(new Float32Array(6)), op: 'sum' }, one.context)),
-    ]);
-    for (const outcome of outcomes) {
-      expect((outcome as PromiseRejectedResult).reason.message).toMatch(/^collective sequence 0 mismatch: rank 0 submitted \{AllReduce F32 root ANY count 8 op sum layout [0-9a-f]+\}, rank 1 submitted \{AllReduce F32 root ANY count 6 /);
-    }
-    expect(traffic.aborts.length).toBeGreaterThan(0);
-  });
-
-  it('names the ranks that never came, at exactly the timeout (virtual time), and aborts the job', async () => {
-    const scheduler = new VirtualTimeScheduler();
-    const { ranks, traffic } = job(4, { scheduler, timeoutMs: 5_000, agreement: 'mesh' });
-    const waiting = [0, 2].map((rank) =>
-      lastValueFrom(scatterGatherAllReduce(ranks[rank]!.links, { view: viewTensor(new Float32Array(16)), op: 'sum' }, ranks[rank]!.context)).then(
-        () => null,
-        (error: Error) => error,
-      ),
-    );
-    await Promise.resolve();
-    scheduler.flush();
-    expect(scheduler.now()).toBe(5_000);
-    const [zero] = await Promise.all(waiting);
-    expect(zero!.message).toBe('rank 0 collective 0 (AllReduce) on the direct peer mesh; missing ranks [1,3] timed out');
-    expect(traffic.aborts[0]!.reason).toMatch(/missing ranks \[1,3\]/);
   });
 });
 

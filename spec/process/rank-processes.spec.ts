@@ -93,15 +93,13 @@ describe('ranks in separate processes', () => {
   });
 
   // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), the large one goes round
-  // the ring, a medium one at 2 ranks is a scatter-gather; killing the hub, or a rank of the ring
-  // or of the scatter-gather, mid-algorithm ends every other rank in < 2 s.
-  for (const [what, worldSize, victimRank, elements] of [
-    ['the hub of a relayed exchange', 4, 0, 1],
-    ['a rank of a ring all-reduce', 4, 2, 1 << 20],
-    ['a rank of a scatter-gather all-reduce', 2, 1, 1 << 18],
+  // the ring; killing the hub, or a rank of the ring, mid-algorithm ends every rank in < 2 s.
+  for (const [what, victimRank, elements] of [
+    ['the hub of a relayed exchange', 0, 1],
+    ['a rank of a ring all-reduce', 2, 1 << 20],
   ] as const) {
-    it(`tcp_peer, ${worldSize} ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
-      const { ranks } = await job(worldSize, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements) }, 'tcp_peer');
+    it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
+      const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements) }, 'tcp_peer');
       const victim = ranks[victimRank]!;
       const survivors = ranks.filter((rank) => rank !== victim);
       await Promise.all([victim.waitFor(/^BLOCKING$/), ...survivors.map((rank) => rank.waitFor(/^WAITING$/))]);

@@ -6,7 +6,6 @@
 import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SCATTER_GATHER_MAX_BYTES, selectAlgorithm } from '../../lib/collectives/select.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -126,18 +125,7 @@ describe('algorithm selection in sessions', () => {
       await session.allReduce(new Float32Array(15));
       await session.allReduce(new Float32Array(16));
     });
-    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:scatter-gather']);
-  });
-
-  it('auto on tcp_peer at 2 ranks: scatter-gather from the threshold to SCATTER_GATHER_MAX_BYTES, the ring above; from 3 ranks the ring', () => {
-    const tuning = resolveTuning({}, 2, {});
-    const pick = (worldSize: number, bytes: number) => selectAlgorithm('allReduce', { transport: 'tcp_peer', worldSize, bytes, tuning }).name;
-    expect(pick(2, DEFAULT_RING_THRESHOLD_BYTES - 1)).toBe('exchange');
-    expect(pick(2, DEFAULT_RING_THRESHOLD_BYTES)).toBe('scatter-gather');
-    expect(pick(2, SCATTER_GATHER_MAX_BYTES)).toBe('scatter-gather');
-    expect(pick(2, SCATTER_GATHER_MAX_BYTES + 1)).toBe('ring');
-    expect(pick(3, DEFAULT_RING_THRESHOLD_BYTES)).toBe('ring');
-    expect(selectAlgorithm('allGather', { transport: 'tcp_peer', worldSize: 2, bytes: DEFAULT_RING_THRESHOLD_BYTES, tuning }).name).toBe('ring');
+    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:ring']);
   });
 
   it('direct keeps large tensors on the coordinator; auto on tcp_host_staged too', async () => {

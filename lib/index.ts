@@ -34,7 +34,7 @@ export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.
 export type { CoordinatorEvent, SubmittedCollective } from './coordinator/coordinator-events.js';
 export type { DebugLevel } from './diagnostics/debug-log.js';
 export { recordFlight, type FlightRecordingOptions, type FlightRecordReason } from './session/flight-recording.js';
-export { RankSession, type ReceiveShape, type RailOption, type ReductionOptions } from './session/rank-session.js';
+export { type BroadcastOptions, type OutputOptions, RankSession, type ReceiveShape, type RailOption, type ReductionOptions } from './session/rank-session.js';
 export type { SessionEvent } from './session/events.js';
 export type { ExchangeOptions } from './session/exchange-options.js';
 export type { SessionOptions } from './session/session-options.js';

@@ -22,25 +22,34 @@ import { performance } from 'node:perf_hooks';
 import { kernelBackend } from '../../lib/kernels/index.js';
 import { openSession } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
+import { emptyLike, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
 import { type Budget, busFactor, type Cell, type WorkerPlan } from './plan.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
+/**
+ * Results go into memory allocated once, as the peers' benches do (torch.distributed's in-place
+ * all_reduce and broadcast and its preallocated all_gather outputs, MPI's buffers): a fresh 64 MiB
+ * result costs ~40 ms of first-touch page faults here, which would measure the allocator.
+ */
 function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
   const input = inputTensor(cell, session.rank);
   switch (cell.op) {
     case 'allreduce':
-      // In place, as torch.distributed (Gloo) and MPI_IN_PLACE do in the peers' benches.
       return () => session.allReduce(input, 'sum', { inPlace: true });
     case 'broadcast':
-      return () => session.broadcast(input, 0);
+      return () => session.broadcast(input, 0, { inPlace: true });
     case 'reduce':
       return () => session.reduce(input, 'sum', 0);
-    case 'allgather':
-      return () => session.allGather(input);
-    case 'reducescatter':
-      return () => session.reduceScatter(input, 'sum');
+    case 'allgather': {
+      const output = emptyLike(viewTensor(input), cell.inputCount * session.worldSize);
+      return () => session.allGather(input, { output });
+    }
+    case 'reducescatter': {
+      const output = emptyLike(viewTensor(input), cell.inputCount / session.worldSize);
+      return () => session.reduceScatter(input, 'sum', { output });
+    }
     case 'alltoall':
       return () => session.allToAll(input);
     case 'barrier':

@@ -51,9 +51,17 @@ export interface CollectiveContext {
  */
 export type Algorithm<Request, Result> = (links: Links, request: Request, context: CollectiveContext) => Observable<Result>;
 
-/** A tensor collective: the tensor is this rank's contribution (read only). */
+/** A tensor collective: the tensor is this rank's contribution (read only unless it is the output). */
 export interface TensorRequest {
   readonly view: TensorView;
+  /**
+   * Where the result goes, of exactly the result's size (an in-place all-reduce or broadcast
+   * passes the input's own bytes); default fresh memory. Writing into memory that is already
+   * mapped saves the first-touch cost of a fresh buffer, which for large tensors is a good part of
+   * the collective's time (~40 ms for 64 MiB here). An algorithm may ignore it: the session then
+   * copies its result there.
+   */
+  readonly output?: Uint8Array;
 }
 
 export interface RootedRequest extends TensorRequest {
@@ -62,12 +70,6 @@ export interface RootedRequest extends TensorRequest {
 
 export interface ReductionRequest extends TensorRequest {
   readonly op: ReduceOp;
-  /**
-   * Where the result goes (an all-reduce in place passes the input's own bytes); default fresh
-   * memory. Writing into memory that is already mapped saves the first-touch cost of a fresh
-   * buffer, which for large tensors is a good part of the collective's time.
-   */
-  readonly output?: Uint8Array;
 }
 
 export interface RootedReductionRequest extends ReductionRequest {

@@ -44,6 +44,20 @@ export interface ReductionOptions {
   readonly inPlace?: boolean;
 }
 
+export interface BroadcastOptions {
+  /** Receive the root's tensor into this rank's `data` and return it (no new memory; the root's stays as it is). */
+  readonly inPlace?: boolean;
+}
+
+export interface OutputOptions<T extends Tensor> {
+  /**
+   * Write the result into `output` and return it (no new memory): a tensor of the input's type
+   * with the result's length (W times the input's for allGather, a W-th of it for reduceScatter).
+   * It must not overlap the input (allGather's may hold the input as this rank's own slot).
+   */
+  readonly output?: T;
+}
+
 export interface RailOption {
   /** The P2P rail to use; default `tag % rails`. */
   readonly rail?: number;
@@ -244,13 +258,7 @@ export class RankSession {
    * const mean = await lastValueFrom(session.allReduce$(gradients, 'avg'));
    */
   allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Observable<T> {
-    const inPlace = options?.inPlace === true;
-    const reduced = this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({
-      view,
-      op: this.reducible(view, op),
-      output: inPlace ? view.bytes : undefined,
-    }));
-    return inPlace ? reduced.pipe(map(() => data)) : reduced;
+    return this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({ view, op: this.reducible(view, op) }), options?.inPlace === true ? data : undefined);
   }
 
   /**
@@ -272,12 +280,14 @@ export class RankSession {
   }
 
   /**
-   * `root`'s tensor on every rank; the other ranks pass a tensor of the same type and length.
+   * `root`'s tensor on every rank; the other ranks pass a tensor of the same type and length. The
+   * result is a fresh tensor, or `data` itself with `{ inPlace: true }` (as torch's `broadcast`).
    * @example
    * const weights = await session.broadcast(session.rank === 0 ? initial : new Float32Array(initial.length), 0);
+   * await session.broadcast(parameters, 0, { inPlace: true }); // every rank's parameters now hold rank 0's
    */
-  broadcast<T extends Tensor>(data: T, root: number): Promise<T> {
-    return lastValueFrom(this.broadcast$(data, root));
+  broadcast<T extends Tensor>(data: T, root: number, options: BroadcastOptions = {}): Promise<T> {
+    return lastValueFrom(this.broadcast$(data, root, options));
   }
 
   /**
@@ -285,17 +295,24 @@ export class RankSession {
    * @example
    * const weights = await lastValueFrom(session.broadcast$(buffer, 0));
    */
-  broadcast$<T extends Tensor>(data: T, root: number): Observable<T> {
-    return this.tensorCollective<'broadcast', T>('broadcast', data, (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }));
+  broadcast$<T extends Tensor>(data: T, root: number, options: BroadcastOptions = {}): Observable<T> {
+    return this.tensorCollective<'broadcast', T>(
+      'broadcast',
+      data,
+      (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }),
+      options?.inPlace === true ? data : undefined,
+    );
   }
 
   /**
-   * Every rank's tensor, concatenated in rank order, on every rank (every rank passes the same length).
+   * Every rank's tensor, concatenated in rank order, on every rank (every rank passes the same
+   * length); a fresh tensor, or `options.output`.
    * @example
    * const all = await session.allGather(Int32Array.of(session.rank)); // [0, 1, ..., W-1]
+   * await session.allGather(shard, { output: whole }); // whole.length === W * shard.length
    */
-  allGather<T extends Tensor>(data: T): Promise<T> {
-    return lastValueFrom(this.allGather$(data));
+  allGather<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Promise<T> {
+    return lastValueFrom(this.allGather$(data, options));
   }
 
   /**
@@ -303,8 +320,8 @@ export class RankSession {
    * @example
    * const all = await lastValueFrom(session.allGather$(Float64Array.of(metric)));
    */
-  allGather$<T extends Tensor>(data: T): Observable<T> {
-    return this.tensorCollective<'allGather', T>('allGather', data, (view) => ({ view }));
+  allGather$<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Observable<T> {
+    return this.tensorCollective<'allGather', T>('allGather', data, (view) => ({ view }), options?.output, (count) => count * this.worldSize);
   }
 
   /**
@@ -327,12 +344,12 @@ export class RankSession {
 
   /**
    * Element-wise reduction of every rank's tensor, of which rank r keeps the r-th of W equal shards
-   * (the length must divide by the world size).
+   * (the length must divide by the world size); a fresh tensor, or `options.output`.
    * @example
    * const shard = await session.reduceScatter(gradients, 'sum'); // gradients.length / W elements
    */
-  reduceScatter<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Promise<T> {
-    return lastValueFrom(this.reduceScatter$(data, op));
+  reduceScatter<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: OutputOptions<T> = {}): Promise<T> {
+    return lastValueFrom(this.reduceScatter$(data, op, options));
   }
 
   /**
@@ -340,12 +357,18 @@ export class RankSession {
    * @example
    * const shard = await lastValueFrom(session.reduceScatter$(gradients));
    */
-  reduceScatter$<T extends Tensor>(data: T, op: ReduceOp = 'sum'): Observable<T> {
-    return this.tensorCollective<'reduceScatter', T>('reduceScatter', data, (view) => {
-      const request = { view, op: this.reducible(view, op) };
-      checkDivisible(view.count, this.worldSize, 'reduce-scatter');
-      return request;
-    });
+  reduceScatter$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: OutputOptions<T> = {}): Observable<T> {
+    return this.tensorCollective<'reduceScatter', T>(
+      'reduceScatter',
+      data,
+      (view) => {
+        const request = { view, op: this.reducible(view, op) };
+        checkDivisible(view.count, this.worldSize, 'reduce-scatter');
+        return request;
+      },
+      options?.output,
+      (count) => count / this.worldSize,
+    );
   }
 
   /**
@@ -618,20 +641,36 @@ export class RankSession {
   }
 
   /** A tensor collective whose result has the input's dtype and form. */
+  /**
+   * A collective of one tensor. With `output` (the caller's tensor of the result's length,
+   * `resultCount` of the input's: the input itself for in-place calls), the algorithm writes the
+   * result there (or the session copies it there) and `output` itself is the result.
+   */
   private tensorCollective<N extends CollectiveName, Out>(
     collective: N,
     data: Tensor,
     request: (view: TensorView) => Collectives[N][0],
+    output?: Tensor,
+    resultCount: (count: number) => number = (count) => count,
   ): Observable<Out> {
     let view: TensorView | null = null;
+    let into: Uint8Array | undefined;
     return this.submit(
       collective,
       () => {
         view = viewTensor(data);
-        return request(view);
+        const built = request(view);
+        into = output === undefined ? undefined : checkOutput(collective, view, viewTensor(output), resultCount(view.count));
+        return into === undefined ? built : { ...built, output: into };
       },
       () => view!.bytes.length,
-    ).pipe(map((bytes) => (bytes === null ? null : tensorFromBytes(view!.dtype, bytes as Uint8Array, view!.tagged)) as Out));
+    ).pipe(
+      map((result) => {
+        if (into === undefined) return (result === null ? null : tensorFromBytes(view!.dtype, result as Uint8Array, view!.tagged)) as Out;
+        if (result !== into) into.set(result as Uint8Array);
+        return output as Out;
+      }),
+    );
   }
 
   /**
@@ -693,4 +732,12 @@ export class RankSession {
 function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
   const size = bytes.length / parts;
   return Array.from({ length: parts }, (_, index) => bytes.subarray(index * size, (index + 1) * size));
+}
+
+/** The bytes of a caller's output tensor, checked against the result it must hold. */
+function checkOutput(collective: CollectiveName, input: TensorView, output: TensorView, expected: number): Uint8Array {
+  if (output.dtype !== input.dtype || output.count !== expected) {
+    throw new ConfigurationError(`${collective} output is ${output.dtype} x ${output.count}, its result is ${input.dtype} x ${expected}`);
+  }
+  return output.bytes;
 }

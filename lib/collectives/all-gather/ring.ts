@@ -21,7 +21,7 @@ export function ringAllGather(links: Links, request: TensorRequest, context: Col
   const width = dtypeWidth(view.dtype);
   return agreeOnPeerData(links, context, shaped(Opcode.AllGather, view), `ring ${ringOrder.join(',')} channels ${ringChannels}`).pipe(
     mergeMap((sequence) => {
-      const result = new Uint8Array(view.bytes.length * links.worldSize);
+      const result = request.output ?? new Uint8Array(view.bytes.length * links.worldSize);
       result.set(view.bytes, links.rank * view.bytes.length);
       // Channel c carries part c of every rank's slot.
       const parts = evenRanges(0, view.count, ringChannels);

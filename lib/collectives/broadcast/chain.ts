@@ -17,8 +17,8 @@ export const CHAIN_TAG_PREFIX = 0x4243;
  * work at the same time (time ~ size / bandwidth + (W - 2) x one piece, against the staged path's
  * W x size through the coordinator).
  *
- * Every receive is posted at once; a piece lands in the result, then goes on. The root's result is
- * a copy of its tensor, the others' a fresh buffer.
+ * Every receive is posted at once; a piece lands in the result (`request.output`, else fresh
+ * memory; the root's is a copy of its tensor), then goes on.
  */
 export function chainBroadcast(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, root } = request;
@@ -28,7 +28,8 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
       const position = order.indexOf(links.rank);
       const next = order[position + 1];
       const previous = order[position - 1];
-      const result = links.rank === root ? view.bytes.slice() : new Uint8Array(view.bytes.length);
+      const result = request.output ?? new Uint8Array(view.bytes.length);
+      if (links.rank === root && result !== view.bytes) result.set(view.bytes);
       const shape = (elements: number) => ({ elementType: view.elementType, count: elements });
       const tagOf = (piece: number) => pieceTag(CHAIN_TAG_PREFIX, sequence, 0, 0, piece);
       const railOf = (piece: number) => piece % links.rails;

@@ -38,7 +38,8 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
         merge(...channels),
         divide.pipe(ignoreElements()),
         defer(() => {
-          const result = own.slice();
+          const result = request.output ?? new Uint8Array(own.length);
+          result.set(own);
           context.scratch.give(work);
           return [result];
         }),

@@ -1,0 +1,68 @@
+/**
+ * Results written into memory the caller already has (`broadcast(..., { inPlace })`,
+ * `allGather(..., { output })`, `reduceScatter(..., { output })`, as torch's in-place and
+ * `*_into_tensor` calls): the returned tensor is the caller's own, the values are exact, on every
+ * algorithm (small: the exchange or the staged path, copied there; large: the ring and the chain,
+ * written there), and a wrong output is refused before anything is sent.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_RING_THRESHOLD_BYTES } from '../../lib/collectives/tuning.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
+import { rejection, startCoordinator, type TestJob } from '../helpers/job.js';
+
+const jobs: TestJob[] = [];
+afterEach(async () => {
+  await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+});
+
+async function sessions(worldSize: number, transport: 'tcp_peer' | 'tcp_host_staged'): Promise<RankSession[]> {
+  const job = await startCoordinator(worldSize, { timeoutMs: 10_000, ...(transport === 'tcp_peer' ? { transport } : {}) });
+  jobs.push(job);
+  return Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank)));
+}
+
+const large = DEFAULT_RING_THRESHOLD_BYTES / 4 + 7; // f32 elements: the ring family (odd count)
+
+describe('results into the caller’s memory', () => {
+  for (const [transport, worldSize, count] of [
+    ['tcp_peer', 3, 5],
+    ['tcp_peer', 3, large],
+    ['tcp_host_staged', 2, 5],
+  ] as const) {
+    it(`${transport}, ${worldSize} ranks, ${count} elements: broadcast in place, allGather and reduceScatter into an output`, async () => {
+      const ranks = await sessions(worldSize, transport);
+      await Promise.all(
+        ranks.map(async (session) => {
+          const r = session.rank;
+          const data = Float32Array.from({ length: count }, (_, index) => (r === 1 ? index : -1));
+          const broadcast = await session.broadcast(data, 1, { inPlace: true });
+          expect(broadcast).toBe(data);
+          expect(data[count - 1]).toBe(count - 1);
+
+          const whole = new Float32Array(count * worldSize);
+          const gathered = await session.allGather(Float32Array.from({ length: count }, () => r), { output: whole });
+          expect(gathered).toBe(whole);
+          expect([whole[0], whole[count], whole[count * worldSize - 1]]).toEqual([0, 1, worldSize - 1]);
+
+          const shard = new Int32Array(count);
+          const scattered = await session.reduceScatter(Int32Array.from({ length: count * worldSize }, (_, index) => index), 'sum', { output: shard });
+          expect(scattered).toBe(shard);
+          expect([shard[0], shard[count - 1]]).toEqual([worldSize * r * count, worldSize * (r * count + count - 1)]);
+        }),
+      );
+    });
+  }
+
+  it('an output of the wrong length or type is refused, naming what the result is, and nothing is sent', async () => {
+    const [zero, one] = (await sessions(2, 'tcp_peer')) as [RankSession, RankSession];
+    expect((await rejection(zero.allGather(Float32Array.of(1, 2), { output: new Float32Array(3) }))).message).toBe(
+      'allGather output is f32 x 3, its result is f32 x 4',
+    );
+    expect((await rejection(zero.reduceScatter(Float32Array.of(1, 2), 'sum', { output: new Int32Array(1) as never }))).message).toBe(
+      'reduceScatter output is i32 x 1, its result is f32 x 1',
+    );
+    // Nothing was sent: the job goes on with the next collective.
+    const [a, b] = await Promise.all([zero.allReduce(Float32Array.of(1)), one.allReduce(Float32Array.of(2))]);
+    expect([a[0], b[0]]).toEqual([3, 3]);
+  });
+});

@@ -75,10 +75,16 @@ export class DirectReads {
     });
   }
 
-  /** Where the next read goes: the rest of the payload being received, else the staging buffer. */
+  /**
+   * Where the next read goes: the rest of the payload being received, else the staging buffer.
+   * Before anyone reads, the buffer offered last is also the first one after `frames` resumes the
+   * socket (Node asks again only after a read): it keeps the staging buffer's last byte free, so
+   * it is never empty (an empty read buffer fails the socket with ENOBUFS).
+   */
   private nextBuffer(): Uint8Array {
-    if (this.decoder === null) return this.done ? this.staging : this.staging.subarray(this.held);
-    return this.decoder.payloadTarget() ?? this.staging;
+    if (this.decoder !== null) return this.decoder.payloadTarget() ?? this.staging;
+    if (this.done) return this.staging;
+    return this.staging.subarray(Math.min(this.held, STAGING_BYTES - 1), this.held < STAGING_BYTES - 1 ? STAGING_BYTES - 1 : STAGING_BYTES);
   }
 
   private onRead(bytes: number, buffer: Uint8Array): boolean {

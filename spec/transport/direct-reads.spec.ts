@@ -118,6 +118,29 @@ describe('DirectReads', () => {
     expect(socket.resumed).toBe(1);
   });
 
+  it('a first read that fills its buffer before anyone reads still leaves the next read a byte to go to', () => {
+    const reads = new DirectReads();
+    const [frame] = fc.sample(arbFrame({ maxCount: 8 }), { numRuns: 1, seed: 11 }) as [Frame];
+    const one = frameBytes(frame);
+    const copies = Math.ceil((STAGING_BYTES + 1) / one.length);
+    const stream = concatBytes(Array.from({ length: copies }, () => one));
+    const first = reads.onread.buffer();
+    expect(first.length).toBe(STAGING_BYTES - 1);
+    first.set(stream.subarray(0, first.length));
+    expect(reads.onread.callback(first.length, first)).toBe(false);
+    const next = reads.onread.buffer();
+    expect(next.length).toBe(1);
+    const { frames, ending } = collect(reads, new FakeSocket());
+    expect(frames).toHaveLength(Math.floor(first.length / one.length));
+    // The read Node makes after the resume goes into that last byte, then on as usual.
+    next[0] = stream[first.length]!;
+    expect(reads.onread.callback(1, next)).toBe(true);
+    deliver(reads, stream.subarray(first.length + 1), [4096]);
+    expect(frames).toHaveLength(copies);
+    expect(frames.every((received) => sameBytes(received.payload, frame.payload))).toBe(true);
+    expect(ending).toEqual({});
+  });
+
   it('ends with a ProtocolError on corrupt bytes, and after its reader left drops what comes without stopping', () => {
     const reads = new DirectReads();
     const socket = new FakeSocket();

@@ -258,7 +258,7 @@ export class RankSession {
    * const mean = await lastValueFrom(session.allReduce$(gradients, 'avg'));
    */
   allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Observable<T> {
-    return this.tensorCollective<'allReduce', T>('allReduce', data, (view) => ({ view, op: this.reducible(view, op) }), options?.inPlace === true ? data : undefined);
+    return this.tensorCollective<'allReduce', T>('allReduce', data, (view, output) => ({ view, op: this.reducible(view, op), output }), options?.inPlace === true ? data : undefined);
   }
 
   /**
@@ -299,7 +299,7 @@ export class RankSession {
     return this.tensorCollective<'broadcast', T>(
       'broadcast',
       data,
-      (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }),
+      (view, output) => ({ view, root: checkRank(root, this.worldSize, 'root'), output }),
       options?.inPlace === true ? data : undefined,
     );
   }
@@ -321,7 +321,7 @@ export class RankSession {
    * const all = await lastValueFrom(session.allGather$(Float64Array.of(metric)));
    */
   allGather$<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'allGather', T>('allGather', data, (view) => ({ view }), options?.output, (count) => count * this.worldSize);
+    return this.tensorCollective<'allGather', T>('allGather', data, (view, output) => ({ view, output }), options?.output, (count) => count * this.worldSize);
   }
 
   /**
@@ -361,13 +361,16 @@ export class RankSession {
     return this.tensorCollective<'reduceScatter', T>(
       'reduceScatter',
       data,
-      (view) => {
-        const request = { view, op: this.reducible(view, op) };
+      (view, output) => {
+        const request = { view, op: this.reducible(view, op), output };
         checkDivisible(view.count, this.worldSize, 'reduce-scatter');
         return request;
       },
       options?.output,
-      (count) => count / this.worldSize,
+      (count) => {
+        checkDivisible(count, this.worldSize, 'reduce-scatter');
+        return count / this.worldSize;
+      },
     );
   }
 
@@ -640,16 +643,15 @@ export class RankSession {
     if (this.tuning.ringOrder === null) (this.context as { ringOrder: readonly number[] }).ringOrder = bestRingOrder(topology);
   }
 
-  /** A tensor collective whose result has the input's dtype and form. */
   /**
-   * A collective of one tensor. With `output` (the caller's tensor of the result's length,
+   * A tensor collective whose result has the input's dtype and form. With `output` (the caller's tensor of the result's length,
    * `resultCount` of the input's: the input itself for in-place calls), the algorithm writes the
    * result there (or the session copies it there) and `output` itself is the result.
    */
   private tensorCollective<N extends CollectiveName, Out>(
     collective: N,
     data: Tensor,
-    request: (view: TensorView) => Collectives[N][0],
+    request: (view: TensorView, output: Uint8Array | undefined) => Collectives[N][0],
     output?: Tensor,
     resultCount: (count: number) => number = (count) => count,
   ): Observable<Out> {
@@ -659,9 +661,8 @@ export class RankSession {
       collective,
       () => {
         view = viewTensor(data);
-        const built = request(view);
         into = output === undefined ? undefined : checkOutput(collective, view, viewTensor(output), resultCount(view.count));
-        return into === undefined ? built : { ...built, output: into };
+        return request(view, into);
       },
       () => view!.bytes.length,
     ).pipe(

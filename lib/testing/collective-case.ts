@@ -129,26 +129,23 @@ export function buildCase(shape: CaseShape, worldSize: number, random: () => num
   const tagged = shape.tagged ?? false;
   const ranks = Array.from({ length: worldSize }, (_, rank) => rank);
   const data = (elements: number) => randomBytes(dtype, elements, random);
+  const base = { kind, dtype, tagged, op, root };
   switch (kind) {
     case 'barrier':
-      return { kind, dtype, tagged, op, root, inputs: ranks.map(() => new Uint8Array(0)) };
+      return { ...base, inputs: ranks.map(() => new Uint8Array(0)) };
     case 'broadcast':
     case 'allGather':
     case 'gather':
     case 'reduce':
     case 'allReduce':
-      return { kind, dtype, tagged, op, root, inputs: ranks.map(() => data(count)) };
+      return { ...base, inputs: ranks.map(() => data(count)) };
     case 'reduceScatter':
     case 'allToAll':
-      return { kind, dtype, tagged, op, root, inputs: ranks.map(() => data(count * worldSize)) };
+      return { ...base, inputs: ranks.map(() => data(count * worldSize)) };
     case 'scatter': {
       const nulls = shape.nullRanks ?? ranks.filter((rank) => rank !== root);
       return {
-        kind,
-        dtype,
-        tagged,
-        op,
-        root,
+        ...base,
         countPerRank: count,
         inputs: ranks.map((rank) => (rank !== root && nulls.includes(rank) ? null : data(count * worldSize))),
       };
@@ -156,11 +153,7 @@ export function buildCase(shape: CaseShape, worldSize: number, random: () => num
     case 'allToAllV': {
       const sendCounts = shape.sendCounts ?? ranks.map(() => ranks.map(() => randomInt(random, count + 1)));
       return {
-        kind,
-        dtype,
-        tagged,
-        op,
-        root,
+        ...base,
         sendCounts,
         inputs: ranks.map((rank) => data(sendCounts[rank]!.reduce((sum, value) => sum + value, 0))),
       };

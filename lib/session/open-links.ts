@@ -23,6 +23,7 @@ import { PeerMesh } from '../transport/peer-mesh.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { validateResponse } from '../transport/validate-response.js';
+import { meshProcessesOnHost, stagedProcessesOnHost } from './busy-poll.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 
 /** A session's connections: the ordered collective channel and the links for its transport. */
@@ -31,6 +32,8 @@ export interface OpenedLinks {
   readonly links: SessionLinks;
   /** Every socket the session holds open (see `EventLoopHold`). */
   readonly sockets: readonly Socket[];
+  /** The job's processes on this host, where the links tell (see `busyPollMicros`); null: not known. */
+  readonly processesOnHost: number | null;
 }
 
 /**
@@ -44,8 +47,8 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
   if (options.transport === 'tcp_peer') {
     const collective = await connectChannel(address, join(options, null));
     try {
-      const { links, sockets } = await openMeshLinks(collective, address, options, owner, timeoutMs);
-      return { collective, links, sockets: [collective.socket, ...sockets] };
+      const { links, sockets, processesOnHost } = await openMeshLinks(collective, address, options, owner, timeoutMs);
+      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost };
     } catch (error) {
       collective.destroy();
       throw error;
@@ -58,6 +61,7 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
     collective: channels[0]!,
     links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
     sockets: channels.map((channel) => channel.socket),
+    processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
   };
 }
 
@@ -88,7 +92,7 @@ async function openMeshLinks(
   options: ResolvedSessionOptions,
   owner: RailOwner,
   timeoutMs: () => number,
-): Promise<{ links: MeshLinks; sockets: Socket[] }> {
+): Promise<{ links: MeshLinks; sockets: Socket[]; processesOnHost: number }> {
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
@@ -118,7 +122,11 @@ async function openMeshLinks(
       throw error;
     }
     mesh.failureHandler = (error) => owner.failure.fail(error);
-    return { links: new MeshLinks(mesh, control, owner.failure, timeoutMs), sockets: [controlChannel.socket, ...mesh.sockets] };
+    return {
+      links: new MeshLinks(mesh, control, owner.failure, timeoutMs),
+      sockets: [controlChannel.socket, ...mesh.sockets],
+      processesOnHost: meshProcessesOnHost(table, rank),
+    };
   } catch (error) {
     control?.close();
     throw error;

@@ -25,6 +25,7 @@ import { validateTimeout } from '../transport/transport-kind.js';
 import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkShape, checkTag } from './arguments.js';
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { CollectiveQueue } from './collective-queue.js';
+import { busyPollMicros } from './busy-poll.js';
 import { EventLoopHold } from './event-loop-hold.js';
 import { leaveBeforeExit } from './leave-before-exit.js';
 import type { SessionEvent } from './events.js';
@@ -164,10 +165,11 @@ export class RankSession {
     const failure = new SessionFailure();
     const timeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets } = await openLinks(options, failure, () => timeout.ms);
+    const { collective, links, sockets, processesOnHost } = await openLinks(options, failure, () => timeout.ms);
+    const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
-        `(${options.transport}, ${links.rails} rails) in ${(performance.now() - started).toFixed(1)} ms`,
+        `(${options.transport}, ${links.rails} rails, busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
     const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
@@ -181,7 +183,7 @@ export class RankSession {
       options.tuning,
       timeout,
       holds.closeAfter ?? [],
-      new EventLoopHold(sockets),
+      new EventLoopHold(sockets, busyPoll / 1000),
       options.scheduler,
     );
     logSessionEvents(session.events$, options.rank, debugLog);

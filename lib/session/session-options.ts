@@ -2,6 +2,7 @@ import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
 import { ConfigurationError } from '../errors.js';
 import { UniqueId } from '../protocol/unique-id.js';
+import { type BusyPollSetting, resolveBusyPoll } from './busy-poll.js';
 import {
   parseIpAddress,
   parseRailIpAddresses,
@@ -58,6 +59,13 @@ export interface SessionOptions extends TuningOptions {
    * PEM certificate and key, and the CA that must have signed the other side's (mutual TLS).
    */
   tls?: TlsOptions;
+  /**
+   * Microseconds this rank keeps polling its sockets after an operation starts, instead of
+   * letting its event loop sleep: a small collective's answers are then seen without a wake-up.
+   * `auto` (default `GX1_BUSY_POLL_US`, else auto): 50 where this host has a core for every
+   * process of the job, else 0. 0..100000.
+   */
+  busyPollMicros?: number | 'auto';
 }
 
 export interface ResolvedSessionOptions {
@@ -75,6 +83,7 @@ export interface ResolvedSessionOptions {
   readonly tls: TlsSettings | null;
   readonly tuning: CollectiveTuning;
   readonly scheduler: SchedulerLike;
+  readonly busyPoll: BusyPollSetting;
 }
 
 /** Splits `host:port` (IPv6 as `[::1]:port`). */
@@ -90,7 +99,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, the tuning variables),
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, the tuning variables),
  * else the default.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
@@ -116,6 +125,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     tls: resolveTls(options.tls, env),
     tuning: resolveTuning(options, worldSize, env),
     scheduler: options.scheduler ?? asyncScheduler,
+    busyPoll: resolveBusyPoll(options.busyPollMicros, env),
   };
 }
 

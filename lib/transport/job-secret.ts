@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { isLoopbackHost } from './loopback-host.js';
 import { ConfigurationError } from '../errors.js';
 
 /**
@@ -41,12 +41,6 @@ function checked(bytes: Uint8Array, source: string): JobSecret {
   return new Uint8Array(bytes);
 }
 
-function isLoopback(host: string): boolean {
-  const address = host.startsWith('::ffff:') ? host.slice(7) : host;
-  if (address === 'localhost' || address === '::1') return true;
-  return isIP(address) === 4 && address.startsWith('127.');
-}
-
 let warned = false;
 
 /**
@@ -54,7 +48,7 @@ let warned = false;
  * whoever reaches it and learns the unique id can join the job or pose as a rank.
  */
 export function warnIfUnauthenticated(host: string, secret: JobSecret | null, what: string): void {
-  if (secret !== null || isLoopback(host) || warned) return;
+  if (secret !== null || isLoopbackHost(host) || warned) return;
   warned = true;
   process.emitWarning(
     `rxccl ${what} listens on ${host} without a job secret: anyone who can reach it and knows or guesses the unique id can join the job, ` +

@@ -81,7 +81,7 @@ describe('a job run with GX1_DEBUG=trace', () => {
     const result = await runRxccl(['launch', '-n', '2', '--', ...tsNode('spec/diagnostics/fixtures/traced-job.ts')], { GX1_DEBUG: 'trace' });
     expect(result.code).toBe(0);
     const log = result.stderr;
-    expect(log).toMatch(/\[rank 1\] rxccl\[\d+\] INFO rank 1 of 2 joined through coordinator 127\.0\.0\.1:\d+ \(tcp_host_staged, 1 rails\) in [\d.]+ ms/);
+    expect(log).toMatch(/\[rank 1\] rxccl\[\d+\] INFO rank 1 of 2 joined through coordinator 127\.0\.0\.1:\d+ \(tcp_host_staged, 1 rails, busy-poll \d+ us\) in [\d.]+ ms/);
     expect(log).toMatch(/rxccl\[\d+\] INFO coordinator: rank 0 joined \(collective\)/);
     expect(log).toMatch(/INFO coordinator: every rank joined \(rail 0\)/);
     expect(log).toMatch(/\[rank 0\] rxccl\[\d+\] TRACE rank 0: collective sequence 0 allReduce \(\w+\) 256 bytes in [\d.]+ ms/);

@@ -2,7 +2,7 @@
 import type { Socket } from 'node:net';
 import { NEVER, of, Subject, throwError } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { EventLoopHold } from '../../lib/session/event-loop-hold.js';
+import { EventLoopHold, type PollClock } from '../../lib/session/event-loop-hold.js';
 
 /** Sockets that record whether they are referenced. */
 function fakeSockets(count: number) {
@@ -39,5 +39,59 @@ describe('EventLoopHold', () => {
     of(1).pipe(hold.during()).subscribe();
     throwError(() => new Error('refused')).pipe(hold.during()).subscribe({ error: () => undefined });
     expect(referenced).toEqual([false]);
+  });
+});
+
+/** A clock whose time the test sets and whose immediates it runs one turn at a time. */
+function fakeClock() {
+  const queue: (() => void)[] = [];
+  const clock: PollClock & { time: number } = { time: 0, now: () => clock.time, immediate: (turn) => void queue.push(turn) };
+  /** Runs the turns queued now (each may queue the next); returns how many ran. */
+  const turn = () => queue.splice(0).map((run) => run()).length;
+  return { clock, turn, queued: () => queue.length };
+}
+
+describe('EventLoopHold with a busy-poll window', () => {
+  it('keeps the loop turning from an operation start until the window passes, then lets it sleep', () => {
+    const { clock, turn, queued } = fakeClock();
+    const hold = new EventLoopHold([], 0.05, clock);
+    const pending = NEVER.pipe(hold.during()).subscribe();
+    expect(queued()).toBe(1);
+    clock.time = 0.049;
+    expect(turn()).toBe(1);
+    expect(queued()).toBe(1);
+    clock.time = 0.05;
+    turn();
+    expect(queued()).toBe(0);
+    // The operation is still pending, but the loop now waits for it asleep.
+    expect(pending.closed).toBe(false);
+    pending.unsubscribe();
+  });
+
+  it('stops as soon as nothing is pending, and a later operation starts a new window (one chain at a time)', () => {
+    const { clock, turn, queued } = fakeClock();
+    const hold = new EventLoopHold([], 0.05, clock);
+    const operation = new Subject<void>();
+    operation.pipe(hold.during()).subscribe();
+    NEVER.pipe(hold.during()).subscribe().unsubscribe();
+    expect(queued()).toBe(1);
+    operation.complete();
+    turn();
+    expect(queued()).toBe(0);
+    clock.time = 10;
+    const next = NEVER.pipe(hold.during()).subscribe();
+    clock.time = 10.04;
+    turn();
+    expect(queued()).toBe(1);
+    next.unsubscribe();
+    turn();
+    expect(queued()).toBe(0);
+  });
+
+  it('never polls with a window of 0', () => {
+    const { clock, queued } = fakeClock();
+    const hold = new EventLoopHold([], 0, clock);
+    NEVER.pipe(hold.during()).subscribe();
+    expect(queued()).toBe(0);
   });
 });

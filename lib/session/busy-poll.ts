@@ -1,0 +1,57 @@
+import { availableParallelism } from 'node:os';
+import { ConfigurationError } from '../errors.js';
+import type { SocketAddressText } from '../transport/peer-endpoint-config.js';
+import { isLoopbackHost } from '../transport/loopback-host.js';
+
+/**
+ * How long a rank polls its sockets, after an operation starts, before its event loop sleeps
+ * (see `EventLoopHold`). 50 us covers a small collective's round trip when the peers are awake
+ * and costs a long wait nothing after it. Here (2 ranks, 2 cores) an 8 B all-reduce gains 8-20 %
+ * (bench/README.md): each rank's own CPU per call is most of the call, so little sleep is left to
+ * save; a bare Node ping-pong went from 198 to 32 us per round trip with it.
+ */
+export const DEFAULT_BUSY_POLL_MICROS = 50;
+
+/** The most a window may be: polling is for answers that come within a round trip. */
+export const MAX_BUSY_POLL_MICROS = 100_000;
+
+/** A window in microseconds, or `auto`: the default where this host has a core for every process of the job, else 0. */
+export type BusyPollSetting = number | 'auto';
+
+/** The `busyPollMicros` option, else `GX1_BUSY_POLL_US`, else `auto`. */
+export function resolveBusyPoll(option: number | 'auto' | undefined, env: Readonly<Record<string, string | undefined>>): BusyPollSetting {
+  if (option !== undefined) return validBusyPoll(option, 'busyPollMicros');
+  const text = env.GX1_BUSY_POLL_US?.trim();
+  if (text === undefined || text === '' || text.toLowerCase() === 'auto') return 'auto';
+  return validBusyPoll(/^\d+$/.test(text) ? Number(text) : NaN, 'GX1_BUSY_POLL_US', text);
+}
+
+function validBusyPoll(value: number | 'auto', name: string, text = String(value)): BusyPollSetting {
+  if (value === 'auto') return value;
+  if (!Number.isInteger(value) || value < 0 || value > MAX_BUSY_POLL_MICROS) {
+    throw new ConfigurationError(`${name} must be auto or whole microseconds 0..${MAX_BUSY_POLL_MICROS}, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+/**
+ * The window a rank uses. `auto` polls only where every process of the job on this host has a
+ * core of its own: with more processes than cores a polling rank takes the core the rank it
+ * waits for needs (4 ranks on 2 cores polled for milliseconds in the prototypes), as MPI yields
+ * when oversubscribed. `processesOnHost` null (not known) counts as oversubscribed.
+ */
+export function busyPollMicros(setting: BusyPollSetting, processesOnHost: number | null, cores = availableParallelism()): number {
+  if (setting !== 'auto') return setting;
+  return processesOnHost !== null && processesOnHost <= cores ? DEFAULT_BUSY_POLL_MICROS : 0;
+}
+
+/** tcp_peer: the ranks that advertise the same host as `rank` on rail 0 (the coordinator mostly sleeps). */
+export function meshProcessesOnHost(table: readonly (readonly SocketAddressText[])[], rank: number): number {
+  const own = table[rank]![0]!.host;
+  return table.filter((endpoints) => endpoints[0]!.host === own).length;
+}
+
+/** tcp_host_staged: every rank and the coordinator, which relays every collective, when it is on loopback; else not known. */
+export function stagedProcessesOnHost(coordinatorHost: string, worldSize: number): number | null {
+  return isLoopbackHost(coordinatorHost) ? worldSize + 1 : null;
+}

@@ -1,0 +1,60 @@
+/** Which busy-poll window a rank uses: its option, else GX1_BUSY_POLL_US, else the host's cores decide. */
+import { describe, expect, it } from 'vitest';
+import {
+  busyPollMicros,
+  DEFAULT_BUSY_POLL_MICROS,
+  meshProcessesOnHost,
+  resolveBusyPoll,
+  stagedProcessesOnHost,
+} from '../../lib/session/busy-poll.js';
+import { resolveSessionOptions } from '../../lib/session/session-options.js';
+import { ConfigurationError } from '../../lib/errors.js';
+
+const base = { coordinator: '127.0.0.1:29500', uniqueId: '00112233445566778899aabbccddeeff', rank: 0, worldSize: 2 };
+
+describe('resolveBusyPoll', () => {
+  it('takes the option over the variable, and auto where neither says', () => {
+    expect(resolveBusyPoll(20, { GX1_BUSY_POLL_US: '7' })).toBe(20);
+    expect(resolveBusyPoll(undefined, { GX1_BUSY_POLL_US: ' 7 ' })).toBe(7);
+    expect(resolveBusyPoll(undefined, { GX1_BUSY_POLL_US: 'AUTO' })).toBe('auto');
+    expect(resolveBusyPoll(undefined, {})).toBe('auto');
+    expect(resolveBusyPoll('auto', { GX1_BUSY_POLL_US: '0' })).toBe('auto');
+    expect(resolveSessionOptions(base, { GX1_BUSY_POLL_US: '0' }).busyPoll).toBe(0);
+    expect(resolveSessionOptions({ ...base, busyPollMicros: 80 }, {}).busyPoll).toBe(80);
+  });
+
+  it('refuses what is not whole microseconds 0..100000, naming the setting and the value', () => {
+    expect(() => resolveBusyPoll(undefined, { GX1_BUSY_POLL_US: '5us' })).toThrow(
+      new ConfigurationError('GX1_BUSY_POLL_US must be auto or whole microseconds 0..100000, got "5us"'),
+    );
+    expect(() => resolveBusyPoll(-1, {})).toThrow('busyPollMicros must be auto or whole microseconds 0..100000, got "-1"');
+    expect(() => resolveBusyPoll(1.5, {})).toThrow(ConfigurationError);
+    expect(() => resolveBusyPoll(100_001, {})).toThrow(ConfigurationError);
+  });
+});
+
+describe('busyPollMicros', () => {
+  it('polls under auto only where every process of the job on this host has a core', () => {
+    expect(busyPollMicros('auto', 2, 2)).toBe(DEFAULT_BUSY_POLL_MICROS);
+    expect(busyPollMicros('auto', 4, 2)).toBe(0);
+    expect(busyPollMicros('auto', null, 64)).toBe(0);
+  });
+
+  it('uses a window that was given, even oversubscribed', () => {
+    expect(busyPollMicros(0, 1, 16)).toBe(0);
+    expect(busyPollMicros(200, 8, 2)).toBe(200);
+  });
+
+  it('counts the mesh ranks that advertise this rank\'s host, and a loopback coordinator\'s whole job', () => {
+    const table = [
+      [{ host: '10.0.0.1', port: 1 }],
+      [{ host: '10.0.0.2', port: 2 }],
+      [{ host: '10.0.0.1', port: 3 }],
+    ];
+    expect(meshProcessesOnHost(table, 0)).toBe(2);
+    expect(meshProcessesOnHost(table, 1)).toBe(1);
+    expect(stagedProcessesOnHost('127.0.0.1', 4)).toBe(5);
+    expect(stagedProcessesOnHost('localhost', 1)).toBe(2);
+    expect(stagedProcessesOnHost('10.0.0.1', 4)).toBe(null);
+  });
+});

@@ -1,9 +1,10 @@
-import { concat, defer, EMPTY, finalize, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
+import { defer, EMPTY, type Observable } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
 import { scheduleAccumulate } from '../kernels/index.js';
 import type { DType, ElementType } from '../protocol/element-type.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { Links } from '../transport/links/links.js';
+import { pieceWork } from './piece-work.js';
 import { MAX_STEPS, mod, type Piece, PIECE_BYTES, pieceTag, ringPosition } from './peer-data.js';
 
 /** Ring messages carry tags under this prefix ("RG"). */
@@ -60,24 +61,50 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
     })),
   );
   const pieceCount = Math.max(...segments.map((pieces) => pieces.length));
-  const send = (index: number, piece: number) => {
-    const sent = steps[index]!.sends[piece];
-    return sent === undefined ? EMPTY : links.send(railOf(piece), next, tagOf(index, piece), sent.bytes, { elementType: wiring.elementType, count: sent.elements });
-  };
-  const arrive = (index: number, piece: number) => {
-    const step = steps[index]!;
-    const target = step.receives[piece];
-    if (target === undefined) return EMPTY;
-    const folded = links
-      .receive(railOf(piece), previous, tagOf(index, piece), { elementType: wiring.elementType, count: target.elements }, step.pass.receivesInPlace ? target.bytes : undefined)
-      .pipe(mergeMap((received) => step.pass.use(target.bytes, received).pipe(finalize(() => links.release(received)))));
-    return step.last && step.pass.then ? concat(folded, defer(() => step.pass.then!(target))) : folded;
-  };
   // Step t of piece k: send what step t-1 brought, while step t's own message arrives (a message
-  // that comes before its receive is posted waits in the link's matcher).
-  const pipeline = (piece: number, index: number): Observable<unknown> =>
-    index === stepCount ? EMPTY : merge(send(index, piece), concat(arrive(index, piece), defer(() => pipeline(piece, index + 1))));
-  return merge(...Array.from({ length: pieceCount }, (_, piece) => pipeline(piece, 0))).pipe(ignoreElements());
+  // that comes before its receive is posted waits in the link's matcher); once it has arrived and
+  // been used (and, after a pass's last step, `then`), step t+1 of that piece starts.
+  return pieceWork((start) => {
+    const held = new Set<Uint8Array>();
+    const step = (piece: number, index: number): void => {
+      if (index === stepCount) return;
+      const current = steps[index]!;
+      const sent = current.sends[piece];
+      if (sent !== undefined) {
+        start(links.send(railOf(piece), next, tagOf(index, piece), sent.bytes, { elementType: wiring.elementType, count: sent.elements }));
+      }
+      const target = current.receives[piece];
+      if (target === undefined) {
+        step(piece, index + 1);
+        return;
+      }
+      const { pass } = current;
+      const advance = () => step(piece, index + 1);
+      let received: Uint8Array | null = null;
+      const used = () => {
+        const bytes = received!;
+        held.delete(bytes);
+        links.release(bytes);
+        if (current.last && pass.then !== undefined) start(pass.then(target), advance);
+        else advance();
+      };
+      const shape = { elementType: wiring.elementType, count: target.elements };
+      const into = pass.receivesInPlace ? target.bytes : undefined;
+      start(
+        links.receive(railOf(piece), previous, tagOf(index, piece), shape, into),
+        () => {
+          held.add(received!);
+          start(pass.use(target.bytes, received!), used);
+        },
+        (bytes) => (received = bytes),
+      );
+    };
+    for (let piece = 0; piece < pieceCount; piece++) step(piece, 0);
+    // A piece whose use was cut short goes back to the pool all the same.
+    return () => {
+      for (const bytes of held) links.release(bytes);
+    };
+  });
 }
 
 /**

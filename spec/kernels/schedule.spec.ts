@@ -157,7 +157,10 @@ describe('scheduling', () => {
     });
   });
 
-  it.skipIf(kernelBackend() !== 'native')('a kernel cancelled while queued never runs', async () => {
+  // Retried: a worker frees up if this thread is descheduled for longer than a busy kernel runs
+  // between queueing them and the cancel (seen once in a full suite on 2 loaded cores); a cancel
+  // that does not work fails every try.
+  it.skipIf(kernelBackend() !== 'native')('a kernel cancelled while queued never runs', { retry: 2 }, async () => {
     const addon = loadAddon();
     const poolSize = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
     // Occupy every libuv worker with a long kernel, so the next one can only wait in the queue.

@@ -1,10 +1,11 @@
-import { concat, defer, EMPTY, ignoreElements, merge, mergeMap, type Observable } from 'rxjs';
+import { concat, defer, mergeMap, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, RootedRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { pieceTag, piecesOf } from '../peer-data.js';
+import { type Piece, pieceTag, piecesOf } from '../peer-data.js';
+import { pieceWork } from '../piece-work.js';
 import { shaped } from '../staged.js';
 
 /** Chain messages carry tags under this prefix ("BC"). */
@@ -34,24 +35,27 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
       const shape = (elements: number) => ({ elementType: view.elementType, count: elements });
       const tagOf = (piece: number) => pieceTag(CHAIN_TAG_PREFIX, sequence, 0, 0, piece);
       const railOf = (piece: number) => piece % links.rails;
-      const forward = (piece: { index: number; elements: number; bytes: Uint8Array }) =>
-        next === undefined ? EMPTY : links.send(railOf(piece.index), next, tagOf(piece.index), piece.bytes, shape(piece.elements));
       const pieces = piecesOf(result, dtypeWidth(view.dtype), { start: 0, count: view.count }, context.pieceBytes);
-      const moved =
-        previous === undefined
-          ? merge(...pieces.map(forward))
-          : merge(
-              ...pieces.map((piece) =>
-                links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes).pipe(
-                  mergeMap((received) => {
-                    if (received !== piece.bytes) piece.bytes.set(received);
-                    links.release(received);
-                    return forward(piece);
-                  }),
-                ),
-              ),
-            );
-      return concat(moved.pipe(ignoreElements()), defer(() => [result]));
+      const moved = pieceWork((start) => {
+        const forward = (piece: Piece) => {
+          if (next !== undefined) start(links.send(railOf(piece.index), next, tagOf(piece.index), piece.bytes, shape(piece.elements)));
+        };
+        for (const piece of pieces) {
+          if (previous === undefined) {
+            forward(piece);
+            continue;
+          }
+          let received: Uint8Array | null = null;
+          const arrived = () => {
+            const bytes = received!;
+            if (bytes !== piece.bytes) piece.bytes.set(bytes);
+            links.release(bytes);
+            forward(piece);
+          };
+          start(links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes), arrived, (bytes) => (received = bytes));
+        }
+      });
+      return concat(moved, defer(() => [result]));
     }),
   );
 }

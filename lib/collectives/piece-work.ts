@@ -25,16 +25,29 @@ export function pieceWork(launch: (start: StartWork) => (() => void) | void): Ob
     const finished = () => {
       if (--open === 0) subscriber.complete();
     };
+    const fail = (error: unknown) => subscriber.error(error);
     const start: StartWork = (source, then, onValue) => {
       if (subscriber.closed) return;
       open += 1;
       let subscription: Subscription | null = null;
       subscription = source.subscribe({
-        next: onValue,
-        error: (error: unknown) => subscriber.error(error),
+        // What the callbacks throw fails the group (as an operator's project would), never the process.
+        next: (value) => {
+          try {
+            onValue?.(value);
+          } catch (error) {
+            fail(error);
+          }
+        },
+        error: fail,
         complete: () => {
           if (subscription !== null) running.delete(subscription);
-          then?.();
+          try {
+            then?.();
+          } catch (error) {
+            fail(error);
+            return;
+          }
           finished();
         },
       });

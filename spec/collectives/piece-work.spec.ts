@@ -96,4 +96,19 @@ describe('pieceWork', () => {
     expect(errors).toEqual([new Error('refused')]);
     expect(rest.state.subscribed).toBe(0);
   });
+
+  it('fails the group, not the process, when a continuation or a value handler throws', () => {
+    const errors: unknown[] = [];
+    pieceWork((start) => {
+      start(of(1), () => {
+        throw new Error('then failed');
+      });
+    }).subscribe({ error: (error: unknown) => errors.push(error) });
+    pieceWork((start) => {
+      start(of(1), undefined, () => {
+        throw new Error('value refused');
+      });
+    }).subscribe({ error: (error: unknown) => errors.push(error) });
+    expect(errors).toEqual([new Error('then failed'), new Error('value refused')]);
+  });
 });

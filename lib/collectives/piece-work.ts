@@ -1,10 +1,11 @@
 import { Observable, type Subscription } from 'rxjs';
 
 /**
- * Starts one send, receive or kernel of a collective: `then` runs once `source` completes (and may
- * start what follows: it counts before `source` is counted done); `onValue` sees its values.
+ * Starts one send, receive or kernel of a collective: `then` runs once `source` completes, with
+ * the last value it emitted (a receive's payload), and may start what follows (it counts before
+ * `source` is counted done).
  */
-export type StartWork = <T>(source: Observable<T>, then?: () => void, onValue?: (value: T) => void) => void;
+export type StartWork = <T>(source: Observable<T>, then?: (last: T) => void) => void;
 
 /**
  * The pieces of a pipelined collective (a ring's passes, a chain's forwards), run by hand: `launch`
@@ -26,24 +27,19 @@ export function pieceWork(launch: (start: StartWork) => (() => void) | void): Ob
       if (--open === 0) subscriber.complete();
     };
     const fail = (error: unknown) => subscriber.error(error);
-    const start: StartWork = (source, then, onValue) => {
+    const start: StartWork = <T>(source: Observable<T>, then?: (last: T) => void) => {
       if (subscriber.closed) return;
       open += 1;
       let subscription: Subscription | null = null;
+      let last: T | undefined;
       subscription = source.subscribe({
-        // What the callbacks throw fails the group (as an operator's project would), never the process.
-        next: (value) => {
-          try {
-            onValue?.(value);
-          } catch (error) {
-            fail(error);
-          }
-        },
+        next: (value) => (last = value),
         error: fail,
         complete: () => {
           if (subscription !== null) running.delete(subscription);
+          // What a continuation throws fails the group (as an operator's project would), never the process.
           try {
-            then?.();
+            then?.(last as T);
           } catch (error) {
             fail(error);
             return;

@@ -80,9 +80,7 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
       }
       const { pass } = current;
       const advance = () => step(piece, index + 1);
-      let received: Uint8Array | null = null;
-      const used = () => {
-        const bytes = received!;
+      const used = (bytes: Uint8Array) => {
         held.delete(bytes);
         links.release(bytes);
         if (current.last && pass.then !== undefined) start(pass.then(target), advance);
@@ -90,14 +88,10 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
       };
       const shape = { elementType: wiring.elementType, count: target.elements };
       const into = pass.receivesInPlace ? target.bytes : undefined;
-      start(
-        links.receive(railOf(piece), previous, tagOf(index, piece), shape, into),
-        () => {
-          held.add(received!);
-          start(pass.use(target.bytes, received!), used);
-        },
-        (bytes) => (received = bytes),
-      );
+      start(links.receive(railOf(piece), previous, tagOf(index, piece), shape, into), (bytes) => {
+        held.add(bytes);
+        start(pass.use(target.bytes, bytes), () => used(bytes));
+      });
     };
     for (let piece = 0; piece < pieceCount; piece++) step(piece, 0);
     // A piece whose use was cut short goes back to the pool all the same.

@@ -25,7 +25,10 @@ describe('pieceWork', () => {
     const seen: number[] = [];
     let completed = false;
     pieceWork((start) => {
-      start(first, () => start(second, undefined, (value) => seen.push(value)), (value) => seen.push(value));
+      start(first, (value) => {
+        seen.push(value);
+        start(second, (next) => seen.push(next));
+      });
     }).subscribe({ complete: () => (completed = true) });
     first.next(1);
     first.complete();
@@ -97,7 +100,7 @@ describe('pieceWork', () => {
     expect(rest.state.subscribed).toBe(0);
   });
 
-  it('fails the group, not the process, when a continuation or a value handler throws', () => {
+  it('fails the group, not the process, when a continuation throws, with or without the value', () => {
     const errors: unknown[] = [];
     pieceWork((start) => {
       start(of(1), () => {
@@ -105,8 +108,8 @@ describe('pieceWork', () => {
       });
     }).subscribe({ error: (error: unknown) => errors.push(error) });
     pieceWork((start) => {
-      start(of(1), undefined, () => {
-        throw new Error('value refused');
+      start(of(1), (value) => {
+        throw new Error(value === 1 ? 'value refused' : 'no value');
       });
     }).subscribe({ error: (error: unknown) => errors.push(error) });
     expect(errors).toEqual([new Error('then failed'), new Error('value refused')]);

@@ -45,14 +45,11 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
             forward(piece);
             continue;
           }
-          let received: Uint8Array | null = null;
-          const arrived = () => {
-            const bytes = received!;
+          start(links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes), (bytes) => {
             if (bytes !== piece.bytes) piece.bytes.set(bytes);
             links.release(bytes);
             forward(piece);
-          };
-          start(links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes), arrived, (bytes) => (received = bytes));
+          });
         }
       });
       return concat(moved, defer(() => [result]));

@@ -1,10 +1,11 @@
-import type { Observable, SchedulerLike } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { DType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { TensorView } from '../tensor.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
+import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { Links } from '../transport/links/links.js';
 
 /**
@@ -39,8 +40,8 @@ export interface CollectiveContext {
   nextMeshSequence(): bigint;
   /** How long a rank waits for its peers in a collective that stays off the coordinator. */
   timeoutMs(): number;
-  /** Where those waits are timed. */
-  readonly scheduler: SchedulerLike;
+  /** Where those waits are timed: one lazy timer for the session's collectives (see `LazyDeadlines`). */
+  readonly deadlines: LazyDeadlines;
   /** Ends the job on every rank with `reason` (a failure only this rank has seen). */
   abort(reason: string): void;
 }

@@ -97,17 +97,14 @@ export function runExchange<T>(context: CollectiveContext, deadline: ExchangeDea
       subscriber.error(error);
       if (error instanceof TimeoutError || error instanceof ProtocolError) context.abort(failureText(error));
     };
-    subscriber.add(
-      context.scheduler.schedule(
-        () =>
-          fail(
-            new TimeoutError(
-              `rank ${context.rank} collective ${deadline.number} (${opcodeName(deadline.opcode)}) on the direct peer mesh; missing ranks [${deadline.missing().join(',')}]`,
-            ),
-          ),
-        Math.min(deadline.waitMs, MAX_TIMER_DELAY_MS),
+    const due = context.deadlines.add(Math.min(deadline.waitMs, MAX_TIMER_DELAY_MS), () =>
+      fail(
+        new TimeoutError(
+          `rank ${context.rank} collective ${deadline.number} (${opcodeName(deadline.opcode)}) on the direct peer mesh; missing ranks [${deadline.missing().join(',')}]`,
+        ),
       ),
     );
+    subscriber.add(() => context.deadlines.remove(due));
     const startRound = (index: number): void => {
       if (index === rounds.length) {
         subscriber.next(result());

@@ -8,7 +8,7 @@ import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { type CoordinatorEventSink, NO_EVENTS } from './coordinator-events.js';
-import { LazyDeadline } from '../transport/lazy-deadline.js';
+import { LazyDeadline, LazyDeadlines } from '../transport/lazy-deadlines.js';
 import { errorText, rankEvents } from './rank-events.js';
 import { routeCollective } from './route-collective.js';
 
@@ -69,9 +69,10 @@ export function collectiveLoop(
     const sequence = () => agreement.nextSequence();
     const missingRanks = () => requests.flatMap((request, missingRank) => (request === undefined ? [missingRank] : []));
     // Set when a sequence starts and cleared when it completes: lazy, as most sequences complete.
-    const deadline = new LazyDeadline(options.scheduler, () => fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missingRanks().join(',')}]`)));
+    const deadlines = new LazyDeadlines(options.scheduler);
+    const deadline = new LazyDeadline(deadlines, () => fail(new TimeoutError(`collective sequence ${sequence()}; missing ranks [${missingRanks().join(',')}]`)));
     const slowMs = options.slowCollectiveMs;
-    const slow = new LazyDeadline(options.scheduler, () => {
+    const slow = new LazyDeadline(deadlines, () => {
       slow.set(Math.min(slowMs!, MAX_TIMER_DELAY_MS));
       sink.next({
         type: 'collective-waiting',
@@ -157,9 +158,8 @@ export function collectiveLoop(
     });
     return () => {
       events.unsubscribe();
-      deadline.stop();
+      deadlines.stop();
       grace?.unsubscribe();
-      slow.stop();
     };
   });
 }

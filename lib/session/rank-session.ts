@@ -18,6 +18,7 @@ import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
 import { BufferPool } from '../transport/buffer-pool.js';
 import { CollectiveChannel } from '../transport/collective-channel.js';
+import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { SessionLinks } from '../transport/links/links.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
@@ -113,6 +114,7 @@ export class RankSession {
   private readonly events = new Subject<SessionEvent>();
   private readonly queue = new CollectiveQueue();
   private readonly context: CollectiveContext;
+  private readonly deadlines: LazyDeadlines;
   private closed = false;
   private meshSequence = 0n;
   /** Ordered operations submitted so far: the next one's `sequence` in events. */
@@ -144,6 +146,7 @@ export class RankSession {
       },
     });
     const scratch = new BufferPool();
+    this.deadlines = new LazyDeadlines(scheduler);
     const identity = Array.from({ length: worldSize }, (_, index) => index);
     this.context = {
       rank,
@@ -156,7 +159,7 @@ export class RankSession {
       agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
       nextMeshSequence: () => this.meshSequence++,
       timeoutMs: () => timeout.ms,
-      scheduler,
+      deadlines: this.deadlines,
       abort: (reason) => void links.abort(reason),
     };
   }
@@ -629,6 +632,7 @@ export class RankSession {
       this.queue.close();
       this.links.close();
       this.coordinator.close();
+      this.deadlines.stop();
       this.events.complete();
     }
     await Promise.all(this.holds.map((work) => work.then(() => undefined, () => undefined)));

@@ -10,7 +10,7 @@
  * corrupt) apply as messages are sent.
  */
 import type { Scheduler as InterleaveScheduler } from 'fast-check';
-import { asyncScheduler, catchError, Observable, of, type SchedulerLike, type Subscriber, throwError, timeout, timer } from 'rxjs';
+import { asyncScheduler, catchError, Observable, of, type SchedulerLike, type Subscriber, throwError, timer } from 'rxjs';
 import type { CollectiveContext } from '../collectives/algorithm.js';
 import { routeCollective } from '../coordinator/route-collective.js';
 import { ConfigurationError, failureText, RemoteAbortError, TimeoutError } from '../errors.js';
@@ -22,6 +22,7 @@ import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from '../transport/buffer-pool.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS, type CollectiveRequest } from '../transport/collective-channel.js';
+import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from '../transport/links/links.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import { TagMatcher } from '../transport/tag-matcher.js';
@@ -184,6 +185,9 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
 
   const ranks = Array.from({ length: worldSize }, (_, rank): MemoryRank => {
     const failure = failures[rank]!;
+    // One lazy timer per rank, for its receives and its collectives (as a session's mesh and
+    // context): at a tie the deadline set first, the collective's, speaks first.
+    const deadlines = new LazyDeadlines(clock);
     const links: SessionLinks = {
       rank,
       worldSize,
@@ -199,17 +203,20 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
           const posted: Posted = { shape, subscriber };
           const matcher = matchers[rank]![rail]!;
           const arrived = matcher.post(peer === ANY_RANK ? ANY_RANK : peer, tag, posted);
-          if (arrived === null) return () => matcher.withdraw(posted);
-          deliver(arrived, posted);
-          return undefined;
-        }).pipe(
+          if (arrived !== null) {
+            deliver(arrived, posted);
+            return undefined;
+          }
           // Past the session timeout plus a grace, so that a collective's own timeout, which names
           // the missing ranks, speaks first.
-          timeout({
-            first: Math.min(timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS),
-            scheduler: clock,
-            with: () => throwError(() => new TimeoutError(`rank ${rank} rail ${rail} receive from rank ${peer === ANY_RANK ? 'any' : peer} tag ${tag}`)),
-          }),
+          const deadline = deadlines.add(Math.min(timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS), () =>
+            subscriber.error(new TimeoutError(`rank ${rank} rail ${rail} receive from rank ${peer === ANY_RANK ? 'any' : peer} tag ${tag}`)),
+          );
+          return () => {
+            deadlines.remove(deadline);
+            matcher.withdraw(posted);
+          };
+        }).pipe(
           // As the real links: a failed receive takes the whole job down with its reason.
           catchError((error: unknown) => {
             abort(failureText(error), rank);
@@ -237,7 +244,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       agreement: options.agreement ?? 'coordinator',
       nextMeshSequence: () => meshSequence.next++,
       timeoutMs: () => timeoutMs,
-      scheduler: clock,
+      deadlines,
       abort: (reason) => abort(reason, rank),
       ...options.contextOf?.(rank),
     };

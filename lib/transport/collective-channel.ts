@@ -6,7 +6,7 @@ import { makeHeader, type Frame, type FrameFields } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { BufferPool } from './buffer-pool.js';
 import type { FrameChannel } from './frame-channel.js';
-import { LazyDeadline } from './lazy-deadline.js';
+import { LazyDeadline, LazyDeadlines } from './lazy-deadlines.js';
 import type { RailOwner } from './links/rail-client.js';
 import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
 import { validateResponse } from './validate-response.js';
@@ -38,6 +38,7 @@ export class CollectiveChannel {
   private readonly reader: Subscription;
   /** When the pending request's response is overdue: set and cleared per collective, lazily. */
   private readonly overdue: LazyDeadline;
+  private readonly deadlines: LazyDeadlines;
 
   constructor(
     private readonly channel: FrameChannel,
@@ -46,7 +47,8 @@ export class CollectiveChannel {
     private readonly pool: BufferPool,
   ) {
     const { failure } = owner;
-    this.overdue = new LazyDeadline(owner.scheduler, () => {
+    this.deadlines = new LazyDeadlines(owner.scheduler);
+    this.overdue = new LazyDeadline(this.deadlines, () => {
       const waiter = this.waiter;
       if (waiter !== null) failure.fail(new TimeoutError(`rank ${owner.rank} collective sequence ${waiter.sequence} (${opcodeName(waiter.opcode)}) response`));
     });
@@ -104,7 +106,7 @@ export class CollectiveChannel {
   }
 
   close(): void {
-    this.overdue.stop();
+    this.deadlines.stop();
     this.reader.unsubscribe();
     this.channel.finish();
   }

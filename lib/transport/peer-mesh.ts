@@ -16,6 +16,7 @@ import type { JobSecret } from './job-secret.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
 import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
+import { LazyDeadlines } from './lazy-deadlines.js';
 import { TagMatcher } from './tag-matcher.js';
 import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
 
@@ -45,9 +46,6 @@ export const DEFAULT_UNMATCHED_BYTES_LIMIT = 2 ** 30;
 /** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
 const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
 
-function linkKey(peer: number, rail: number): string {
-  return `${peer}/${rail}`;
-}
 
 function rankText(rank: number): string {
   return rank === ANY_RANK ? 'any rank' : `rank ${rank}`;
@@ -71,17 +69,22 @@ function rankText(rank: number): string {
  * Abort down every link.
  */
 export class PeerMesh {
-  /** The links this rank sends on (a peer dialled them), by `linkKey`. */
-  private readonly outbound = new Map<string, FrameChannel>();
-  /** The links this rank receives on (it dialled them), by `linkKey`. */
-  private readonly inbound = new Map<string, FrameChannel>();
+  // Per link, by `linkIndex` (arrays, not maps keyed by text: every message looks one up).
+  /** The links this rank sends on (a peer dialled them). */
+  private readonly outbound: (FrameChannel | undefined)[];
+  /** The links this rank receives on (it dialled them). */
+  private readonly inbound: (FrameChannel | undefined)[];
   private readonly readers: Subscription[] = [];
   private readonly departed = new Set<number>();
   private readonly matchers: TagMatcher<Frame, PostedReceive>[];
-  private readonly unmatchedBytes = new Map<string, number>();
-  private readonly sequences = new Map<string, bigint>();
+  private readonly unmatchedBytes: number[];
+  private readonly sequences: bigint[];
+  /** Sends the socket pushed back, waiting for it to drain (failing the mesh ends them). */
+  private readonly pushedBack = new Set<Subscriber<void>>();
   /** Memory for payloads no receive named a destination for; consumers that are done with one give it back. */
   private readonly pool = new BufferPool(64 * 1024, 4);
+  /** Every pending receive's deadline (and a pushed-back send's), on one lazy timer. */
+  private readonly deadlines: LazyDeadlines;
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
   private onDetectedFailure: (error: unknown) => void = (error) => this.abort(failureText(error));
@@ -92,6 +95,12 @@ export class PeerMesh {
     private readonly unmatchedBytesLimit: number,
   ) {
     this.matchers = Array.from({ length: identity.rails }, () => new TagMatcher<Frame, PostedReceive>());
+    this.deadlines = new LazyDeadlines(scheduler);
+    const links = identity.worldSize * identity.rails;
+    this.outbound = new Array<FrameChannel | undefined>(links).fill(undefined);
+    this.inbound = new Array<FrameChannel | undefined>(links).fill(undefined);
+    this.unmatchedBytes = new Array<number>(links).fill(0);
+    this.sequences = new Array<bigint>(links).fill(0n);
   }
 
   /**
@@ -169,9 +178,9 @@ export class PeerMesh {
     return new Observable<void>((subscriber) => {
       if (this.failure !== null) throw this.failure;
       const { uniqueId, rank, worldSize } = this.identity;
-      const key = linkKey(destination, rail);
-      const sequence = this.sequences.get(key) ?? 0n;
-      this.sequences.set(key, sequence + 1n);
+      const link = this.linkIndex(destination, rail);
+      const sequence = this.sequences[link]!;
+      this.sequences[link] = sequence + 1n;
       const header = makeHeader(
         { uniqueId, opcode: Opcode.Send, elementType: shape.elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, tag, elementCount: shape.count },
         payload.length,
@@ -187,21 +196,21 @@ export class PeerMesh {
         return;
       }
       if (this.departed.has(destination)) throw peerLeft(destination);
-      const link = this.outbound.get(key)!;
-      if (link.send({ header, parts: [payload] })) {
+      const channel = this.outbound[link]!;
+      if (channel.send({ header, parts: [payload] })) {
         done();
         return;
       }
-      // Only a send the socket pushed back waits, and only it needs a timer.
-      const waiting = this.scheduler.schedule(
-        () => subscriber.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`)),
-        Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
+      // Only a send the socket pushed back waits, and only it needs a deadline.
+      const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () =>
+        subscriber.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`)),
       );
-      void link.drained().then(() => {
-        waiting.unsubscribe();
-        done();
-      });
-      return () => waiting.unsubscribe();
+      this.pushedBack.add(subscriber);
+      void channel.drained().then(done);
+      return () => {
+        this.deadlines.remove(deadline);
+        this.pushedBack.delete(subscriber);
+      };
     });
   }
 
@@ -219,13 +228,12 @@ export class PeerMesh {
       const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, subscriber };
       const frame = matcher.post(source, tag, posted);
       if (frame === null) {
-        // Not there yet: wait, timed (a message already waiting needs no timer).
-        const waiting = this.scheduler.schedule(
-          () => subscriber.error(new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`)),
-          Math.min(timeoutMs, MAX_TIMER_DELAY_MS),
+        // Not there yet: wait, timed (a message already waiting needs no deadline).
+        const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () =>
+          subscriber.error(new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`)),
         );
         return () => {
-          waiting.unsubscribe();
+          this.deadlines.remove(deadline);
           matcher.withdraw(posted);
         };
       }
@@ -252,12 +260,18 @@ export class PeerMesh {
     }
   }
 
-  /** Fails every pending receive with `error` and refuses later calls. */
+  /** Fails every pending receive and pushed-back send with `error` and refuses later calls. */
   fail(error: unknown): void {
     if (this.failure !== null) return;
     this.failure = error;
     for (const matcher of this.matchers) for (const receive of matcher.takeReceives(() => true)) receive.subscriber.error(error);
+    for (const send of [...this.pushedBack]) send.error(error);
     this.onFailure(error);
+  }
+
+  /** The link this rank receives on from `peer` (`inbound`) or sends on to it (`outbound`) on `rail`. */
+  link(direction: 'inbound' | 'outbound', peer: number, rail: number): FrameChannel | undefined {
+    return (direction === 'inbound' ? this.inbound : this.outbound)[this.linkIndex(peer, rail)];
   }
 
   /** The sockets of every link (a session references them only while it has work pending). */
@@ -268,6 +282,7 @@ export class PeerMesh {
   close(): void {
     for (const reader of this.readers) reader.unsubscribe();
     for (const link of this.allLinks()) link.finish();
+    this.deadlines.stop();
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
   }
 
@@ -346,7 +361,7 @@ export class PeerMesh {
         throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for rail ${rail}`);
       }
       this.checkHello(hello, peer, rail);
-      if (this.outbound.has(linkKey(peer, rail))) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
+      if (this.outbound[this.linkIndex(peer, rail)] !== undefined) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
       if (this.failure !== null) throw this.failure;
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
       this.attach(peer, rail, channel, 'outbound');
@@ -390,7 +405,7 @@ export class PeerMesh {
   private attach(peer: number, rail: number, channel: FrameChannel, direction: 'inbound' | 'outbound'): void {
     const inbound = direction === 'inbound';
     if (inbound) channel.allocatePayload = (header) => this.destinationOf(peer, rail, header) ?? this.pool.take(header.payloadBytes);
-    (inbound ? this.inbound : this.outbound).set(linkKey(peer, rail), channel);
+    (inbound ? this.inbound : this.outbound)[this.linkIndex(peer, rail)] = channel;
     this.readers.push(
       channel.frames$.subscribe({
         next: (frame) => (inbound ? this.onLinkFrame(peer, rail, frame) : this.onReverseFrame(peer, rail, frame)),
@@ -401,7 +416,11 @@ export class PeerMesh {
   }
 
   private allLinks(): FrameChannel[] {
-    return [...this.outbound.values(), ...this.inbound.values()];
+    return [...this.outbound, ...this.inbound].filter((link) => link !== undefined);
+  }
+
+  private linkIndex(peer: number, rail: number): number {
+    return peer * this.identity.rails + rail;
   }
 
   /** The memory a posted receive named for a message `peer` is starting to send, if it fits. */
@@ -433,9 +452,9 @@ export class PeerMesh {
         throw new ProtocolError(`unexpected ${opcodeName(h.opcode)} frame from direct peer rank ${peer} on rail ${rail}`);
       }
       if (!this.onMessage(rail, frame)) return;
-      const key = linkKey(peer, rail);
-      const parked = (this.unmatchedBytes.get(key) ?? 0) + frame.payload.length;
-      this.unmatchedBytes.set(key, parked);
+      const link = this.linkIndex(peer, rail);
+      const parked = this.unmatchedBytes[link]! + frame.payload.length;
+      this.unmatchedBytes[link] = parked;
       if (parked > this.unmatchedBytesLimit) throw this.overBudget(peer, rail, parked);
     } catch (error) {
       if (error instanceof RemoteAbortError) this.fail(error);
@@ -473,8 +492,7 @@ export class PeerMesh {
   private countOff(rail: number, frame: Frame): void {
     const peer = frame.header.sourceRank;
     if (peer === this.identity.rank) return;
-    const key = linkKey(peer, rail);
-    this.unmatchedBytes.set(key, this.unmatchedBytes.get(key)! - frame.payload.length);
+    this.unmatchedBytes[this.linkIndex(peer, rail)]! -= frame.payload.length;
   }
 
   private onDeparture(peer: number, error: unknown): void {

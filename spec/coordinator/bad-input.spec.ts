@@ -482,6 +482,11 @@ describe('JOIN refusals keep the category of their cause (docs 8.1)', () => {
     await raw(job).connected;
     for (let waited = 0; delays.length < 2 && waited < 2_000; waited += 10) await sleep(10);
     expect(DEFAULT_JOIN_TIMEOUT_MS).toBe(10_000);
-    expect(delays).toEqual([12_345, DEFAULT_JOIN_TIMEOUT_MS]);
+    // The handshake's deadline runs from the connection's arrival: a loaded machine may have let a
+    // millisecond or two pass before the timer is asked for.
+    expect(delays[0]).toBe(12_345);
+    expect(delays[1]).toBeGreaterThan(DEFAULT_JOIN_TIMEOUT_MS - 50);
+    expect(delays[1]).toBeLessThanOrEqual(DEFAULT_JOIN_TIMEOUT_MS);
+    expect(delays).toHaveLength(2);
   });
 });

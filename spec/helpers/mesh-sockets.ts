@@ -1,6 +1,6 @@
 /** Test-only access to a tcp_peer session's mesh links, to check which network each rail uses. */
 import type { RankSession } from '../../lib/session/rank-session.js';
-import type { FrameChannel } from '../../lib/transport/frame-channel.js';
+import type { PeerMesh } from '../../lib/transport/peer-mesh.js';
 
 /**
  * The local address of the link this rank sends to `peer` on over `rail`: the peer dialled it to
@@ -8,6 +8,6 @@ import type { FrameChannel } from '../../lib/transport/frame-channel.js';
  * session's private MeshLinks).
  */
 export function meshLocalAddress(session: RankSession, peer: number, rail: number): string | undefined {
-  const links = (session as unknown as { links: { mesh: { outbound: Map<string, FrameChannel> } } }).links.mesh.outbound;
-  return links.get(`${peer}/${rail}`)?.socket.localAddress;
+  const mesh = (session as unknown as { links: { mesh: PeerMesh } }).links.mesh;
+  return mesh.link('outbound', peer, rail)?.socket.localAddress;
 }

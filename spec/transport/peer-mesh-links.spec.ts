@@ -13,7 +13,6 @@ import { Opcode } from '../../lib/protocol/opcode.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { bindPeerListeners } from '../../lib/transport/peer-endpoint-config.js';
 import { PeerMesh } from '../../lib/transport/peer-mesh.js';
-import type { FrameChannel } from '../../lib/transport/frame-channel.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -47,20 +46,21 @@ async function meshes(worldSize: number, rails: number): Promise<PeerMesh[]> {
 }
 
 const u8 = (count: number) => ({ elementType: ElementType.U8, count });
-const linksOf = (mesh: PeerMesh) => mesh as unknown as { inbound: Map<string, FrameChannel>; outbound: Map<string, FrameChannel> };
 
 describe('PeerMesh links', () => {
   it('dials one link per peer and rail to receive on and accepts one per peer and rail to send on', async () => {
     const all = await meshes(3, 2);
     for (const mesh of all) {
-      const { inbound, outbound } = linksOf(mesh);
+      const present = (direction: 'inbound' | 'outbound') =>
+        [0, 1, 2].flatMap((peer) => [0, 1].filter((rail) => mesh.link(direction, peer, rail) !== undefined).map((rail) => `${peer}/${rail}`));
       const expected = [0, 1, 2].filter((peer) => peer !== mesh.identity.rank).flatMap((peer) => [`${peer}/0`, `${peer}/1`]);
-      expect([...inbound.keys()].sort()).toEqual(expected);
-      expect([...outbound.keys()].sort()).toEqual(expected);
+      expect(present('inbound')).toEqual(expected);
+      expect(present('outbound')).toEqual(expected);
+      expect(mesh.sockets).toHaveLength(2 * expected.length);
     }
     // Rank 0's inbound link from rank 1 on rail 1 is rank 1's outbound link to rank 0 on rail 1.
-    const zeroIn = linksOf(all[0]!).inbound.get('1/1')!.socket;
-    const oneOut = linksOf(all[1]!).outbound.get('0/1')!.socket;
+    const zeroIn = all[0]!.link('inbound', 1, 1)!.socket;
+    const oneOut = all[1]!.link('outbound', 0, 1)!.socket;
     expect(zeroIn.localPort).toBe(oneOut.remotePort);
   });
 
@@ -101,7 +101,7 @@ describe('PeerMesh links', () => {
     one.detectedFailureHandler = () => undefined;
     // Rank 1 writes a Send on the link it dialled to rank 0: that link carries data only from rank 0.
     const header = makeHeader({ uniqueId: zero.identity.uniqueId, opcode: Opcode.Send, elementType: ElementType.U8, sourceRank: 1, destinationRank: 0, worldSize: 2, tag: 1n, elementCount: 1 }, 1);
-    linksOf(one).inbound.get('0/0')!.send({ header, parts: [Uint8Array.of(1)] });
+    one.link('inbound', 0, 0)!.send({ header, parts: [Uint8Array.of(1)] });
     const error = (await failed) as Error;
     expect(error.message).toBe('direct peer rank 1 sent Send on the rail 0 link it dialled, which carries data only from rank 0 to rank 1');
     await expect(firstValueFrom(zero.receive(0, 1, 1n, u8(1), 1_000))).rejects.toBe(error);

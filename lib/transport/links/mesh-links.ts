@@ -16,12 +16,15 @@ export class MeshLinks implements SessionLinks {
   constructor(
     private readonly mesh: PeerMesh,
     private readonly control: RailClient,
-    private readonly failure: SessionFailure,
+    failure: SessionFailure,
     private readonly timeoutMs: () => number,
   ) {
     // A failure the mesh finds on its own (a peer over its unmatched budget, a corrupt frame)
     // reaches every rank the way a failed send or receive does: on both planes.
     mesh.detectedFailureHandler = (error) => this.abort(failureText(error));
+    // And a failure of the session (an abort on the control channel) ends every message pending
+    // on the mesh: one subscription for the session, none per message.
+    failure.failure$.subscribe({ error: (error: unknown) => mesh.fail(error) });
   }
 
   get rank(): number {
@@ -62,10 +65,11 @@ export class MeshLinks implements SessionLinks {
   }
 
   /**
-   * What every send and receive goes through: values projected, the session's failure ends it,
-   * and a send or receive that fails takes the whole job down with its reason: the abort reaches
-   * every rank (this one too, back from the coordinator), so nobody waits on a peer that gave up.
-   * One hand-written layer instead of map + catchError: it runs for every message.
+   * What every send and receive goes through: values projected, and a send or receive that fails
+   * takes the whole job down with its reason: the abort reaches every rank (this one too, back
+   * from the coordinator), so nobody waits on a peer that gave up. One hand-written layer instead
+   * of map + catchError: it runs for every message. The session's failure reaches messages
+   * through the mesh (see the constructor), not through an operator per message.
    */
   private guarded<T, R>(source: Observable<T>, project: (value: T) => R): Observable<R> {
     return new Observable<R>((subscriber) =>
@@ -77,6 +81,6 @@ export class MeshLinks implements SessionLinks {
         },
         complete: () => subscriber.complete(),
       }),
-    ).pipe(this.failure.untilEnded());
+    );
   }
 }

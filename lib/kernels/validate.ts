@@ -63,6 +63,9 @@ export function overlaps(a: Uint8Array, b: Uint8Array): boolean {
  * them apart (Node 20 has no ArrayBuffer.prototype.detached). SharedArrayBuffers never detach.
  */
 function isDetached(bytes: Uint8Array): boolean {
+  // A view with bytes is not detached; and asking a small view for its buffer costs an allocation
+  // (V8 keeps typed arrays of up to 64 bytes on its heap until then).
+  if (bytes.byteLength !== 0) return false;
   const buffer = bytes.buffer;
   if (buffer.byteLength !== 0 || !(buffer instanceof ArrayBuffer)) return false;
   try {

@@ -202,6 +202,16 @@ function safeU64(view: DataView, offset: number, field: string, limit: number): 
   return Number(value);
 }
 
+/** The unique id of the last header decoded: a connection's headers all carry the same one. */
+let lastUniqueId: UniqueId | null = null;
+
+/** The unique id at `offset`, the last one decoded again if it is the same (no copy per header). */
+function uniqueIdAt(bytes: Uint8Array, offset: number): UniqueId {
+  if (lastUniqueId !== null && lastUniqueId.isAt(bytes, offset)) return lastUniqueId;
+  lastUniqueId = UniqueId.fromBytes(bytes.subarray(offset, offset + UniqueId.BYTES));
+  return lastUniqueId;
+}
+
 /** Decodes and validates the first 96 bytes of `bytes`; throws `ProtocolError` naming the field. */
 export function decodeHeader(bytes: Uint8Array, offset = 0): FrameHeader {
   if (bytes.length - offset < FRAME_HEADER_BYTES) {
@@ -223,7 +233,7 @@ export function decodeHeader(bytes: Uint8Array, offset = 0): FrameHeader {
     elementType: view.getUint8(9),
     reduceOp: view.getUint8(10),
     flags: view.getUint16(12, true),
-    uniqueId: UniqueId.fromBytes(bytes.subarray(offset + 16, offset + 32)),
+    uniqueId: uniqueIdAt(bytes, offset + 16),
     sourceRank: view.getUint32(32, true),
     destinationRank: view.getUint32(36, true),
     rootRank: view.getUint32(40, true),

@@ -38,7 +38,14 @@ export class UniqueId {
   }
 
   equals(other: UniqueId): boolean {
-    return Buffer.compare(this.bytes, other.bytes) === 0;
+    return this === other || Buffer.compare(this.bytes, other.bytes) === 0;
+  }
+
+  /** Whether the 16 bytes at `offset` of `bytes` are this id's (no copy, no allocation). */
+  isAt(bytes: Uint8Array, offset: number): boolean {
+    const own = this.bytes;
+    for (let index = 0; index < UniqueId.BYTES; index++) if (bytes[offset + index] !== own[index]) return false;
+    return true;
   }
 
   toHex(): string {

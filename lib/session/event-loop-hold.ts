@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable, type Subscriber } from 'rxjs';
 
 /** What an EventLoopHold polls with (tests pass a fake one). */
 export interface PollClock {
@@ -39,14 +39,21 @@ export class EventLoopHold {
     // Hand-written rather than defer + finalize: every collective and message passes here.
     return (source: Observable<T>) =>
       new Observable<T>((subscriber) => {
-        if (this.pending++ === 0) this.apply();
-        if (this.busyPollMs > 0) this.poll();
-        subscriber.add(() => {
-          if (--this.pending === 0) this.apply();
-        });
+        this.hold(subscriber);
         subscriber.add(source.subscribe(subscriber));
       });
   }
+
+  /** Holds the event loop until `subscriber` is finalized (for operators that do their own subscribing). */
+  hold(subscriber: Subscriber<unknown>): void {
+    if (this.pending++ === 0) this.apply();
+    if (this.busyPollMs > 0) this.poll();
+    subscriber.add(this.ended);
+  }
+
+  private readonly ended = (): void => {
+    if (--this.pending === 0) this.apply();
+  };
 
   private apply(): void {
     for (const socket of this.sockets) {

@@ -1,5 +1,5 @@
 import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
-import { defer, lastValueFrom, map, type Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
+import { defer, lastValueFrom, map, Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
 import { selectAlgorithm } from '../collectives/select.js';
@@ -717,11 +717,13 @@ export class RankSession {
    */
   private queued<T>(work: (sequence: number) => Observable<T>): Observable<T> {
     const sequence = this.submitted++;
+    // One hand-written layer for defer + loop.during() + failure.untilEnded(): every collective passes here.
     return this.queue.submit(
-      defer(() => {
-        this.failure.check();
-        return work(sequence);
-      }).pipe(this.failure.untilEnded(), this.loop.during()),
+      new Observable<T>((subscriber) => {
+        this.loop.hold(subscriber);
+        this.failure.enroll(subscriber);
+        subscriber.add(work(sequence).subscribe(subscriber));
+      }),
     );
   }
 

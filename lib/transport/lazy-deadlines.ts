@@ -13,6 +13,7 @@ export interface Deadline {
   readonly expire: () => void;
 }
 
+
 /**
  * Deadlines that are set and removed once per message or collective but rarely reached: every
  * receive on the mesh, every collective's wait for its peers. Adding one reads the clock and
@@ -24,7 +25,8 @@ export interface Deadline {
  *
  * The action sleeps at most `LAZY_DEADLINE_NAP_MS` at a time and outlives the last `remove` until
  * it next runs (or `stop()`). Each wake looks at every deadline still set: there are as many as
- * operations in flight, and wakes are rare.
+ * operations in flight, and wakes are rare. (A set, not an array that a wake compacts: removed
+ * deadlines must die young, or each garbage collection copies thousands of them.)
  */
 export class LazyDeadlines {
   private readonly deadlines = new Set<Deadline>();
@@ -72,10 +74,9 @@ export class LazyDeadlines {
       if (deadline.due <= now) expired.push(deadline);
       else next = Math.min(next, deadline.due);
     }
-    for (const deadline of expired) this.deadlines.delete(deadline);
     if (next !== Infinity) this.scheduleWake(next);
-    // After the bookkeeping: an expiry may add or remove deadlines.
-    for (const deadline of expired) deadline.expire();
+    // After the bookkeeping: an expiry may add or remove deadlines (even one due with it).
+    for (const deadline of expired) if (this.deadlines.delete(deadline)) deadline.expire();
   }
 }
 

@@ -28,14 +28,26 @@ export interface MeshIdentity {
   readonly rails: number;
 }
 
+/**
+ * Where one message's outcome goes: `next` once it is done (a receive's frame; a send's `undefined`
+ * once the socket took it), or `error`. Exactly one of them is called, at most once.
+ */
+export interface MessageOutcome<T> {
+  next(value: T): void;
+  error(error: unknown): void;
+}
+
 /** A receive posted on the mesh, waiting for its message. */
 interface PostedReceive {
   readonly source: number;
   readonly shape: ExpectedShape;
   /** Where its payload may be read straight into (a receive from one rank only). */
   readonly into: Uint8Array | null;
-  readonly subscriber: Subscriber<Frame>;
+  readonly outcome: MessageOutcome<Frame>;
 }
+
+/** Undoes a message that has not ended yet (withdraws a receive, forgets a waiting send). */
+export type Withdraw = () => void;
 
 /**
  * Unmatched bytes one peer may park at this rank (per rail) before the mesh calls it a failure,
@@ -80,7 +92,7 @@ export class PeerMesh {
   private readonly unmatchedBytes: number[];
   private readonly sequences: bigint[];
   /** Sends the socket pushed back, waiting for it to drain (failing the mesh ends them). */
-  private readonly pushedBack = new Set<Subscriber<void>>();
+  private readonly pushedBack = new Set<MessageOutcome<void>>();
   /** Memory for payloads no receive named a destination for; consumers that are done with one give it back. */
   private readonly pool = new BufferPool(64 * 1024, 4);
   /** Every pending receive's deadline (and a pushed-back send's), on one lazy timer. */
@@ -155,6 +167,11 @@ export class PeerMesh {
     return mesh;
   }
 
+  /** Whether the mesh failed (then every message fails with that failure). */
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
   /** Called once with the mesh's first failure (an abort from a peer, a protocol error). */
   set failureHandler(handler: (error: unknown) => void) {
     this.onFailure = handler;
@@ -175,43 +192,7 @@ export class PeerMesh {
    * pushed back (errors after `timeoutMs` of a peer not reading).
    */
   send(rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number): Observable<void> {
-    return new Observable<void>((subscriber) => {
-      if (this.failure !== null) throw this.failure;
-      const { uniqueId, rank, worldSize } = this.identity;
-      const link = this.linkIndex(destination, rail);
-      const sequence = this.sequences[link]!;
-      this.sequences[link] = sequence + 1n;
-      const header = makeHeader(
-        { uniqueId, opcode: Opcode.Send, elementType: shape.elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, tag, elementCount: shape.count },
-        payload.length,
-      );
-      const done = () => {
-        subscriber.next();
-        subscriber.complete();
-      };
-      if (destination === rank) {
-        // To itself: no socket, but the same matching as a message from a peer.
-        this.onMessage(rail, { header, payload: payload.slice() });
-        done();
-        return;
-      }
-      if (this.departed.has(destination)) throw peerLeft(destination);
-      const channel = this.outbound[link]!;
-      if (channel.send({ header, parts: [payload] })) {
-        done();
-        return;
-      }
-      // Only a send the socket pushed back waits, and only it needs a deadline.
-      const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () =>
-        subscriber.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`)),
-      );
-      this.pushedBack.add(subscriber);
-      void channel.drained().then(done);
-      return () => {
-        this.deadlines.remove(deadline);
-        this.pushedBack.delete(subscriber);
-      };
-    });
+    return new Observable<void>((subscriber) => this.write(rail, destination, tag, shape, payload, timeoutMs, completing(subscriber)));
   }
 
   /**
@@ -221,26 +202,78 @@ export class PeerMesh {
    * may be written.
    */
   receive(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null = null): Observable<Frame> {
-    return new Observable<Frame>((subscriber) => {
-      if (this.failure !== null) throw this.failure;
-      const matcher = this.matchers[rail]!;
-      if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
-      const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, subscriber };
-      const frame = matcher.post(source, tag, posted);
-      if (frame === null) {
-        // Not there yet: wait, timed (a message already waiting needs no deadline).
-        const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () =>
-          subscriber.error(new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`)),
-        );
-        return () => {
-          this.deadlines.remove(deadline);
-          matcher.withdraw(posted);
-        };
-      }
+    return new Observable<Frame>((subscriber) => this.post(rail, source, tag, shape, timeoutMs, into, completing(subscriber)));
+  }
+
+  /**
+   * `send` without the Observable, for a caller that builds its own (MeshLinks: one layer per
+   * message, not two). Throws if the mesh failed or the destination left; else reports to
+   * `outcome`, at once unless the socket pushed back. The returned function forgets a waiting send.
+   */
+  write(rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number, outcome: MessageOutcome<void>): Withdraw | undefined {
+    if (this.failure !== null) throw this.failure;
+    const { uniqueId, rank, worldSize } = this.identity;
+    const link = this.linkIndex(destination, rail);
+    const sequence = this.sequences[link]!;
+    this.sequences[link] = sequence + 1n;
+    const header = makeHeader(
+      { uniqueId, opcode: Opcode.Send, elementType: shape.elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, tag, elementCount: shape.count },
+      payload.length,
+    );
+    if (destination === rank) {
+      // To itself: no socket, but the same matching as a message from a peer.
+      this.onMessage(rail, { header, payload: payload.slice() });
+      outcome.next(undefined);
+      return undefined;
+    }
+    if (this.departed.has(destination)) throw peerLeft(destination);
+    const channel = this.outbound[link]!;
+    if (channel.send({ header, parts: [payload] })) {
+      outcome.next(undefined);
+      return undefined;
+    }
+    // Only a send the socket pushed back waits, and only it needs a deadline.
+    const forget = () => {
+      this.deadlines.remove(deadline);
+      this.pushedBack.delete(outcome);
+    };
+    const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
+      forget();
+      outcome.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`));
+    });
+    this.pushedBack.add(outcome);
+    void channel.drained().then(() => {
+      if (!this.pushedBack.has(outcome)) return;
+      forget();
+      outcome.next(undefined);
+    });
+    return forget;
+  }
+
+  /**
+   * `receive` without the Observable (see `write`). Throws if the mesh failed or the source left;
+   * else reports to `outcome` once the message is there (at once if it waited already). The
+   * returned function withdraws a receive still waiting.
+   */
+  post(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null, outcome: MessageOutcome<Frame>): Withdraw | undefined {
+    if (this.failure !== null) throw this.failure;
+    const matcher = this.matchers[rail]!;
+    if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
+    const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, outcome };
+    const frame = matcher.post(source, tag, posted);
+    if (frame !== null) {
       this.countOff(rail, frame);
       deliver(frame, posted);
       return undefined;
+    }
+    // Not there yet: wait, timed (a message already waiting needs no deadline).
+    const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
+      if (matcher.withdraw(posted)) outcome.error(new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`));
     });
+    return () => {
+      this.deadlines.remove(deadline);
+      matcher.withdraw(posted);
+    };
   }
 
   /** Takes back the payload of a received message its consumer no longer needs (see BufferPool). */
@@ -264,8 +297,10 @@ export class PeerMesh {
   fail(error: unknown): void {
     if (this.failure !== null) return;
     this.failure = error;
-    for (const matcher of this.matchers) for (const receive of matcher.takeReceives(() => true)) receive.subscriber.error(error);
-    for (const send of [...this.pushedBack]) send.error(error);
+    for (const matcher of this.matchers) for (const receive of matcher.takeReceives(() => true)) receive.outcome.error(error);
+    const pushedBack = [...this.pushedBack];
+    this.pushedBack.clear();
+    for (const send of pushedBack) send.error(error);
     this.onFailure(error);
   }
 
@@ -506,7 +541,7 @@ export class PeerMesh {
     const left = peerLeft(peer);
     const everyPeerLeft = this.departed.size === this.identity.worldSize - 1;
     for (const matcher of this.matchers) {
-      for (const receive of matcher.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.subscriber.error(left);
+      for (const receive of matcher.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.outcome.error(left);
     }
   }
 }
@@ -520,7 +555,7 @@ function peerLeft(peer: number): RemoteAbortError {
 function deliver(frame: Frame, receive: PostedReceive): void {
   const h = frame.header;
   if (h.elementType !== receive.shape.elementType || (receive.shape.count !== null && h.elementCount !== receive.shape.count)) {
-    receive.subscriber.error(
+    receive.outcome.error(
       new ConfigurationError(
         `point-to-point tag ${h.tag} contract mismatch: send ${elementTypeName(h.elementType)}/${h.elementCount} ` +
           `receive ${elementTypeName(receive.shape.elementType)}/${receive.shape.count ?? 'any'} (rank ${h.sourceRank} -> rank ${h.destinationRank})`,
@@ -528,8 +563,18 @@ function deliver(frame: Frame, receive: PostedReceive): void {
     );
     return;
   }
-  receive.subscriber.next(frame);
-  receive.subscriber.complete();
+  receive.outcome.next(frame);
+}
+
+/** A message's outcome as a one-value Observable's: the value, then completion. */
+function completing<T>(subscriber: Subscriber<T>): MessageOutcome<T> {
+  return {
+    next: (value) => {
+      subscriber.next(value);
+      subscriber.complete();
+    },
+    error: (error) => subscriber.error(error),
+  };
 }
 
 /** A PeerHello is an empty frame: an opening that declares a payload is refused at its header. */

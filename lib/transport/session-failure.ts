@@ -57,11 +57,20 @@ export class SessionFailure {
   untilEnded<T>(): MonoTypeOperatorFunction<T> {
     return (source) =>
       new Observable<T>((subscriber) => {
-        this.check();
-        this.pending.add(subscriber);
-        subscriber.add(() => this.pending.delete(subscriber));
+        this.enroll(subscriber);
         subscriber.add(source.subscribe(subscriber));
       });
+  }
+
+  /**
+   * What `untilEnded` does to its subscriber, for operators that do their own subscribing: throws
+   * if the session ended, else `subscriber` errors with the failure when it comes (until it is
+   * finalized).
+   */
+  enroll(subscriber: Subscriber<unknown>): void {
+    this.check();
+    this.pending.add(subscriber);
+    subscriber.add(() => this.pending.delete(subscriber));
   }
 
   private endPending(error: unknown): void {

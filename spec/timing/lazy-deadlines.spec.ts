@@ -45,6 +45,18 @@ describe('LazyDeadlines', () => {
     expect(fired).toEqual(['first@100', 'again@150']);
   });
 
+  it('a deadline removed by another due at the same time does not expire', () => {
+    const { scheduler, fired, at, deadlines } = clock();
+    let second: ReturnType<LazyDeadlines['add']> | null = null;
+    deadlines.add(100, () => {
+      fired.push(`first@${scheduler.now()}`);
+      deadlines.remove(second!);
+    });
+    second = deadlines.add(100, at('second'));
+    scheduler.flush();
+    expect(fired).toEqual(['first@100']);
+  });
+
   it('keeps one scheduled action however many deadlines are set', () => {
     const { scheduler, deadlines } = clock();
     for (let index = 0; index < 100; index++) deadlines.add(60_000 - index, () => undefined);

@@ -1,6 +1,7 @@
-import { Observable } from 'rxjs';
+import { Observable, type Subscriber } from 'rxjs';
 import { failureText } from '../../errors.js';
-import type { PeerMesh } from '../peer-mesh.js';
+import type { Frame } from '../../protocol/frame.js';
+import type { MessageOutcome, PeerMesh, Withdraw } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
@@ -40,11 +41,13 @@ export class MeshLinks implements SessionLinks {
   }
 
   send(rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape): Observable<void> {
-    return this.guarded(this.mesh.send(rail, peer, tag, shape, bytes, this.timeoutMs()), () => undefined);
+    return new Observable<void>((subscriber) => this.guarded(subscriber, (outcome) => this.mesh.write(rail, peer, tag, shape, bytes, this.timeoutMs(), outcome), () => undefined));
   }
 
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array): Observable<Uint8Array> {
-    return this.guarded(this.mesh.receive(rail, peer, tag, shape, this.timeoutMs(), into ?? null), (frame) => frame.payload);
+    return new Observable<Uint8Array>((subscriber) =>
+      this.guarded(subscriber, (outcome) => this.mesh.post(rail, peer, tag, shape, this.timeoutMs(), into ?? null, outcome), (frame: Frame) => frame.payload),
+    );
   }
 
   release(bytes: Uint8Array): void {
@@ -65,22 +68,30 @@ export class MeshLinks implements SessionLinks {
   }
 
   /**
-   * What every send and receive goes through: values projected, and a send or receive that fails
-   * takes the whole job down with its reason: the abort reaches every rank (this one too, back
-   * from the coordinator), so nobody waits on a peer that gave up. One hand-written layer instead
-   * of map + catchError: it runs for every message. The session's failure reaches messages
-   * through the mesh (see the constructor), not through an operator per message.
+   * What every send and receive goes through, in the one Observable layer a message has: the
+   * mesh's outcome projected and completed, and a send or receive that fails on its own (a
+   * timeout, a peer that left, a shape mismatch) takes the whole job down with its reason: the
+   * abort reaches every rank (this one too, back from the coordinator), so nobody waits on a peer
+   * that gave up. A failure of the mesh itself is the job's already and is not announced again.
+   * The session's failure reaches messages through the mesh (see the constructor), not through an
+   * operator per message.
    */
-  private guarded<T, R>(source: Observable<T>, project: (value: T) => R): Observable<R> {
-    return new Observable<R>((subscriber) =>
-      source.subscribe({
-        next: (value) => subscriber.next(project(value)),
-        error: (error: unknown) => {
-          this.abort(failureText(error));
-          subscriber.error(error);
+  private guarded<T, R>(subscriber: Subscriber<R>, start: (outcome: MessageOutcome<T>) => Withdraw | undefined, project: (value: T) => R): Withdraw | undefined {
+    const fail = (error: unknown) => {
+      if (!this.mesh.failed) this.abort(failureText(error));
+      subscriber.error(error);
+    };
+    try {
+      return start({
+        next: (value) => {
+          subscriber.next(project(value));
+          subscriber.complete();
         },
-        complete: () => subscriber.complete(),
-      }),
-    );
+        error: fail,
+      });
+    } catch (error) {
+      fail(error);
+      return undefined;
+    }
   }
 }

@@ -6,7 +6,8 @@ import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protoco
 import { ElementType } from '../protocol/element-type.js';
 import { type Opcode, opcodeName } from '../protocol/opcode.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
-import type { ExpectedShape, MessageShape } from '../transport/links/links.js';
+import { COLLECTIVE_RESPONSE_GRACE_MS } from '../transport/collective-channel.js';
+import type { ExpectedShape, Links, MessageShape } from '../transport/links/links.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import type { CollectiveContext } from './algorithm.js';
 import { layoutHash } from './peer-data.js';
@@ -78,6 +79,15 @@ export interface ExchangeDeadline {
   readonly opcode: Opcode;
   readonly waitMs: number;
   readonly missing: () => readonly number[];
+}
+
+/**
+ * An exchange's receive of `peer`'s message: it waits a grace longer than the exchange's own
+ * deadline, so that the exchange, which names every missing rank, is what fails first (a receive
+ * that timed out would name only its tag, and race the hub's abort to every rank).
+ */
+export function exchangeReceive(links: Links, peer: number, tag: bigint, deadline: ExchangeDeadline): Observable<Uint8Array> {
+  return links.receive(0, peer, tag, ANY_BYTES, undefined, Math.min(deadline.waitMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Observable } from 'rxjs';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { agreementMessage, ANY_BYTES, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, runExchange } from './exchange-message.js';
+import { agreementMessage, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, exchangeReceive, runExchange } from './exchange-message.js';
 import { pieceTag } from './peer-data.js';
 
 /**
@@ -20,7 +20,7 @@ export function exchangePairwise(links: Links, context: CollectiveContext, own: 
   const round = () => [
     ...peers.map((peer) => ({ run: links.send(0, peer, tag, message, bytesShape(message)) })),
     ...peers.map((peer) => ({
-      run: links.receive(0, peer, tag, ANY_BYTES),
+      run: exchangeReceive(links, peer, tag, deadline),
       onValue: (received: Uint8Array) => (parts[peer] = checkAgreement(received, peer, rank, own, number)),
     })),
   ];

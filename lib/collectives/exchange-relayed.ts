@@ -4,7 +4,7 @@ import { decodeRelayedParts, encodeRelayedParts } from '../protocol/relay-codec.
 import { COLLECTIVE_RESPONSE_GRACE_MS } from '../transport/collective-channel.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { agreementMessage, ANY_BYTES, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, runExchange } from './exchange-message.js';
+import { agreementMessage, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, exchangeReceive, runExchange } from './exchange-message.js';
 import { pieceTag } from './peer-data.js';
 
 /** The rank every relayed exchange goes through. */
@@ -31,7 +31,7 @@ export function exchangeRelayed(links: Links, context: CollectiveContext, own: O
     // The receive is posted before the send, so the reply never waits unmatched.
     const round = () => [
       {
-        run: links.receive(0, HUB_RANK, down, ANY_BYTES),
+        run: exchangeReceive(links, HUB_RANK, down, deadline),
         onValue: (reply: Uint8Array) => {
           replied = true;
           parts = decodeRelayedParts(reply, worldSize);
@@ -46,7 +46,7 @@ export function exchangeRelayed(links: Links, context: CollectiveContext, own: O
   parts[rank] = data;
   const gather = () =>
     peers.map((peer) => ({
-      run: links.receive(0, peer, up, ANY_BYTES),
+      run: exchangeReceive(links, peer, up, deadline),
       onValue: (received: Uint8Array) => (parts[peer] = checkAgreement(received, peer, rank, own, number)),
     }));
   const reply = () => {

@@ -198,7 +198,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
           subscriber.next();
           subscriber.complete();
         }).pipe(failure.untilEnded()),
-      receive: (rail, peer, tag, shape) =>
+      receive: (rail, peer, tag, shape, _into, waitMs) =>
         new Observable<Uint8Array>((subscriber) => {
           const posted: Posted = { shape, subscriber };
           const matcher = matchers[rank]![rail]!;
@@ -207,9 +207,9 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
             deliver(arrived, posted);
             return undefined;
           }
-          // Past the session timeout plus a grace, so that a collective's own timeout, which names
-          // the missing ranks, speaks first.
-          const deadline = deadlines.add(Math.min(timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS), () =>
+          // Past the session timeout plus a grace unless the caller says how long, so that a
+          // collective's own timeout, which names the missing ranks, speaks first.
+          const deadline = deadlines.add(Math.min(waitMs ?? timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS), () =>
             subscriber.error(new TimeoutError(`rank ${rank} rail ${rail} receive from rank ${peer === ANY_RANK ? 'any' : peer} tag ${tag}`)),
           );
           return () => {

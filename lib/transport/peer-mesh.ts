@@ -58,7 +58,6 @@ export const DEFAULT_UNMATCHED_BYTES_LIMIT = 2 ** 30;
 /** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
 const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
 
-
 function rankText(rank: number): string {
   return rank === ANY_RANK ? 'any rank' : `rank ${rank}`;
 }
@@ -566,14 +565,21 @@ function deliver(frame: Frame, receive: PostedReceive): void {
   receive.outcome.next(frame);
 }
 
-/** A message's outcome as a one-value Observable's: the value, then completion. */
-function completing<T>(subscriber: Subscriber<T>): MessageOutcome<T> {
+/**
+ * A message's outcome as a one-value Observable's: the value (`project`ed), then completion; an
+ * error goes to `error` (by default the subscriber's).
+ */
+export function completing<T, R = T>(
+  subscriber: Subscriber<R>,
+  project: (value: T) => R = (value) => value as unknown as R,
+  error: (error: unknown) => void = (failure) => subscriber.error(failure),
+): MessageOutcome<T> {
   return {
     next: (value) => {
-      subscriber.next(value);
+      subscriber.next(project(value));
       subscriber.complete();
     },
-    error: (error) => subscriber.error(error),
+    error,
   };
 }
 

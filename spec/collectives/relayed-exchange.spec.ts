@@ -4,7 +4,7 @@
  * against the documented bytes and by property; its failures name who is missing or who disagrees.
  */
 import fc from 'fast-check';
-import { lastValueFrom, VirtualTimeScheduler } from 'rxjs';
+import { lastValueFrom, tap, VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js';
@@ -118,10 +118,12 @@ describe('the relayed exchange in worlds of 3..8 (in memory)', () => {
   it('a rank whose hub never answers names the hub after the timeout plus the grace (virtual time)', async () => {
     const scheduler = new VirtualTimeScheduler();
     const { ranks, traffic } = memoryJob(3, { scheduler, timeoutMs: 5_000 });
-    const waiting = settle(lastValueFrom(exchangeBarrier(ranks[1]!.links, {}, ranks[1]!.context), { defaultValue: undefined }));
+    let failedAt: number | null = null;
+    const barrier = exchangeBarrier(ranks[1]!.links, {}, ranks[1]!.context).pipe(tap({ error: () => (failedAt = scheduler.now()) }));
+    const waiting = settle(lastValueFrom(barrier, { defaultValue: undefined }));
     await Promise.resolve();
     scheduler.flush();
-    expect(scheduler.now()).toBe(5_250);
+    expect(failedAt).toBe(5_250);
     expect((await waiting)!.message).toBe('rank 1 collective 0 (Barrier) on the direct peer mesh; missing ranks [0] timed out');
     expect(traffic.aborts.map((abort) => abort.rank)).toEqual([1]);
   });

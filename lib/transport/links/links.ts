@@ -49,8 +49,13 @@ export interface Links {
    * write the payload as it arrives (the mesh reads the socket straight into it): the emitted
    * payload is then `into` itself, else other memory the caller copies from. Until the receive
    * ends, `into` may be written.
+   *
+   * `waitMs` is how long the mesh waits for the message before the receive fails the job (default
+   * the session timeout): a caller that times the wait itself, and names what is missing when it
+   * ends (a mesh collective), passes a longer one so that its own deadline speaks first. The
+   * coordinator's rails time every request by the session timeout.
    */
-  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array): Observable<Uint8Array>;
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array, waitMs?: number): Observable<Uint8Array>;
   /** Takes back a received payload's memory once its consumer is done with it (never required). */
   release(bytes: Uint8Array): void;
 }

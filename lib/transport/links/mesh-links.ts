@@ -1,7 +1,7 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { Frame } from '../../protocol/frame.js';
-import type { MessageOutcome, PeerMesh, Withdraw } from '../peer-mesh.js';
+import { completing, type MessageOutcome, type PeerMesh, type Withdraw } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
@@ -44,9 +44,9 @@ export class MeshLinks implements SessionLinks {
     return new Observable<void>((subscriber) => this.guarded(subscriber, (outcome) => this.mesh.write(rail, peer, tag, shape, bytes, this.timeoutMs(), outcome), () => undefined));
   }
 
-  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array): Observable<Uint8Array> {
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array, waitMs?: number): Observable<Uint8Array> {
     return new Observable<Uint8Array>((subscriber) =>
-      this.guarded(subscriber, (outcome) => this.mesh.post(rail, peer, tag, shape, this.timeoutMs(), into ?? null, outcome), (frame: Frame) => frame.payload),
+      this.guarded(subscriber, (outcome) => this.mesh.post(rail, peer, tag, shape, waitMs ?? this.timeoutMs(), into ?? null, outcome), (frame: Frame) => frame.payload),
     );
   }
 
@@ -82,13 +82,7 @@ export class MeshLinks implements SessionLinks {
       subscriber.error(error);
     };
     try {
-      return start({
-        next: (value) => {
-          subscriber.next(project(value));
-          subscriber.complete();
-        },
-        error: fail,
-      });
+      return start(completing(subscriber, project, fail));
     } catch (error) {
       fail(error);
       return undefined;

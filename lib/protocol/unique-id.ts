@@ -4,6 +4,7 @@ import { ConfigurationError } from '../errors.js';
 /** The 16-byte identity of one job: every frame of a session carries it. */
 export class UniqueId {
   static readonly BYTES = 16;
+  /** Never written after construction: decoded headers share one instance (see `decodeHeader`). */
   readonly bytes: Uint8Array;
 
   private constructor(bytes: Uint8Array) {

@@ -185,8 +185,8 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
 
   const ranks = Array.from({ length: worldSize }, (_, rank): MemoryRank => {
     const failure = failures[rank]!;
-    // One lazy timer per rank, for its receives and its collectives (as a session's mesh and
-    // context): at a tie the deadline set first, the collective's, speaks first.
+    // One lazy timer per rank, for its receives and its collectives (a session has one in its
+    // mesh and one in its context).
     const deadlines = new LazyDeadlines(clock);
     const links: SessionLinks = {
       rank,

@@ -1,4 +1,4 @@
-import type { SchedulerLike, Subscription } from 'rxjs';
+import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 
 /**
  * The longest the scheduled action sleeps at once. A removed deadline's action still holds the
@@ -13,7 +13,6 @@ export interface Deadline {
   readonly expire: () => void;
 }
 
-
 /**
  * Deadlines that are set and removed once per message or collective but rarely reached: every
  * receive on the mesh, every collective's wait for its peers. Adding one reads the clock and
@@ -27,6 +26,9 @@ export interface Deadline {
  * it next runs (or `stop()`). Each wake looks at every deadline still set: there are as many as
  * operations in flight, and wakes are rare. (A set, not an array that a wake compacts: removed
  * deadlines must die young, or each garbage collection copies thousands of them.)
+ *
+ * On the real clock (`asyncScheduler`) time is `performance.now()`, monotonic as the timers it
+ * replaces were: a wall clock stepped by NTP must not expire every pending message at once.
  */
 export class LazyDeadlines {
   private readonly deadlines = new Set<Deadline>();
@@ -34,11 +36,15 @@ export class LazyDeadlines {
   /** When the scheduled action runs. */
   private wakeAt = 0;
 
-  constructor(private readonly scheduler: SchedulerLike) {}
+  private readonly now: () => number;
+
+  constructor(private readonly scheduler: SchedulerLike) {
+    this.now = scheduler === asyncScheduler ? () => performance.now() : () => scheduler.now();
+  }
 
   /** Calls `expire` `delayMs` from now, unless the deadline is removed first. */
   add(delayMs: number, expire: () => void): Deadline {
-    const deadline: Deadline = { due: this.scheduler.now() + delayMs, expire };
+    const deadline: Deadline = { due: this.now() + delayMs, expire };
     this.deadlines.add(deadline);
     if (this.action === null || this.wakeAt > deadline.due) this.scheduleWake(deadline.due);
     return deadline;
@@ -59,7 +65,7 @@ export class LazyDeadlines {
   /** Wakes at `due`, or after a nap when that is sooner. */
   private scheduleWake(due: number): void {
     this.action?.unsubscribe();
-    const now = this.scheduler.now();
+    const now = this.now();
     const delay = Math.max(0, Math.min(due - now, LAZY_DEADLINE_NAP_MS));
     this.wakeAt = now + delay;
     this.action = this.scheduler.schedule(() => this.wake(), delay);
@@ -67,7 +73,7 @@ export class LazyDeadlines {
 
   private wake(): void {
     this.action = null;
-    const now = this.scheduler.now();
+    const now = this.now();
     const expired: Deadline[] = [];
     let next = Infinity;
     for (const deadline of this.deadlines) {
@@ -75,8 +81,18 @@ export class LazyDeadlines {
       else next = Math.min(next, deadline.due);
     }
     if (next !== Infinity) this.scheduleWake(next);
-    // After the bookkeeping: an expiry may add or remove deadlines (even one due with it).
-    for (const deadline of expired) if (this.deadlines.delete(deadline)) deadline.expire();
+    // After the bookkeeping: an expiry may add or remove deadlines (even one due with it). One
+    // that throws does not keep the others from expiring.
+    let thrown: { error: unknown } | null = null;
+    for (const deadline of expired) {
+      if (!this.deadlines.delete(deadline)) continue;
+      try {
+        deadline.expire();
+      } catch (error) {
+        thrown ??= { error };
+      }
+    }
+    if (thrown !== null) throw thrown.error;
   }
 }
 

@@ -237,6 +237,7 @@ export class PeerMesh {
       this.pushedBack.delete(outcome);
     };
     const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
+      if (!this.pushedBack.has(outcome)) return;
       forget();
       outcome.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`));
     });
@@ -256,6 +257,7 @@ export class PeerMesh {
    */
   post(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null, outcome: MessageOutcome<Frame>): Withdraw | undefined {
     if (this.failure !== null) throw this.failure;
+    this.checkLink(source === ANY_RANK ? null : source, rail);
     const matcher = this.matchers[rail]!;
     if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
     const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, outcome };
@@ -453,8 +455,19 @@ export class PeerMesh {
     return [...this.outbound, ...this.inbound].filter((link) => link !== undefined);
   }
 
+  /** Where a link's entries are in the per-link arrays. */
   private linkIndex(peer: number, rail: number): number {
+    this.checkLink(peer, rail);
     return peer * this.identity.rails + rail;
+  }
+
+  /** Refuses a peer (null: any) or rail out of range: it would index another link's entries. */
+  private checkLink(peer: number | null, rail: number): void {
+    const { worldSize, rails } = this.identity;
+    const peerInRange = peer === null || (Number.isInteger(peer) && peer >= 0 && peer < worldSize);
+    if (!peerInRange || !(Number.isInteger(rail) && rail >= 0 && rail < rails)) {
+      throw new ConfigurationError(`rank ${peer ?? 'any'} rail ${rail} is not a link of this mesh (${worldSize} ranks, ${rails} rail${rails === 1 ? '' : 's'})`);
+    }
   }
 
   /** The memory a posted receive named for a message `peer` is starting to send, if it fits. */

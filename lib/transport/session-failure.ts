@@ -10,8 +10,9 @@ export class SessionFailure {
   private readonly subject = new Subject<never>();
   private failure: { error: unknown } | null = null;
   private closedBy: Error | null = null;
-  /** Operations under `untilEnded()` now: a set, not subscriptions to `ended$`, as every collective and message adds one. */
+  /** Operations under `untilEnded()` now: a set, not subscriptions to `ended$`, as every operation adds one. */
   private readonly pending = new Set<Subscriber<unknown>>();
+  private readonly afterFailure: ((error: unknown) => void)[] = [];
   readonly failure$: Observable<never> = this.subject.asObservable();
   /**
    * Errors with the failure, or with the close reason on a clean close: what every pending
@@ -34,6 +35,16 @@ export class SessionFailure {
     this.failure = { error };
     this.subject.error(error);
     this.endPending(error);
+    for (const handler of this.afterFailure) handler(error);
+  }
+
+  /**
+   * Calls `handler` with the failure once `failure$` has errored and every pending operation has
+   * ended with it: for what ends the rest (the mesh fails the messages no operation holds), so an
+   * operation still ends with the session's failure as one, not with what its messages saw.
+   */
+  onceFailed(handler: (error: unknown) => void): void {
+    this.afterFailure.push(handler);
   }
 
   /** Ends the session without failure. */

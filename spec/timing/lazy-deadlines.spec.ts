@@ -57,6 +57,16 @@ describe('LazyDeadlines', () => {
     expect(fired).toEqual(['first@100']);
   });
 
+  it('an expiry that throws does not keep the others due with it from expiring', () => {
+    const { scheduler, fired, at, deadlines } = clock();
+    deadlines.add(100, () => {
+      throw new Error('expiry failed');
+    });
+    deadlines.add(100, at('second'));
+    expect(() => scheduler.flush()).toThrow('expiry failed');
+    expect(fired).toEqual(['second@100']);
+  });
+
   it('keeps one scheduled action however many deadlines are set', () => {
     const { scheduler, deadlines } = clock();
     for (let index = 0; index < 100; index++) deadlines.add(60_000 - index, () => undefined);

@@ -5,14 +5,21 @@
  */
 import type { Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
-import { asyncScheduler, firstValueFrom, lastValueFrom } from 'rxjs';
+import { asyncScheduler, firstValueFrom, lastValueFrom, merge } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { makeHeader } from '../../lib/protocol/frame.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { bindPeerListeners } from '../../lib/transport/peer-endpoint-config.js';
+import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
+import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
+import { TimeoutError } from '../../lib/errors.js';
+import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
+import { MeshLinks } from '../../lib/transport/links/mesh-links.js';
+import type { RailClient } from '../../lib/transport/links/rail-client.js';
 import { PeerMesh } from '../../lib/transport/peer-mesh.js';
+import { SessionFailure } from '../../lib/transport/session-failure.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -105,5 +112,54 @@ describe('PeerMesh links', () => {
     const error = (await failed) as Error;
     expect(error.message).toBe('direct peer rank 1 sent Send on the rail 0 link it dialled, which carries data only from rank 0 to rank 1');
     await expect(firstValueFrom(zero.receive(0, 1, 1n, u8(1), 1_000))).rejects.toBe(error);
+  });
+});
+
+/** MeshLinks over `mesh`, with a control channel that records the aborts it is asked to send. */
+function meshLinks(mesh: PeerMesh) {
+  const aborts: string[] = [];
+  const control = { abort: (message: string) => void aborts.push(message), close: () => undefined } as unknown as RailClient;
+  const failure = new SessionFailure();
+  return { links: new MeshLinks(mesh, control, failure, () => 10_000), aborts, failure };
+}
+
+describe('MeshLinks', () => {
+  it('a peer that leaves under two receives aborts the job once: the receive its collective already gave up on says nothing', async () => {
+    const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const { links, aborts } = meshLinks(zero);
+    const both = lastValueFrom(merge(links.receive(0, 1, 1n, u8(1)), links.receive(0, 1, 2n, u8(1))));
+    one.close();
+    await expect(both).rejects.toThrow('direct peer rank 1 left');
+    expect(aborts).toEqual(['direct peer rank 1 left']);
+  });
+
+  it("the session's failure ends a pending collective as the session's, then fails the mesh, and nobody announces it again", async () => {
+    const [zero] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const { links, aborts, failure } = meshLinks(zero);
+    const announced: string[] = [];
+    const context = {
+      rank: 0,
+      worldSize: 2,
+      deadlines: new LazyDeadlines(asyncScheduler),
+      timeoutMs: () => 10_000,
+      nextMeshSequence: () => 0n,
+      abort: (reason: string) => void announced.push(reason),
+    } as unknown as CollectiveContext;
+    cleanups.push(() => context.deadlines.stop());
+    // Rank 1 never joins: the barrier waits on its message when the session fails (a control-rail timeout, say).
+    const pending = lastValueFrom(exchangeBarrier(links, {}, context).pipe(failure.untilEnded()), { defaultValue: undefined });
+    const cause = new TimeoutError('point-to-point Heartbeat with tag 0 on rail 0');
+    failure.fail(cause);
+    await expect(pending).rejects.toBe(cause);
+    expect(announced).toEqual([]);
+    expect(zero.failed).toBe(true);
+    expect(() => zero.post(0, 1, 2n, u8(1), 1_000, null, { next: () => undefined, error: () => undefined })).toThrow(cause);
+    expect(aborts).toEqual([]);
+  });
+
+  it('refuses a peer or rail outside the mesh instead of using another link', async () => {
+    const [zero] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    await expect(lastValueFrom(zero.send(1, 1, 1n, u8(1), Uint8Array.of(1), 1_000))).rejects.toThrow('rank 1 rail 1 is not a link of this mesh (2 ranks, 1 rail)');
+    await expect(lastValueFrom(zero.receive(0, 2, 1n, u8(1), 1_000))).rejects.toThrow('rank 2 rail 0 is not a link of this mesh (2 ranks, 1 rail)');
   });
 });

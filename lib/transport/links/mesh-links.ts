@@ -23,9 +23,9 @@ export class MeshLinks implements SessionLinks {
     // A failure the mesh finds on its own (a peer over its unmatched budget, a corrupt frame)
     // reaches every rank the way a failed send or receive does: on both planes.
     mesh.detectedFailureHandler = (error) => this.abort(failureText(error));
-    // And a failure of the session (an abort on the control channel) ends every message pending
-    // on the mesh: one subscription for the session, none per message.
-    failure.failure$.subscribe({ error: (error: unknown) => mesh.fail(error) });
+    // And a failure of the session (an abort on the control channel) fails the mesh, once the
+    // session's operations ended with it: one handler for the session, none per message.
+    failure.onceFailed((error) => mesh.fail(error));
   }
 
   get rank(): number {
@@ -78,6 +78,8 @@ export class MeshLinks implements SessionLinks {
    */
   private guarded<T, R>(subscriber: Subscriber<R>, start: (outcome: MessageOutcome<T>) => Withdraw | undefined, project: (value: T) => R): Withdraw | undefined {
     const fail = (error: unknown) => {
+      // A message its caller gave up on (a sibling's failure ended the collective) announces nothing.
+      if (subscriber.closed) return;
       if (!this.mesh.failed) this.abort(failureText(error));
       subscriber.error(error);
     };

@@ -245,7 +245,9 @@ export class PeerMesh {
     void channel.drained().then(() => {
       if (!this.pushedBack.has(outcome)) return;
       forget();
-      outcome.next(undefined);
+      // A link that closed also ends the wait, with the rest of the message unwritten.
+      if (this.departed.has(destination) || channel.closed) outcome.error(peerLeft(destination));
+      else outcome.next(undefined);
     });
     return forget;
   }

@@ -157,6 +157,14 @@ describe('MeshLinks', () => {
     expect(aborts).toEqual([]);
   });
 
+  it('a send the socket pushed back fails when its peer leaves before taking it, instead of reporting success', async () => {
+    const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const payload = new Uint8Array(64 << 20);
+    const sent = lastValueFrom(one.send(0, 0, 1n, u8(payload.length), payload, 10_000), { defaultValue: undefined });
+    zero.close();
+    await expect(sent).rejects.toThrow('direct peer rank 0 left');
+  });
+
   it('refuses a peer or rail outside the mesh instead of using another link', async () => {
     const [zero] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
     await expect(lastValueFrom(zero.send(1, 1, 1n, u8(1), Uint8Array.of(1), 1_000))).rejects.toThrow('rank 1 rail 1 is not a link of this mesh (2 ranks, 1 rail)');

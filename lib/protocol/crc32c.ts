@@ -3,20 +3,16 @@
  * header: it only ever covers the 92 header bytes before it, twice per message (encode and
  * decode), so it is sliced by four (four bytes per step, 2-3x the bytewise loop).
  */
-const TABLES = (() => {
-  const tables = Array.from({ length: 4 }, () => new Uint32Array(256));
-  for (let byte = 0; byte < 256; byte++) {
-    let crc = byte;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1;
-    tables[0]![byte] = crc >>> 0;
-  }
-  // Table k is a byte followed by k zero bytes.
-  for (let byte = 0; byte < 256; byte++) {
-    for (let k = 1; k < 4; k++) tables[k]![byte] = (tables[k - 1]![byte]! >>> 8) ^ tables[0]![tables[k - 1]![byte]! & 0xff]!;
-  }
-  return tables;
-})();
-const [T0, T1, T2, T3] = TABLES as [Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+const T0 = new Uint32Array(256).map((_, byte) => {
+  let crc = byte;
+  for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1;
+  return crc;
+});
+/** The table of one more zero byte: table k is a byte followed by k zero bytes. */
+const followedByZero = (table: Uint32Array) => table.map((crc) => (crc >>> 8) ^ T0[crc & 0xff]!);
+const T1 = followedByZero(T0);
+const T2 = followedByZero(T1);
+const T3 = followedByZero(T2);
 
 export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length): number {
   let crc = 0xffffffff;

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { EmptyError, firstValueFrom, from, Observable, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscriber, type Subscription, throwError, timeout } from 'rxjs';
+import { EmptyError, firstValueFrom, from, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
@@ -187,27 +187,10 @@ export class PeerMesh {
   }
 
   /**
-   * Cold: writes one message on subscribe; completes at once, or once the socket drained if it
-   * pushed back (errors after `timeoutMs` of a peer not reading).
-   */
-  send(rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number): Observable<void> {
-    return new Observable<void>((subscriber) => this.write(rail, destination, tag, shape, payload, timeoutMs, completing(subscriber)));
-  }
-
-  /**
-   * Cold: emits the next matching message; unsubscribing withdraws the receive; errors after
-   * `timeoutMs`. With `into` (a receive from one rank), a message that has not begun to arrive is
-   * read straight into it, and the emitted payload is `into` itself; until the receive ends, `into`
-   * may be written.
-   */
-  receive(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null = null): Observable<Frame> {
-    return new Observable<Frame>((subscriber) => this.post(rail, source, tag, shape, timeoutMs, into, completing(subscriber)));
-  }
-
-  /**
-   * `send` without the Observable, for a caller that builds its own (MeshLinks: one layer per
-   * message, not two). Throws if the mesh failed or the destination left; else reports to
-   * `outcome`, at once unless the socket pushed back. The returned function forgets a waiting send.
+   * Sends one message (MeshLinks makes it an Observable: one layer per message). Throws if the
+   * mesh failed or the destination left; else reports to `outcome`, at once unless the socket
+   * pushed back (then once it drained, or an error after `timeoutMs` of a peer not reading). The
+   * returned function forgets a waiting send.
    */
   write(rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number, outcome: MessageOutcome<void>): Withdraw | undefined {
     if (this.failure !== null) throw this.failure;
@@ -253,9 +236,11 @@ export class PeerMesh {
   }
 
   /**
-   * `receive` without the Observable (see `write`). Throws if the mesh failed or the source left;
-   * else reports to `outcome` once the message is there (at once if it waited already). The
-   * returned function withdraws a receive still waiting.
+   * Posts a receive for the next matching message (see `write`). Throws if the mesh failed or the
+   * source left; else reports to `outcome` once the message is there (at once if it waited
+   * already), or an error after `timeoutMs`. With `into` (a receive from one rank), a message that
+   * has not begun to arrive is read straight into it, and its payload is `into` itself; until the
+   * receive ends, `into` may be written. The returned function withdraws a receive still waiting.
    */
   post(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null, outcome: MessageOutcome<Frame>): Withdraw | undefined {
     if (this.failure !== null) throw this.failure;
@@ -580,23 +565,6 @@ function deliver(frame: Frame, receive: PostedReceive): void {
   receive.outcome.next(frame);
 }
 
-/**
- * A message's outcome as a one-value Observable's: the value (`project`ed), then completion; an
- * error goes to `error` (by default the subscriber's).
- */
-export function completing<T, R = T>(
-  subscriber: Subscriber<R>,
-  project: (value: T) => R = (value) => value as unknown as R,
-  error: (error: unknown) => void = (failure) => subscriber.error(failure),
-): MessageOutcome<T> {
-  return {
-    next: (value) => {
-      subscriber.next(project(value));
-      subscriber.complete();
-    },
-    error,
-  };
-}
 
 /** A PeerHello is an empty frame: an opening that declares a payload is refused at its header. */
 function emptyHelloRule(header: FrameHeader): void {

@@ -5,10 +5,10 @@
  */
 import type { Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
-import { asyncScheduler, firstValueFrom, lastValueFrom, merge } from 'rxjs';
+import { asyncScheduler, lastValueFrom, merge } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ElementType } from '../../lib/protocol/element-type.js';
-import { makeHeader } from '../../lib/protocol/frame.js';
+import { type Frame, makeHeader } from '../../lib/protocol/frame.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { bindPeerListeners } from '../../lib/transport/peer-endpoint-config.js';
@@ -16,6 +16,7 @@ import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { TimeoutError } from '../../lib/errors.js';
 import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
+import type { ExpectedShape, MessageShape } from '../../lib/transport/links/links.js';
 import { MeshLinks } from '../../lib/transport/links/mesh-links.js';
 import type { RailClient } from '../../lib/transport/links/rail-client.js';
 import { PeerMesh } from '../../lib/transport/peer-mesh.js';
@@ -54,6 +55,16 @@ async function meshes(worldSize: number, rails: number): Promise<PeerMesh[]> {
 
 const u8 = (count: number) => ({ elementType: ElementType.U8, count });
 
+/** One message sent with `PeerMesh.write`, settled once the socket took it (or it failed). */
+function sent(mesh: PeerMesh, rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => void mesh.write(rail, destination, tag, shape, payload, timeoutMs, { next: resolve, error: reject }));
+}
+
+/** The next matching message, received with `PeerMesh.post` (`into`: where it may be read straight into). */
+function received(mesh: PeerMesh, rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null = null): Promise<Frame> {
+  return new Promise((resolve, reject) => void mesh.post(rail, source, tag, shape, timeoutMs, into, { next: resolve, error: reject }));
+}
+
 describe('PeerMesh links', () => {
   it('dials one link per peer and rail to receive on and accepts one per peer and rail to send on', async () => {
     const all = await meshes(3, 2);
@@ -75,17 +86,17 @@ describe('PeerMesh links', () => {
     const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
     const payload = new Uint8Array(3 << 20).map((_, index) => (index * 13) & 0xff);
     const into = new Uint8Array(payload.length);
-    const posted = lastValueFrom(zero.receive(0, 1, 5n, u8(payload.length), 10_000, into));
-    await lastValueFrom(one.send(0, 0, 5n, u8(payload.length), payload, 10_000));
+    const posted = received(zero, 0, 1, 5n, u8(payload.length), 10_000, into);
+    await sent(one, 0, 0, 5n, u8(payload.length), payload, 10_000);
     const frame = await posted;
     expect(frame.payload).toBe(into);
     expect(Buffer.from(into).equals(Buffer.from(payload))).toBe(true);
 
     // Sent before its receive was posted: it waits in other memory, and the receive gets that.
-    await lastValueFrom(one.send(0, 0, 6n, u8(payload.length), payload, 10_000));
+    await sent(one, 0, 0, 6n, u8(payload.length), payload, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const late = new Uint8Array(payload.length);
-    const parked = await lastValueFrom(zero.receive(0, 1, 6n, u8(payload.length), 10_000, late));
+    const parked = await received(zero, 0, 1, 6n, u8(payload.length), 10_000, late);
     expect(parked.payload).not.toBe(late);
     expect(Buffer.from(parked.payload).equals(Buffer.from(payload))).toBe(true);
   });
@@ -93,8 +104,8 @@ describe('PeerMesh links', () => {
   it('a receive from any rank never has its destination written: it takes the message from whoever sends', async () => {
     const [zero, one, two] = (await meshes(3, 1)) as [PeerMesh, PeerMesh, PeerMesh];
     const into = new Uint8Array(4);
-    const posted = lastValueFrom(zero.receive(0, 0xffffffff, 9n, u8(4), 10_000, into));
-    await lastValueFrom(two.send(0, 0, 9n, u8(4), Uint8Array.of(1, 2, 3, 4), 10_000));
+    const posted = received(zero, 0, 0xffffffff, 9n, u8(4), 10_000, into);
+    await sent(two, 0, 0, 9n, u8(4), Uint8Array.of(1, 2, 3, 4), 10_000);
     const frame = await posted;
     expect(frame.header.sourceRank).toBe(2);
     expect([...frame.payload]).toEqual([1, 2, 3, 4]);
@@ -111,7 +122,7 @@ describe('PeerMesh links', () => {
     one.link('inbound', 0, 0)!.send({ header, parts: [Uint8Array.of(1)] });
     const error = (await failed) as Error;
     expect(error.message).toBe('direct peer rank 1 sent Send on the rail 0 link it dialled, which carries data only from rank 0 to rank 1');
-    await expect(firstValueFrom(zero.receive(0, 1, 1n, u8(1), 1_000))).rejects.toBe(error);
+    await expect(received(zero, 0, 1, 1n, u8(1), 1_000)).rejects.toBe(error);
   });
 });
 
@@ -160,14 +171,14 @@ describe('MeshLinks', () => {
   it('a send the socket pushed back fails when its peer leaves before taking it, instead of reporting success', async () => {
     const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
     const payload = new Uint8Array(64 << 20);
-    const sent = lastValueFrom(one.send(0, 0, 1n, u8(payload.length), payload, 10_000), { defaultValue: undefined });
+    const sending = sent(one, 0, 0, 1n, u8(payload.length), payload, 10_000);
     zero.close();
-    await expect(sent).rejects.toThrow('direct peer rank 0 left');
+    await expect(sending).rejects.toThrow('direct peer rank 0 left');
   });
 
   it('refuses a peer or rail outside the mesh instead of using another link', async () => {
     const [zero] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
-    await expect(lastValueFrom(zero.send(1, 1, 1n, u8(1), Uint8Array.of(1), 1_000))).rejects.toThrow('rank 1 rail 1 is not a link of this mesh (2 ranks, 1 rail)');
-    await expect(lastValueFrom(zero.receive(0, 2, 1n, u8(1), 1_000))).rejects.toThrow('rank 2 rail 0 is not a link of this mesh (2 ranks, 1 rail)');
+    await expect(sent(zero, 1, 1, 1n, u8(1), Uint8Array.of(1), 1_000)).rejects.toThrow('rank 1 rail 1 is not a link of this mesh (2 ranks, 1 rail)');
+    await expect(received(zero, 0, 2, 1n, u8(1), 1_000)).rejects.toThrow('rank 2 rail 0 is not a link of this mesh (2 ranks, 1 rail)');
   });
 });

@@ -1,7 +1,7 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { Frame } from '../../protocol/frame.js';
-import { completing, type MessageOutcome, type PeerMesh, type Withdraw } from '../peer-mesh.js';
+import type { MessageOutcome, PeerMesh, Withdraw } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
@@ -90,4 +90,22 @@ export class MeshLinks implements SessionLinks {
       return undefined;
     }
   }
+}
+
+/**
+ * A message's outcome as a one-value Observable's: the value (`project`ed), then completion; an
+ * error goes to `error` (by default the subscriber's).
+ */
+function completing<T, R = T>(
+  subscriber: Subscriber<R>,
+  project: (value: T) => R = (value) => value as unknown as R,
+  error: (error: unknown) => void = (failure) => subscriber.error(failure),
+): MessageOutcome<T> {
+  return {
+    next: (value) => {
+      subscriber.next(project(value));
+      subscriber.complete();
+    },
+    error,
+  };
 }

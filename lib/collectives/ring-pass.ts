@@ -115,6 +115,21 @@ export function fold(dtype: DType, op: ReduceOp): RingPass['use'] {
   return (target, received) => scheduleAccumulate({ dtype, op, accumulator: target, source: received }, FOLD_IN_PLACE_BYTES);
 }
 
+/**
+ * Like `fold`, but into memory that does not hold this rank's values yet: `target` first takes
+ * this rank's own piece (`own(target)`, from a buffer that must stay untouched), then the received
+ * piece is folded into it, in the same order as `fold` (own op received). The copy happens piece
+ * by piece, just before the fold reads it back from the cache.
+ */
+export function foldOnto(dtype: DType, op: ReduceOp, own: (target: Uint8Array) => Uint8Array): RingPass['use'] {
+  const into = fold(dtype, op);
+  return (target, received) =>
+    defer(() => {
+      target.set(own(target));
+      return into(target, received);
+    });
+}
+
 /** A received piece takes the place of this rank's copy (the all-gather half); nothing to do if it was received in place. */
 export function place(target: Uint8Array, received: Uint8Array): Observable<never> {
   return defer(() => {

@@ -142,21 +142,29 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
             rails: fc.integer({ min: 1, max: 3 }),
             channels: fc.integer({ min: 1, max: 3 }),
             pieceBytes: fc.integer({ min: 1, max: 48 }),
+            intoOutput: fc.boolean(),
             seed: fc.integer(),
           }),
         ),
-        async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, seed }) => {
+        async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, intoOutput, seed }) => {
           const ops = opsFor(dtype);
           const c = buildCase({ kind, dtype, op: ops[opIndex % ops.length]!, count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
+          const views = ranks.map((_, rank) => viewTensor(tensorOf(dtype, c.inputs[rank]!, false)));
+          const before = views.map((view) => view.bytes.slice());
+          const outputs = views.map((view) => (intoOutput && kind === 'reduceScatter' ? new Uint8Array(view.bytes.length / worldSize) : undefined));
           const results = await Promise.all(
             ranks.map(({ links, context }, rank) => {
-              const view = viewTensor(tensorOf(dtype, c.inputs[rank]!, false));
-              return lastValueFrom(kind === 'allGather' ? ringAllGather(links, { view }, context) : ringReduceScatter(links, { view, op: c.op }, context));
+              const view = views[rank]!;
+              const output = outputs[rank];
+              return lastValueFrom(kind === 'allGather' ? ringAllGather(links, { view }, context) : ringReduceScatter(links, { view, op: c.op, ...(output ? { output } : {}) }, context));
             }),
           );
           const expected = modelCollective(c, worldSize);
           results.forEach((result, rank) => expectReference(c, result, expected[rank]!.bytes!, rank));
+          // The inputs are read only, and a given output is the result itself.
+          views.forEach((view, rank) => expect(view.bytes).toEqual(before[rank]));
+          results.forEach((result, rank) => outputs[rank] !== undefined && expect(result).toBe(outputs[rank]));
           // Each rank sends (W-1)/W of the data it holds, and only to its successor in the ring.
           const bytesPerRank = kind === 'allGather' ? (worldSize - 1) * c.inputs[0]!.length : ((worldSize - 1) * c.inputs[0]!.length) / worldSize;
           for (let rank = 0; rank < worldSize; rank++) {

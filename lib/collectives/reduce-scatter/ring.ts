@@ -6,16 +6,21 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { evenRanges, mod, piecesOf } from '../peer-data.js';
-import { fold, ringSchedule } from '../ring-pass.js';
+import { evenRanges, mod, type Piece, piecesOf, ringPosition } from '../peer-data.js';
+import { foldOnto, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
  * Reduce-scatter as a ring (the reduce-scatter half of the ring all-reduce): shard d of every
  * rank's tensor is reduced at rank d. The pass is arranged so that position p ends holding the
  * shard of rank `order[p]` (at step t it sends shard `order[p - t - 1]`), so each rank sends and
- * receives (W-1)/W of its tensor instead of all of it going through the coordinator. The folding
- * happens in scratch memory; the result is a fresh copy of this rank's shard. avg divides it.
+ * receives (W-1)/W of its tensor instead of all of it going through the coordinator. avg divides
+ * the result.
+ *
+ * Nothing is copied ahead: the shard a rank sends first goes straight from its tensor; every
+ * received piece is folded into a copy of this rank's own piece made just before the fold
+ * (`foldOnto`), in scratch memory for the shards that travel on, and in the result itself
+ * (`request.output`, else fresh memory) for this rank's own shard, which it receives last.
  */
 export function ringReduceScatter(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, op } = request;
@@ -23,24 +28,39 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
   const size = links.worldSize;
   const width = dtypeWidth(view.dtype);
   const shard = view.count / size;
+  const shardBytes = shard * width;
   return agreeOnPeerData(links, context, shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), `ring ${ringOrder.join(',')} channels ${ringChannels}`).pipe(
     mergeMap((sequence) => {
-      const work = context.scratch.take(view.bytes.length);
-      work.set(view.bytes);
-      const own = work.subarray(links.rank * shard * width, (links.rank + 1) * shard * width);
+      const result = request.output ?? new Uint8Array(shardBytes);
+      // Alone, this rank's shard is its tensor (no step folds anything into it).
+      if (size === 1) result.set(view.bytes);
+      // Shards received and passed on are folded in scratch laid out as the tensor (2 ranks have none).
+      const work = size > 2 ? context.scratch.take(view.bytes.length) : null;
+      const sentFirst = ringPosition(ringOrder, links.rank).previous;
+      /** Where shard `rank`'s pieces live at this rank, and where its elements start there. */
+      const home = (rank: number): { buffer: Uint8Array; first: number } =>
+        rank === links.rank ? { buffer: result, first: 0 } : rank === sentFirst ? { buffer: view.bytes, first: rank * shard } : { buffer: work!, first: rank * shard };
+      const ownPieces = new Map<Uint8Array, Uint8Array>();
       const channels = evenRanges(0, shard, ringChannels).map((part, channel) => {
-        const segments = Array.from({ length: size }, (_, rank) => piecesOf(work, width, { start: rank * shard + part.start, count: part.count }, context.pieceBytes));
+        const segments = Array.from({ length: size }, (_, rank): Piece[] => {
+          const { buffer, first } = home(rank);
+          const pieces = piecesOf(buffer, width, { start: first + part.start, count: part.count }, context.pieceBytes);
+          if (buffer !== view.bytes) {
+            const inputs = piecesOf(view.bytes, width, { start: rank * shard + part.start, count: part.count }, context.pieceBytes);
+            pieces.forEach((piece, index) => ownPieces.set(piece.bytes, inputs[index]!.bytes));
+          }
+          return pieces;
+        });
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use: fold(view.dtype, op) }]);
+        const use = foldOnto(view.dtype, op, (target) => ownPieces.get(target)!);
+        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use }]);
       });
-      const divide = defer(() => (op === 'avg' ? scheduleDivide({ dtype: view.dtype, data: own, divisor: size }) : EMPTY));
+      const divide = defer(() => (op === 'avg' ? scheduleDivide({ dtype: view.dtype, data: result, divisor: size }) : EMPTY));
       return concat(
         merge(...channels),
         divide.pipe(ignoreElements()),
         defer(() => {
-          const result = request.output ?? new Uint8Array(own.length);
-          result.set(own);
-          context.scratch.give(work);
+          if (work !== null) context.scratch.give(work);
           return [result];
         }),
       );

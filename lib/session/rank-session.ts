@@ -41,14 +41,24 @@ export interface ReceiveShape<D extends DType = DType> {
   readonly count: number;
 }
 
-export interface ReductionOptions {
+export interface ReductionOptions<T extends Tensor = Tensor> {
   /** Write the result into the input tensor and return it (no new memory). */
   readonly inPlace?: boolean;
+  /**
+   * Write the result into `output` and return it (no new memory; the input stays as it is): a
+   * tensor of the input's type and length that does not overlap it. Not with `inPlace`.
+   */
+  readonly output?: T;
 }
 
-export interface BroadcastOptions {
+export interface BroadcastOptions<T extends Tensor = Tensor> {
   /** Receive the root's tensor into this rank's `data` and return it (no new memory; the root's stays as it is). */
   readonly inPlace?: boolean;
+  /**
+   * Write the root's tensor into `output` and return it (no new memory; `data` stays as it is): a
+   * tensor of `data`'s type and length that does not overlap it. Not with `inPlace`.
+   */
+  readonly output?: T;
 }
 
 export interface OutputOptions<T extends Tensor> {
@@ -253,7 +263,7 @@ export class RankSession {
    * const sum = await session.allReduce(Float32Array.of(1, 2)); // [W, 2W] for W ranks
    * await session.allReduce(gradients, 'avg', { inPlace: true }); // gradients now hold the mean
    */
-  allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Promise<T> {
+  allReduce<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions<T> = {}): Promise<T> {
     return lastValueFrom(this.allReduce$(data, op, options));
   }
 
@@ -262,8 +272,8 @@ export class RankSession {
    * @example
    * const mean = await lastValueFrom(session.allReduce$(gradients, 'avg'));
    */
-  allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions = {}): Observable<T> {
-    return this.tensorCollective<'allReduce', T>('allReduce', data, (view, output) => ({ view, op: this.reducible(view, op), output }), options?.inPlace === true ? data : undefined);
+  allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions<T> = {}): Observable<T> {
+    return this.tensorCollective<'allReduce', T>('allReduce', data, (view, output) => ({ view, op: this.reducible(view, op), output }), resultMemory(data, options));
   }
 
   /**
@@ -291,7 +301,7 @@ export class RankSession {
    * const weights = await session.broadcast(session.rank === 0 ? initial : new Float32Array(initial.length), 0);
    * await session.broadcast(parameters, 0, { inPlace: true }); // every rank's parameters now hold rank 0's
    */
-  broadcast<T extends Tensor>(data: T, root: number, options: BroadcastOptions = {}): Promise<T> {
+  broadcast<T extends Tensor>(data: T, root: number, options: BroadcastOptions<T> = {}): Promise<T> {
     return lastValueFrom(this.broadcast$(data, root, options));
   }
 
@@ -300,12 +310,12 @@ export class RankSession {
    * @example
    * const weights = await lastValueFrom(session.broadcast$(buffer, 0));
    */
-  broadcast$<T extends Tensor>(data: T, root: number, options: BroadcastOptions = {}): Observable<T> {
+  broadcast$<T extends Tensor>(data: T, root: number, options: BroadcastOptions<T> = {}): Observable<T> {
     return this.tensorCollective<'broadcast', T>(
       'broadcast',
       data,
       (view, output) => ({ view, root: checkRank(root, this.worldSize, 'root'), output }),
-      options?.inPlace === true ? data : undefined,
+      resultMemory(data, options),
     );
   }
 
@@ -326,7 +336,7 @@ export class RankSession {
    * const all = await lastValueFrom(session.allGather$(Float64Array.of(metric)));
    */
   allGather$<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'allGather', T>('allGather', data, (view, output) => ({ view, output }), options?.output, (count) => count * this.worldSize);
+    return this.tensorCollective<'allGather', T>('allGather', data, (view, output) => ({ view, output }), resultMemory(data, { output: options?.output }), (count) => count * this.worldSize);
   }
 
   /**
@@ -371,7 +381,7 @@ export class RankSession {
         checkDivisible(view.count, this.worldSize, 'reduce-scatter');
         return request;
       },
-      options?.output,
+      resultMemory(data, { output: options?.output }),
       (count) => {
         checkDivisible(count, this.worldSize, 'reduce-scatter');
         return count / this.worldSize;
@@ -658,7 +668,7 @@ export class RankSession {
     collective: N,
     data: Tensor,
     request: (view: TensorView, output: Uint8Array | undefined) => Collectives[N][0],
-    output?: Tensor,
+    memory?: ResultMemory<Tensor>,
     resultCount: (count: number) => number = (count) => count,
   ): Observable<Out> {
     let view: TensorView | null = null;
@@ -666,8 +676,9 @@ export class RankSession {
     return this.submit(
       collective,
       () => {
+        if (memory?.conflict === true) throw new ConfigurationError(`${collective} takes inPlace or an output, not both`);
         view = viewTensor(data);
-        into = output === undefined ? undefined : checkOutput(collective, view, viewTensor(output), resultCount(view.count));
+        into = memory === undefined ? undefined : checkOutput(collective, view, viewTensor(memory.tensor), resultCount(view.count), memory.inPlace);
         return request(view, into);
       },
       () => view!.bytes.length,
@@ -675,7 +686,7 @@ export class RankSession {
       map((result) => {
         if (into === undefined) return (result === null ? null : tensorFromBytes(view!.dtype, result as Uint8Array, view!.tagged)) as Out;
         if (result !== into) into.set(result as Uint8Array);
-        return output as Out;
+        return memory!.tensor as Out;
       }),
     );
   }
@@ -744,9 +755,33 @@ function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
 }
 
 /** The bytes of a caller's output tensor, checked against the result it must hold. */
-function checkOutput(collective: CollectiveName, input: TensorView, output: TensorView, expected: number): Uint8Array {
+function checkOutput(collective: CollectiveName, input: TensorView, output: TensorView, expected: number, inPlace: boolean): Uint8Array {
   if (output.dtype !== input.dtype || output.count !== expected) {
     throw new ConfigurationError(`${collective} output is ${output.dtype} x ${output.count}, its result is ${input.dtype} x ${expected}`);
   }
+  // Results are written while the input is still being read: only exactly the input's own bytes
+  // (in place) may be shared. allGather's output may hold the input as this rank's slot.
+  if (!inPlace && collective !== 'allGather' && overlaps(input.bytes, output.bytes)) {
+    throw new ConfigurationError(`${collective} output overlaps its input (to write the result over the input, use { inPlace: true })`);
+  }
   return output.bytes;
+}
+
+function overlaps(a: Uint8Array, b: Uint8Array): boolean {
+  return a.buffer === b.buffer && a.length > 0 && b.length > 0 && a.byteOffset < b.byteOffset + b.length && b.byteOffset < a.byteOffset + a.length;
+}
+
+/** Where an all-reduce's or a broadcast's result goes: the input itself (`inPlace`), the caller's `output`, else fresh memory (undefined). */
+function resultMemory<T extends Tensor>(data: T, options: { readonly inPlace?: boolean; readonly output?: T } | undefined): ResultMemory<T> | undefined {
+  if (options?.inPlace === true) return { tensor: data, inPlace: true, conflict: options.output !== undefined };
+  return options?.output === undefined ? undefined : { tensor: options.output, inPlace: false, conflict: false };
+}
+
+/** A result's memory chosen by the caller. */
+interface ResultMemory<T extends Tensor> {
+  readonly tensor: T;
+  /** The input's own memory. */
+  readonly inPlace: boolean;
+  /** Both `inPlace` and an `output` were given. */
+  readonly conflict: boolean;
 }

@@ -1,6 +1,6 @@
 /**
- * Results written into memory the caller already has (`broadcast(..., { inPlace })`,
- * `allGather(..., { output })`, `reduceScatter(..., { output })`, as torch's in-place and
+ * Results written into memory the caller already has (`allReduce` and `broadcast` in place or into
+ * an `output`, `allGather(..., { output })`, `reduceScatter(..., { output })`, as torch's in-place and
  * `*_into_tensor` calls): the returned tensor is the caller's own, the values are exact, on every
  * algorithm (small: the exchange or the staged path, copied there; large: the ring and the chain,
  * written there), and a wrong output is refused before anything is sent.
@@ -29,7 +29,7 @@ describe('results into the caller’s memory', () => {
     ['tcp_peer', 3, large],
     ['tcp_host_staged', 2, 5],
   ] as const) {
-    it(`${transport}, ${worldSize} ranks, ${count} elements: broadcast in place, allGather and reduceScatter into an output`, async () => {
+    it(`${transport}, ${worldSize} ranks, ${count} elements: broadcast in place, allReduce, broadcast, allGather and reduceScatter into an output`, async () => {
       const ranks = await sessions(worldSize, transport);
       await Promise.all(
         ranks.map(async (session) => {
@@ -38,6 +38,18 @@ describe('results into the caller’s memory', () => {
           const broadcast = await session.broadcast(data, 1, { inPlace: true });
           expect(broadcast).toBe(data);
           expect(data[count - 1]).toBe(count - 1);
+
+          // Into an output, the input stays as it is.
+          const input = Float32Array.from({ length: count }, (_, index) => index + r);
+          const sum = new Float32Array(count);
+          expect(await session.allReduce(input, 'sum', { output: sum })).toBe(sum);
+          const ranksSum = (worldSize * (worldSize - 1)) / 2;
+          expect([sum[0], sum[count - 1]]).toEqual([ranksSum, worldSize * (count - 1) + ranksSum]);
+          expect([input[0], input[count - 1]]).toEqual([r, count - 1 + r]);
+          const copy = new Float32Array(count);
+          const root = worldSize - 1;
+          expect(await session.broadcast(input, root, { output: copy })).toBe(copy);
+          expect([copy[0], copy[count - 1], input[0]]).toEqual([root, count - 1 + root, r]);
 
           const whole = new Float32Array(count * worldSize);
           const gathered = await session.allGather(Float32Array.from({ length: count }, () => r), { output: whole });
@@ -60,6 +72,13 @@ describe('results into the caller’s memory', () => {
     );
     expect((await rejection(zero.reduceScatter(Float32Array.of(1, 2), 'sum', { output: new Int32Array(1) as never }))).message).toBe(
       'reduceScatter output is i32 x 1, its result is f32 x 1',
+    );
+    expect((await rejection(zero.allReduce(Float32Array.of(1), 'sum', { inPlace: true, output: new Float32Array(1) }))).message).toBe(
+      'allReduce takes inPlace or an output, not both',
+    );
+    const shared = new Float32Array(3);
+    expect((await rejection(zero.broadcast(shared.subarray(0, 2), 0, { output: shared.subarray(1, 3) }))).message).toBe(
+      'broadcast output overlaps its input (to write the result over the input, use { inPlace: true })',
     );
     // Nothing was sent: the job goes on with the next collective.
     const [a, b] = await Promise.all([zero.allReduce(Float32Array.of(1)), one.allReduce(Float32Array.of(2))]);

@@ -29,6 +29,12 @@ export interface RingPass {
   readonly use: (target: Uint8Array, received: Uint8Array) => Observable<unknown>;
   /** Received pieces replace this rank's (`use` is `place`): the links may write them straight there. */
   readonly receivesInPlace?: boolean;
+  /**
+   * Where this pass sends a segment from when that is not where it is received (by id, as
+   * `segments`): a segment sent before anything was folded into it may go straight from the
+   * caller's tensor.
+   */
+  readonly sendsFrom?: readonly (readonly Piece[])[];
   readonly then?: (piece: Piece) => Observable<unknown>;
 }
 
@@ -55,7 +61,7 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
   const steps = passes.flatMap((pass) =>
     Array.from({ length: size - 1 }, (_, t) => ({
       pass,
-      sends: segments[pass.holds(mod(position - t, size))]!,
+      sends: (pass.sendsFrom ?? segments)[pass.holds(mod(position - t, size))]!,
       receives: segments[pass.holds(mod(position - t - 1, size))]!,
       last: t === size - 2,
     })),

@@ -57,17 +57,33 @@ function expectReference(c: CollectiveCase, bytes: Uint8Array, expected: Uint8Ar
 }
 
 /** Runs a ring all-reduce on every rank of an in-memory job; returns each rank's result bytes. */
-function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobOptions): Promise<Uint8Array[]> {
+/** Where a ring all-reduce writes its result: fresh memory, an output of the caller's, or the input itself. */
+type ResultMemory = 'fresh' | 'output' | 'inPlace';
+
+/**
+ * Runs the ring all-reduce on every rank; checks that an input that is not the output stays as it
+ * was and that a given output is the result itself.
+ */
+async function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobOptions, memory: ResultMemory = 'fresh'): Promise<Uint8Array[]> {
   const { ranks } = job(worldSize, options);
-  return Promise.all(
-    ranks.map(({ links, context }, rank) =>
-      lastValueFrom(ringAllReduce(links, { view: viewTensor(tensorOf(c.dtype, c.inputs[rank]!, false)), op: c.op }, context)),
-    ),
+  const views = ranks.map((_, rank) => viewTensor(tensorOf(c.dtype, c.inputs[rank]!, false)));
+  const before = views.map((view) => view.bytes.slice());
+  const outputs = views.map((view) => (memory === 'output' ? new Uint8Array(view.bytes.length) : memory === 'inPlace' ? view.bytes : undefined));
+  const results = await Promise.all(
+    ranks.map(({ links, context }, rank) => {
+      const output = outputs[rank];
+      return lastValueFrom(ringAllReduce(links, { view: views[rank]!, op: c.op, ...(output ? { output } : {}) }, context));
+    }),
   );
+  results.forEach((result, rank) => {
+    if (outputs[rank] !== undefined) expect(result).toBe(outputs[rank]);
+    if (memory !== 'inPlace') expect(views[rank]!.bytes).toEqual(before[rank]);
+  });
+  return results;
 }
 
 describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
-  it('matches the reference for every dtype x op, worlds 1..8, odd counts, any ring order, channels and rails', async () => {
+  it('matches the reference for every dtype x op, worlds 1..8, odd counts, any ring order, channels and rails, into fresh memory, an output or in place', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 8 }).chain((worldSize) =>
@@ -80,14 +96,15 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
             rails: fc.integer({ min: 1, max: 3 }),
             channels: fc.integer({ min: 1, max: 3 }),
             pieceBytes: fc.integer({ min: 1, max: 64 }),
+            memory: fc.constantFrom<ResultMemory>('fresh', 'output', 'inPlace'),
             seed: fc.integer(),
           }),
         ),
-        async ({ worldSize, order, dtype, opIndex, count, rails, channels, pieceBytes, seed }) => {
+        async ({ worldSize, order, dtype, opIndex, count, rails, channels, pieceBytes, memory, seed }) => {
           const ops = opsFor(dtype);
           const op = ops[opIndex % ops.length] as ReduceOp;
           const c = buildCase({ kind: 'allReduce', dtype, op, count }, worldSize, seededRandom(seed));
-          const results = await runRing(c, worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
+          const results = await runRing(c, worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes }, memory);
           const expected = modelCollective(c, worldSize)[0]!.bytes!;
           // Every rank ends with identical bits.
           for (const result of results) expect(hex(result)).toBe(hex(results[0]!));

@@ -6,8 +6,8 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { evenRanges, mod, type Piece, piecesOf } from '../peer-data.js';
-import { fold, place, ringSchedule } from '../ring-pass.js';
+import { evenRanges, mod, type Piece, piecesOf, ringPosition } from '../peer-data.js';
+import { fold, foldOnto, place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -30,8 +30,11 @@ import { shaped } from '../staged.js';
  * - Every rank ends with identical bits; the fold order differs from the staged path's rank order,
  *   so floating-point sums may differ from it in the last bits (as across NCCL algorithms).
  *
- * Emits the result in `request.output` (filled with the input first unless it is the input's own
- * bytes: in place), else in a fresh buffer; the input is not modified unless it is the output.
+ * Emits the result in `request.output` (in place when that is the input's own bytes), else in a
+ * fresh buffer; the input is not modified unless it is the output. Into other memory than the
+ * input, nothing is copied ahead: the segment a rank sends first goes straight from the input,
+ * and each received piece is folded into a copy of this rank's own piece made just before the
+ * fold (`foldOnto`); the all-gather then writes every other segment.
  */
 export function ringAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, op } = request;
@@ -42,15 +45,26 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
   return agreeOnPeerData(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), layout).pipe(
     mergeMap((sequence) => {
       const result = request.output ?? new Uint8Array(view.bytes.length);
-      if (result !== view.bytes) result.set(view.bytes);
+      const inPlace = result === view.bytes;
+      // Alone, the result is the tensor (no step writes it).
+      if (size === 1 && !inPlace) result.set(view.bytes);
+      const { position } = ringPosition(ringOrder, links.rank);
+      const ownPieces = new Map<Uint8Array, Uint8Array>();
       const channels = evenRanges(0, view.count, ringChannels).map((range, channel) => {
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        const segments = evenRanges(range.start, range.count, size).map((segment) => piecesOf(result, width, segment, context.pieceBytes));
+        const ranges = evenRanges(range.start, range.count, size);
+        const segments = ranges.map((segment) => piecesOf(result, width, segment, context.pieceBytes));
         const divide = (piece: Piece) => scheduleDivide({ dtype: view.dtype, data: piece.bytes, divisor: size });
-        return ringSchedule(links, wiring, segments, [
-          { holds: (position) => position, use: fold(view.dtype, op), ...(op === 'avg' ? { then: divide } : {}) },
-          { holds: (position) => mod(position + 1, size), use: place, receivesInPlace: true },
-        ]);
+        const then = op === 'avg' ? { then: divide } : {};
+        const gather = { holds: (at: number) => mod(at + 1, size), use: place, receivesInPlace: true };
+        if (inPlace) return ringSchedule(links, wiring, segments, [{ holds: (at) => at, use: fold(view.dtype, op), ...then }, gather]);
+        // Into other memory: the segment sent first goes from the tensor, the others are folded
+        // into copies of this rank's pieces made as they are folded (no copy of the tensor first).
+        const inputs = ranges.map((segment) => piecesOf(view.bytes, width, segment, context.pieceBytes));
+        segments.forEach((pieces, id) => pieces.forEach((piece, index) => ownPieces.set(piece.bytes, inputs[id]![index]!.bytes)));
+        const sendsFrom = segments.map((pieces, id) => (id === position ? inputs[id]! : pieces));
+        const use = foldOnto(view.dtype, op, (target) => ownPieces.get(target)!);
+        return ringSchedule(links, wiring, segments, [{ holds: (at) => at, use, sendsFrom, ...then }, gather]);
       });
       return concat(merge(...channels), defer(() => [result]));
     }),

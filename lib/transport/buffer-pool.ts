@@ -5,31 +5,36 @@
  * recycled instead of left to the garbage collector.
  *
  * Buffers come in power-of-two size classes; `take` hands out a view of exactly the size asked
- * for, `give` returns it. Only buffers this pool made are taken back, and at most `perClass` wait
- * per size class, so an idle pool holds bounded memory. Nothing may use a view after giving it.
+ * for, `give` returns it. Only buffers this pool made are taken back, at most `perClass` wait per
+ * size class and at most `maxIdleBytes` in all, so an idle pool holds bounded memory. Nothing may
+ * use a view after giving it.
  */
 export class BufferPool {
   private readonly free = new Map<number, ArrayBuffer[]>();
   private readonly owned = new WeakSet<ArrayBuffer>();
+  private idleBytes = 0;
 
   constructor(
     /** Smaller requests are plain allocations: small allocations are cheap and pooled by V8. */
     private readonly minBytes = 64 * 1024,
     private readonly perClass = 2,
+    private readonly maxIdleBytes = Number.POSITIVE_INFINITY,
   ) {}
 
   take(bytes: number): Uint8Array {
     if (bytes < this.minBytes) return new Uint8Array(bytes);
     const size = sizeClass(bytes);
-    const buffer = this.free.get(size)?.pop() ?? this.allocate(size);
-    return new Uint8Array(buffer, 0, bytes);
+    const reused = this.free.get(size)?.pop();
+    if (reused !== undefined) this.idleBytes -= size;
+    return new Uint8Array(reused ?? this.allocate(size), 0, bytes);
   }
 
   give(view: Uint8Array): void {
     const buffer = view.buffer as ArrayBuffer;
     if (!this.owned.has(buffer) || view.byteOffset !== 0) return;
     const list = this.free.get(buffer.byteLength) ?? [];
-    if (list.length >= this.perClass || list.includes(buffer)) return;
+    if (list.length >= this.perClass || this.idleBytes + buffer.byteLength > this.maxIdleBytes || list.includes(buffer)) return;
+    this.idleBytes += buffer.byteLength;
     list.push(buffer);
     this.free.set(buffer.byteLength, list);
   }

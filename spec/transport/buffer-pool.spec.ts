@@ -29,6 +29,19 @@ describe('BufferPool', () => {
     expect(pool.take(4096).buffer).not.toBe(b.buffer);
   });
 
+  it('keeps at most maxIdleBytes waiting in all', () => {
+    const pool = new BufferPool(1024, 8, 3 * 4096);
+    const views = Array.from({ length: 4 }, () => pool.take(4096));
+    for (const view of views) pool.give(view);
+    // Three fit; the fourth was dropped, so a fourth take allocates.
+    const again = Array.from({ length: 4 }, () => pool.take(4096).buffer);
+    expect(again.slice(0, 3).every((buffer) => views.some((view) => view.buffer === buffer))).toBe(true);
+    expect(views.some((view) => view.buffer === again[3])).toBe(false);
+    // What is taken again no longer counts as waiting: giving back makes room again.
+    pool.give(new Uint8Array(again[0]!, 0, 4096));
+    expect(pool.take(4096).buffer).toBe(again[0]);
+  });
+
   it('leaves small requests to ordinary allocation', () => {
     const pool = new BufferPool(1024);
     const small = pool.take(100);

@@ -65,7 +65,8 @@ export interface OutputOptions<T extends Tensor> {
   /**
    * Write the result into `output` and return it (no new memory): a tensor of the input's type
    * with the result's length (W times the input's for allGather, a W-th of it for reduceScatter).
-   * It must not overlap the input (allGather's may hold the input as this rank's own slot).
+   * It must not overlap the input, except as NCCL's in-place forms: allGather's input may be this
+   * rank's slot of the output, reduceScatter's output this rank's slot of the input.
    */
   readonly output?: T;
 }
@@ -678,7 +679,7 @@ export class RankSession {
       () => {
         if (memory?.conflict === true) throw new ConfigurationError(`${collective} takes inPlace or an output, not both`);
         view = viewTensor(data);
-        into = memory === undefined ? undefined : checkOutput(collective, view, viewTensor(memory.tensor), resultCount(view.count), memory.inPlace);
+        into = memory === undefined ? undefined : checkOutput(collective, view, viewTensor(memory.tensor), resultCount(view.count), memory.inPlace, this.rank);
         return request(view, into);
       },
       () => view!.bytes.length,
@@ -755,20 +756,30 @@ function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
 }
 
 /** The bytes of a caller's output tensor, checked against the result it must hold. */
-function checkOutput(collective: CollectiveName, input: TensorView, output: TensorView, expected: number, inPlace: boolean): Uint8Array {
+function checkOutput(collective: CollectiveName, input: TensorView, output: TensorView, expected: number, inPlace: boolean, rank: number): Uint8Array {
   if (output.dtype !== input.dtype || output.count !== expected) {
     throw new ConfigurationError(`${collective} output is ${output.dtype} x ${output.count}, its result is ${input.dtype} x ${expected}`);
   }
-  // Results are written while the input is still being read: only exactly the input's own bytes
-  // (in place) may be shared. allGather's output may hold the input as this rank's slot.
-  if (!inPlace && collective !== 'allGather' && overlaps(input.bytes, output.bytes)) {
-    throw new ConfigurationError(`${collective} output overlaps its input (to write the result over the input, use { inPlace: true })`);
+  // In place, the algorithm gets the input's own view: it recognises it and writes no copy.
+  if (inPlace) return input.bytes;
+  // Results are written while the input is still being read. Besides in place, only the slots of
+  // NCCL's in-place forms may be shared: allGather's input as this rank's slot of the output,
+  // reduceScatter's output as this rank's slot of the input.
+  if (overlaps(input.bytes, output.bytes) && !sharesOwnSlot(collective, input.bytes, output.bytes, rank)) {
+    const hint = collective === 'allReduce' || collective === 'broadcast' ? ' (to write the result over the input, use { inPlace: true })' : '';
+    throw new ConfigurationError(`${collective} output overlaps its input${hint}`);
   }
   return output.bytes;
 }
 
 function overlaps(a: Uint8Array, b: Uint8Array): boolean {
   return a.buffer === b.buffer && a.length > 0 && b.length > 0 && a.byteOffset < b.byteOffset + b.length && b.byteOffset < a.byteOffset + a.length;
+}
+
+/** Whether `output` and `input` share exactly this rank's slot (see `checkOutput`). */
+function sharesOwnSlot(collective: CollectiveName, input: Uint8Array, output: Uint8Array, rank: number): boolean {
+  const [whole, slot] = collective === 'allGather' ? [output, input] : collective === 'reduceScatter' ? [input, output] : [null, null];
+  return whole !== null && slot !== null && slot.byteOffset === whole.byteOffset + rank * slot.length;
 }
 
 /** Where an all-reduce's or a broadcast's result goes: the input itself (`inPlace`), the caller's `output`, else fresh memory (undefined). */

@@ -21,7 +21,7 @@ export function outgoing(frame: Frame): OutgoingFrame {
 /** How long a channel that failed to decode stays open for its owner's last word. */
 const UNOWNED_LINGER_MS = 5_000;
 
-/** Frames with at most this much payload are copied into one buffer and written with one call. */
+/** Frames with at most this much payload (or below the socket's high-water mark) are copied into one buffer and written with one call. */
 export const SMALL_FRAME_PAYLOAD_BYTES = 16 * 1024;
 
 type Ending = { readonly error: unknown } | { readonly error?: undefined };
@@ -124,7 +124,11 @@ export class FrameChannel {
     const socket = this.socket;
     let payloadBytes = 0;
     for (const part of frame.parts) payloadBytes += part.length;
-    if (payloadBytes <= SMALL_FRAME_PAYLOAD_BYTES) {
+    // A frame below the socket's high-water mark is copied too: written by reference, it could
+    // still sit in the socket's queue when write() says there is room (Node 22+ marks at 64 KiB),
+    // and the caller, told the frame is sent, may reuse its memory. A larger one fills the mark,
+    // so write() returns false and the caller waits for `drained()`, when the bytes are out.
+    if (payloadBytes <= SMALL_FRAME_PAYLOAD_BYTES || FRAME_HEADER_BYTES + payloadBytes < socket.writableHighWaterMark) {
       // One buffer, one write(2): for a small frame the syscall costs far more than the copy
       // (a two-buffer writev measured ~1.4x a single write here).
       const bytes = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payloadBytes);

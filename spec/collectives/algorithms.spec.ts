@@ -57,8 +57,11 @@ function expectReference(c: CollectiveCase, bytes: Uint8Array, expected: Uint8Ar
 }
 
 /** Runs a ring all-reduce on every rank of an in-memory job; returns each rank's result bytes. */
-/** Where a ring all-reduce writes its result: fresh memory, an output of the caller's, or the input itself. */
-type ResultMemory = 'fresh' | 'output' | 'inPlace';
+/**
+ * Where a ring all-reduce writes its result: fresh memory, an output of the caller's, the input
+ * itself, or another view of the input's memory (in place, unrecognised).
+ */
+type ResultMemory = 'fresh' | 'output' | 'inPlace' | 'alias';
 
 /**
  * Runs the ring all-reduce on every rank; checks that an input that is not the output stays as it
@@ -68,7 +71,11 @@ async function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobO
   const { ranks } = job(worldSize, options);
   const views = ranks.map((_, rank) => viewTensor(tensorOf(c.dtype, c.inputs[rank]!, false)));
   const before = views.map((view) => view.bytes.slice());
-  const outputs = views.map((view) => (memory === 'output' ? new Uint8Array(view.bytes.length) : memory === 'inPlace' ? view.bytes : undefined));
+  const outputs = views.map((view) => {
+    if (memory === 'output') return new Uint8Array(view.bytes.length);
+    if (memory === 'alias') return new Uint8Array(view.bytes.buffer, view.bytes.byteOffset, view.bytes.length);
+    return memory === 'inPlace' ? view.bytes : undefined;
+  });
   const results = await Promise.all(
     ranks.map(({ links, context }, rank) => {
       const output = outputs[rank];
@@ -77,7 +84,7 @@ async function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobO
   );
   results.forEach((result, rank) => {
     if (outputs[rank] !== undefined) expect(result).toBe(outputs[rank]);
-    if (memory !== 'inPlace') expect(views[rank]!.bytes).toEqual(before[rank]);
+    if (memory === 'fresh' || memory === 'output') expect(views[rank]!.bytes).toEqual(before[rank]);
   });
   return results;
 }
@@ -96,7 +103,7 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
             rails: fc.integer({ min: 1, max: 3 }),
             channels: fc.integer({ min: 1, max: 3 }),
             pieceBytes: fc.integer({ min: 1, max: 64 }),
-            memory: fc.constantFrom<ResultMemory>('fresh', 'output', 'inPlace'),
+            memory: fc.constantFrom<ResultMemory>('fresh', 'output', 'inPlace', 'alias'),
             seed: fc.integer(),
           }),
         ),
@@ -159,17 +166,22 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
             rails: fc.integer({ min: 1, max: 3 }),
             channels: fc.integer({ min: 1, max: 3 }),
             pieceBytes: fc.integer({ min: 1, max: 48 }),
-            intoOutput: fc.boolean(),
+            into: fc.constantFrom('fresh' as const, 'output' as const, 'ownSlot' as const),
             seed: fc.integer(),
           }),
         ),
-        async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, intoOutput, seed }) => {
+        async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, into, seed }) => {
           const ops = opsFor(dtype);
           const c = buildCase({ kind, dtype, op: ops[opIndex % ops.length]!, count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
           const views = ranks.map((_, rank) => viewTensor(tensorOf(dtype, c.inputs[rank]!, false)));
           const before = views.map((view) => view.bytes.slice());
-          const outputs = views.map((view) => (intoOutput && kind === 'reduceScatter' ? new Uint8Array(view.bytes.length / worldSize) : undefined));
+          // A reduce-scatter's output may be fresh memory, the caller's, or this rank's slot of its input (NCCL's in-place form).
+          const outputs = views.map((view, rank) => {
+            const shard = view.bytes.length / worldSize;
+            if (kind !== 'reduceScatter' || into === 'fresh') return undefined;
+            return into === 'output' ? new Uint8Array(shard) : view.bytes.subarray(rank * shard, (rank + 1) * shard);
+          });
           const results = await Promise.all(
             ranks.map(({ links, context }, rank) => {
               const view = views[rank]!;
@@ -179,8 +191,8 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
           );
           const expected = modelCollective(c, worldSize);
           results.forEach((result, rank) => expectReference(c, result, expected[rank]!.bytes!, rank));
-          // The inputs are read only, and a given output is the result itself.
-          views.forEach((view, rank) => expect(view.bytes).toEqual(before[rank]));
+          // The inputs are read only (but for a slot given as the output), and a given output is the result itself.
+          if (into !== 'ownSlot' || kind === 'allGather') views.forEach((view, rank) => expect(view.bytes).toEqual(before[rank]));
           results.forEach((result, rank) => outputs[rank] !== undefined && expect(result).toBe(outputs[rank]));
           // Each rank sends (W-1)/W of the data it holds, and only to its successor in the ring.
           const bytesPerRank = kind === 'allGather' ? (worldSize - 1) * c.inputs[0]!.length : ((worldSize - 1) * c.inputs[0]!.length) / worldSize;

@@ -24,6 +24,25 @@ async function sessions(worldSize: number, transport: 'tcp_peer' | 'tcp_host_sta
 const large = DEFAULT_RING_THRESHOLD_BYTES / 4 + 7; // f32 elements: the ring family (odd count)
 
 describe('results into the caller’s memory', () => {
+  it('NCCL’s in-place forms: allGather’s input as this rank’s slot of the output, reduceScatter’s output as this rank’s slot of the input', async () => {
+    const ranks = await sessions(2, 'tcp_peer');
+    await Promise.all(
+      ranks.map(async (session) => {
+        const r = session.rank;
+        const whole = Float32Array.of(-1, -1, -1, -1);
+        const slot = whole.subarray(2 * r, 2 * r + 2);
+        slot.set([10 * r, 10 * r + 1]);
+        expect(await session.allGather(slot, { output: whole })).toBe(whole);
+        expect(Array.from(whole)).toEqual([0, 1, 10, 11]);
+
+        const input = Int32Array.of(1, 2, 3, 4).map((value) => value * (r + 1));
+        const shard = input.subarray(2 * r, 2 * r + 2);
+        expect(await session.reduceScatter(input, 'sum', { output: shard })).toBe(shard);
+        expect(Array.from(shard)).toEqual(r === 0 ? [3, 6] : [9, 12]);
+      }),
+    );
+  });
+
   for (const [transport, worldSize, count] of [
     ['tcp_peer', 3, 5],
     ['tcp_peer', 3, large],
@@ -80,6 +99,11 @@ describe('results into the caller’s memory', () => {
     expect((await rejection(zero.broadcast(shared.subarray(0, 2), 0, { output: shared.subarray(1, 3) }))).message).toBe(
       'broadcast output overlaps its input (to write the result over the input, use { inPlace: true })',
     );
+    expect((await rejection(zero.allReduce(shared.subarray(0, 2), 'sum', { output: shared.subarray(1, 3) }))).message).toBe(
+      'allReduce output overlaps its input (to write the result over the input, use { inPlace: true })',
+    );
+    const wide = new Float32Array(4);
+    expect((await rejection(zero.reduceScatter(wide, 'sum', { output: wide.subarray(1, 3) }))).message).toBe('reduceScatter output overlaps its input');
     // Nothing was sent: the job goes on with the next collective.
     const [a, b] = await Promise.all([zero.allReduce(Float32Array.of(1)), one.allReduce(Float32Array.of(2))]);
     expect([a[0], b[0]]).toEqual([3, 3]);

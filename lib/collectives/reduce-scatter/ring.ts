@@ -34,12 +34,13 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
       const result = request.output ?? new Uint8Array(shardBytes);
       // Alone, this rank's shard is its tensor (no step folds anything into it).
       if (size === 1) result.set(view.bytes);
-      // Shards received and passed on are folded in scratch laid out as the tensor (2 ranks have none).
-      const work = size > 2 ? context.scratch.take(view.bytes.length) : null;
+      // Shards received and passed on (W - 2 of them) are folded in scratch, one after the other.
+      const work = size > 2 ? context.scratch.take((size - 2) * shardBytes) : null;
       const sentFirst = ringPosition(ringOrder, links.rank).previous;
+      const relayed = Array.from({ length: size }, (_, rank) => rank).filter((rank) => rank !== links.rank && rank !== sentFirst);
       /** Where shard `rank`'s pieces live at this rank, and where its elements start there. */
       const home = (rank: number): { buffer: Uint8Array; first: number } =>
-        rank === links.rank ? { buffer: result, first: 0 } : rank === sentFirst ? { buffer: view.bytes, first: rank * shard } : { buffer: work!, first: rank * shard };
+        rank === links.rank ? { buffer: result, first: 0 } : rank === sentFirst ? { buffer: view.bytes, first: rank * shard } : { buffer: work!, first: relayed.indexOf(rank) * shard };
       const ownPieces = new Map<Uint8Array, Uint8Array>();
       const channels = evenRanges(0, shard, ringChannels).map((part, channel) => {
         const segments = Array.from({ length: size }, (_, rank): Piece[] => {

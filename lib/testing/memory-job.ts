@@ -38,6 +38,8 @@ interface Message {
   readonly rail: number;
   readonly from: number;
   readonly to: number;
+  /** With `sendsCompleteOnArrival`: the sender's memory, what it held when sent, and the send's completion. */
+  readonly sent?: { readonly source: Uint8Array; readonly bytes: Uint8Array; readonly label: string; readonly complete: () => void };
 }
 
 /** A message that arrived: its header decoded (and so checked), waiting for its receive. */
@@ -74,6 +76,14 @@ export interface MemoryJobOptions {
   readonly faults?: readonly LinkFault[];
   /** Chooses the order of every delivery (fast-check's `fc.scheduler()`); default: at once, in send order. */
   readonly interleave?: InterleaveScheduler;
+  /**
+   * Sends complete when their message arrives, not when it is sent (as a send the socket pushed
+   * back completes once it drained), and each arrival checks that the sender left the memory it
+   * sent from untouched until then, as `Links.send` requires: a send whose memory changed is
+   * recorded in `traffic.overwrittenSends`. With `interleave`, a test sees every algorithm's sends
+   * outstanding for as long as the interleaving likes.
+   */
+  readonly sendsCompleteOnArrival?: boolean;
 }
 
 /** What the links carried, for tests that check which path the data took. */
@@ -84,6 +94,8 @@ export interface MemoryTraffic {
   readonly aborts: { rank: number | null; reason: string }[];
   /** With `interleave`: every delivery, in the order it was chosen. */
   readonly deliveries: string[];
+  /** With `sendsCompleteOnArrival`: the sends whose memory was written before they completed. */
+  readonly overwrittenSends: string[];
 }
 
 export interface MemoryJob {
@@ -105,7 +117,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   const failures = Array.from({ length: worldSize }, () => new SessionFailure());
   const dead = new Array<boolean>(worldSize).fill(false);
   const agreement = new CollectiveAgreement(worldSize);
-  const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[] };
+  const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[], overwrittenSends: [] as string[] };
   /** Messages sent on each link (by `from * worldSize + to`), in order, not yet delivered. */
   const inFlight = new Map<number, Message[]>();
   const sentOn = new Array<number>(worldSize * worldSize).fill(0);
@@ -143,6 +155,11 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   });
 
   const arrive = (message: Message) => {
+    const sent = message.sent;
+    if (sent !== undefined) {
+      if (!sameBytes(sent.source, sent.bytes)) traffic.overwrittenSends.push(sent.label);
+      sent.complete();
+    }
     if (dead[message.to]) return;
     let header: FrameHeader;
     try {
@@ -157,11 +174,14 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     if (posted !== null) deliver(arrived, posted);
   };
 
-  const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape) => {
+  /** Sends one message; `complete` is called once the send is done (at once, or on arrival with `sendsCompleteOnArrival`). */
+  const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape, complete: () => void) => {
     traffic.messages.push({ from: rank, to: peer, rail, tag, bytes: bytes.length });
     const link = rank * worldSize + peer;
     const index = sentOn[link]!++;
     const fault = faults.find((candidate) => candidate.from === rank && candidate.to === peer && (candidate.kind === 'delay' || candidate.message === undefined || candidate.message === index));
+    const onArrival = options.sendsCompleteOnArrival === true && fault?.kind !== 'drop' && !dead[rank];
+    if (!onArrival) complete();
     if (fault?.kind === 'drop' || dead[rank]) return;
     const header = encodeHeader(
       makeHeader(
@@ -169,7 +189,9 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
         bytes.length,
       ),
     );
-    let message: Message = { header, payload: bytes.slice(), rail, from: rank, to: peer };
+    const payload = bytes.slice();
+    const sent = onArrival ? { source: bytes, bytes: payload, label: `${rank}>${peer} rail ${rail} tag ${tag}`, complete } : undefined;
+    let message: Message = { header, payload, rail, from: rank, to: peer, ...(sent ? { sent } : {}) };
     if (fault?.kind === 'corrupt') {
       const corrupted = flipBit(concatBytes([header, message.payload]), fault.bit % ((FRAME_HEADER_BYTES + bytes.length) * 8));
       message = { ...message, header: corrupted.subarray(0, FRAME_HEADER_BYTES), payload: corrupted.subarray(FRAME_HEADER_BYTES) };
@@ -194,9 +216,10 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       rails,
       send: (rail, peer, tag, bytes, shape) =>
         new Observable<void>((subscriber) => {
-          send(rank, rail, peer, tag, bytes, shape);
-          subscriber.next();
-          subscriber.complete();
+          send(rank, rail, peer, tag, bytes, shape, () => {
+            subscriber.next();
+            subscriber.complete();
+          });
         }).pipe(failure.untilEnded()),
       receive: (rail, peer, tag, shape, _into, waitMs) =>
         new Observable<Uint8Array>((subscriber) => {
@@ -336,4 +359,8 @@ function coordinatorInMemory(worldSize: number, parts: CoordinatorParts) {
       }
     });
   return { exchange };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, index) => byte === b[index]);
 }

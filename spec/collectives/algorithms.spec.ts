@@ -14,7 +14,7 @@ import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
 import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
-import { DTYPES } from '../../lib/protocol/element-type.js';
+import { DTYPES, ElementType } from '../../lib/protocol/element-type.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { viewTensor } from '../../lib/tensor.js';
 import {
@@ -240,6 +240,76 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
         },
       ),
       { numRuns: 150 },
+    );
+  });
+});
+
+describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/chain.ts)', () => {
+  /** A pipelined algorithm's run on one rank, with the result memory a test chooses. */
+  type Pipelined = 'allReduce' | 'allGather' | 'reduceScatter' | 'broadcast';
+  const run = (kind: Pipelined, rank: MemoryRank, view: ReturnType<typeof viewTensor>, op: ReduceOp, root: number, output: Uint8Array | undefined) => {
+    const into = output === undefined ? {} : { output };
+    if (kind === 'allReduce') return ringAllReduce(rank.links, { view, op, ...into }, rank.context);
+    if (kind === 'reduceScatter') return ringReduceScatter(rank.links, { view, op, ...into }, rank.context);
+    if (kind === 'allGather') return ringAllGather(rank.links, { view }, rank.context);
+    return chainBroadcast(rank.links, { view, root, ...into }, rank.context);
+  };
+
+  it('the check: a send completes on arrival, and one whose memory was written before is recorded', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (interleave) => {
+        const { ranks, traffic } = job(2, { interleave, sendsCompleteOnArrival: true });
+        const [zero, one] = ranks as [MemoryRank, MemoryRank];
+        const bytes = Uint8Array.of(1, 2, 3);
+        let sent = false;
+        zero.links.send(0, 1, 7n, bytes, { elementType: ElementType.U8, count: 3 }).subscribe({ complete: () => (sent = true) });
+        expect(sent).toBe(false);
+        bytes[0] = 9;
+        const received = await interleave.waitFor(lastValueFrom(one.links.receive(0, 0, 7n, { elementType: ElementType.U8, count: 3 })));
+        expect(sent).toBe(true);
+        expect(Array.from(received)).toEqual([1, 2, 3]);
+        expect(traffic.overwrittenSends).toEqual(['0>1 rail 0 tag 7']);
+      }),
+      { numRuns: 5 },
+    );
+  });
+
+  it('no algorithm writes memory it sent from before that send completed, in any delivery order, into any result memory', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }).chain((worldSize) =>
+          fc.record({
+            worldSize: fc.constant(worldSize),
+            kind: fc.constantFrom<Pipelined>('allReduce', 'allGather', 'reduceScatter', 'broadcast'),
+            into: fc.constantFrom('fresh' as const, 'output' as const, 'input' as const),
+            order: arbRingOrder(worldSize),
+            root: fc.integer({ min: 0, max: worldSize - 1 }),
+            count: fc.integer({ min: 0, max: 30 }),
+            channels: fc.integer({ min: 1, max: 2 }),
+            pieceBytes: fc.integer({ min: 1, max: 24 }),
+            seed: fc.integer(),
+          }),
+        ),
+        fc.scheduler(),
+        async ({ worldSize, kind, into, order, root, count, channels, pieceBytes, seed }, interleave) => {
+          const c = buildCase({ kind, dtype: 'i32', op: 'sum', root, count: kind === 'reduceScatter' ? count * worldSize : count }, worldSize, seededRandom(seed));
+          const { ranks, traffic } = job(worldSize, { ringOrder: order, ringChannels: channels, pieceBytes, interleave, sendsCompleteOnArrival: true });
+          const views = ranks.map((_, rank) => viewTensor(tensorOf('i32', c.inputs[rank]!, false)));
+          // The input itself: all-reduce and broadcast in place, reduce-scatter into this rank's slot.
+          const outputs = views.map((view, rank) => {
+            if (into === 'fresh' || kind === 'allGather') return undefined;
+            if (into === 'output') return new Uint8Array(kind === 'reduceScatter' ? view.bytes.length / worldSize : view.bytes.length);
+            if (kind !== 'reduceScatter') return view.bytes;
+            const shard = view.bytes.length / worldSize;
+            return view.bytes.subarray(rank * shard, (rank + 1) * shard);
+          });
+          const results = await interleave.waitFor(Promise.all(ranks.map((rank, index) => lastValueFrom(run(kind, rank, views[index]!, 'sum', root, outputs[index])))));
+          expect(traffic.overwrittenSends).toEqual([]);
+          const expected = modelCollective(c, worldSize);
+          results.forEach((result, rank) => expect(hex(result), `${describeCase(c)} rank ${rank}`).toBe(hex(expected[rank]!.bytes!)));
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });

@@ -38,8 +38,19 @@ interface Message {
   readonly rail: number;
   readonly from: number;
   readonly to: number;
-  /** With `sendsCompleteOnArrival`: the sender's memory, what it held when sent, and the send's completion. */
-  readonly sent?: { readonly source: Uint8Array; readonly bytes: Uint8Array; readonly label: string; readonly complete: () => void };
+  /** With `sendsCompleteOnArrival`: the send waiting for this arrival (see `PendingSend`). */
+  readonly sent?: PendingSend;
+}
+
+/** A send that completes when its message arrives. */
+interface PendingSend {
+  /** The sender's memory, and what it held when sent. */
+  readonly source: Uint8Array;
+  readonly bytes: Uint8Array;
+  readonly label: string;
+  readonly complete: () => void;
+  /** Its caller gave up on it (an abort ended it): the memory is the caller's again, nothing is checked. */
+  withdrawn: boolean;
 }
 
 /** A message that arrived: its header decoded (and so checked), waiting for its receive. */
@@ -156,7 +167,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
 
   const arrive = (message: Message) => {
     const sent = message.sent;
-    if (sent !== undefined) {
+    if (sent !== undefined && !sent.withdrawn) {
       if (!sameBytes(sent.source, sent.bytes)) traffic.overwrittenSends.push(sent.label);
       sent.complete();
     }
@@ -174,15 +185,21 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     if (posted !== null) deliver(arrived, posted);
   };
 
-  /** Sends one message; `complete` is called once the send is done (at once, or on arrival with `sendsCompleteOnArrival`). */
-  const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape, complete: () => void) => {
+  /**
+   * Sends one message; `complete` is called once the send is done: once it is queued (so a send
+   * started by its completion goes behind it), or on arrival with `sendsCompleteOnArrival`.
+   * Returns what withdraws a send its caller gave up on.
+   */
+  const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape, complete: () => void): (() => void) => {
     traffic.messages.push({ from: rank, to: peer, rail, tag, bytes: bytes.length });
     const link = rank * worldSize + peer;
     const index = sentOn[link]!++;
     const fault = faults.find((candidate) => candidate.from === rank && candidate.to === peer && (candidate.kind === 'delay' || candidate.message === undefined || candidate.message === index));
-    const onArrival = options.sendsCompleteOnArrival === true && fault?.kind !== 'drop' && !dead[rank];
-    if (!onArrival) complete();
-    if (fault?.kind === 'drop' || dead[rank]) return;
+    if (fault?.kind === 'drop' || dead[rank]) {
+      complete();
+      return () => undefined;
+    }
+    const onArrival = options.sendsCompleteOnArrival === true;
     const header = encodeHeader(
       makeHeader(
         { uniqueId, opcode: Opcode.Send, worldSize, sourceRank: rank, destinationRank: peer, tag, elementType: shape.elementType, elementCount: shape.count, flags: FLAG_P2P_CHANNEL },
@@ -190,7 +207,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       ),
     );
     const payload = bytes.slice();
-    const sent = onArrival ? { source: bytes, bytes: payload, label: `${rank}>${peer} rail ${rail} tag ${tag}`, complete } : undefined;
+    const sent: PendingSend | undefined = onArrival ? { source: bytes, bytes: payload, label: `${rank}>${peer} rail ${rail} tag ${tag}`, complete, withdrawn: false } : undefined;
     let message: Message = { header, payload, rail, from: rank, to: peer, ...(sent ? { sent } : {}) };
     if (fault?.kind === 'corrupt') {
       const corrupted = flipBit(concatBytes([header, message.payload]), fault.bit % ((FRAME_HEADER_BYTES + bytes.length) * 8));
@@ -203,6 +220,10 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     const next = () => release(`${rank}>${peer} rail ${rail} tag ${tag}`, () => arrive(queue.shift()!));
     if (fault?.kind === 'delay') timer(fault.ms, clock).subscribe(next);
     else next();
+    if (!onArrival) complete();
+    return () => {
+      if (sent !== undefined) sent.withdrawn = true;
+    };
   };
 
   const ranks = Array.from({ length: worldSize }, (_, rank): MemoryRank => {
@@ -215,12 +236,12 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       worldSize,
       rails,
       send: (rail, peer, tag, bytes, shape) =>
-        new Observable<void>((subscriber) => {
+        new Observable<void>((subscriber) =>
           send(rank, rail, peer, tag, bytes, shape, () => {
             subscriber.next();
             subscriber.complete();
-          });
-        }).pipe(failure.untilEnded()),
+          }),
+        ).pipe(failure.untilEnded()),
       receive: (rail, peer, tag, shape, _into, waitMs) =>
         new Observable<Uint8Array>((subscriber) => {
           const posted: Posted = { shape, subscriber };

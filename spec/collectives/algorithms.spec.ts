@@ -251,7 +251,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
     const into = output === undefined ? {} : { output };
     if (kind === 'allReduce') return ringAllReduce(rank.links, { view, op, ...into }, rank.context);
     if (kind === 'reduceScatter') return ringReduceScatter(rank.links, { view, op, ...into }, rank.context);
-    if (kind === 'allGather') return ringAllGather(rank.links, { view }, rank.context);
+    if (kind === 'allGather') return ringAllGather(rank.links, { view, ...into }, rank.context);
     return chainBroadcast(rank.links, { view, root, ...into }, rank.context);
   };
 
@@ -269,9 +269,25 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
         expect(sent).toBe(true);
         expect(Array.from(received)).toEqual([1, 2, 3]);
         expect(traffic.overwrittenSends).toEqual(['0>1 rail 0 tag 7']);
+        // A send its caller gave up on is not checked: its memory is the caller's again.
+        const withdrawn = Uint8Array.of(4);
+        zero.links.send(0, 1, 8n, withdrawn, { elementType: ElementType.U8, count: 1 }).subscribe().unsubscribe();
+        withdrawn[0] = 5;
+        await interleave.waitFor(lastValueFrom(one.links.receive(0, 0, 8n, { elementType: ElementType.U8, count: 1 })));
+        expect(traffic.overwrittenSends).toHaveLength(1);
       }),
       { numRuns: 5 },
     );
+  });
+
+  it('without it, a send started by another’s completion on the same link still arrives after it', async () => {
+    const { ranks } = job(2);
+    const [zero, one] = ranks as [MemoryRank, MemoryRank];
+    const shape = { elementType: ElementType.U8, count: 1 };
+    zero.links.send(0, 1, 5n, Uint8Array.of(1), shape).subscribe({ complete: () => zero.links.send(0, 1, 5n, Uint8Array.of(2), shape).subscribe() });
+    const first = await lastValueFrom(one.links.receive(0, 0, 5n, shape));
+    const second = await lastValueFrom(one.links.receive(0, 0, 5n, shape));
+    expect([first[0], second[0]]).toEqual([1, 2]);
   });
 
   it('no algorithm writes memory it sent from before that send completed, in any delivery order, into any result memory', async () => {
@@ -295,13 +311,19 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
           const c = buildCase({ kind, dtype: 'i32', op: 'sum', root, count: kind === 'reduceScatter' ? count * worldSize : count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { ringOrder: order, ringChannels: channels, pieceBytes, interleave, sendsCompleteOnArrival: true });
           const views = ranks.map((_, rank) => viewTensor(tensorOf('i32', c.inputs[rank]!, false)));
-          // The input itself: all-reduce and broadcast in place, reduce-scatter into this rank's slot.
+          // 'input': all-reduce and broadcast in place, reduce-scatter into this rank's slot of its
+          // input, all-gather from this rank's slot of its output.
+          const resultBytes = (length: number) => (kind === 'reduceScatter' ? length / worldSize : kind === 'allGather' ? length * worldSize : length);
           const outputs = views.map((view, rank) => {
-            if (into === 'fresh' || kind === 'allGather') return undefined;
-            if (into === 'output') return new Uint8Array(kind === 'reduceScatter' ? view.bytes.length / worldSize : view.bytes.length);
-            if (kind !== 'reduceScatter') return view.bytes;
-            const shard = view.bytes.length / worldSize;
-            return view.bytes.subarray(rank * shard, (rank + 1) * shard);
+            if (into === 'fresh') return undefined;
+            if (into === 'output') return new Uint8Array(resultBytes(view.bytes.length));
+            if (kind === 'allReduce' || kind === 'broadcast') return view.bytes;
+            const shard = kind === 'reduceScatter' ? view.bytes.length / worldSize : view.bytes.length;
+            if (kind === 'reduceScatter') return view.bytes.subarray(rank * shard, (rank + 1) * shard);
+            const whole = new Uint8Array(shard * worldSize);
+            whole.set(view.bytes, rank * shard);
+            views[rank] = viewTensor(new Int32Array(whole.buffer, rank * shard, shard / 4));
+            return whole;
           });
           const results = await interleave.waitFor(Promise.all(ranks.map((rank, index) => lastValueFrom(run(kind, rank, views[index]!, 'sum', root, outputs[index])))));
           expect(traffic.overwrittenSends).toEqual([]);

@@ -122,18 +122,27 @@ export function fold(dtype: DType, op: ReduceOp): RingPass['use'] {
 }
 
 /**
- * Like `fold`, but into memory that does not hold this rank's values yet: `target` first takes
- * this rank's own piece (`own(target)`, from a buffer that must stay untouched), then the received
- * piece is folded into it, in the same order as `fold` (own op received). The copy happens piece
- * by piece, just before the fold reads it back from the cache.
+ * Folding into memory that does not hold this rank's values yet (a result other than the input,
+ * scratch): each piece folded into is paired with this rank's own piece of the same elements,
+ * which stays untouched, and `foldOnto` copies it there just before folding the received piece in
+ * (own op received, as `fold`), so the copy is still in the cache when the kernel reads it.
  */
-export function foldOnto(dtype: DType, op: ReduceOp, own: (target: Uint8Array) => Uint8Array): RingPass['use'] {
-  const into = fold(dtype, op);
-  return (target, received) =>
-    defer(() => {
-      target.set(own(target));
-      return into(target, received);
-    });
+export class OwnPieces {
+  private readonly own = new Map<Uint8Array, Uint8Array>();
+
+  /** Pairs `targets` with `sources`, cut alike (the same elements, piece for piece). */
+  pair(targets: readonly Piece[], sources: readonly Piece[]): void {
+    targets.forEach((piece, index) => this.own.set(piece.bytes, sources[index]!.bytes));
+  }
+
+  foldOnto(dtype: DType, op: ReduceOp): RingPass['use'] {
+    const into = fold(dtype, op);
+    return (target, received) =>
+      defer(() => {
+        target.set(this.own.get(target)!);
+        return into(target, received);
+      });
+  }
 }
 
 /** A received piece takes the place of this rank's copy (the all-gather half); nothing to do if it was received in place. */

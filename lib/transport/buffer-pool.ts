@@ -12,6 +12,8 @@
 export class BufferPool {
   private readonly free = new Map<number, ArrayBuffer[]>();
   private readonly owned = new WeakSet<ArrayBuffer>();
+  /** What waits in `free` (a buffer given back twice is kept once). */
+  private readonly idle = new Set<ArrayBuffer>();
   private idleBytes = 0;
 
   constructor(
@@ -25,7 +27,10 @@ export class BufferPool {
     if (bytes < this.minBytes) return new Uint8Array(bytes);
     const size = sizeClass(bytes);
     const reused = this.free.get(size)?.pop();
-    if (reused !== undefined) this.idleBytes -= size;
+    if (reused !== undefined) {
+      this.idle.delete(reused);
+      this.idleBytes -= size;
+    }
     return new Uint8Array(reused ?? this.allocate(size), 0, bytes);
   }
 
@@ -33,7 +38,8 @@ export class BufferPool {
     const buffer = view.buffer as ArrayBuffer;
     if (!this.owned.has(buffer) || view.byteOffset !== 0) return;
     const list = this.free.get(buffer.byteLength) ?? [];
-    if (list.length >= this.perClass || this.idleBytes + buffer.byteLength > this.maxIdleBytes || list.includes(buffer)) return;
+    if (list.length >= this.perClass || this.idleBytes + buffer.byteLength > this.maxIdleBytes || this.idle.has(buffer)) return;
+    this.idle.add(buffer);
     this.idleBytes += buffer.byteLength;
     list.push(buffer);
     this.free.set(buffer.byteLength, list);

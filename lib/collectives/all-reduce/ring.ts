@@ -7,7 +7,7 @@ import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
 import { evenRanges, mod, type Piece, piecesOf, ringPosition } from '../peer-data.js';
-import { fold, foldOnto, place, ringSchedule } from '../ring-pass.js';
+import { fold, OwnPieces, place, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -34,7 +34,7 @@ import { shaped } from '../staged.js';
  * fresh buffer; the input is not modified unless it is the output. Into other memory than the
  * input, nothing is copied ahead: the segment a rank sends first goes straight from the input,
  * and each received piece is folded into a copy of this rank's own piece made just before the
- * fold (`foldOnto`); the all-gather then writes every other segment.
+ * fold (`OwnPieces`); the all-gather then writes every other segment.
  */
 export function ringAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, op } = request;
@@ -49,7 +49,7 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
       // Alone, the result is the tensor (no step writes it).
       if (size === 1 && !inPlace) result.set(view.bytes);
       const { position } = ringPosition(ringOrder, links.rank);
-      const ownPieces = new Map<Uint8Array, Uint8Array>();
+      const own = new OwnPieces();
       const channels = evenRanges(0, view.count, ringChannels).map((range, channel) => {
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
         const ranges = evenRanges(range.start, range.count, size);
@@ -61,10 +61,9 @@ export function ringAllReduce(links: Links, request: ReductionRequest, context: 
         // Into other memory: the segment sent first goes from the tensor, the others are folded
         // into copies of this rank's pieces made as they are folded (no copy of the tensor first).
         const inputs = ranges.map((segment) => piecesOf(view.bytes, width, segment, context.pieceBytes));
-        segments.forEach((pieces, id) => pieces.forEach((piece, index) => ownPieces.set(piece.bytes, inputs[id]![index]!.bytes)));
+        segments.forEach((pieces, id) => own.pair(pieces, inputs[id]!));
         const sendsFrom = segments.map((pieces, id) => (id === position ? inputs[id]! : pieces));
-        const use = foldOnto(view.dtype, op, (target) => ownPieces.get(target)!);
-        return ringSchedule(links, wiring, segments, [{ holds: (at) => at, use, sendsFrom, ...then }, gather]);
+        return ringSchedule(links, wiring, segments, [{ holds: (at) => at, use: own.foldOnto(view.dtype, op), sendsFrom, ...then }, gather]);
       });
       return concat(merge(...channels), defer(() => [result]));
     }),

@@ -7,7 +7,7 @@ import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
 import { evenRanges, mod, type Piece, piecesOf, ringPosition } from '../peer-data.js';
-import { foldOnto, ringSchedule } from '../ring-pass.js';
+import { OwnPieces, ringSchedule } from '../ring-pass.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -19,7 +19,7 @@ import { shaped } from '../staged.js';
  *
  * Nothing is copied ahead: the shard a rank sends first goes straight from its tensor; every
  * received piece is folded into a copy of this rank's own piece made just before the fold
- * (`foldOnto`), in scratch memory for the shards that travel on, and in the result itself
+ * (`OwnPieces`), in scratch memory for the shards that travel on, and in the result itself
  * (`request.output`, else fresh memory) for this rank's own shard, which it receives last.
  */
 export function ringReduceScatter(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
@@ -41,20 +41,16 @@ export function ringReduceScatter(links: Links, request: ReductionRequest, conte
       /** Where shard `rank`'s pieces live at this rank, and where its elements start there. */
       const home = (rank: number): { buffer: Uint8Array; first: number } =>
         rank === links.rank ? { buffer: result, first: 0 } : rank === sentFirst ? { buffer: view.bytes, first: rank * shard } : { buffer: work!, first: relayed.indexOf(rank) * shard };
-      const ownPieces = new Map<Uint8Array, Uint8Array>();
+      const own = new OwnPieces();
       const channels = evenRanges(0, shard, ringChannels).map((part, channel) => {
         const segments = Array.from({ length: size }, (_, rank): Piece[] => {
           const { buffer, first } = home(rank);
           const pieces = piecesOf(buffer, width, { start: first + part.start, count: part.count }, context.pieceBytes);
-          if (buffer !== view.bytes) {
-            const inputs = piecesOf(view.bytes, width, { start: rank * shard + part.start, count: part.count }, context.pieceBytes);
-            pieces.forEach((piece, index) => ownPieces.set(piece.bytes, inputs[index]!.bytes));
-          }
+          if (buffer !== view.bytes) own.pair(pieces, piecesOf(view.bytes, width, { start: rank * shard + part.start, count: part.count }, context.pieceBytes));
           return pieces;
         });
         const wiring = { order: ringOrder, sequence, channel, elementType: view.elementType };
-        const use = foldOnto(view.dtype, op, (target) => ownPieces.get(target)!);
-        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use }]);
+        return ringSchedule(links, wiring, segments, [{ holds: (position) => ringOrder[mod(position - 1, size)]!, use: own.foldOnto(view.dtype, op) }]);
       });
       const divide = defer(() => (op === 'avg' ? scheduleDivide({ dtype: view.dtype, data: result, divisor: size }) : EMPTY));
       return concat(

@@ -53,6 +53,12 @@ export class NcclTable {
     this.print(` ${this.line([...cells, ...peers])}`);
   }
 
+  /** Closes the open block, if any, and prints `text`: the next row opens a block of its own (a new round). */
+  section(text: string): void {
+    if (this.block.length > 0) this.closeBlock();
+    this.print(text);
+  }
+
   /** Closes the last block and prints the run's total. */
   end(wallSeconds: number): void {
     if (this.block.length > 0) this.closeBlock();

@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { BenchRow } from './plan.js';
+import { median } from './median.js';
 
 /** Median µs of invocation A and B (5 runs each) from the peers' headline table. */
 export const PEER_ANCHORS: readonly { op: 'allreduce' | 'barrier'; bytes: number; worldSize: number; peer: string; a: number; b: number }[] = [
@@ -33,11 +34,6 @@ export const PEER_ANCHORS: readonly { op: 'allreduce' | 'barrier'; bytes: number
   { op: 'barrier', bytes: 0, worldSize: 4, peer: 'mpi-tcp', a: 19.9, b: 23.3 },
 ];
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 function us(value: number): string {
   return value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(1);

@@ -157,4 +157,6 @@ export interface BenchRow {
   readonly warmup: number;
   /** Result elements that differed from the expected value, summed over ranks (nccl-tests' #wrong). */
   readonly wrong: number;
+  /** Which round measured it (1..R), when the bench ran more than one (`--rounds`). */
+  readonly round?: number;
 }

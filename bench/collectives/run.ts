@@ -3,7 +3,7 @@
  *
  *   npx tsx bench/collectives/run.ts [--json | --markdown] [--ops allreduce,broadcast] [-n 2,4]
  *                                    [-b 8] [-e 64M] [-f 8] [--sizes 8,1M] [--dtype f32]
- *                                    [-w N] [--iters N] [--transport tcp_host_staged] [--peers]
+ *                                    [-w N] [--iters N] [--transport tcp_host_staged] [--peers] [--rounds R]
  *
  * takes the arguments of `rxccl bench` (lib/cli/bench-command.ts parses them for both).
  * For each world size it starts a coordinator in this process and one worker process per rank
@@ -13,7 +13,9 @@
  * Columns (nccl-table.ts): size (bytes), count (elements), type, redop, root, time (us), algbw
  * and busbw (GB/s, 1e9 bytes), with nccl-tests' bus factors (allreduce 2(n-1)/n; allgather,
  * reducescatter, alltoall (n-1)/n; broadcast, reduce 1), and #wrong (data-check.ts). Iterations are capped by time, so a default run (7 ops x 9 sizes x 2
- * world sizes) takes a few minutes on a 2-core machine.
+ * world sizes) takes a few minutes on a 2-core machine. With `--rounds R` the peers and rxccl are
+ * measured in turn R times per world size, and a summary gives each cell's median same-round
+ * ratio (rounds.ts).
  *
  * `runCollectivesBench(options)` is the same as a function (`rxccl bench` calls it).
  */
@@ -25,6 +27,7 @@ import { runCli } from '../../lib/cli/main.js';
 import { ConfigurationError } from '../../lib/errors.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { parseTransport } from '../../lib/transport/transport-kind.js';
+import { median } from './median.js';
 import { NcclTable } from './nccl-table.js';
 import { GLOO } from './peers/gloo.js';
 import { OPEN_MPI_TCP } from './peers/open-mpi.js';
@@ -42,6 +45,7 @@ import {
   sizeSweep,
   type WorkerPlan,
 } from './plan.js';
+import { type CellRounds, cellRounds, formatRoundSummary, type MeasuredRound } from './rounds.js';
 
 export type { BenchRow } from './plan.js';
 
@@ -70,6 +74,11 @@ export interface CollectivesBenchOptions {
   iterations?: number;
   /** Measure the peers (Gloo, Open MPI over TCP) beside rxccl where installed (peers/), for ratio columns. */
   peers?: boolean;
+  /**
+   * Measure the peers and rxccl in turn this many times per world size (default 1), then sum up
+   * each cell by the median of its same-round ratios (rounds.ts).
+   */
+  rounds?: number;
   onProgress?: (done: number, total: number) => void;
   /** Where the report goes, a line at a time (default: stdout); null prints nothing. */
   print?: ((text: string) => void) | null;
@@ -88,16 +97,17 @@ export interface CollectivesBenchResult {
   readonly gloo?: Record<string, number>;
   /** Open MPI's (over TCP) median microseconds by peerKey, when `peers` measured it. */
   readonly mpiTcp?: Record<string, number>;
+  /** With more than one round: every cell's times and same-round ratios (rows carry their `round`). */
+  readonly rounds?: CellRounds[];
 }
 
 /** The peers `peers` measures, in the table's column order. */
 const PEERS: readonly Peer[] = [GLOO, OPEN_MPI_TCP];
 
-/** A peer that can run here, and its times so far by peerKey. */
+/** A peer that can run here. */
 interface ReadyPeer {
   readonly peer: Peer;
   readonly benchmark: PeerBenchmark;
-  readonly times: Map<string, number>;
 }
 
 const DEFAULTS = { worldSizes: [2, 4], minBytes: 8, maxBytes: 64 * 1024 * 1024, step: 8, dtype: 'f32' };
@@ -132,6 +142,7 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     ...(options.iterations !== undefined ? { iterations: options.iterations } : {}),
   };
   const sizes = options.sizes?.map((bytes) => positiveInteger(bytes, 'size')) ?? sizeSweep(minBytes, Math.max(minBytes, maxBytes), step);
+  const roundCount = positiveInteger(options.rounds ?? 1, 'rounds');
 
   const plans = worldSizes.map((worldSize) => {
     const cells: Cell[] = [];
@@ -144,6 +155,9 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
   const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
   const peers = options.peers === true ? preparePeers(dtype, print) : [];
   const meta: Record<string, unknown> = {};
+  const rounds: MeasuredRound[] = [];
+  /** The peers' times of the round being measured, by peer column: our rows print with those. */
+  let current = new Map<string, Map<string, number>>();
   // Rows go out as they are measured, except where the whole run makes one document.
   const table =
     print === null || options.json || options.markdown
@@ -151,36 +165,54 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
       : new NcclTable(
           print,
           () => meta,
-          peers.map(({ peer, times }) => ({ column: peer.column, time: (row: BenchRow) => times.get(peerKey(row.op, row.bytes, row.worldSize)) })),
+          peers.map(({ peer }) => ({ column: peer.column, time: (row: BenchRow) => current.get(peer.column)?.get(peerKey(row.op, row.bytes, row.worldSize)) })),
         );
-  const total = plans.reduce((sum, plan) => sum + plan.cells.length, 0);
+  const total = plans.reduce((sum, plan) => sum + plan.cells.length, 0) * roundCount;
   let done = 0;
   options.onProgress?.(0, total);
   const rows: BenchRow[] = [];
   for (const { worldSize, cells } of plans) {
-    // The peers first, so that each of our rows can be printed with its ratios as soon as it is measured.
-    for (const { peer, benchmark, times } of peers) {
-      print?.(`# peers: measuring ${peer.name} at ${worldSize} ranks (${benchmark.description})`);
-      try {
-        for (const [key, us] of await measurePeer(peer, benchmark, worldSize, ops, sizes, options.timeoutMs ?? 600_000)) times.set(key, us);
-      } catch (error) {
-        // A peer that fails takes nothing from our measurement: its cells stay empty.
-        print?.(`# peers: ${(error as Error).message}`);
+    for (let round = 1; round <= roundCount; round++) {
+      if (roundCount > 1) table?.section(`# round ${round} of ${roundCount}, ${worldSize} ranks`);
+      current = new Map(peers.map(({ peer }) => [peer.column, new Map<string, number>()]));
+      // The peers first, so that each of our rows can be printed with its ratios as soon as it is measured.
+      for (const { peer, benchmark } of peers) {
+        print?.(`# peers: measuring ${peer.name} at ${worldSize} ranks (${benchmark.description})`);
+        try {
+          for (const [key, us] of await measurePeer(peer, benchmark, worldSize, ops, sizes, options.timeoutMs ?? 600_000)) current.get(peer.column)!.set(key, us);
+        } catch (error) {
+          // A peer that fails takes nothing from our measurement: its cells stay empty.
+          print?.(`# peers: ${(error as Error).message}`);
+        }
       }
+      const measured: BenchRow[] = [];
+      await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, meta, (measuredRow) => {
+        const row = roundCount > 1 ? { ...measuredRow, round } : measuredRow;
+        rows.push(row);
+        measured.push(row);
+        table?.add(row);
+        done += 1;
+        options.onProgress?.(done, total);
+      });
+      rounds.push({ rows: measured, peers: current });
     }
-    await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, meta, (row) => {
-      rows.push(row);
-      table?.add(row);
-      done += 1;
-      options.onProgress?.(done, total);
-    });
   }
   const wallSeconds = (performance.now() - started) / 1e3;
-  const peerTimes = Object.fromEntries(peers.map(({ peer, times }) => [peer.jsonKey, Object.fromEntries(times)]));
+  const summary = roundCount > 1 ? cellRounds(rounds, peers.map(({ peer }) => peer.column)) : null;
+  // Each peer's time per cell: its median over the rounds (with one round, that round's time).
+  const peerTimes = Object.fromEntries(
+    peers.map(({ peer }) => {
+      const times = new Map<string, number[]>();
+      for (const round of rounds) for (const [key, us] of round.peers.get(peer.column) ?? []) times.set(key, [...(times.get(key) ?? []), us]);
+      return [peer.jsonKey, Object.fromEntries([...times].map(([key, values]) => [key, median(values)]))];
+    }),
+  );
+  if (summary !== null) table?.section(formatRoundSummary(summary, roundCount).join('\n'));
   table?.end(wallSeconds);
-  if (print !== null && options.json) print(JSON.stringify({ meta, wallSeconds, rows, ...peerTimes }, null, 2));
+  const roundsField = summary !== null ? { rounds: summary } : {};
+  if (print !== null && options.json) print(JSON.stringify({ meta, wallSeconds, rows, ...peerTimes, ...roundsField }, null, 2));
   if (print !== null && options.markdown) print(formatMarkdown(rows, meta, wallSeconds));
-  return { rows, meta, wallSeconds, ...peerTimes };
+  return { rows, meta, wallSeconds, ...peerTimes, ...roundsField };
 }
 
 /** The peers that can run here; one `# peers:` line for each that cannot, saying why. */
@@ -190,7 +222,7 @@ function preparePeers(dtype: string, print: ((text: string) => void) | null): Re
     // The peers' benchmarks measure f32 alone: another element type would compare different bytes.
     const benchmark = dtype === 'f32' ? peer.prepare() : `its benchmark measures f32 only, not ${dtype}`;
     if (typeof benchmark === 'string') print?.(`# peers: ${peer.name} not run: ${benchmark}`);
-    else ready.push({ peer, benchmark, times: new Map() });
+    else ready.push({ peer, benchmark });
   }
   return ready;
 }

@@ -25,6 +25,7 @@ import type { RankSession } from '../../lib/session/rank-session.js';
 import { emptyLike, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
 import { type Budget, busFactor, type Cell, type WorkerPlan } from './plan.js';
+import { median } from './median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -62,11 +63,6 @@ async function maxOverRanks(session: RankSession, value: number): Promise<number
   return reduced[0]!;
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
 

@@ -17,7 +17,7 @@ export const benchCommand = defineCommand(
   {
     name: 'bench',
     brief: 'Measure collectives over a local job, as nccl-tests does',
-    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--transport T] [--json] [--peers]',
+    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--transport T] [--json] [--peers [--rounds R]]',
     summary: [
       'Measures collectives over a local job of N ranks, one process each, sweeping message sizes',
       'from -b to -e by a factor of -f, and prints nccl-tests columns as each size is measured:',
@@ -31,6 +31,11 @@ export const benchCommand = defineCommand(
       "and each row gets every peer's time (us) and rxccl's time over it (ratio). f32 only. A peer",
       'that is not installed is named on a "# peers:" line and skipped (Debian: apt-get install',
       'python3-torch openmpi-bin libopenmpi-dev).',
+      '',
+      'With --rounds R, the peers and rxccl are measured in turn R times per world size (rows of each',
+      'round in their own blocks), then a summary gives per cell the median time of each and the',
+      "median of the R same-round ratios, with their min-max: on a machine whose speed drifts over",
+      'minutes, a ratio taken within each round is steadier than one between separate runs.',
     ].join('\n'),
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, list: true, aliases: ['world-sizes'], help: 'number of ranks, or a list (2,4) to run each (default 2,4)' },
@@ -52,6 +57,7 @@ export const benchCommand = defineCommand(
       json: { kind: 'boolean', help: 'print the results as JSON, at the end' },
       markdown: { kind: 'boolean', help: 'print Markdown tables, at the end (for RESULTS.md)' },
       peers: { kind: 'boolean', help: 'also measure Gloo and Open MPI over TCP where installed, for their times and ratio columns' },
+      rounds: { kind: 'integer', value: 'R', min: 1, help: 'measure the peers and rxccl in turn R times per world size, then sum up the same-round ratios (default 1)' },
     },
   },
   async (values) => {
@@ -78,6 +84,7 @@ export const benchCommand = defineCommand(
       json: values.json ?? false,
       markdown: values.markdown ?? false,
       peers: values.peers ?? false,
+      ...(values.rounds !== undefined ? { rounds: values.rounds } : {}),
       print: (line) => {
         bar?.clear();
         process.stdout.write(`${line}\n`);

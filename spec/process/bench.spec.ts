@@ -1,7 +1,7 @@
 /**
  * The collectives bench (bench/collectives/run.ts) end to end, on a tiny plan: worker processes
  * per rank, rows with nccl-tests' columns and bus factors, the data check, progress, JSON output,
- * and `rxccl bench`'s nccl-tests flags.
+ * `rxccl bench`'s nccl-tests flags, and rounds of the peers and rxccl in turn.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -14,11 +14,18 @@ import { GLOO } from '../../bench/collectives/peers/gloo.js';
 import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
 import { measurePeer, parsePeerRows, peerKey, peersDirectory } from '../../bench/collectives/peers/peer.js';
 import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
+import { cellRounds, formatRoundSummary } from '../../bench/collectives/rounds.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
 import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
 
 const FAST = { warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
+
+/** A measured row of `op` (f32, tcp_peer) taking `timeUs` per call, for the report's own tests. */
+function benchRow(op: BenchOp, bytes: number, worldSize: number, timeUs: number): BenchRow {
+  const algbw = bytes / timeUs / 1e3;
+  return { op, worldSize, transport: 'tcp_peer', dtype: 'f32', bytes, count: bytes / 4, timeUs, minUs: timeUs, maxUs: timeUs, algbw, busbw: algbw, samples: 2, iterations: 2, warmup: 1, wrong: 0 };
+}
 
 describe('collectives bench', () => {
   it('sizes and bus factors follow nccl-tests', () => {
@@ -163,23 +170,7 @@ describe('peers', () => {
 
   it("prints each peer's time and rxccl's ratio to it, '-' where a peer measured no such row", () => {
     const lines: string[] = [];
-    const row = (bytes: number, timeUs: number): BenchRow => ({
-      op: 'allreduce',
-      worldSize: 2,
-      transport: 'tcp_peer',
-      dtype: 'f32',
-      bytes,
-      count: bytes / 4,
-      timeUs,
-      minUs: timeUs,
-      maxUs: timeUs,
-      algbw: bytes / timeUs / 1e3,
-      busbw: bytes / timeUs / 1e3,
-      samples: 2,
-      iterations: 2,
-      warmup: 1,
-      wrong: 0,
-    });
+    const row = (bytes: number, timeUs: number) => benchRow('allreduce', bytes, 2, timeUs);
     const gloo = new Map([[peerKey('allreduce', 8, 2), 200]]);
     const mpi = new Map([
       [peerKey('allreduce', 8, 2), 5],
@@ -235,6 +226,87 @@ describe('peers', () => {
       if (saved.RXCCL_PEERS_DIR === undefined) delete process.env.RXCCL_PEERS_DIR;
       else process.env.RXCCL_PEERS_DIR = saved.RXCCL_PEERS_DIR;
     }
+  });
+});
+
+describe('rounds', () => {
+  const row = (op: BenchOp, bytes: number, worldSize: number, timeUs: number, round: number): BenchRow => ({ ...benchRow(op, bytes, worldSize, timeUs), round });
+
+  it("takes each cell's ratio within a round, so a slow window slows both sides of it alike", () => {
+    // Round 2 ran in a window twice as slow for everyone: its ratio is still 0.5. The summary is
+    // the median of the rounds' ratios (0.5, 0.5, 1.5: 0.5), not the ratio of the medians (150 / 200).
+    const gloo = (us: number) => new Map([['gloo', new Map([[peerKey('allreduce', 8, 2), us]])]]);
+    const cells = cellRounds(
+      [
+        { rows: [row('allreduce', 8, 2, 100, 1), row('barrier', 0, 2, 50, 1)], peers: gloo(200) },
+        { rows: [row('allreduce', 8, 2, 200, 2), row('barrier', 0, 2, 70, 2)], peers: gloo(400) },
+        { rows: [row('allreduce', 8, 2, 150, 3), row('barrier', 0, 2, 60, 3)], peers: gloo(100) },
+      ],
+      ['gloo', 'mpi'],
+    );
+    expect(cells).toEqual([
+      {
+        op: 'allreduce',
+        bytes: 8,
+        worldSize: 2,
+        timesUs: [100, 200, 150],
+        peers: [
+          { column: 'gloo', timesUs: [200, 400, 100], ratios: [0.5, 0.5, 1.5] },
+          { column: 'mpi', timesUs: [], ratios: [] },
+        ],
+      },
+      {
+        op: 'barrier',
+        bytes: 0,
+        worldSize: 2,
+        timesUs: [50, 70, 60],
+        peers: [
+          { column: 'gloo', timesUs: [], ratios: [] },
+          { column: 'mpi', timesUs: [], ratios: [] },
+        ],
+      },
+    ]);
+    const cells2 = (line: string) => line.replace(/^#/, '').trim().split(/ +/);
+    const lines = formatRoundSummary(cells, 3);
+    expect(lines[0]).toMatch(/^# Summary over 3 rounds: /);
+    expect(cells2(lines[1]!)).toEqual(['op', 'size', 'ranks', 'rxccl(us)', 'gloo(us)', 'ratio', '(min-max)', 'mpi(us)', 'ratio', '(min-max)']);
+    // Medians: rxccl 150, Gloo 200, ratio 0.5 (of 0.5, 0.5, 1.5), spread 0.50-1.50; '-' where a peer measured nothing.
+    expect(cells2(lines[2]!)).toEqual(['allreduce', '8', '2', '150.00', '200.00', '0.50', '0.50-1.50', '-', '-', '-']);
+    expect(cells2(lines[3]!)).toEqual(['barrier', '0', '2', '60.00', '-', '-', '-', '-', '-', '-']);
+  });
+
+  it('runs the rounds one after the other, each in blocks of its own, and sums them up', async () => {
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'allreduce', '--sizes', '8,1K', '-w', '1', '--iters', '2', '--rounds', '2']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines.filter((line) => line.startsWith('# round '))).toEqual(['# round 1 of 2, 2 ranks', '# round 2 of 2, 2 ranks']);
+    // Each round opens its own block (header and column lines), with both sizes.
+    const second = lines.indexOf('# round 2 of 2, 2 ranks');
+    expect(lines.slice(0, second).filter((line) => /^ +\d/.test(line))).toHaveLength(2);
+    expect(lines[second + 1]).toMatch(/^# allreduce, 2 ranks, transport /);
+    const summary = lines.findIndex((line) => line.startsWith('# Summary over 2 rounds'));
+    expect(summary).toBeGreaterThan(second);
+    const summed = lines.slice(summary + 2, summary + 4).map((line) => line.replace(/^#/, '').trim().split(/ +/));
+    expect(summed.map((cells) => cells.slice(0, 3))).toEqual([
+      ['allreduce', '8', '2'],
+      ['allreduce', '1024', '2'],
+    ]);
+    for (const cells of summed) expect(Number(cells[3])).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('--json gives every row its round and every cell its times over the rounds', async () => {
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'barrier', '-w', '1', '--iters', '2', '--rounds', '3', '--json']);
+    expect(result.code).toBe(0);
+    const { rows, rounds } = JSON.parse(result.stdout) as { rows: BenchRow[]; rounds: { op: string; timesUs: number[] }[] };
+    expect(rows.map((measured) => measured.round)).toEqual([1, 2, 3]);
+    expect(rounds).toEqual([{ op: 'barrier', bytes: 0, worldSize: 2, timesUs: rows.map((measured) => measured.timeUs), peers: [] }]);
+  }, 60_000);
+
+  it('refuses zero rounds before starting anything', async () => {
+    const result = await runRxccl(['bench', '--rounds', '0']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--rounds/);
   });
 });
 

@@ -1,10 +1,12 @@
-import { Observable } from 'rxjs';
+import { Observable, tap } from 'rxjs';
 import { failureText, ProtocolError, TimeoutError } from '../errors.js';
+import { type ReduceSlicesRequest, scheduleReduce } from '../kernels/index.js';
 import { type OperationDescriptor, operationMismatch, sameOperation } from '../protocol/agreement.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 import { ElementType } from '../protocol/element-type.js';
 import { type Opcode, opcodeName } from '../protocol/opcode.js';
+import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS } from '../transport/collective-channel.js';
 import type { ExpectedShape, Links, MessageShape } from '../transport/links/links.js';
@@ -43,9 +45,13 @@ export function descriptorOf(request: CollectiveRequest, layout: string): Operat
   };
 }
 
-/** A rank's agreement message: its descriptor for exchange `number`, then its data. */
-export function agreementMessage(own: OperationDescriptor, number: bigint, data: Uint8Array): Uint8Array {
-  const message = new Uint8Array(DESCRIPTOR_BYTES + data.length);
+/**
+ * A rank's agreement message: its descriptor for exchange `number`, then its data, in `memory`'s
+ * memory (the exchange gives it back once it has been sent: a fresh buffer per call of a mid-size
+ * exchange fed the garbage collector more than the copy costs).
+ */
+export function agreementMessage(own: OperationDescriptor, number: bigint, data: Uint8Array, memory: BufferPool): Uint8Array {
+  const message = memory.take(DESCRIPTOR_BYTES + data.length);
   encodeDescriptor(own, number, message);
   message.set(data, DESCRIPTOR_BYTES);
   return message;
@@ -96,10 +102,21 @@ export function exchangeReceive(links: Links, peer: number, tag: bigint, deadlin
  * within the deadline are named as missing; a timeout or a protocol failure only this rank has
  * seen aborts the job with its text (failures of the links abort by themselves).
  *
+ * Once the result was emitted (its consumer has copied what it keeps: the parts are views of
+ * received messages), `recycle` gives the exchange's memory back: what it sent (every send has
+ * completed) and what it received. A failed exchange gives nothing back: a send may still hold
+ * its memory.
+ *
  * Hand-written rather than merge/concat/timeout/catchError: every small collective runs it, and
  * here its cost is the collective's cost.
  */
-export function runExchange<T>(context: CollectiveContext, deadline: ExchangeDeadline, rounds: readonly (() => readonly ExchangeStep[])[], result: () => T): Observable<T> {
+export function runExchange<T>(
+  context: CollectiveContext,
+  deadline: ExchangeDeadline,
+  rounds: readonly (() => readonly ExchangeStep[])[],
+  result: () => T,
+  recycle: () => void,
+): Observable<T> {
   return new Observable<T>((subscriber) => {
     const fail = (error: unknown) => {
       if (subscriber.closed) return;
@@ -118,6 +135,7 @@ export function runExchange<T>(context: CollectiveContext, deadline: ExchangeDea
     const startRound = (index: number): void => {
       if (index === rounds.length) {
         subscriber.next(result());
+        recycle();
         subscriber.complete();
         return;
       }
@@ -149,15 +167,25 @@ export function runExchange<T>(context: CollectiveContext, deadline: ExchangeDea
   });
 }
 
-/** The parts one after the other in one fresh buffer (small messages: one copy is cheap). */
-export function joined(parts: readonly Uint8Array[]): Uint8Array {
-  const result = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
+/** The parts one after the other in `into` (exactly their size), else in one fresh buffer. */
+export function joined(parts: readonly Uint8Array[], into?: Uint8Array): Uint8Array {
+  const total = parts.reduce((sum, part) => sum + part.length, 0);
+  const result = into !== undefined && into.length === total ? into : new Uint8Array(total);
   let offset = 0;
   for (const part of parts) {
     result.set(part, offset);
     offset += part.length;
   }
   return result;
+}
+
+/**
+ * Reduces the parts in rank order (into `reduction.output`, else fresh memory). They are joined in
+ * scratch memory, given back once the kernel is done.
+ */
+export function reduceParts(context: CollectiveContext, parts: readonly Uint8Array[], reduction: Omit<ReduceSlicesRequest, 'input' | 'slices'>): Observable<Uint8Array> {
+  const input = joined(parts, context.scratch.take(parts.reduce((sum, part) => sum + part.length, 0)));
+  return scheduleReduce({ ...reduction, input, slices: parts.length }).pipe(tap({ complete: () => context.scratch.give(input) }));
 }
 
 /** Checks that a peer's data has the size the agreed descriptor implies. */

@@ -12,18 +12,25 @@ import { pieceTag } from './peer-data.js';
  */
 export function exchangePairwise(links: Links, context: CollectiveContext, own: OperationDescriptor, data: Uint8Array, number: bigint): Observable<Uint8Array[]> {
   const { rank, worldSize } = links;
-  const message = agreementMessage(own, number, data);
+  const message = agreementMessage(own, number, data, context.scratch);
   const tag = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);
   const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
   const parts = new Array<Uint8Array>(worldSize);
   parts[rank] = data;
+  const received: Uint8Array[] = [];
   const round = () => [
     ...peers.map((peer) => ({ run: links.send(0, peer, tag, message, bytesShape(message)) })),
     ...peers.map((peer) => ({
       run: exchangeReceive(links, peer, tag, deadline),
-      onValue: (received: Uint8Array) => (parts[peer] = checkAgreement(received, peer, rank, own, number)),
+      onValue: (bytes: Uint8Array) => {
+        received.push(bytes);
+        parts[peer] = checkAgreement(bytes, peer, rank, own, number);
+      },
     })),
   ];
   const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => peers.filter((peer) => parts[peer] === undefined) };
-  return runExchange(context, deadline, [round], () => parts);
+  return runExchange(context, deadline, [round], () => parts, () => {
+    context.scratch.give(message);
+    for (const bytes of received) links.release(bytes);
+  });
 }

@@ -26,33 +26,44 @@ export function exchangeRelayed(links: Links, context: CollectiveContext, own: O
   const down = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 1, 0);
   let parts = new Array<Uint8Array>(worldSize);
   if (rank !== HUB_RANK) {
-    const message = agreementMessage(own, number, data);
-    let replied = false;
+    const message = agreementMessage(own, number, data, context.scratch);
+    let replied: Uint8Array | null = null;
     // The receive is posted before the send, so the reply never waits unmatched.
     const round = () => [
       {
         run: exchangeReceive(links, HUB_RANK, down, deadline),
         onValue: (reply: Uint8Array) => {
-          replied = true;
+          replied = reply;
           parts = decodeRelayedParts(reply, worldSize);
         },
       },
       { run: links.send(0, HUB_RANK, up, message, bytesShape(message)) },
     ];
-    const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs() + COLLECTIVE_RESPONSE_GRACE_MS, missing: () => (replied ? [] : [HUB_RANK]) };
-    return runExchange(context, deadline, [round], () => parts);
+    const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs() + COLLECTIVE_RESPONSE_GRACE_MS, missing: () => (replied !== null ? [] : [HUB_RANK]) };
+    return runExchange(context, deadline, [round], () => parts, () => {
+      context.scratch.give(message);
+      links.release(replied!);
+    });
   }
   const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
   parts[rank] = data;
+  const received: Uint8Array[] = [];
+  let message: Uint8Array | null = null;
   const gather = () =>
     peers.map((peer) => ({
       run: exchangeReceive(links, peer, up, deadline),
-      onValue: (received: Uint8Array) => (parts[peer] = checkAgreement(received, peer, rank, own, number)),
+      onValue: (bytes: Uint8Array) => {
+        received.push(bytes);
+        parts[peer] = checkAgreement(bytes, peer, rank, own, number);
+      },
     }));
   const reply = () => {
-    const message = encodeRelayedParts(parts);
-    return peers.map((peer) => ({ run: links.send(0, peer, down, message, bytesShape(message)) }));
+    message = encodeRelayedParts(parts, (bytes) => context.scratch.take(bytes));
+    return peers.map((peer) => ({ run: links.send(0, peer, down, message!, bytesShape(message!)) }));
   };
   const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => peers.filter((peer) => parts[peer] === undefined) };
-  return runExchange(context, deadline, [gather, reply], () => parts);
+  return runExchange(context, deadline, [gather, reply], () => parts, () => {
+    context.scratch.give(message!);
+    for (const bytes of received) links.release(bytes);
+  });
 }

@@ -3,11 +3,12 @@ import { ProtocolError } from '../errors.js';
 /**
  * The hub's reply in a relayed mesh exchange (docs/protocol.md 9.7): every rank's data, by rank,
  * little-endian: count u32 (the world size), then count lengths u32, then the parts one after
- * the other. Lengths let parts differ (a broadcast's non-roots send none).
+ * the other. Lengths let parts differ (a broadcast's non-roots send none). The reply is written
+ * into `allocate(bytes)` (every byte of it), by default fresh memory.
  */
-export function encodeRelayedParts(parts: readonly Uint8Array[]): Uint8Array {
+export function encodeRelayedParts(parts: readonly Uint8Array[], allocate: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes)): Uint8Array {
   const head = 4 * (parts.length + 1);
-  const message = new Uint8Array(head + parts.reduce((total, part) => total + part.length, 0));
+  const message = allocate(head + parts.reduce((total, part) => total + part.length, 0));
   const view = new DataView(message.buffer, message.byteOffset, head);
   view.setUint32(0, parts.length, true);
   let offset = head;

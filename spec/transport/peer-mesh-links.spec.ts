@@ -21,6 +21,7 @@ import { MeshLinks } from '../../lib/transport/links/mesh-links.js';
 import type { RailClient } from '../../lib/transport/links/rail-client.js';
 import { PeerMesh } from '../../lib/transport/peer-mesh.js';
 import { SessionFailure } from '../../lib/transport/session-failure.js';
+import { BufferPool } from '../../lib/transport/buffer-pool.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -154,6 +155,7 @@ describe('MeshLinks', () => {
       deadlines: new LazyDeadlines(asyncScheduler),
       timeoutMs: () => 10_000,
       nextMeshSequence: () => 0n,
+      scratch: new BufferPool(),
       abort: (reason: string) => void announced.push(reason),
     } as unknown as CollectiveContext;
     cleanups.push(() => context.deadlines.stop());

@@ -10,6 +10,6 @@ import { shaped } from '../staged.js';
 export function exchangeAllGather(links: Links, request: TensorRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view } = request;
   return exchangeOnMesh(links, context, shaped(Opcode.AllGather, view), view.bytes).pipe(
-    map((parts) => joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)))),
+    map((parts) => joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)), request.output)),
   );
 }

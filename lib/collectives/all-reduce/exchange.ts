@@ -1,11 +1,10 @@
 import { mergeMap, type Observable } from 'rxjs';
-import { scheduleReduce } from '../../kernels/index.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { exchangeOnMesh } from '../mesh-exchange.js';
-import { expectBytes, joined } from '../exchange-message.js';
+import { expectBytes, reduceParts } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -17,13 +16,11 @@ export function exchangeAllReduce(links: Links, request: ReductionRequest, conte
   const { view, op } = request;
   return exchangeOnMesh(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), view.bytes).pipe(
     mergeMap((parts) =>
-      scheduleReduce({
-        dtype: view.dtype,
-        op,
-        input: joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))),
-        slices: links.worldSize,
-        output: request.output,
-      }),
+      reduceParts(
+        context,
+        parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)),
+        { dtype: view.dtype, op, ...(request.output !== undefined ? { output: request.output } : {}) },
+      ),
     ),
   );
 }

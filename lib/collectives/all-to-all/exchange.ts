@@ -12,6 +12,6 @@ export function exchangeAllToAll(links: Links, request: TensorRequest, context: 
   const shardBytes = view.bytes.length / links.worldSize;
   const mine = (part: Uint8Array) => part.subarray(links.rank * shardBytes, (links.rank + 1) * shardBytes);
   return exchangeOnMesh(links, context, shaped(Opcode.AllToAll, view), view.bytes).pipe(
-    map((parts) => joined(parts.map((part, rank) => mine(expectBytes(part, view.bytes.length, rank))))),
+    map((parts) => joined(parts.map((part, rank) => mine(expectBytes(part, view.bytes.length, rank))), request.output)),
   );
 }

@@ -10,6 +10,6 @@ import { shaped } from '../staged.js';
 export function exchangeGather(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array | null> {
   const { view, root } = request;
   return exchangeOnMesh(links, context, shaped(Opcode.Gather, view, { rootRank: root }), view.bytes).pipe(
-    map((parts) => (links.rank === root ? joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))) : null)),
+    map((parts) => (links.rank === root ? joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)), request.output) : null)),
   );
 }

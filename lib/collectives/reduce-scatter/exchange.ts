@@ -1,11 +1,10 @@
 import { mergeMap, type Observable } from 'rxjs';
-import { scheduleReduce } from '../../kernels/index.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { exchangeOnMesh } from '../mesh-exchange.js';
-import { expectBytes, joined } from '../exchange-message.js';
+import { expectBytes, reduceParts } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /** Reduce-scatter of small tensors over the mesh: every tensor goes with the agreement; each rank folds its own shard of each in rank order. */
@@ -15,7 +14,7 @@ export function exchangeReduceScatter(links: Links, request: ReductionRequest, c
   const mine = (part: Uint8Array) => part.subarray(links.rank * shardBytes, (links.rank + 1) * shardBytes);
   return exchangeOnMesh(links, context, shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), view.bytes).pipe(
     mergeMap((parts) =>
-      scheduleReduce({ dtype: view.dtype, op, input: joined(parts.map((part, rank) => mine(expectBytes(part, view.bytes.length, rank)))), slices: links.worldSize }),
+      reduceParts(context, parts.map((part, rank) => mine(expectBytes(part, view.bytes.length, rank))), { dtype: view.dtype, op, ...(request.output !== undefined ? { output: request.output } : {}) }),
     ),
   );
 }

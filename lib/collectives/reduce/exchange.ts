@@ -1,11 +1,10 @@
 import { mergeMap, type Observable, of } from 'rxjs';
-import { scheduleReduce } from '../../kernels/index.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, RootedReductionRequest } from '../algorithm.js';
 import { exchangeOnMesh } from '../mesh-exchange.js';
-import { expectBytes, joined } from '../exchange-message.js';
+import { expectBytes, reduceParts } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
 /** Reduce of a small tensor over the mesh: every rank sends its tensor with the agreement, the root folds them in rank order. */
@@ -16,7 +15,7 @@ export function exchangeReduce(links: Links, request: RootedReductionRequest, co
   return exchangeOnMesh(links, context, shaped(Opcode.Reduce, view, { reduceOp: reduceOpCode(op), rootRank: root }), view.bytes).pipe(
     mergeMap((parts) =>
       isRoot
-        ? scheduleReduce({ dtype: view.dtype, op, input: joined(parts.map((part, rank) => expectBytes(part, view.bytes.length, rank))), slices: links.worldSize })
+        ? reduceParts(context, parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)), { dtype: view.dtype, op })
         : of(null),
     ),
   );

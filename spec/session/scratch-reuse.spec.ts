@@ -52,7 +52,8 @@ it.each([2, 3])(
         const gathered = session.allGather(data);
         const shard = session.reduceScatter(data, 'max');
         const root = round % W;
-        const broadcast = session.broadcast(session.rank === root ? data : new Float32Array(count), root);
+        // In place on odd rounds (the part is copied into the caller's tensor), fresh on even ones.
+        const broadcast = session.broadcast(session.rank === root ? data.slice() : new Float32Array(count), root, { inPlace: round % 2 === 1 });
         rounds.push(
           Promise.all([sum, gathered, shard, broadcast]).then(([s, g, m, b]) => {
             for (const index of [0, 1, 4_321, count - 1]) {

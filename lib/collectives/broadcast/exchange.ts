@@ -6,10 +6,19 @@ import { exchangeOnMesh } from '../mesh-exchange.js';
 import { expectBytes, NO_DATA } from '../exchange-message.js';
 import { shaped } from '../staged.js';
 
-/** Broadcast of a small tensor over the mesh: the root's agreement message carries it, the others' carry nothing. */
+/**
+ * Broadcast of a small tensor over the mesh: the root's agreement message carries it, the others'
+ * carry nothing. The root's part is copied into `request.output` (nothing to do at the root in
+ * place), else into fresh memory: the part itself is a view of a received message.
+ */
 export function exchangeBroadcast(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, root } = request;
   return exchangeOnMesh(links, context, shaped(Opcode.Broadcast, view, { rootRank: root }), links.rank === root ? view.bytes : NO_DATA).pipe(
-    map((parts) => expectBytes(parts[root]!, view.bytes.length, root).slice()),
+    map((parts) => {
+      const part = expectBytes(parts[root]!, view.bytes.length, root);
+      if (request.output === undefined) return part.slice();
+      if (part !== request.output) request.output.set(part);
+      return request.output;
+    }),
   );
 }

@@ -201,8 +201,9 @@ export class LocalJob {
     if (this.killTimer !== null) clearTimeout(this.killTimer);
     if (this.stragglerReport !== null) clearInterval(this.stragglerReport);
     await this.coordinator.close();
-    // Whatever a rank left running in its process group ends with the job.
+    // Whatever a rank left running in its process group ends with the job, before the job says it ended.
     this.signalAll('SIGKILL');
+    await Promise.all(this.ranks.map((rank) => rank.groupGone(DRAIN_GRACE_MS)));
     const drained = await Promise.race([Promise.all(this.ranks.map((rank) => rank.drained)), delay(DRAIN_GRACE_MS)]);
     if (drained === 'late') for (const rank of this.ranks) rank.abandonOutput();
     process.off('exit', this.killAllOnExit);

@@ -89,6 +89,24 @@ export class RankProcess {
     }
   }
 
+  /**
+   * Resolves once nothing of the rank's process group is left (polled: a SIGKILL is delivered when
+   * its target next runs, which on a busy machine is after `kill` returned), or after `limitMs`.
+   */
+  async groupGone(limitMs: number): Promise<void> {
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    const until = Date.now() + limitMs;
+    while (Date.now() < until) {
+      try {
+        process.kill(-pid, 0);
+      } catch {
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   /** Stops waiting for output that a process which escaped the group may still hold open. */
   abandonOutput(): void {
     this.child.stdout?.destroy();

@@ -8,7 +8,7 @@ import { makeHeader, type Frame } from '../protocol/frame.js';
 import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
-import { BufferPool } from './buffer-pool.js';
+import { BufferPool, DEFAULT_POOLED_BYTES } from './buffer-pool.js';
 import { DirectReads } from './direct-reads.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
 import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, MAX_UNAUTHENTICATED_CONNECTIONS, secretRequired } from './handshake.js';
@@ -98,7 +98,7 @@ export class PeerMesh {
    * runs up to ~18 pieces of 1 MiB ahead, and each piece beyond what the pool kept was fresh memory
    * (page faults, every call); 64 MiB idle at the most.
    */
-  private readonly pool = new BufferPool(64 * 1024, 64, 64 * 2 ** 20);
+  private readonly pool = new BufferPool(DEFAULT_POOLED_BYTES, 64, 64 * 2 ** 20);
   /** Every pending receive's deadline (and a pushed-back send's), on one lazy timer. */
   private readonly deadlines: LazyDeadlines;
   private failure: unknown = null;

@@ -88,14 +88,16 @@ export function ringSchedule(links: Links, wiring: RingWiring, segments: readonl
       const advance = () => step(piece, index + 1);
       const used = (bytes: Uint8Array) => {
         held.delete(bytes);
-        links.release(bytes);
+        // A payload received in place is the caller's memory (perhaps from a pool once, as a
+        // point-to-point result is): never the pool's to take back.
+        if (bytes !== target.bytes) links.release(bytes);
         if (current.last && pass.then !== undefined) start(pass.then(target), advance);
         else advance();
       };
       const shape = { elementType: wiring.elementType, count: target.elements };
       const into = pass.receivesInPlace ? target.bytes : undefined;
       start(links.receive(railOf(piece), previous, tagOf(index, piece), shape, into), (bytes) => {
-        held.add(bytes);
+        if (bytes !== target.bytes) held.add(bytes);
         start(pass.use(target.bytes, bytes), () => used(bytes));
       });
     };

@@ -92,6 +92,8 @@ export class RankProcess {
   /**
    * Resolves once nothing of the rank's process group is left (polled: a SIGKILL is delivered when
    * its target next runs, which on a busy machine is after `kill` returned), or after `limitMs`.
+   * Killed grandchildren are reaped by init; where nothing reaps orphans (a launcher that is itself
+   * PID 1 without an init) their zombies keep the group until `limitMs`.
    */
   async groupGone(limitMs: number): Promise<void> {
     const pid = this.child.pid;

@@ -1,6 +1,6 @@
 /** Reductions assemble large responses in recycled memory: results must never see stale bytes. */
 import { afterEach, expect, it } from 'vitest';
-import { startJob, type TestJob } from '../helpers/job.js';
+import { startCoordinator, startJob, type TestJob } from '../helpers/job.js';
 
 let job: TestJob | null = null;
 afterEach(async () => {
@@ -37,7 +37,7 @@ it.each([2, 3])(
   async (worldSize) => {
     // 96 KiB tensors take the mesh exchange (below the ring threshold), and every buffer it sends
     // or receives (the agreement message, the hub's relayed reply, the joined parts) is over the
-    // pools' 64 KiB floor, so each call reuses the memory the one before gave back.
+    // pools' floor (DEFAULT_POOLED_BYTES), so each call reuses the memory the one before gave back.
     const started = await startJob(worldSize, { transport: 'tcp_peer' });
     job = started;
     const count = 24 * 1024;
@@ -75,6 +75,50 @@ it.each([2, 3])(
       return Promise.all(rounds);
     });
     await Promise.all(calls);
+  },
+  60_000,
+);
+
+it.each([
+  ['ring all-reduce', 16 * 1024],
+  ['ring all-reduce', 512 * 1024],
+  ['chain broadcast', 16 * 1024],
+  ['chain broadcast', 512 * 1024],
+] as const)(
+  'tensors received point to point and then used in place by the %s (%i bytes) stay the caller\'s: later messages never land in them',
+  async (algorithm, bytes) => {
+    // A point-to-point result may sit in the mesh's pooled memory; a ring or chain that receives
+    // straight into the caller's tensor must not give that tensor back to the pool. Each rank
+    // receives its tensor from the other, so whichever receives in place at offset 0 is checked.
+    const started = await startCoordinator(2, { transport: 'tcp_peer', timeoutMs: 10_000 });
+    job = started;
+    const sessions = await Promise.all([0, 1].map((rank) => started.openRank(rank, { algorithm: 'ring' })));
+    const count = bytes / 4;
+    const like = { dtype: 'f32', count } as const;
+    const exchange = (tag: number, fill: (rank: number) => number) =>
+      Promise.all(sessions.map((session) => Promise.all([session.send(1 - session.rank, tag, new Float32Array(count).fill(fill(session.rank))), session.receive(1 - session.rank, tag, like)]).then(([, received]) => received)));
+    // Rank 0 ends up with 2s, rank 1 with 1s.
+    const tensors = await exchange(1, (rank) => rank + 1);
+    if (algorithm === 'ring all-reduce') await Promise.all(sessions.map((session) => session.allReduce(tensors[session.rank]!, 'sum', { inPlace: true })));
+    else await Promise.all(sessions.map((session) => session.broadcast(tensors[session.rank]!, 0, { inPlace: true })));
+    const expected = algorithm === 'ring all-reduce' ? 3 : 2;
+    const ends = () => tensors.map((tensor) => [tensor[0], tensor[count - 1]]);
+    expect(ends()).toEqual([
+      [expected, expected],
+      [expected, expected],
+    ]);
+    // Messages of the same size class after it: none may be written into a caller's tensor.
+    for (let round = 0; round < 4; round++) {
+      const later = await exchange(2, () => 10 + round);
+      for (const rank of [0, 1]) {
+        expect(later[rank]!.buffer).not.toBe(tensors[rank]!.buffer);
+        expect(later[rank]![0]).toBe(10 + round);
+      }
+    }
+    expect(ends()).toEqual([
+      [expected, expected],
+      [expected, expected],
+    ]);
   },
   60_000,
 );

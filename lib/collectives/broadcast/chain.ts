@@ -46,8 +46,11 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
             continue;
           }
           start(links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes), (bytes) => {
-            if (bytes !== piece.bytes) piece.bytes.set(bytes);
-            links.release(bytes);
+            // Received in place, the payload is the caller's memory: nothing to copy or give back.
+            if (bytes !== piece.bytes) {
+              piece.bytes.set(bytes);
+              links.release(bytes);
+            }
             forward(piece);
           });
         }

@@ -8,8 +8,9 @@ import { shaped } from '../staged.js';
 
 /**
  * Broadcast of a small tensor over the mesh: the root's agreement message carries it, the others'
- * carry nothing. The root's part is copied into `request.output` (nothing to do at the root in
- * place), else into fresh memory: the part itself is a view of a received message.
+ * carry nothing. The root's part (a view of a received message, or the root's own tensor where it
+ * did not travel back through the hub) is copied into `request.output`, else into fresh memory;
+ * nothing is copied where the part already is the output.
  */
 export function exchangeBroadcast(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, root } = request;

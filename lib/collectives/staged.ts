@@ -1,4 +1,4 @@
-import { finalize, map, type Observable } from 'rxjs';
+import { map, type Observable, tap } from 'rxjs';
 import { ConfigurationError, ProtocolError } from '../errors.js';
 import { scheduleReduce } from '../kernels/index.js';
 import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
@@ -47,7 +47,8 @@ export function stagedPayload(context: CollectiveContext, request: CollectiveReq
 /**
  * The rank-side half of a staged reduction: the coordinator returned every rank's slice (all of
  * them, or this rank's shard of each) in scratch memory, and the kernel folds them into the
- * request's output (default a fresh buffer); the scratch is given back once the kernel is done.
+ * request's output (default a fresh buffer); the scratch is given back once the kernel is done,
+ * and only then (a kernel on a worker may still read it after its caller gave up).
  */
 export function reduceResponse(context: CollectiveContext, request: ReductionRequest, payload: Uint8Array): Observable<Uint8Array> {
   if (payload.length % context.worldSize !== 0) {
@@ -55,6 +56,6 @@ export function reduceResponse(context: CollectiveContext, request: ReductionReq
     throw new ProtocolError(`reduction payload of ${payload.length} bytes does not split into ${context.worldSize} slices`);
   }
   return scheduleReduce({ dtype: request.view.dtype, op: request.op, input: payload, slices: context.worldSize, output: request.output }).pipe(
-    finalize(() => context.scratch.give(payload)),
+    tap({ complete: () => context.scratch.give(payload) }),
   );
 }

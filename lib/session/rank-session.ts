@@ -148,6 +148,8 @@ export class RankSession {
     private readonly holds: readonly Promise<unknown>[],
     private readonly loop: EventLoopHold,
     scheduler: SchedulerLike,
+    /** Memory for buffers that live for one collective: also where the coordinator's responses that feed a kernel are assembled. */
+    scratch: BufferPool,
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
@@ -156,7 +158,6 @@ export class RankSession {
         if (this.events.observed) this.events.next({ type: 'failed', error });
       },
     });
-    const scratch = new BufferPool();
     this.deadlines = new LazyDeadlines(scheduler);
     const identity = Array.from({ length: worldSize }, (_, index) => index);
     this.context = {
@@ -186,7 +187,10 @@ export class RankSession {
         `(${options.transport}, ${links.rails} rails, busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
-    const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, new BufferPool());
+    // One pool for the session's scratch and the staged responses it reduces, so that a reduction
+    // gives the response's memory back to the pool it came from.
+    const scratch = new BufferPool();
+    const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, scratch);
     const session = new RankSession(
       options.rank,
       options.worldSize,
@@ -199,6 +203,7 @@ export class RankSession {
       holds.closeAfter ?? [],
       new EventLoopHold(sockets, busyPoll / 1000),
       options.scheduler,
+      scratch,
     );
     logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
@@ -208,7 +213,7 @@ export class RankSession {
   /** A session over `parts` (no sockets, no topology probe). */
   static over(parts: SessionParts): RankSession {
     const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
-    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler);
+    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler, new BufferPool());
   }
 
   /**

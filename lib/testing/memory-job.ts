@@ -31,6 +31,9 @@ import { concatBytes } from './bytes.js';
 import { flipBit } from './arbitraries/corruptions.js';
 import type { LinkFault } from './faults.js';
 
+/** What a payload given back (`links.release`) is overwritten with in memory jobs. */
+export const RELEASED_BYTE = 0xa5;
+
 /** One message on a link: its encoded GX1 header, then its payload. */
 interface Message {
   readonly header: Uint8Array;
@@ -268,7 +271,9 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
           }),
           failure.untilEnded(),
         ),
-      release: () => undefined,
+      // A received payload here is this message's own copy: poisoned when given back, so an
+      // algorithm that still reads (or keeps a view of) what it released gets wrong results.
+      release: (bytes) => bytes.fill(RELEASED_BYTE),
       heartbeat: () => of(undefined).pipe(failure.untilEnded()),
       abort: (message) => {
         abort(message, rank);

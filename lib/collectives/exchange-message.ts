@@ -1,11 +1,12 @@
 import { Observable, tap } from 'rxjs';
 import { failureText, ProtocolError, TimeoutError } from '../errors.js';
-import { type ReduceSlicesRequest, scheduleReduce } from '../kernels/index.js';
+import { scheduleReduce } from '../kernels/index.js';
 import { type OperationDescriptor, operationMismatch, sameOperation } from '../protocol/agreement.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
-import { ElementType } from '../protocol/element-type.js';
+import { type DType, ElementType } from '../protocol/element-type.js';
 import { type Opcode, opcodeName } from '../protocol/opcode.js';
+import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS } from '../transport/collective-channel.js';
@@ -180,12 +181,13 @@ export function joined(parts: readonly Uint8Array[], into?: Uint8Array): Uint8Ar
 }
 
 /**
- * Reduces the parts in rank order (into `reduction.output`, else fresh memory). They are joined in
+ * Reduces the parts in rank order with `op` (into `output`, else fresh memory). They are joined in
  * scratch memory, given back once the kernel is done.
  */
-export function reduceParts(context: CollectiveContext, parts: readonly Uint8Array[], reduction: Omit<ReduceSlicesRequest, 'input' | 'slices'>): Observable<Uint8Array> {
+export function reduceParts(context: CollectiveContext, parts: readonly Uint8Array[], dtype: DType, op: ReduceOp, output?: Uint8Array): Observable<Uint8Array> {
   const input = joined(parts, context.scratch.take(parts.reduce((sum, part) => sum + part.length, 0)));
-  return scheduleReduce({ ...reduction, input, slices: parts.length }).pipe(tap({ complete: () => context.scratch.give(input) }));
+  const into = output !== undefined ? { output } : {};
+  return scheduleReduce({ dtype, op, input, slices: parts.length, ...into }).pipe(tap({ complete: () => context.scratch.give(input) }));
 }
 
 /** Checks that a peer's data has the size the agreed descriptor implies. */

@@ -19,7 +19,9 @@ export function exchangeAllReduce(links: Links, request: ReductionRequest, conte
       reduceParts(
         context,
         parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)),
-        { dtype: view.dtype, op, ...(request.output !== undefined ? { output: request.output } : {}) },
+        view.dtype,
+        op,
+        request.output,
       ),
     ),
   );

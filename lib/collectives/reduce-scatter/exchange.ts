@@ -14,7 +14,7 @@ export function exchangeReduceScatter(links: Links, request: ReductionRequest, c
   const mine = (part: Uint8Array) => part.subarray(links.rank * shardBytes, (links.rank + 1) * shardBytes);
   return exchangeOnMesh(links, context, shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }), view.bytes).pipe(
     mergeMap((parts) =>
-      reduceParts(context, parts.map((part, rank) => mine(expectBytes(part, view.bytes.length, rank))), { dtype: view.dtype, op, ...(request.output !== undefined ? { output: request.output } : {}) }),
+      reduceParts(context, parts.map((part, rank) => mine(expectBytes(part, view.bytes.length, rank))), view.dtype, op, request.output),
     ),
   );
 }

@@ -15,7 +15,7 @@ export function exchangeReduce(links: Links, request: RootedReductionRequest, co
   return exchangeOnMesh(links, context, shaped(Opcode.Reduce, view, { reduceOp: reduceOpCode(op), rootRank: root }), view.bytes).pipe(
     mergeMap((parts) =>
       isRoot
-        ? reduceParts(context, parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)), { dtype: view.dtype, op })
+        ? reduceParts(context, parts.map((part, rank) => expectBytes(part, view.bytes.length, rank)), view.dtype, op)
         : of(null),
     ),
   );

@@ -4,6 +4,7 @@ import type { CollectiveTransport } from '../transport/transport-kind.js';
 import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
 import { ringAllGather } from './all-gather/ring.js';
 import { ringAllReduce } from './all-reduce/ring.js';
+import { pairwiseAllReduce } from './all-reduce/pairwise.js';
 import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
 import { stagedAllGather } from './all-gather/staged.js';
@@ -31,9 +32,10 @@ import type { CollectiveTuning } from './tuning.js';
  * Families of algorithms. `direct` and `ring` are what GX1_COLLECTIVE_ALGORITHM calls them: `direct`
  * goes through the coordinator (the staged path), `ring` moves data rank to rank along the ring
  * order (rings, chains). `exchange` is rxccl's small-message path on the mesh: the agreement and
- * the data in one round between every pair of ranks, no coordinator hop.
+ * the data in one round between every pair of ranks, no coordinator hop. `pairwise` moves large
+ * tensors between every pair of ranks in two steps, where the ranks share one host.
  */
-export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange';
+export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'pairwise';
 
 /** One row of the algorithm table. */
 export interface AlgorithmRow<N extends CollectiveName> {
@@ -54,6 +56,7 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedBarrier },
   ],
   allReduce: [
+    { name: 'pairwise', family: 'pairwise', run: pairwiseAllReduce },
     { name: 'ring', family: 'ring', run: ringAllReduce },
     { name: 'exchange', family: 'exchange', run: exchangeAllReduce },
     { name: 'staged', family: 'direct', run: stagedAllReduce },
@@ -96,6 +99,21 @@ export interface Situation {
   /** This rank's tensor in bytes (every rank passes the same size where the choice matters). */
   readonly bytes: number;
   readonly tuning: CollectiveTuning;
+  /** Every rank of the job advertises this rank's host (tcp_peer; the same answer on every rank). */
+  readonly ranksShareHost: boolean;
+}
+
+/** Smallest world the pairwise family serves: at 2 ranks it would be the ring, step for step. */
+export const PAIRWISE_MIN_WORLD_SIZE = 3;
+
+/**
+ * Whether `auto` takes the pairwise family for a large tensor: every rank on one host (loopback
+ * has no links for a ring order to follow), at least 3 ranks, and no ring tuning given (an
+ * explicit or probed ring order, or channels, ask for the ring).
+ */
+export function pairwiseFits(situation: Situation): boolean {
+  const { tuning } = situation;
+  return situation.ranksShareHost && situation.worldSize >= PAIRWISE_MIN_WORLD_SIZE && tuning.ringOrder === null && tuning.topology === null && tuning.ringChannels === 1;
 }
 
 /**
@@ -103,8 +121,9 @@ export interface Situation {
  * - one rank, or `direct`: through the coordinator;
  * - `ring`: the collective's ring-family algorithm, on either transport (on tcp_host_staged its
  *   pieces travel the coordinator's point-to-point rails); collectives without one as `auto`;
- * - `auto`: on tcp_peer the ring family from `ringThresholdBytes`, the exchange below it (pairwise
- *   or relayed through rank 0, see `exchangeOnMesh`); else direct.
+ * - `auto`: on tcp_peer from `ringThresholdBytes` the pairwise family where it fits
+ *   (`pairwiseFits`), else the ring family; the exchange below it (pairwise or relayed through
+ *   rank 0, see `exchangeOnMesh`); else direct.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
   const rows = table[collective] as readonly AlgorithmRow<N>[];
@@ -118,6 +137,7 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   // A relayed exchange hands every rank all W tensors in one message (with 4 bytes of length
   // each): past the frame limit go direct, which names the limit.
   const exchange = (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES ? rows.find((row) => row.family === 'exchange') : undefined;
-  const large = bytes >= tuning.ringThresholdBytes;
-  return (large ? ring : exchange) ?? direct;
+  if (bytes < tuning.ringThresholdBytes) return exchange ?? direct;
+  const pairwise = pairwiseFits(situation) ? rows.find((row) => row.family === 'pairwise') : undefined;
+  return pairwise ?? ring ?? direct;
 }

@@ -96,6 +96,8 @@ export interface SessionParts {
   readonly tuning: CollectiveTuning;
   readonly timeoutMs: number;
   readonly scheduler: SchedulerLike;
+  /** Every rank on one host (default false): large all-reduces then go pairwise under `auto`. */
+  readonly ranksShareHost?: boolean;
 }
 
 /**
@@ -150,6 +152,8 @@ export class RankSession {
     scheduler: SchedulerLike,
     /** Memory for buffers that live for one collective: also where the coordinator's responses that feed a kernel are assembled. */
     scratch: BufferPool,
+    /** Every rank shares this rank's host (see `Situation`). */
+    private readonly ranksShareHost: boolean,
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
@@ -204,6 +208,7 @@ export class RankSession {
       new EventLoopHold(sockets, busyPoll / 1000),
       options.scheduler,
       scratch,
+      options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
     );
     logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
@@ -213,7 +218,8 @@ export class RankSession {
   /** A session over `parts` (no sockets, no topology probe). */
   static over(parts: SessionParts): RankSession {
     const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
-    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler, new BufferPool());
+    const shared = parts.ranksShareHost ?? false;
+    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler, new BufferPool(), shared);
   }
 
   /**
@@ -712,7 +718,7 @@ export class RankSession {
     }
     const size = typeof bytes === 'number' ? bytes : bytes();
     return this.queued((sequence) => {
-      const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning });
+      const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning, ranksShareHost: this.ranksShareHost });
       const run = row.run(this.links, request, this.context);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!this.events.observed) return run;

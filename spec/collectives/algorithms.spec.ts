@@ -9,6 +9,7 @@ import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js';
 import { ringAllGather } from '../../lib/collectives/all-gather/ring.js';
 import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
+import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
@@ -56,18 +57,20 @@ function expectReference(c: CollectiveCase, bytes: Uint8Array, expected: Uint8Ar
   expect(outcomeDifference(tensor(bytes), tensor(expected), toleranceOf(c)), `${describeCase(c)} rank ${rank}`).toBeNull();
 }
 
-/** Runs a ring all-reduce on every rank of an in-memory job; returns each rank's result bytes. */
 /**
- * Where a ring all-reduce writes its result: fresh memory, an output of the caller's, the input
+ * Where an all-reduce writes its result: fresh memory, an output of the caller's, the input
  * itself, or another view of the input's memory (in place, unrecognised).
  */
 type ResultMemory = 'fresh' | 'output' | 'inPlace' | 'alias';
 
+/** An all-reduce algorithm of the table (ring or pairwise). */
+type AllReduceAlgorithm = typeof ringAllReduce;
+
 /**
- * Runs the ring all-reduce on every rank; checks that an input that is not the output stays as it
- * was and that a given output is the result itself.
+ * Runs `algorithm` on every rank of an in-memory job; checks that an input that is not the output
+ * stays as it was and that a given output is the result itself. Returns each rank's result bytes.
  */
-async function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobOptions, memory: ResultMemory = 'fresh'): Promise<Uint8Array[]> {
+async function runAllReduce(algorithm: AllReduceAlgorithm, c: CollectiveCase, worldSize: number, options: MemoryJobOptions, memory: ResultMemory = 'fresh'): Promise<Uint8Array[]> {
   const { ranks } = job(worldSize, options);
   const views = ranks.map((_, rank) => viewTensor(tensorOf(c.dtype, c.inputs[rank]!, false)));
   const before = views.map((view) => view.bytes.slice());
@@ -79,7 +82,7 @@ async function runRing(c: CollectiveCase, worldSize: number, options: MemoryJobO
   const results = await Promise.all(
     ranks.map(({ links, context }, rank) => {
       const output = outputs[rank];
-      return lastValueFrom(ringAllReduce(links, { view: views[rank]!, op: c.op, ...(output ? { output } : {}) }, context));
+      return lastValueFrom(algorithm(links, { view: views[rank]!, op: c.op, ...(output ? { output } : {}) }, context));
     }),
   );
   results.forEach((result, rank) => {
@@ -111,7 +114,7 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
           const ops = opsFor(dtype);
           const op = ops[opIndex % ops.length] as ReduceOp;
           const c = buildCase({ kind: 'allReduce', dtype, op, count }, worldSize, seededRandom(seed));
-          const results = await runRing(c, worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes }, memory);
+          const results = await runAllReduce(ringAllReduce, c, worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes }, memory);
           const expected = modelCollective(c, worldSize)[0]!.bytes!;
           // Every rank ends with identical bits.
           for (const result of results) expect(hex(result)).toBe(hex(results[0]!));
@@ -147,6 +150,73 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
     for (const outcome of outcomes) {
       expect(outcome.status).toBe('rejected');
       expect(String((outcome as PromiseRejectedResult).reason.message)).toMatch(/collective sequence 0 mismatch: rank 0 submitted .* rank 2 submitted/);
+    }
+  });
+});
+
+describe('pairwise all-reduce (lib/collectives/all-reduce/pairwise.ts)', () => {
+  it('matches the reference for every dtype x op, worlds 1..8, odd counts, rails and pieces, into fresh memory, an output or in place', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          worldSize: fc.integer({ min: 1, max: 8 }),
+          dtype: fc.constantFrom(...DTYPES),
+          opIndex: fc.nat(),
+          count: fc.integer({ min: 0, max: 97 }),
+          rails: fc.integer({ min: 1, max: 3 }),
+          pieceBytes: fc.integer({ min: 1, max: 64 }),
+          memory: fc.constantFrom<ResultMemory>('fresh', 'output', 'inPlace', 'alias'),
+          seed: fc.integer(),
+        }),
+        async ({ worldSize, dtype, opIndex, count, rails, pieceBytes, memory, seed }) => {
+          const ops = opsFor(dtype);
+          const op = ops[opIndex % ops.length] as ReduceOp;
+          const c = buildCase({ kind: 'allReduce', dtype, op, count }, worldSize, seededRandom(seed));
+          const results = await runAllReduce(pairwiseAllReduce, c, worldSize, { rails, pieceBytes }, memory);
+          for (const result of results) expect(hex(result)).toBe(hex(results[0]!));
+          expectReference(c, results[0]!, modelCollective(c, worldSize)[0]!.bytes!, 0);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('folds in rank order: the result does not depend on the order contributions arrive in', async () => {
+    // Float sums round differently in another order: every delivery order must give the same bits.
+    const c = buildCase({ kind: 'allReduce', dtype: 'f32', op: 'sum', count: 33 }, 5, seededRandom(7));
+    const bits = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (interleave) => {
+        const { ranks } = job(5, { interleave, pieceBytes: 12 });
+        const views = ranks.map((_, rank) => viewTensor(tensorOf('f32', c.inputs[rank]!, false)));
+        const results = await interleave.waitFor(Promise.all(ranks.map(({ links, context }, rank) => lastValueFrom(pairwiseAllReduce(links, { view: views[rank]!, op: 'sum' }, context)))));
+        for (const result of results) bits.add(hex(result));
+      }),
+      { numRuns: 20 },
+    );
+    expect(bits.size).toBe(1);
+  });
+
+  it('sends each owner its segment, then the owner sends it reduced to every rank: 2(W-1)/W of the tensor from each rank', async () => {
+    const { ranks, traffic } = job(4, { pieceBytes: 8 });
+    const results = await Promise.all(ranks.map(({ links, context }) => lastValueFrom(pairwiseAllReduce(links, { view: viewTensor(new Int32Array(40).fill(links.rank + 1)), op: 'sum' }, context))));
+    for (const result of results) expect(Array.from(new Int32Array(result.buffer))).toEqual(new Array(40).fill(10));
+    for (let rank = 0; rank < 4; rank++) {
+      const sent = traffic.messages.filter((message) => message.from === rank);
+      expect(sent.reduce((sum, message) => sum + message.bytes, 0)).toBe(2 * 3 * 40);
+      expect(new Set(sent.map((message) => message.to))).toEqual(new Set([0, 1, 2, 3].filter((peer) => peer !== rank)));
+    }
+    expect(traffic.coordinated).toBe(1);
+  });
+
+  it('ranks running the ring and the pairwise all-reduce fail at the agreement, naming both ranks', async () => {
+    const { ranks } = job(3);
+    const outcomes = await Promise.allSettled(
+      ranks.map(({ links, context }) => lastValueFrom((links.rank === 1 ? ringAllReduce : pairwiseAllReduce)(links, { view: viewTensor(new Float32Array(8)), op: 'sum' }, context))),
+    );
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe('rejected');
+      expect(String((outcome as PromiseRejectedResult).reason.message)).toMatch(/collective sequence 0 mismatch: rank 0 submitted .* rank 1 submitted/);
     }
   });
 });
@@ -246,10 +316,11 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
 
 describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/chain.ts)', () => {
   /** A pipelined algorithm's run on one rank, with the result memory a test chooses. */
-  type Pipelined = 'allReduce' | 'allGather' | 'reduceScatter' | 'broadcast';
+  type Pipelined = 'allReduce' | 'pairwiseAllReduce' | 'allGather' | 'reduceScatter' | 'broadcast';
   const run = (kind: Pipelined, rank: MemoryRank, view: ReturnType<typeof viewTensor>, op: ReduceOp, root: number, output: Uint8Array | undefined) => {
     const into = output === undefined ? {} : { output };
     if (kind === 'allReduce') return ringAllReduce(rank.links, { view, op, ...into }, rank.context);
+    if (kind === 'pairwiseAllReduce') return pairwiseAllReduce(rank.links, { view, op, ...into }, rank.context);
     if (kind === 'reduceScatter') return ringReduceScatter(rank.links, { view, op, ...into }, rank.context);
     if (kind === 'allGather') return ringAllGather(rank.links, { view, ...into }, rank.context);
     return chainBroadcast(rank.links, { view, root, ...into }, rank.context);
@@ -296,7 +367,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
         fc.integer({ min: 1, max: 6 }).chain((worldSize) =>
           fc.record({
             worldSize: fc.constant(worldSize),
-            kind: fc.constantFrom<Pipelined>('allReduce', 'allGather', 'reduceScatter', 'broadcast'),
+            kind: fc.constantFrom<Pipelined>('allReduce', 'pairwiseAllReduce', 'allGather', 'reduceScatter', 'broadcast'),
             into: fc.constantFrom('fresh' as const, 'output' as const, 'input' as const),
             order: arbRingOrder(worldSize),
             root: fc.integer({ min: 0, max: worldSize - 1 }),
@@ -308,7 +379,8 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
         ),
         fc.scheduler(),
         async ({ worldSize, kind, into, order, root, count, channels, pieceBytes, seed }, interleave) => {
-          const c = buildCase({ kind, dtype: 'i32', op: 'sum', root, count: kind === 'reduceScatter' ? count * worldSize : count }, worldSize, seededRandom(seed));
+          const collective = kind === 'pairwiseAllReduce' ? 'allReduce' : kind;
+          const c = buildCase({ kind: collective, dtype: 'i32', op: 'sum', root, count: kind === 'reduceScatter' ? count * worldSize : count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { ringOrder: order, ringChannels: channels, pieceBytes, interleave, sendsCompleteOnArrival: true });
           const views = ranks.map((_, rank) => viewTensor(tensorOf('i32', c.inputs[rank]!, false)));
           // 'input': all-reduce and broadcast in place, reduce-scatter into this rank's slot of its
@@ -317,7 +389,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
           const outputs = views.map((view, rank) => {
             if (into === 'fresh') return undefined;
             if (into === 'output') return new Uint8Array(resultBytes(view.bytes.length));
-            if (kind === 'allReduce' || kind === 'broadcast') return view.bytes;
+            if (collective === 'allReduce' || kind === 'broadcast') return view.bytes;
             const shard = kind === 'reduceScatter' ? view.bytes.length / worldSize : view.bytes.length;
             if (kind === 'reduceScatter') return view.bytes.subarray(rank * shard, (rank + 1) * shard);
             const whole = new Uint8Array(shard * worldSize);
@@ -345,7 +417,7 @@ describe('every algorithm in the table', () => {
     }
   });
 
-  for (const family of ['direct', 'exchange'] as const) {
+  for (const family of ['direct', 'exchange', 'pairwise'] as const) {
     it(`${family} algorithms match the reference for every collective that has one, worlds 1..8 (in memory)`, async () => {
       const random = seededRandom(42);
       for (let worldSize = 1; worldSize <= 8; worldSize++) {

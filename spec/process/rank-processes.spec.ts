@@ -92,14 +92,16 @@ describe('ranks in separate processes', () => {
     for (const rank of ranks) expect(isAlive(rank.pid)).toBe(false);
   });
 
-  // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), the large one goes round
-  // the ring; killing the hub, or a rank of the ring, mid-algorithm ends every rank in < 2 s.
-  for (const [what, victimRank, elements] of [
-    ['the hub of a relayed exchange', 0, 1],
-    ['a rank of a ring all-reduce', 2, 1 << 20],
+  // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), a large one goes pairwise
+  // (every rank on one host) or round the ring; killing the hub, or a rank of either, mid-algorithm
+  // ends every rank in < 2 s.
+  for (const [what, victimRank, elements, env] of [
+    ['the hub of a relayed exchange', 0, 1, {}],
+    ['a rank of a pairwise all-reduce', 2, 1 << 20, {}],
+    ['a rank of a ring all-reduce', 2, 1 << 20, { GX1_COLLECTIVE_ALGORITHM: 'ring' }],
   ] as const) {
     it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
-      const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements) }, 'tcp_peer');
+      const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements), ...env }, 'tcp_peer');
       const victim = ranks[victimRank]!;
       const survivors = ranks.filter((rank) => rank !== victim);
       await Promise.all([victim.waitFor(/^BLOCKING$/), ...survivors.map((rank) => rank.waitFor(/^WAITING$/))]);

@@ -1,10 +1,12 @@
 /**
- * docs/protocol.md 9.6 and 9.7 describe rxccl's ring all-reduce precisely enough to interoperate with:
- * this checks that description against `ringAllReduce` frame by frame (segments, pieces, tags,
- * rails, neighbours in the ring order, channels) and where avg divides.
+ * docs/protocol.md 9.6 and 9.7 describe rxccl's ring and pairwise all-reduces precisely enough to
+ * interoperate with: this checks that description against `ringAllReduce` and `pairwiseAllReduce`
+ * frame by frame (segments, pieces, tags, rails, neighbours in the ring order, channels) and where
+ * avg divides.
  */
 import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { layoutHash, pieceTag } from '../../lib/collectives/peer-data.js';
 import { viewTensor } from '../../lib/tensor.js';
@@ -91,6 +93,36 @@ describe('the ring all-reduce of docs 9.6', () => {
     // FNV-1a 64 of the empty text is the offset basis; of "a", the published value.
     expect(layoutHash('')).toBe(0xcbf29ce484222325n);
     expect(layoutHash('a')).toBe(0xaf63dc4c8601ec8cn);
+  });
+});
+
+describe('the pairwise all-reduce of docs 9.6', () => {
+  it('sends each owner its segment (step 0), then the owner its reduced segment to every rank (step 1), with the documented tags, pieces and rails', async () => {
+    const W = 3;
+    const R = 2;
+    const P = 2 ** 18; // i32 elements per 1 MiB piece
+    const N = 3 * P + 4; // segments P+2, P+1, P+1: each split into a full piece and a short one
+    const { ranks, traffic } = memoryJob(W, { rails: R, pieceBytes: 2 ** 20 });
+    const results = await Promise.all(
+      ranks.map(({ links, context }) => lastValueFrom(pairwiseAllReduce(links, { view: viewTensor(new Int32Array(N).fill(3 * (links.rank + 1))), op: 'avg' }, context))),
+    );
+    const segments = even(0, N, W);
+    const tag = (step: number, c: number) => (0x5057n << 48n) | (0n << 30n) | (BigInt(step) << 12n) | BigInt(c);
+    const pieces = (k: number, step: number, destination: number) => {
+      const size = segments[k]!.size;
+      return Array.from({ length: Math.ceil(size / P) }, (_, c) => ({ rail: c % R, destination, tag: tag(step, c), count: Math.min(P, size - c * P) }));
+    };
+    const byKey = (a: Sent, b: Sent) => (a.destination - b.destination) || (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0);
+    for (let r = 0; r < W; r++) {
+      const peers = [1, 2].map((offset) => (r + offset) % W);
+      const documented = [...peers.flatMap((q) => pieces(q, 0, q)), ...peers.flatMap((q) => pieces(r, 1, q))];
+      const actual = traffic.messages.filter((message) => message.from === r).map(({ rail, to, tag, bytes }) => ({ rail, destination: to, tag, count: bytes / 4 }));
+      expect([...actual].sort(byKey)).toEqual([...documented].sort(byKey));
+      // Step 0 goes to the peers in the order r+1, r+2: the first send is to r+1.
+      expect(actual[0]!.destination).toBe(peers[0]);
+      expect(Array.from(new Int32Array(results[r]!.slice().buffer)).every((value) => value === 6)).toBe(true); // (3 + 6 + 9) / 3
+    }
+    expect(pieceTag(0x5057, 7n, 0, 1, 2)).toBe(0x5057_0001_c000_1002n);
   });
 });
 

@@ -6,6 +6,7 @@
 import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -40,7 +41,7 @@ async function algorithmsOf(ranks: RankSession[], work: (session: RankSession) =
 const big = DEFAULT_RING_THRESHOLD_BYTES / 4; // f32 elements at the threshold
 
 describe('algorithm selection in sessions', () => {
-  it('auto on tcp_peer at 3 ranks: the exchange (relayed through rank 0) below the ring threshold, ring and chain from it; results exact', async () => {
+  it('auto on tcp_peer at 3 ranks on one host: the exchange (relayed through rank 0) below the ring threshold; from it the pairwise all-reduce, ring and chain; results exact', async () => {
     const ranks = await sessions(3, { transport: 'tcp_peer' });
     const algorithms = await algorithmsOf(ranks, async (session) => {
       expect(Array.from(await session.allReduce(Int32Array.of(session.rank, 1)))).toEqual([3, 3]);
@@ -54,7 +55,22 @@ describe('algorithm selection in sessions', () => {
       // Element i of every input is i: rank r's shard of the sum starts at 3 * r * big.
       expect([scattered[0], scattered[big - 1]]).toEqual([3 * session.rank * big, 3 * (session.rank * big + big - 1)]);
     });
-    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:ring', 'broadcast:chain', 'allGather:ring', 'reduceScatter:ring']);
+    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:pairwise', 'broadcast:chain', 'allGather:ring', 'reduceScatter:ring']);
+  });
+
+  it('a large all-reduce takes the ring where a rank is on another host, or the ring is tuned; 2 ranks always', async () => {
+    const allReduces = (ranks: RankSession[]) =>
+      algorithmsOf(ranks, async (session) => {
+        const summed = await session.allReduce(new Float32Array(big + 1).fill(session.rank + 1));
+        expect(summed.every((value) => value === (ranks.length * (ranks.length + 1)) / 2)).toBe(true);
+      });
+    // Rank 2 advertises another address: not every rank shares rank 0's host.
+    const apart = await sessions(3, { transport: 'tcp_peer' }, (rank) => (rank === 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {}));
+    expect(await allReduces(apart)).toEqual(['allReduce:ring']);
+    expect(await allReduces(await sessions(3, { transport: 'tcp_peer' }, () => ({ ringChannels: 2 })))).toEqual(['allReduce:ring']);
+    expect(await allReduces(await sessions(3, { transport: 'tcp_peer' }, () => ({ ringOrder: '0,2,1' })))).toEqual(['allReduce:ring']);
+    expect(await allReduces(await sessions(2, { transport: 'tcp_peer' }))).toEqual(['allReduce:ring']);
+    expect(await allReduces(await sessions(4, { transport: 'tcp_peer' }))).toEqual(['allReduce:pairwise']);
   });
 
   for (const worldSize of [2, 4]) {
@@ -176,6 +192,28 @@ describe('algorithm selection in sessions', () => {
     const error = await rejection(job.openRank(0, { algorithm: 'hierarchical' }));
     expect(error.code).toBe('INVALID_CONFIGURATION');
     expect(error.message).toContain('GX1_COLLECTIVE_ALGORITHM=hierarchical requires explicit or inferred topology groups');
+  });
+});
+
+describe('selectAlgorithm (lib/collectives/select.ts)', () => {
+  it('takes the pairwise all-reduce for large tensors only where every rank shares a host, from 3 ranks, with the ring untuned', () => {
+    const tuning = resolveTuning({}, 4, {});
+    const base = { transport: 'tcp_peer' as const, worldSize: 4, bytes: 1 << 20, tuning, ranksShareHost: true };
+    const name = (changes: Partial<Situation>) => selectAlgorithm('allReduce', { ...base, ...changes }).name;
+    expect(name({})).toBe('pairwise');
+    expect(name({ worldSize: 3 })).toBe('pairwise');
+    expect(name({ worldSize: 2 })).toBe('ring');
+    expect(name({ ranksShareHost: false })).toBe('ring');
+    expect(name({ bytes: tuning.ringThresholdBytes - 1 })).toBe('exchange');
+    expect(name({ tuning: { ...tuning, topology: 'probe' } })).toBe('ring');
+    expect(name({ tuning: { ...tuning, ringOrder: [0, 2, 1, 3] } })).toBe('ring');
+    expect(name({ tuning: { ...tuning, ringChannels: 2 } })).toBe('ring');
+    expect(name({ tuning: { ...tuning, algorithm: 'ring' } })).toBe('ring');
+    expect(name({ tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged');
+    expect(name({ transport: 'tcp_host_staged' })).toBe('staged');
+    // Only the all-reduce has a pairwise algorithm.
+    expect(selectAlgorithm('broadcast', base).name).toBe('chain');
+    expect(selectAlgorithm('allGather', base).name).toBe('ring');
   });
 });
 

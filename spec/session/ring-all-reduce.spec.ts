@@ -1,4 +1,7 @@
-/** The ring all-reduce in real tcp_peer sessions (large tensors go round the ring by default). */
+/**
+ * The large all-reduces in real tcp_peer sessions: round the ring at 2 ranks (or asked for), pairwise
+ * from 3 ranks on one host (the default here).
+ */
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_RING_THRESHOLD_BYTES } from '../../lib/collectives/tuning.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -6,24 +9,28 @@ import { startCoordinator, type TestJob } from '../helpers/job.js';
 
 const RING_MIN_BYTES = DEFAULT_RING_THRESHOLD_BYTES;
 
-describe('allReduce on tcp_peer from the ring threshold', () => {
+describe('allReduce on tcp_peer from the ring threshold (ring and pairwise)', () => {
   const jobs: TestJob[] = [];
   afterEach(async () => {
     await Promise.all(jobs.splice(0).map((job) => job.dispose()));
   });
-  async function peerSessions(worldSize: number, rails: number): Promise<{ job: TestJob; sessions: RankSession[] }> {
+  async function peerSessions(worldSize: number, rails: number, algorithm: 'auto' | 'ring' = 'auto'): Promise<{ job: TestJob; sessions: RankSession[] }> {
     const job = await startCoordinator(worldSize, { transport: 'tcp_peer', rails, timeoutMs: 20_000 });
     jobs.push(job);
-    return { job, sessions: await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank))) };
+    return { job, sessions: await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { algorithm }))) };
   }
 
-  for (const [worldSize, rails] of [
-    [2, 1],
-    [3, 2],
-    [5, 1],
+  for (const [worldSize, rails, algorithm, runs] of [
+    [2, 1, 'auto', 'ring'],
+    [3, 2, 'auto', 'pairwise'],
+    [5, 1, 'auto', 'pairwise'],
+    [3, 2, 'ring', 'ring'],
+    [5, 1, 'ring', 'ring'],
   ] as const) {
-    it(`world ${worldSize}, ${rails} rail(s): exact integer sums, identical float results, then a clean end`, async () => {
-      const { job, sessions } = await peerSessions(worldSize, rails);
+    it(`world ${worldSize}, ${rails} rail(s), ${algorithm} (${runs}): exact integer sums, identical float results, then a clean end`, async () => {
+      const { job, sessions } = await peerSessions(worldSize, rails, algorithm);
+      const ran: string[] = [];
+      sessions[0]!.events$.subscribe((event) => event.type === 'collective-finished' && ran.push(event.algorithm));
       const count = RING_MIN_BYTES / 4 + 12_345;
       const ints = await Promise.all(sessions.map((session) => session.allReduce(Int32Array.from({ length: count }, (_, index) => index * (session.rank + 1)), 'sum')));
       const factor = (worldSize * (worldSize + 1)) / 2;
@@ -40,26 +47,30 @@ describe('allReduce on tcp_peer from the ring threshold', () => {
       // Collectives through the coordinator interleave with ring ones in order.
       const small = await Promise.all(sessions.map((session) => session.allReduce(Int32Array.of(session.rank), 'max')));
       for (const result of small) expect(Array.from(result)).toEqual([worldSize - 1]);
+      // The small one goes through the exchange, unless the ring is asked for.
+      expect(ran).toEqual([runs, runs, algorithm === 'ring' ? 'ring' : 'exchange']);
       await Promise.all(sessions.map((session) => session.close()));
       await expect(job.coordinator.done).resolves.toBeUndefined();
     });
   }
 
-  it('bf16 and f64 keep their form; an aborting rank ends a pending ring all-reduce on every rank', async () => {
-    const { job, sessions } = await peerSessions(3, 1);
-    const count = RING_MIN_BYTES / 2;
-    const bf16 = await Promise.all(sessions.map((session) => session.allReduce({ dtype: 'bf16', data: new Uint16Array(count).fill(0x3f80) }, 'sum')));
-    for (const result of bf16) {
-      expect(result.dtype).toBe('bf16');
-      expect(result.data[count - 1]).toBe(0x4040); // 1 + 1 + 1 = 3 in bf16
-    }
-    const [zero, one] = sessions as [RankSession, RankSession];
-    const pending = [zero, one].map((session) => session.allReduce(new Float64Array(count)).then(() => null, (error: Error & { code?: string }) => error));
-    await sessions[2]!.abort('ring interrupted');
-    for (const error of await Promise.all(pending)) {
-      expect(error?.code).toBe('REMOTE_ABORT');
-      expect(error?.message).toContain('ring interrupted');
-    }
-    await expect(job.coordinator.done).rejects.toThrow(/ring interrupted/);
-  });
+  for (const algorithm of ['auto', 'ring'] as const) {
+    it(`${algorithm}: bf16 and f64 keep their form; an aborting rank ends a pending large all-reduce on every rank`, async () => {
+      const { job, sessions } = await peerSessions(3, 1, algorithm);
+      const count = RING_MIN_BYTES / 2;
+      const bf16 = await Promise.all(sessions.map((session) => session.allReduce({ dtype: 'bf16', data: new Uint16Array(count).fill(0x3f80) }, 'sum')));
+      for (const result of bf16) {
+        expect(result.dtype).toBe('bf16');
+        expect(result.data[count - 1]).toBe(0x4040); // 1 + 1 + 1 = 3 in bf16
+      }
+      const [zero, one] = sessions as [RankSession, RankSession];
+      const pending = [zero, one].map((session) => session.allReduce(new Float64Array(count)).then(() => null, (error: Error & { code?: string }) => error));
+      await sessions[2]!.abort('ring interrupted');
+      for (const error of await Promise.all(pending)) {
+        expect(error?.code).toBe('REMOTE_ABORT');
+        expect(error?.message).toContain('ring interrupted');
+      }
+      await expect(job.coordinator.done).rejects.toThrow(/ring interrupted/);
+    });
+  }
 });

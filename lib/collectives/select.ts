@@ -5,6 +5,8 @@ import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
 import { ringAllGather } from './all-gather/ring.js';
 import { ringAllReduce } from './all-reduce/ring.js';
 import { pairwiseAllReduce } from './all-reduce/pairwise.js';
+import { pairwiseAllGather } from './all-gather/pairwise.js';
+import { pairwiseReduceScatter } from './reduce-scatter/pairwise.js';
 import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
 import { stagedAllGather } from './all-gather/staged.js';
@@ -33,7 +35,8 @@ import type { CollectiveTuning } from './tuning.js';
  * goes through the coordinator (the staged path), `ring` moves data rank to rank along the ring
  * order (rings, chains). `exchange` is rxccl's small-message path on the mesh: the agreement and
  * the data in one round between every pair of ranks, no coordinator hop. `pairwise` moves large
- * tensors between every pair of ranks in two steps, where the ranks share one host.
+ * tensors between every pair of ranks directly (the all-reduce, all-gather and reduce-scatter),
+ * where the ranks share one host.
  */
 export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'pairwise';
 
@@ -71,6 +74,7 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedBroadcast },
   ],
   allGather: [
+    { name: 'pairwise', family: 'pairwise', run: pairwiseAllGather },
     { name: 'ring', family: 'ring', run: ringAllGather },
     { name: 'exchange', family: 'exchange', run: exchangeAllGather },
     { name: 'staged', family: 'direct', run: stagedAllGather },
@@ -81,6 +85,7 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   scatter: [{ name: 'staged', family: 'direct', run: stagedScatter }],
   reduceScatter: [
+    { name: 'pairwise', family: 'pairwise', run: pairwiseReduceScatter },
     { name: 'ring', family: 'ring', run: ringReduceScatter },
     { name: 'exchange', family: 'exchange', run: exchangeReduceScatter },
     { name: 'staged', family: 'direct', run: stagedReduceScatter },

@@ -7,12 +7,14 @@ import { lastValueFrom, type Observable, tap, VirtualTimeScheduler } from 'rxjs'
 import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import { exchangeAllGather } from '../../lib/collectives/all-gather/exchange.js';
+import { pairwiseAllGather } from '../../lib/collectives/all-gather/pairwise.js';
 import { ringAllGather } from '../../lib/collectives/all-gather/ring.js';
 import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
 import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
+import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pairwise.js';
 import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { DTYPES, ElementType } from '../../lib/protocol/element-type.js';
@@ -221,7 +223,7 @@ describe('pairwise all-reduce (lib/collectives/all-reduce/pairwise.ts)', () => {
   });
 });
 
-describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce-scatter}/ring.ts)', () => {
+describe('ring and pairwise all-gather and reduce-scatter (lib/collectives/{all-gather,reduce-scatter}/{ring,pairwise}.ts)', () => {
   it('match the reference for every dtype x op, worlds 1..8, odd shards, any ring order, channels, rails and pieces', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -229,6 +231,7 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
           fc.record({
             worldSize: fc.constant(worldSize),
             kind: fc.constantFrom('allGather' as const, 'reduceScatter' as const),
+            algorithm: fc.constantFrom('ring' as const, 'pairwise' as const),
             order: arbRingOrder(worldSize),
             dtype: fc.constantFrom(...DTYPES),
             opIndex: fc.nat(),
@@ -240,7 +243,7 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
             seed: fc.integer(),
           }),
         ),
-        async ({ worldSize, kind, order, dtype, opIndex, count, rails, channels, pieceBytes, into, seed }) => {
+        async ({ worldSize, kind, algorithm, order, dtype, opIndex, count, rails, channels, pieceBytes, into, seed }) => {
           const ops = opsFor(dtype);
           const c = buildCase({ kind, dtype, op: ops[opIndex % ops.length]!, count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { rails, ringOrder: order, ringChannels: channels, pieceBytes });
@@ -256,7 +259,8 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
             ranks.map(({ links, context }, rank) => {
               const view = views[rank]!;
               const output = outputs[rank];
-              return lastValueFrom(kind === 'allGather' ? ringAllGather(links, { view }, context) : ringReduceScatter(links, { view, op: c.op, ...(output ? { output } : {}) }, context));
+              const [allGather, reduceScatter] = algorithm === 'ring' ? [ringAllGather, ringReduceScatter] : [pairwiseAllGather, pairwiseReduceScatter];
+              return lastValueFrom(kind === 'allGather' ? allGather(links, { view }, context) : reduceScatter(links, { view, op: c.op, ...(output ? { output } : {}) }, context));
             }),
           );
           const expected = modelCollective(c, worldSize);
@@ -264,13 +268,20 @@ describe('ring all-gather and reduce-scatter (lib/collectives/{all-gather,reduce
           // The inputs are read only (but for a slot given as the output), and a given output is the result itself.
           if (into !== 'ownSlot' || kind === 'allGather') views.forEach((view, rank) => expect(view.bytes).toEqual(before[rank]));
           results.forEach((result, rank) => outputs[rank] !== undefined && expect(result).toBe(outputs[rank]));
-          // Each rank sends (W-1)/W of the data it holds, and only to its successor in the ring.
+          // Each rank sends (W-1)/W of the data it holds: round the ring only to its successor,
+          // pairwise an equal share to every other rank.
           const bytesPerRank = kind === 'allGather' ? (worldSize - 1) * c.inputs[0]!.length : ((worldSize - 1) * c.inputs[0]!.length) / worldSize;
           for (let rank = 0; rank < worldSize; rank++) {
             const sent = traffic.messages.filter((message) => message.from === rank);
             expect(sent.reduce((sum, message) => sum + message.bytes, 0)).toBe(bytesPerRank);
             const next = order[(order.indexOf(rank) + 1) % worldSize];
-            expect(sent.every((message) => message.to === next)).toBe(true);
+            if (algorithm === 'ring') expect(sent.every((message) => message.to === next)).toBe(true);
+            else {
+              for (let peer = 0; peer < worldSize; peer++) {
+                const share = sent.filter((message) => message.to === peer).reduce((sum, message) => sum + message.bytes, 0);
+                expect(share).toBe(peer === rank ? 0 : bytesPerRank / (worldSize - 1));
+              }
+            }
           }
         },
       ),
@@ -316,11 +327,23 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
 
 describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/chain.ts)', () => {
   /** A pipelined algorithm's run on one rank, with the result memory a test chooses. */
-  type Pipelined = 'allReduce' | 'pairwiseAllReduce' | 'allGather' | 'reduceScatter' | 'broadcast';
+  type Pipelined = 'allReduce' | 'pairwiseAllReduce' | 'allGather' | 'pairwiseAllGather' | 'reduceScatter' | 'pairwiseReduceScatter' | 'broadcast';
+  /** The collective each pipelined algorithm runs. */
+  const collectiveOf: Record<Pipelined, 'allReduce' | 'allGather' | 'reduceScatter' | 'broadcast'> = {
+    allReduce: 'allReduce',
+    pairwiseAllReduce: 'allReduce',
+    allGather: 'allGather',
+    pairwiseAllGather: 'allGather',
+    reduceScatter: 'reduceScatter',
+    pairwiseReduceScatter: 'reduceScatter',
+    broadcast: 'broadcast',
+  };
   const run = (kind: Pipelined, rank: MemoryRank, view: ReturnType<typeof viewTensor>, op: ReduceOp, root: number, output: Uint8Array | undefined) => {
     const into = output === undefined ? {} : { output };
     if (kind === 'allReduce') return ringAllReduce(rank.links, { view, op, ...into }, rank.context);
     if (kind === 'pairwiseAllReduce') return pairwiseAllReduce(rank.links, { view, op, ...into }, rank.context);
+    if (kind === 'pairwiseReduceScatter') return pairwiseReduceScatter(rank.links, { view, op, ...into }, rank.context);
+    if (kind === 'pairwiseAllGather') return pairwiseAllGather(rank.links, { view, ...into }, rank.context);
     if (kind === 'reduceScatter') return ringReduceScatter(rank.links, { view, op, ...into }, rank.context);
     if (kind === 'allGather') return ringAllGather(rank.links, { view, ...into }, rank.context);
     return chainBroadcast(rank.links, { view, root, ...into }, rank.context);
@@ -367,7 +390,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
         fc.integer({ min: 1, max: 6 }).chain((worldSize) =>
           fc.record({
             worldSize: fc.constant(worldSize),
-            kind: fc.constantFrom<Pipelined>('allReduce', 'pairwiseAllReduce', 'allGather', 'reduceScatter', 'broadcast'),
+            kind: fc.constantFrom<Pipelined>('allReduce', 'pairwiseAllReduce', 'allGather', 'pairwiseAllGather', 'reduceScatter', 'pairwiseReduceScatter', 'broadcast'),
             into: fc.constantFrom('fresh' as const, 'output' as const, 'input' as const),
             order: arbRingOrder(worldSize),
             root: fc.integer({ min: 0, max: worldSize - 1 }),
@@ -379,19 +402,19 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
         ),
         fc.scheduler(),
         async ({ worldSize, kind, into, order, root, count, channels, pieceBytes, seed }, interleave) => {
-          const collective = kind === 'pairwiseAllReduce' ? 'allReduce' : kind;
-          const c = buildCase({ kind: collective, dtype: 'i32', op: 'sum', root, count: kind === 'reduceScatter' ? count * worldSize : count }, worldSize, seededRandom(seed));
+          const collective = collectiveOf[kind];
+          const c = buildCase({ kind: collective, dtype: 'i32', op: 'sum', root, count: collective === 'reduceScatter' ? count * worldSize : count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { ringOrder: order, ringChannels: channels, pieceBytes, interleave, sendsCompleteOnArrival: true });
           const views = ranks.map((_, rank) => viewTensor(tensorOf('i32', c.inputs[rank]!, false)));
           // 'input': all-reduce and broadcast in place, reduce-scatter into this rank's slot of its
           // input, all-gather from this rank's slot of its output.
-          const resultBytes = (length: number) => (kind === 'reduceScatter' ? length / worldSize : kind === 'allGather' ? length * worldSize : length);
+          const resultBytes = (length: number) => (collective === 'reduceScatter' ? length / worldSize : collective === 'allGather' ? length * worldSize : length);
           const outputs = views.map((view, rank) => {
             if (into === 'fresh') return undefined;
             if (into === 'output') return new Uint8Array(resultBytes(view.bytes.length));
-            if (collective === 'allReduce' || kind === 'broadcast') return view.bytes;
-            const shard = kind === 'reduceScatter' ? view.bytes.length / worldSize : view.bytes.length;
-            if (kind === 'reduceScatter') return view.bytes.subarray(rank * shard, (rank + 1) * shard);
+            if (collective === 'allReduce' || collective === 'broadcast') return view.bytes;
+            const shard = collective === 'reduceScatter' ? view.bytes.length / worldSize : view.bytes.length;
+            if (collective === 'reduceScatter') return view.bytes.subarray(rank * shard, (rank + 1) * shard);
             const whole = new Uint8Array(shard * worldSize);
             whole.set(view.bytes, rank * shard);
             views[rank] = viewTensor(new Int32Array(whole.buffer, rank * shard, shard / 4));

@@ -1,0 +1,118 @@
+import type { Observable } from 'rxjs';
+import type { ElementType } from '../protocol/element-type.js';
+import type { Links } from '../transport/links/links.js';
+import { mod, type Piece, pieceTag } from './peer-data.js';
+import type { StartWork } from './piece-work.js';
+
+/** Pairwise messages carry tags under this prefix ("PW"). */
+export const PAIRWISE_TAG_PREFIX = 0x5057;
+
+/** The tag's step: contributions travel to their segment's owner, then segments from their owner. */
+export const SCATTER_STEP = 0;
+export const GATHER_STEP = 1;
+
+/** Folds a received piece into a target piece (the accumulate kernel). */
+export type Fold = (target: Uint8Array, received: Uint8Array) => Observable<unknown>;
+
+/**
+ * The two steps the pairwise algorithms are made of (docs/protocol.md 9.6), run inside one
+ * `pieceWork`: rank r owns segment r; `scatter` sends every owner its segment and folds what this
+ * rank receives for its own (the reduce-scatter), `sendToAll` and `gather` move owned segments to
+ * every rank (the all-gather). Pieces are spread over the rails by index; tags carry the step and
+ * the piece.
+ */
+export class PairwiseSteps {
+  /** Every other rank, from rank + 1 on: every rank starts its sends with a different peer. */
+  readonly peers: readonly number[];
+  /** Received contributions not yet folded, given back to the links if the run ends first (`release`). */
+  private readonly held = new Set<Uint8Array>();
+  private readonly foldOrder: readonly number[];
+
+  constructor(
+    private readonly links: Links,
+    private readonly start: StartWork,
+    private readonly sequence: bigint,
+    private readonly elementType: ElementType,
+  ) {
+    const { rank, worldSize } = links;
+    this.peers = Array.from({ length: worldSize - 1 }, (_, index) => mod(rank + 1 + index, worldSize));
+    this.foldOrder = [...this.peers].sort((a, b) => a - b);
+  }
+
+  /**
+   * Step 0: sends each peer `sendsTo(peer)`, its segment's pieces from this rank; receives every
+   * peer's pieces of this rank's segment and, once all of a piece's have arrived, copies `own`'s
+   * piece there (unless it is the target itself), folds them in ascending rank order (so the bits
+   * do not depend on arrival order), then calls `reduced` with the piece.
+   */
+  scatter(sendsTo: (peer: number) => readonly Piece[], targets: readonly Piece[], own: readonly Piece[], fold: Fold, reduced: (target: Piece) => void): void {
+    for (const peer of this.peers) for (const piece of sendsTo(peer)) this.send(SCATTER_STEP, peer, piece);
+    for (const target of targets) {
+      const contributions = new Array<Uint8Array>(this.links.worldSize);
+      const foldFrom = (at: number): void => {
+        if (at === this.foldOrder.length) return reduced(target);
+        const bytes = contributions[this.foldOrder[at]!]!;
+        this.start(fold(target.bytes, bytes), () => {
+          this.held.delete(bytes);
+          this.links.release(bytes);
+          foldFrom(at + 1);
+        });
+      };
+      const ownPiece = own[target.index]!;
+      let missing = this.peers.length;
+      const arrived = () => {
+        if (ownPiece !== target) target.bytes.set(ownPiece.bytes);
+        foldFrom(0);
+      };
+      if (missing === 0) arrived();
+      for (const peer of this.peers) {
+        this.start(this.links.receive(this.railOf(target), peer, this.tagOf(SCATTER_STEP, target), this.shapeOf(target)), (bytes) => {
+          this.held.add(bytes);
+          contributions[peer] = bytes;
+          if (--missing === 0) arrived();
+        });
+      }
+    }
+  }
+
+  /** Step 1, this rank's part: sends `piece` (of the segment it owns) to every peer. */
+  sendToAll(piece: Piece): void {
+    for (const peer of this.peers) this.send(GATHER_STEP, peer, piece);
+  }
+
+  /** Step 1, the others' parts: every peer's segment (`segments(peer)`), received straight into it where the links can. */
+  gather(segments: (peer: number) => readonly Piece[]): void {
+    for (const peer of this.peers) {
+      for (const target of segments(peer)) {
+        this.start(this.links.receive(this.railOf(target), peer, this.tagOf(GATHER_STEP, target), this.shapeOf(target), target.bytes), (bytes) => {
+          // Received in place, the payload is the caller's memory: never the pool's to take back.
+          if (bytes === target.bytes) return;
+          target.bytes.set(bytes);
+          this.links.release(bytes);
+        });
+      }
+    }
+  }
+
+  /** Gives back what was received and not folded yet (the run's teardown). */
+  release(): void {
+    for (const bytes of this.held) this.links.release(bytes);
+    this.held.clear();
+  }
+
+  private send(step: number, peer: number, piece: Piece): void {
+    this.start(this.links.send(this.railOf(piece), peer, this.tagOf(step, piece), piece.bytes, this.shapeOf(piece)));
+  }
+
+  private railOf(piece: Piece): number {
+    return piece.index % this.links.rails;
+  }
+
+  private tagOf(step: number, piece: Piece): bigint {
+    return pieceTag(PAIRWISE_TAG_PREFIX, this.sequence, 0, step, piece.index);
+  }
+
+  private shapeOf(piece: Piece): { elementType: ElementType; count: number } {
+    return { elementType: this.elementType, count: piece.elements };
+  }
+}

@@ -1,18 +1,15 @@
-import type { Observable } from 'rxjs';
 import type { ElementType } from '../protocol/element-type.js';
 import type { Links } from '../transport/links/links.js';
 import { mod, type Piece, pieceTag } from './peer-data.js';
 import type { StartWork } from './piece-work.js';
+import type { RingPass } from './ring-pass.js';
 
 /** Pairwise messages carry tags under this prefix ("PW"). */
 export const PAIRWISE_TAG_PREFIX = 0x5057;
 
 /** The tag's step: contributions travel to their segment's owner, then segments from their owner. */
-export const SCATTER_STEP = 0;
-export const GATHER_STEP = 1;
-
-/** Folds a received piece into a target piece (the accumulate kernel). */
-export type Fold = (target: Uint8Array, received: Uint8Array) => Observable<unknown>;
+const SCATTER_STEP = 0;
+const GATHER_STEP = 1;
 
 /**
  * The two steps the pairwise algorithms are made of (docs/protocol.md 9.6), run inside one
@@ -23,7 +20,7 @@ export type Fold = (target: Uint8Array, received: Uint8Array) => Observable<unkn
  */
 export class PairwiseSteps {
   /** Every other rank, from rank + 1 on: every rank starts its sends with a different peer. */
-  readonly peers: readonly number[];
+  private readonly peers: readonly number[];
   /** Received contributions not yet folded, given back to the links if the run ends first (`release`). */
   private readonly held = new Set<Uint8Array>();
   private readonly foldOrder: readonly number[];
@@ -45,7 +42,7 @@ export class PairwiseSteps {
    * piece there (unless it is the target itself), folds them in ascending rank order (so the bits
    * do not depend on arrival order), then calls `reduced` with the piece.
    */
-  scatter(sendsTo: (peer: number) => readonly Piece[], targets: readonly Piece[], own: readonly Piece[], fold: Fold, reduced: (target: Piece) => void): void {
+  scatter(sendsTo: (peer: number) => readonly Piece[], targets: readonly Piece[], own: readonly Piece[], fold: RingPass['use'], reduced: (target: Piece) => void): void {
     for (const peer of this.peers) for (const piece of sendsTo(peer)) this.send(SCATTER_STEP, peer, piece);
     for (const target of targets) {
       const contributions = new Array<Uint8Array>(this.links.worldSize);
@@ -65,8 +62,11 @@ export class PairwiseSteps {
         foldFrom(0);
       };
       if (missing === 0) arrived();
+      const rail = this.railOf(target);
+      const tag = this.tagOf(SCATTER_STEP, target);
+      const shape = this.shapeOf(target);
       for (const peer of this.peers) {
-        this.start(this.links.receive(this.railOf(target), peer, this.tagOf(SCATTER_STEP, target), this.shapeOf(target)), (bytes) => {
+        this.start(this.links.receive(rail, peer, tag, shape), (bytes) => {
           this.held.add(bytes);
           contributions[peer] = bytes;
           if (--missing === 0) arrived();

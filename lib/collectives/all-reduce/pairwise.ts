@@ -50,7 +50,7 @@ export function pairwiseAllReduce(links: Links, request: ReductionRequest, conte
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);
         const divide = (target: Piece) => scheduleDivide({ dtype: view.dtype, data: target.bytes, divisor: worldSize });
-        const reduced = (target: Piece) => (op === 'avg' && worldSize > 1 ? start(divide(target), () => steps.sendToAll(target)) : steps.sendToAll(target));
+        const reduced = (target: Piece) => (op === 'avg' ? start(divide(target), () => steps.sendToAll(target)) : steps.sendToAll(target));
         steps.scatter((peer) => inputs[peer]!, segments[rank]!, inputs[rank]!, fold(view.dtype, op), reduced);
         steps.gather((peer) => segments[peer]!);
         return () => steps.release();

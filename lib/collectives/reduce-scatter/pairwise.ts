@@ -33,7 +33,7 @@ export function pairwiseReduceScatter(links: Links, request: ReductionRequest, c
       const shardOf = (owner: number) => piecesOf(view.bytes, width, { start: owner * shard, count: shard }, context.pieceBytes);
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);
-        const divide = (target: Piece) => (op === 'avg' && worldSize > 1 ? start(scheduleDivide({ dtype: view.dtype, data: target.bytes, divisor: worldSize })) : undefined);
+        const divide = (target: Piece) => (op === 'avg' ? start(scheduleDivide({ dtype: view.dtype, data: target.bytes, divisor: worldSize })) : undefined);
         steps.scatter(shardOf, piecesOf(result, width, { start: 0, count: shard }, context.pieceBytes), shardOf(rank), fold(view.dtype, op), divide);
         return () => steps.release();
       });

@@ -75,9 +75,10 @@ function rankText(rank: number): string {
  * unmatched data; a peer that parks more than `unmatchedBytesLimit` unmatched bytes fails the
  * session with an error naming it, its tags and the limit. A failure the mesh detects itself (that
  * budget, a corrupt or unexpected frame) is announced before it fails the session (by default an
- * Abort down every link), so the other ranks stop at once instead of timing out. A peer whose link
- * closes wakes every receive waiting on it at once (`direct peer rank N left`). `abort` sends an
- * Abort down every link.
+ * Abort down every link), so the other ranks stop at once instead of timing out. A peer whose
+ * inbound link closes (after the last message it carried) wakes every receive waiting on it there
+ * at once (`direct peer rank N left`); sends to a peer fail once any of its links closed. `abort`
+ * sends an Abort down every link.
  */
 export class PeerMesh {
   // Per link, by `linkIndex` (arrays, not maps keyed by text: every message looks one up).
@@ -86,7 +87,10 @@ export class PeerMesh {
   /** The links this rank receives on (it dialled them). */
   private readonly inbound: (FrameChannel | undefined)[];
   private readonly readers: Subscription[] = [];
+  /** Peers one of whose links ended: they take no more messages. */
   private readonly departed = new Set<number>();
+  /** By `linkIndex`: the inbound link ended, after every message it brought. */
+  private readonly inboundEnded: boolean[];
   private readonly matchers: TagMatcher<Frame, PostedReceive>[];
   private readonly unmatchedBytes: number[];
   private readonly sequences: bigint[];
@@ -116,6 +120,7 @@ export class PeerMesh {
     this.outbound = new Array<FrameChannel | undefined>(links).fill(undefined);
     this.inbound = new Array<FrameChannel | undefined>(links).fill(undefined);
     this.unmatchedBytes = new Array<number>(links).fill(0);
+    this.inboundEnded = new Array<boolean>(links).fill(false);
     this.sequences = new Array<bigint>(links).fill(0n);
   }
 
@@ -251,7 +256,7 @@ export class PeerMesh {
     if (this.failure !== null) throw this.failure;
     this.checkLink(source === ANY_RANK ? null : source, rail);
     const matcher = this.matchers[rail]!;
-    if (source !== ANY_RANK && this.departed.has(source) && !matcher.holdsFrom(source)) throw peerLeft(source);
+    if (source !== ANY_RANK && this.inboundEnded[this.linkIndex(source, rail)] && !matcher.holdsFrom(source)) throw peerLeft(source);
     const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, outcome };
     const frame = matcher.post(source, tag, posted);
     if (frame !== null) {
@@ -437,8 +442,8 @@ export class PeerMesh {
     this.readers.push(
       channel.frames$.subscribe({
         next: (frame) => (inbound ? this.onLinkFrame(peer, rail, frame) : this.onReverseFrame(peer, rail, frame)),
-        error: (error: unknown) => this.onDeparture(peer, error),
-        complete: () => this.onDeparture(peer, null),
+        error: (error: unknown) => this.onDeparture(peer, rail, direction, error),
+        complete: () => this.onDeparture(peer, rail, direction, null),
       }),
     );
   }
@@ -534,19 +539,27 @@ export class PeerMesh {
     this.unmatchedBytes[this.linkIndex(peer, rail)]! -= frame.payload.length;
   }
 
-  private onDeparture(peer: number, error: unknown): void {
+  /**
+   * A link of `peer` ended: it takes no more messages. Receives from it on `rail` fail only once
+   * the inbound link ended, since TCP orders nothing across two sockets: a peer that finished its
+   * last collective and left may end the link this rank sends on before its last messages on the
+   * other one arrived (a broadcast's root, say), and those must still be delivered.
+   */
+  private onDeparture(peer: number, rail: number, direction: 'inbound' | 'outbound', error: unknown): void {
     if (error instanceof ProtocolError) {
       // A corrupt link is a failure of the job, not a departure: keep the cause.
       this.failDetected(new ProtocolError(`direct peer rank ${peer} sent a corrupt frame: ${error.message}`));
       return;
     }
-    if (this.departed.has(peer)) return;
     this.departed.add(peer);
+    const link = this.linkIndex(peer, rail);
+    if (direction === 'outbound' || this.inboundEnded[link]) return;
+    this.inboundEnded[link] = true;
     const left = peerLeft(peer);
-    const everyPeerLeft = this.departed.size === this.identity.worldSize - 1;
-    for (const matcher of this.matchers) {
-      for (const receive of matcher.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.outcome.error(left);
-    }
+    const { rank, worldSize } = this.identity;
+    let everyPeerLeft = true;
+    for (let other = 0; other < worldSize; other++) if (other !== rank && !this.inboundEnded[this.linkIndex(other, rail)]) everyPeerLeft = false;
+    for (const receive of this.matchers[rail]!.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.outcome.error(left);
   }
 }
 

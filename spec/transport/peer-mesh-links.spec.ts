@@ -114,6 +114,23 @@ describe('PeerMesh links', () => {
     void one;
   });
 
+  it("a leaving peer's last messages still arrive when the link this rank sends on ends first; the end of the one they came on wakes the rest", async () => {
+    const [zero, one] = (await meshes(2, 2)) as [PeerMesh, PeerMesh];
+    const pending = received(zero, 1, 1, 7n, u8(3), 10_000);
+    const later = received(zero, 1, 1, 8n, u8(1), 10_000);
+    // Rank 1 ends the rail 1 link rank 0 sends on (its inbound), as a leaving rank does, before its
+    // message on the other direction is written: TCP orders nothing across the two sockets.
+    one.link('inbound', 0, 1)!.finish();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sent(one, 1, 0, 7n, u8(3), Uint8Array.of(1, 2, 3), 1_000);
+    expect(Array.from((await pending).payload)).toEqual([1, 2, 3]);
+    // Sends to it fail at once; receives on rail 1 fail once that link's data ended.
+    await expect(sent(zero, 0, 1, 9n, u8(1), Uint8Array.of(1), 1_000)).rejects.toThrow('direct peer rank 1 left');
+    one.link('outbound', 0, 1)!.finish();
+    await expect(later).rejects.toThrow('direct peer rank 1 left');
+    await expect(received(zero, 1, 1, 9n, u8(1), 1_000)).rejects.toThrow('direct peer rank 1 left');
+  });
+
   it('data on the wrong direction of a link fails the receiving rank, naming the sender and the rail', async () => {
     const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
     const failed = new Promise<unknown>((resolve) => (zero.failureHandler = resolve));

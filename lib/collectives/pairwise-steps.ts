@@ -15,8 +15,8 @@ const GATHER_STEP = 1;
  * The two steps the pairwise algorithms are made of (docs/protocol.md 9.6), run inside one
  * `pieceWork`: rank r owns segment r; `scatter` sends every owner its segment and folds what this
  * rank receives for its own (the reduce-scatter), `sendToAll` and `gather` move owned segments to
- * every rank (the all-gather). Pieces are spread over the rails by index; tags carry the step and
- * the piece.
+ * every rank (the all-gather; the broadcast, where only the root owns one). Pieces are spread over
+ * the rails by index; tags carry the step and the piece.
  */
 export class PairwiseSteps {
   /** Every other rank, from rank + 1 on: every rank starts its sends with a different peer. */

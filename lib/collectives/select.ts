@@ -14,6 +14,7 @@ import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
 import { stagedBarrier } from './barrier/staged.js';
 import { chainBroadcast } from './broadcast/chain.js';
+import { pairwiseBroadcast } from './broadcast/pairwise.js';
 import { stagedBroadcast } from './broadcast/staged.js';
 import { stagedGather } from './gather/staged.js';
 import { stagedReduce } from './reduce/staged.js';
@@ -35,8 +36,8 @@ import type { CollectiveTuning } from './tuning.js';
  * goes through the coordinator (the staged path), `ring` moves data rank to rank along the ring
  * order (rings, chains). `exchange` is rxccl's small-message path on the mesh: the agreement and
  * the data in one round between every pair of ranks, no coordinator hop. `pairwise` moves large
- * tensors between every pair of ranks directly (the all-reduce, all-gather and reduce-scatter),
- * where the ranks share one host.
+ * tensors between ranks directly, in one or two steps (the all-reduce, all-gather, reduce-scatter
+ * and broadcast), where the ranks share one host.
  */
 export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'pairwise';
 
@@ -69,6 +70,7 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedReduce },
   ],
   broadcast: [
+    { name: 'pairwise', family: 'pairwise', run: pairwiseBroadcast },
     { name: 'chain', family: 'ring', run: chainBroadcast },
     { name: 'exchange', family: 'exchange', run: exchangeBroadcast },
     { name: 'staged', family: 'direct', run: stagedBroadcast },

@@ -14,6 +14,7 @@ import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js'
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
+import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
 import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pairwise.js';
 import { ringReduceScatter } from '../../lib/collectives/reduce-scatter/ring.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
@@ -290,13 +291,14 @@ describe('ring and pairwise all-gather and reduce-scatter (lib/collectives/{all-
   });
 });
 
-describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
-  it('every rank gets the root tensor exactly, worlds 1..8, any root, ring order, dtype, odd counts and pieces', async () => {
+describe('chain and pairwise broadcast (lib/collectives/broadcast/{chain,pairwise}.ts)', () => {
+  it('every rank gets the root tensor exactly, worlds 1..8, any root, ring order, dtype, odd counts and pieces; each link carries it once', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 8 }).chain((worldSize) =>
           fc.record({
             worldSize: fc.constant(worldSize),
+            algorithm: fc.constantFrom('chain' as const, 'pairwise' as const),
             root: fc.integer({ min: 0, max: worldSize - 1 }),
             order: arbRingOrder(worldSize),
             dtype: fc.constantFrom(...DTYPES),
@@ -306,18 +308,21 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
             seed: fc.integer(),
           }),
         ),
-        async ({ worldSize, root, order, dtype, count, rails, pieceBytes, seed }) => {
+        async ({ worldSize, algorithm, root, order, dtype, count, rails, pieceBytes, seed }) => {
           const c = buildCase({ kind: 'broadcast', dtype, root, count }, worldSize, seededRandom(seed));
           const { ranks, traffic } = job(worldSize, { rails, ringOrder: order, pieceBytes });
+          const broadcast = algorithm === 'chain' ? chainBroadcast : pairwiseBroadcast;
           const results = await Promise.all(
-            ranks.map(({ links, context }, rank) => lastValueFrom(chainBroadcast(links, { view: viewTensor(tensorOf(dtype, c.inputs[rank]!, false)), root }, context))),
+            ranks.map(({ links, context }, rank) => lastValueFrom(broadcast(links, { view: viewTensor(tensorOf(dtype, c.inputs[rank]!, false)), root }, context))),
           );
           const expected = modelCollective(c, worldSize);
           results.forEach((result, rank) => expect(hex(result), describeCase(c)).toBe(hex(expected[rank]!.bytes!)));
-          // Each link of the line carries the tensor once: W - 1 hops, none into the root.
+          // W - 1 copies of the tensor, none into the root: the chain's line hop by hop, the
+          // pairwise broadcast from the root to every rank.
           const bytes = traffic.messages.reduce((sum, message) => sum + message.bytes, 0);
           expect(bytes).toBe((worldSize - 1) * c.inputs[root]!.length);
           expect(traffic.messages.every((message) => message.to !== root)).toBe(true);
+          if (algorithm === 'pairwise') expect(traffic.messages.every((message) => message.from === root)).toBe(true);
         },
       ),
       { numRuns: 150 },
@@ -325,9 +330,9 @@ describe('chain broadcast (lib/collectives/broadcast/chain.ts)', () => {
   });
 });
 
-describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/chain.ts)', () => {
+describe('memory a send still holds (lib/collectives/ring-pass.ts, pairwise-steps.ts, broadcast/chain.ts)', () => {
   /** A pipelined algorithm's run on one rank, with the result memory a test chooses. */
-  type Pipelined = 'allReduce' | 'pairwiseAllReduce' | 'allGather' | 'pairwiseAllGather' | 'reduceScatter' | 'pairwiseReduceScatter' | 'broadcast';
+  type Pipelined = 'allReduce' | 'pairwiseAllReduce' | 'allGather' | 'pairwiseAllGather' | 'reduceScatter' | 'pairwiseReduceScatter' | 'broadcast' | 'pairwiseBroadcast';
   /** The collective each pipelined algorithm runs. */
   const collectiveOf: Record<Pipelined, 'allReduce' | 'allGather' | 'reduceScatter' | 'broadcast'> = {
     allReduce: 'allReduce',
@@ -337,6 +342,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
     reduceScatter: 'reduceScatter',
     pairwiseReduceScatter: 'reduceScatter',
     broadcast: 'broadcast',
+    pairwiseBroadcast: 'broadcast',
   };
   const run = (kind: Pipelined, rank: MemoryRank, view: ReturnType<typeof viewTensor>, op: ReduceOp, root: number, output: Uint8Array | undefined) => {
     const into = output === undefined ? {} : { output };
@@ -346,6 +352,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
     if (kind === 'pairwiseAllGather') return pairwiseAllGather(rank.links, { view, ...into }, rank.context);
     if (kind === 'reduceScatter') return ringReduceScatter(rank.links, { view, op, ...into }, rank.context);
     if (kind === 'allGather') return ringAllGather(rank.links, { view, ...into }, rank.context);
+    if (kind === 'pairwiseBroadcast') return pairwiseBroadcast(rank.links, { view, root, ...into }, rank.context);
     return chainBroadcast(rank.links, { view, root, ...into }, rank.context);
   };
 
@@ -390,7 +397,7 @@ describe('memory a send still holds (lib/collectives/ring-pass.ts, broadcast/cha
         fc.integer({ min: 1, max: 6 }).chain((worldSize) =>
           fc.record({
             worldSize: fc.constant(worldSize),
-            kind: fc.constantFrom<Pipelined>('allReduce', 'pairwiseAllReduce', 'allGather', 'pairwiseAllGather', 'reduceScatter', 'pairwiseReduceScatter', 'broadcast'),
+            kind: fc.constantFrom<Pipelined>('allReduce', 'pairwiseAllReduce', 'allGather', 'pairwiseAllGather', 'reduceScatter', 'pairwiseReduceScatter', 'broadcast', 'pairwiseBroadcast'),
             into: fc.constantFrom('fresh' as const, 'output' as const, 'input' as const),
             order: arbRingOrder(worldSize),
             root: fc.integer({ min: 0, max: worldSize - 1 }),

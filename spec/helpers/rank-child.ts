@@ -48,8 +48,10 @@ async function dieInAllReduce(session: RankSession): Promise<void> {
     setInterval(() => undefined, 1_000);
     await new Promise<never>(() => undefined);
   }
-  // ALLREDUCE_ELEMENTS sizes the pending one (a large one goes round the ring on tcp_peer).
-  const pending = session.allReduce(new Int32Array(Number(process.env.ALLREDUCE_ELEMENTS ?? '1')).fill(2));
+  // ALLREDUCE_ELEMENTS sizes the pending one (a large one goes round the ring on tcp_peer);
+  // PENDING_COLLECTIVE=broadcast makes it a broadcast from rank 0 of that size instead.
+  const tensor = new Int32Array(Number(process.env.ALLREDUCE_ELEMENTS ?? '1')).fill(2);
+  const pending = process.env.PENDING_COLLECTIVE === 'broadcast' ? session.broadcast(tensor, 0) : session.allReduce(tensor);
   // Let the request reach the socket before saying so.
   await new Promise<void>((resolve) => setImmediate(resolve));
   say('WAITING');

@@ -93,12 +93,13 @@ describe('ranks in separate processes', () => {
   });
 
   // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), a large one goes pairwise
-  // (every rank on one host) or round the ring; killing the hub, or a rank of either, mid-algorithm
-  // ends every rank in < 2 s.
+  // (every rank on one host) or round the ring, a large broadcast pairwise from its root; killing
+  // the hub, or a rank of any of them, mid-algorithm ends every rank in < 2 s.
   for (const [what, victimRank, elements, env] of [
     ['the hub of a relayed exchange', 0, 1, {}],
     ['a rank of a pairwise all-reduce', 2, 1 << 20, {}],
     ['a rank of a ring all-reduce', 2, 1 << 20, { GX1_COLLECTIVE_ALGORITHM: 'ring' }],
+    ['a rank of a pairwise broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast' }],
   ] as const) {
     it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
       const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements), ...env }, 'tcp_peer');

@@ -1,13 +1,14 @@
 /**
- * docs/protocol.md 9.6 and 9.7 describe rxccl's ring and pairwise all-reduces precisely enough to
- * interoperate with: this checks that description against `ringAllReduce` and `pairwiseAllReduce`
- * frame by frame (segments, pieces, tags, rails, neighbours in the ring order, channels) and where
+ * docs/protocol.md 9.6 and 9.7 describe rxccl's ring and pairwise all-reduces (and the pairwise
+ * broadcast) precisely enough to interoperate with: this checks that description against
+ * `ringAllReduce`, `pairwiseAllReduce` and `pairwiseBroadcast` frame by frame (segments, pieces, tags, rails, neighbours in the ring order, channels) and where
  * avg divides.
  */
 import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
+import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
 import { layoutHash, pieceTag } from '../../lib/collectives/peer-data.js';
 import { viewTensor } from '../../lib/tensor.js';
 import { descriptorOf } from '../../lib/collectives/exchange-message.js';
@@ -123,6 +124,30 @@ describe('the pairwise all-reduce of docs 9.6', () => {
       expect(Array.from(new Int32Array(results[r]!.slice().buffer)).every((value) => value === 6)).toBe(true); // (3 + 6 + 9) / 3
     }
     expect(pieceTag(0x5057, 7n, 0, 1, 2)).toBe(0x5057_0001_c000_1002n);
+  });
+});
+
+describe('the pairwise broadcast of docs 9.6', () => {
+  it('the root sends each piece in turn to every rank in the order root+1, root+2, ... (step 1), with the documented tags and rails; nobody else sends', async () => {
+    const W = 4;
+    const R = 3;
+    const root = 2;
+    const P = 2 ** 18; // i32 elements per 1 MiB piece
+    const N = 2 * P + 5; // two full pieces and a short one
+    const { ranks, traffic } = memoryJob(W, { rails: R, pieceBytes: 2 ** 20 });
+    const results = await Promise.all(
+      ranks.map(({ links, context }) =>
+        lastValueFrom(pairwiseBroadcast(links, { view: viewTensor(Int32Array.from({ length: N }, (_, index) => (links.rank === root ? index : -1))), root }, context)),
+      ),
+    );
+    const tag = (c: number) => (0x5057n << 48n) | (1n << 12n) | BigInt(c);
+    const pieces = Array.from({ length: Math.ceil(N / P) }, (_, c) => ({ rail: c % R, tag: tag(c), count: Math.min(P, N - c * P) }));
+    const peers = [1, 2, 3].map((offset) => (root + offset) % W);
+    const documented = pieces.flatMap((piece) => peers.map((destination) => ({ ...piece, destination })));
+    const actual = traffic.messages.map(({ from, rail, to, tag, bytes }) => ({ from, rail, destination: to, tag, count: bytes / 4 }));
+    expect(actual.every((message) => message.from === root)).toBe(true);
+    expect(actual.map(({ from: _from, ...sent }) => sent)).toEqual(documented);
+    for (const result of results) expect(Array.from(new Int32Array(result.slice().buffer)).every((value, index) => value === index)).toBe(true);
   });
 });
 

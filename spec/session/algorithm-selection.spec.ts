@@ -41,7 +41,7 @@ async function algorithmsOf(ranks: RankSession[], work: (session: RankSession) =
 const big = DEFAULT_RING_THRESHOLD_BYTES / 4; // f32 elements at the threshold
 
 describe('algorithm selection in sessions', () => {
-  it('auto on tcp_peer at 3 ranks on one host: the exchange (relayed through rank 0) below the ring threshold; from it the pairwise algorithms and the chain; results exact', async () => {
+  it('auto on tcp_peer at 3 ranks on one host: the exchange (relayed through rank 0) below the ring threshold; from it the pairwise algorithms; results exact', async () => {
     const ranks = await sessions(3, { transport: 'tcp_peer' });
     const algorithms = await algorithmsOf(ranks, async (session) => {
       expect(Array.from(await session.allReduce(Int32Array.of(session.rank, 1)))).toEqual([3, 3]);
@@ -55,7 +55,7 @@ describe('algorithm selection in sessions', () => {
       // Element i of every input is i: rank r's shard of the sum starts at 3 * r * big.
       expect([scattered[0], scattered[big - 1]]).toEqual([3 * session.rank * big, 3 * (session.rank * big + big - 1)]);
     });
-    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:pairwise', 'broadcast:chain', 'allGather:pairwise', 'reduceScatter:pairwise']);
+    expect(algorithms).toEqual(['allReduce:exchange', 'allReduce:pairwise', 'broadcast:pairwise', 'allGather:pairwise', 'reduceScatter:pairwise']);
   });
 
   it('a large all-reduce takes the ring where a rank is on another host, or the ring is tuned; 2 ranks always', async () => {
@@ -211,8 +211,8 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(name({ tuning: { ...tuning, algorithm: 'ring' } })).toBe('ring');
     expect(name({ tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged');
     expect(name({ transport: 'tcp_host_staged' })).toBe('staged');
-    // The broadcast has no pairwise algorithm: its chain already moves every byte once per link.
-    expect(selectAlgorithm('broadcast', base).name).toBe('chain');
+    expect(selectAlgorithm('broadcast', base).name).toBe('pairwise');
+    expect(selectAlgorithm('broadcast', { ...base, ranksShareHost: false }).name).toBe('chain');
     expect(selectAlgorithm('allGather', base).name).toBe('pairwise');
     expect(selectAlgorithm('reduceScatter', base).name).toBe('pairwise');
     expect(selectAlgorithm('allGather', { ...base, ranksShareHost: false }).name).toBe('ring');

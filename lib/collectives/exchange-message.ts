@@ -16,9 +16,9 @@ import type { CollectiveContext } from './algorithm.js';
 import { layoutHash } from './peer-data.js';
 
 /**
- * What both ways of a mesh exchange (pairwise and through the hub, docs/protocol.md 9.7) share:
- * the agreement message a rank sends, how a receiver checks it, and how an exchange ends when a
- * rank does not come or only this rank saw what went wrong.
+ * What both ways of a mesh exchange (between all pairs and through the hub, docs/protocol.md 9.7)
+ * share: the agreement message a rank sends, how a receiver checks it, and how an exchange ends
+ * when a rank does not come or only this rank saw what went wrong.
  */
 
 /** Data of a rank that sends none with the agreement (a barrier; a broadcast's non-roots). */

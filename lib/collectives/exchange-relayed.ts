@@ -13,7 +13,7 @@ export const HUB_RANK = 0;
 /**
  * The relayed mesh exchange: every rank sends its agreement message to the hub (rank 0), which
  * checks each against its own (so all agree with all) and sends every rank all the data in one
- * reply. Two hops and 2(W-1) messages, where the pairwise exchange takes one hop and W(W-1): the
+ * reply. Two hops and 2(W-1) messages, where the all-pairs exchange takes one hop and W(W-1): the
  * coordinator's role in the staged path, played by a rank, with one process fewer to wake.
  *
  * The hub names the ranks that do not come within the session timeout and aborts the job with

@@ -3,15 +3,15 @@ import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
 import { descriptorOf } from './exchange-message.js';
-import { exchangePairwise } from './exchange-pairwise.js';
+import { exchangeAllPairs } from './exchange-all-pairs.js';
 import { exchangeRelayed } from './exchange-relayed.js';
 
 /**
- * Largest world whose exchange goes pairwise; larger worlds relay through the hub. At 2 ranks the
- * pairwise exchange is one hop where any relay takes two; at 4 ranks on 2 cores its 12 messages
- * cost more CPU than the relay's 6 save in hops (1.3-1.8x slower, measured).
+ * Largest world whose exchange goes between all pairs; larger worlds relay through the hub. At 2
+ * ranks the all-pairs exchange is one hop where any relay takes two; at 4 ranks on 2 cores its 12
+ * messages cost more CPU than the relay's 6 save in hops (1.3-1.8x slower, measured).
  */
-export const PAIRWISE_MAX_WORLD_SIZE = 2;
+export const ALL_PAIRS_MAX_WORLD_SIZE = 2;
 
 /**
  * The agreement of a collective that stays off the coordinator (tcp_peer), with its data in the
@@ -21,7 +21,7 @@ export const PAIRWISE_MAX_WORLD_SIZE = 2;
  * Emits every rank's data, by rank (this rank's own `data` at its index; the others are views of
  * received messages).
  *
- * Pairwise in small worlds, through the hub above (`exchangePairwise`, `exchangeRelayed`).
+ * Between all pairs in small worlds, through the hub above (`exchangeAllPairs`, `exchangeRelayed`).
  */
 export function exchangeOnMesh(
   links: Links,
@@ -34,7 +34,7 @@ export function exchangeOnMesh(
   return defer(() => {
     const number = sequence ?? context.nextMeshSequence();
     const own = descriptorOf(request, layout);
-    const exchange = links.worldSize <= PAIRWISE_MAX_WORLD_SIZE ? exchangePairwise : exchangeRelayed;
+    const exchange = links.worldSize <= ALL_PAIRS_MAX_WORLD_SIZE ? exchangeAllPairs : exchangeRelayed;
     return exchange(links, context, own, data, number);
   });
 }

@@ -1,5 +1,6 @@
 import type { ElementType } from '../protocol/element-type.js';
 import type { Links } from '../transport/links/links.js';
+import { receiveInto } from '../transport/links/receive-into.js';
 import { mod, type Piece, pieceTag } from './peer-data.js';
 import type { StartWork } from './piece-work.js';
 import type { RingPass } from './ring-pass.js';
@@ -83,14 +84,7 @@ export class PairwiseSteps {
   /** Step 1, the others' parts: every peer's segment (`segments(peer)`), received straight into it where the links can. */
   gather(segments: (peer: number) => readonly Piece[]): void {
     for (const peer of this.peers) {
-      for (const target of segments(peer)) {
-        this.start(this.links.receive(this.railOf(target), peer, this.tagOf(GATHER_STEP, target), this.shapeOf(target), target.bytes), (bytes) => {
-          // Received in place, the payload is the caller's memory: never the pool's to take back.
-          if (bytes === target.bytes) return;
-          target.bytes.set(bytes);
-          this.links.release(bytes);
-        });
-      }
+      for (const target of segments(peer)) this.start(receiveInto(this.links, this.railOf(target), peer, this.tagOf(GATHER_STEP, target), this.shapeOf(target), target.bytes));
     }
   }
 

@@ -96,7 +96,7 @@ export interface SessionParts {
   readonly tuning: CollectiveTuning;
   readonly timeoutMs: number;
   readonly scheduler: SchedulerLike;
-  /** Every rank on one host (default false): large all-reduces, all-gathers and reduce-scatters then go pairwise under `auto`. */
+  /** Every rank on one host (default false): large all-reduces, all-gathers, reduce-scatters and broadcasts then go pairwise under `auto`. */
   readonly ranksShareHost?: boolean;
 }
 

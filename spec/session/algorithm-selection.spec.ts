@@ -74,7 +74,7 @@ describe('algorithm selection in sessions', () => {
   });
 
   for (const worldSize of [2, 4]) {
-    const how = worldSize === 2 ? 'one pairwise mesh exchange' : 'one exchange relayed through rank 0';
+    const how = worldSize === 2 ? 'one all-pairs mesh exchange' : 'one exchange relayed through rank 0';
     it(`auto on tcp_peer at ${worldSize} ranks: small collectives are ${how}, no coordinator hop; results exact`, async () => {
       const ranks = await sessions(worldSize, { transport: 'tcp_peer' });
       const W = worldSize;

@@ -2,6 +2,7 @@ import { concat, defer, mergeMap, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
+import { receiveInto } from '../../transport/links/receive-into.js';
 import type { CollectiveContext, RootedRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
 import { type Piece, pieceTag, piecesOf } from '../peer-data.js';
@@ -45,14 +46,7 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
             forward(piece);
             continue;
           }
-          start(links.receive(railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes), (bytes) => {
-            // Received in place, the payload is the caller's memory: nothing to copy or give back.
-            if (bytes !== piece.bytes) {
-              piece.bytes.set(bytes);
-              links.release(bytes);
-            }
-            forward(piece);
-          });
+          start(receiveInto(links, railOf(piece.index), previous, tagOf(piece.index), shape(piece.elements), piece.bytes), () => forward(piece));
         }
       });
       return concat(moved, defer(() => [result]));

@@ -6,11 +6,11 @@ import { agreementMessage, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, exch
 import { pieceTag } from './peer-data.js';
 
 /**
- * The pairwise mesh exchange: every rank sends every other rank its agreement message and checks
+ * The all-pairs mesh exchange: every rank sends every other rank its agreement message and checks
  * each one it receives. One hop between any two ranks; W(W-1) messages, so it serves small worlds
  * (2 ranks: one message each way).
  */
-export function exchangePairwise(links: Links, context: CollectiveContext, own: OperationDescriptor, data: Uint8Array, number: bigint): Observable<Uint8Array[]> {
+export function exchangeAllPairs(links: Links, context: CollectiveContext, own: OperationDescriptor, data: Uint8Array, number: bigint): Observable<Uint8Array[]> {
   const { rank, worldSize } = links;
   const message = agreementMessage(own, number, data, context.scratch);
   const tag = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);

@@ -2,7 +2,7 @@ import type { Observable } from 'rxjs';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { agreementMessage, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, exchangeReceive, runExchange } from './exchange-message.js';
+import { agreementMessage, AgreementInbox, bytesShape, EXCHANGE_TAG_PREFIX, runExchange } from './exchange-message.js';
 import { pieceTag } from './peer-data.js';
 
 /**
@@ -15,22 +15,14 @@ export function exchangeAllPairs(links: Links, context: CollectiveContext, own: 
   const message = agreementMessage(own, number, data, context.scratch);
   const tag = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);
   const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
-  const parts = new Array<Uint8Array>(worldSize);
-  parts[rank] = data;
-  const received: Uint8Array[] = [];
+  const inbox = new AgreementInbox(links, own, number, data);
   const round = () => [
     ...peers.map((peer) => ({ run: links.send(0, peer, tag, message, bytesShape(message)) })),
-    ...peers.map((peer) => ({
-      run: exchangeReceive(links, peer, tag, deadline),
-      onValue: (bytes: Uint8Array) => {
-        received.push(bytes);
-        parts[peer] = checkAgreement(bytes, peer, rank, own, number);
-      },
-    })),
+    ...peers.map((peer) => inbox.receive(peer, tag, deadline)),
   ];
-  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => peers.filter((peer) => parts[peer] === undefined) };
-  return runExchange(context, deadline, [round], () => parts, () => {
+  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => inbox.missing(peers) };
+  return runExchange(context, deadline, [round], () => inbox.parts, () => {
     context.scratch.give(message);
-    for (const bytes of received) links.release(bytes);
+    inbox.release();
   });
 }

@@ -74,6 +74,46 @@ export function checkAgreement(received: Uint8Array, peer: number, rank: number,
   return received.subarray(DESCRIPTOR_BYTES);
 }
 
+/**
+ * The agreement messages one rank of an exchange receives: each is checked against this rank's
+ * descriptor (`checkAgreement`) and its data filed by rank in `parts` (this rank's own data at its
+ * index); `release` gives the messages back once nothing reads the parts any more.
+ */
+export class AgreementInbox {
+  readonly parts: Uint8Array[];
+  private readonly received: Uint8Array[] = [];
+
+  constructor(
+    private readonly links: Links,
+    private readonly own: OperationDescriptor,
+    private readonly number: bigint,
+    data: Uint8Array,
+  ) {
+    this.parts = new Array<Uint8Array>(links.worldSize);
+    this.parts[links.rank] = data;
+  }
+
+  /** The step that receives `peer`'s agreement message, tagged `tag`. */
+  receive(peer: number, tag: bigint, deadline: ExchangeDeadline): ExchangeStep {
+    return {
+      run: exchangeReceive(this.links, peer, tag, deadline),
+      onValue: (bytes) => {
+        this.received.push(bytes);
+        this.parts[peer] = checkAgreement(bytes, peer, this.links.rank, this.own, this.number);
+      },
+    };
+  }
+
+  /** The ranks of `peers` whose message has not come. */
+  missing(peers: readonly number[]): number[] {
+    return peers.filter((peer) => this.parts[peer] === undefined);
+  }
+
+  release(): void {
+    for (const bytes of this.received) this.links.release(bytes);
+  }
+}
+
 /** One send or receive of an exchange; `onValue` takes what a receive delivers (and may throw to fail the exchange). */
 export interface ExchangeStep {
   readonly run: Observable<Uint8Array | void>;

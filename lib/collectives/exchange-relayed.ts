@@ -4,7 +4,7 @@ import { decodeRelayedParts, encodeRelayedParts } from '../protocol/relay-codec.
 import { COLLECTIVE_RESPONSE_GRACE_MS } from '../transport/collective-channel.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { agreementMessage, bytesShape, checkAgreement, EXCHANGE_TAG_PREFIX, exchangeReceive, runExchange } from './exchange-message.js';
+import { agreementMessage, AgreementInbox, bytesShape, EXCHANGE_TAG_PREFIX, exchangeReceive, runExchange } from './exchange-message.js';
 import { pieceTag } from './peer-data.js';
 
 /** The rank every relayed exchange goes through. */
@@ -24,10 +24,10 @@ export function exchangeRelayed(links: Links, context: CollectiveContext, own: O
   const { rank, worldSize } = links;
   const up = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);
   const down = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 1, 0);
-  let parts = new Array<Uint8Array>(worldSize);
   if (rank !== HUB_RANK) {
     const message = agreementMessage(own, number, data, context.scratch);
     let replied: Uint8Array | null = null;
+    let parts: Uint8Array[] = [];
     // The receive is posted before the send, so the reply never waits unmatched.
     const round = () => [
       {
@@ -46,24 +46,16 @@ export function exchangeRelayed(links: Links, context: CollectiveContext, own: O
     });
   }
   const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
-  parts[rank] = data;
-  const received: Uint8Array[] = [];
+  const inbox = new AgreementInbox(links, own, number, data);
   let message: Uint8Array | null = null;
-  const gather = () =>
-    peers.map((peer) => ({
-      run: exchangeReceive(links, peer, up, deadline),
-      onValue: (bytes: Uint8Array) => {
-        received.push(bytes);
-        parts[peer] = checkAgreement(bytes, peer, rank, own, number);
-      },
-    }));
+  const gather = () => peers.map((peer) => inbox.receive(peer, up, deadline));
   const reply = () => {
-    message = encodeRelayedParts(parts, (bytes) => context.scratch.take(bytes));
+    message = encodeRelayedParts(inbox.parts, (bytes) => context.scratch.take(bytes));
     return peers.map((peer) => ({ run: links.send(0, peer, down, message!, bytesShape(message!)) }));
   };
-  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => peers.filter((peer) => parts[peer] === undefined) };
-  return runExchange(context, deadline, [gather, reply], () => parts, () => {
+  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => inbox.missing(peers) };
+  return runExchange(context, deadline, [gather, reply], () => inbox.parts, () => {
     context.scratch.give(message!);
-    for (const bytes of received) links.release(bytes);
+    inbox.release();
   });
 }

@@ -3,9 +3,8 @@ import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, TensorRequest } from '../algorithm.js';
-import { PairwiseSteps } from '../pairwise-steps.js';
+import { pairwisePieces, PairwiseSteps } from '../pairwise-steps.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { piecesOf } from '../peer-data.js';
 import { pieceWork } from '../piece-work.js';
 import { shaped } from '../staged.js';
 
@@ -25,10 +24,10 @@ export function pairwiseAllGather(links: Links, request: TensorRequest, context:
       const width = dtypeWidth(view.dtype);
       const result = request.output ?? new Uint8Array(view.bytes.length * links.worldSize);
       result.set(view.bytes, links.rank * view.bytes.length);
-      const slot = (rank: number) => piecesOf(result, width, { start: rank * view.count, count: view.count }, context.pieceBytes);
+      const slot = (rank: number) => pairwisePieces(result, width, { start: rank * view.count, count: view.count }, context.pieceBytes);
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);
-        for (const piece of piecesOf(view.bytes, width, { start: 0, count: view.count }, context.pieceBytes)) steps.sendToAll(piece);
+        for (const piece of pairwisePieces(view.bytes, width, { start: 0, count: view.count }, context.pieceBytes)) steps.sendToAll(piece);
         steps.gather(slot);
       });
       return concat(work, defer(() => [result]));

@@ -6,8 +6,8 @@ import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { evenRanges, type Piece, piecesOf } from '../peer-data.js';
-import { PairwiseSteps } from '../pairwise-steps.js';
+import { evenRanges, type Piece } from '../peer-data.js';
+import { pairwisePieces, PairwiseSteps } from '../pairwise-steps.js';
 import { pieceWork } from '../piece-work.js';
 import { fold } from '../ring-pass.js';
 import { shaped } from '../staged.js';
@@ -25,9 +25,9 @@ import { shaped } from '../staged.js';
  * have no structure for a ring order to follow; across hosts the ring keeps traffic between
  * neighbours, so `selectAlgorithm` uses this only where every rank shares one host.
  *
- * - Segments move in pieces of about `context.pieceBytes`, each piece on its own: an owner folds
- *   and sends piece k while later pieces still arrive. Pieces are spread over the rails. The steps
- *   are `PairwiseSteps`, shared with the pairwise all-gather and reduce-scatter.
+ * - Segments move in pieces of about twice `context.pieceBytes` (`pairwisePieces`), each piece on
+ *   its own: an owner folds and sends piece k while later pieces still arrive. Pieces are spread
+ *   over the rails. The steps are `PairwiseSteps`, shared with the other pairwise algorithms.
  * - Memory stays safe without copies: a segment sent in the first step is overwritten only by the
  *   owner's reduced piece, which the owner sends once it has received this rank's contribution;
  *   the segment this rank owns is never sent before it is reduced.
@@ -45,8 +45,8 @@ export function pairwiseAllReduce(links: Links, request: ReductionRequest, conte
       const { rank, worldSize } = links;
       const width = dtypeWidth(view.dtype);
       const ranges = evenRanges(0, view.count, worldSize);
-      const segments = ranges.map((range) => piecesOf(result, width, range, context.pieceBytes));
-      const inputs = result === view.bytes ? segments : ranges.map((range) => piecesOf(view.bytes, width, range, context.pieceBytes));
+      const segments = ranges.map((range) => pairwisePieces(result, width, range, context.pieceBytes));
+      const inputs = result === view.bytes ? segments : ranges.map((range) => pairwisePieces(view.bytes, width, range, context.pieceBytes));
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);
         const divide = (target: Piece) => scheduleDivide({ dtype: view.dtype, data: target.bytes, divisor: worldSize });

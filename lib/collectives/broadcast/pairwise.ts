@@ -3,9 +3,8 @@ import { Opcode } from '../../protocol/opcode.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, RootedRequest } from '../algorithm.js';
-import { PairwiseSteps } from '../pairwise-steps.js';
+import { pairwisePieces, PairwiseSteps } from '../pairwise-steps.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { piecesOf } from '../peer-data.js';
 import { pieceWork } from '../piece-work.js';
 import { shaped } from '../staged.js';
 
@@ -26,7 +25,7 @@ export function pairwiseBroadcast(links: Links, request: RootedRequest, context:
     mergeMap((sequence) => {
       const result = request.output ?? new Uint8Array(view.bytes.length);
       if (links.rank === root && result !== view.bytes) result.set(view.bytes);
-      const pieces = piecesOf(result, dtypeWidth(view.dtype), { start: 0, count: view.count }, context.pieceBytes);
+      const pieces = pairwisePieces(result, dtypeWidth(view.dtype), { start: 0, count: view.count }, context.pieceBytes);
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);
         if (links.rank === root) for (const piece of pieces) steps.sendToAll(piece);

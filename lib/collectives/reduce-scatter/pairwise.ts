@@ -5,9 +5,9 @@ import { reduceOpCode } from '../../protocol/reduce-op.js';
 import { dtypeWidth } from '../../tensor.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { PairwiseSteps } from '../pairwise-steps.js';
+import { pairwisePieces, PairwiseSteps } from '../pairwise-steps.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
-import { type Piece, piecesOf } from '../peer-data.js';
+import type { Piece } from '../peer-data.js';
 import { pieceWork } from '../piece-work.js';
 import { fold } from '../ring-pass.js';
 import { shaped } from '../staged.js';
@@ -30,11 +30,11 @@ export function pairwiseReduceScatter(links: Links, request: ReductionRequest, c
       const width = dtypeWidth(view.dtype);
       const shard = view.count / worldSize;
       const result = request.output ?? new Uint8Array(shard * width);
-      const shardOf = (owner: number) => piecesOf(view.bytes, width, { start: owner * shard, count: shard }, context.pieceBytes);
+      const shardOf = (owner: number) => pairwisePieces(view.bytes, width, { start: owner * shard, count: shard }, context.pieceBytes);
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);
         const divide = (target: Piece) => (op === 'avg' ? start(scheduleDivide({ dtype: view.dtype, data: target.bytes, divisor: worldSize })) : undefined);
-        steps.scatter(shardOf, piecesOf(result, width, { start: 0, count: shard }, context.pieceBytes), shardOf(rank), fold(view.dtype, op), divide);
+        steps.scatter(shardOf, pairwisePieces(result, width, { start: 0, count: shard }, context.pieceBytes), shardOf(rank), fold(view.dtype, op), divide);
         return () => steps.release();
       });
       return concat(work, defer(() => [result]));

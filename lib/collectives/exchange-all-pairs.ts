@@ -11,16 +11,15 @@ import { pieceTag } from './peer-data.js';
  * (2 ranks: one message each way).
  */
 export function exchangeAllPairs(links: Links, context: CollectiveContext, own: OperationDescriptor, data: Uint8Array, number: bigint): Observable<Uint8Array[]> {
-  const { rank, worldSize } = links;
   const message = agreementMessage(own, number, data, context.scratch);
   const tag = pieceTag(EXCHANGE_TAG_PREFIX, number, 0, 0, 0);
-  const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
   const inbox = new AgreementInbox(links, own, number, data);
+  const { peers } = inbox;
   const round = () => [
     ...peers.map((peer) => ({ run: links.send(0, peer, tag, message, bytesShape(message)) })),
     ...peers.map((peer) => inbox.receive(peer, tag, deadline)),
   ];
-  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => inbox.missing(peers) };
+  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => inbox.missing() };
   return runExchange(context, deadline, [round], () => inbox.parts, () => {
     context.scratch.give(message);
     inbox.release();

@@ -81,6 +81,8 @@ export function checkAgreement(received: Uint8Array, peer: number, rank: number,
  */
 export class AgreementInbox {
   readonly parts: Uint8Array[];
+  /** Every rank but this one, ascending. */
+  readonly peers: readonly number[];
   private readonly received: Uint8Array[] = [];
 
   constructor(
@@ -91,6 +93,7 @@ export class AgreementInbox {
   ) {
     this.parts = new Array<Uint8Array>(links.worldSize);
     this.parts[links.rank] = data;
+    this.peers = Array.from({ length: links.worldSize - 1 }, (_, index) => (index < links.rank ? index : index + 1));
   }
 
   /** The step that receives `peer`'s agreement message, tagged `tag`. */
@@ -104,9 +107,9 @@ export class AgreementInbox {
     };
   }
 
-  /** The ranks of `peers` whose message has not come. */
-  missing(peers: readonly number[]): number[] {
-    return peers.filter((peer) => this.parts[peer] === undefined);
+  /** The peers whose message has not come. */
+  missing(): number[] {
+    return this.peers.filter((peer) => this.parts[peer] === undefined);
   }
 
   release(): void {

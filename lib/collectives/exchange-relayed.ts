@@ -45,15 +45,15 @@ export function exchangeRelayed(links: Links, context: CollectiveContext, own: O
       links.release(replied!);
     });
   }
-  const peers = Array.from({ length: worldSize }, (_, peer) => peer).filter((peer) => peer !== rank);
   const inbox = new AgreementInbox(links, own, number, data);
+  const { peers } = inbox;
   let message: Uint8Array | null = null;
   const gather = () => peers.map((peer) => inbox.receive(peer, up, deadline));
   const reply = () => {
     message = encodeRelayedParts(inbox.parts, (bytes) => context.scratch.take(bytes));
     return peers.map((peer) => ({ run: links.send(0, peer, down, message!, bytesShape(message!)) }));
   };
-  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => inbox.missing(peers) };
+  const deadline = { number, opcode: own.opcode, waitMs: context.timeoutMs(), missing: () => inbox.missing() };
   return runExchange(context, deadline, [gather, reply], () => inbox.parts, () => {
     context.scratch.give(message!);
     inbox.release();

@@ -8,6 +8,7 @@ import { agreeOnPeerData } from '../peer-agreement.js';
 import { type Piece, pieceTag, piecesOf } from '../peer-data.js';
 import { pieceWork } from '../piece-work.js';
 import { shaped } from '../staged.js';
+import { broadcastResult } from './broadcast-result.js';
 
 /** Chain messages carry tags under this prefix ("BC"). */
 export const CHAIN_TAG_PREFIX = 0x4243;
@@ -31,8 +32,7 @@ export function chainBroadcast(links: Links, request: RootedRequest, context: Co
       const position = order.indexOf(links.rank);
       const next = order[position + 1];
       const previous = order[position - 1];
-      const result = request.output ?? new Uint8Array(view.bytes.length);
-      if (links.rank === root && result !== view.bytes) result.set(view.bytes);
+      const result = broadcastResult(request, links.rank);
       const shape = (elements: number) => ({ elementType: view.elementType, count: elements });
       const tagOf = (piece: number) => pieceTag(CHAIN_TAG_PREFIX, sequence, 0, 0, piece);
       const railOf = (piece: number) => piece % links.rails;

@@ -7,6 +7,7 @@ import { pairwisePieces, PairwiseSteps } from '../pairwise-steps.js';
 import { agreeOnPeerData } from '../peer-agreement.js';
 import { pieceWork } from '../piece-work.js';
 import { shaped } from '../staged.js';
+import { broadcastResult } from './broadcast-result.js';
 
 /**
  * Broadcast in one direct step (step 1 of the pairwise algorithms, from the root alone): the root
@@ -23,8 +24,7 @@ export function pairwiseBroadcast(links: Links, request: RootedRequest, context:
   const { view, root } = request;
   return agreeOnPeerData(links, context, shaped(Opcode.Broadcast, view, { rootRank: root }), 'pairwise').pipe(
     mergeMap((sequence) => {
-      const result = request.output ?? new Uint8Array(view.bytes.length);
-      if (links.rank === root && result !== view.bytes) result.set(view.bytes);
+      const result = broadcastResult(request, links.rank);
       const pieces = pairwisePieces(result, dtypeWidth(view.dtype), { start: 0, count: view.count }, context.pieceBytes);
       const work = pieceWork((start) => {
         const steps = new PairwiseSteps(links, start, sequence, view.elementType);

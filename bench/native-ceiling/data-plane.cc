@@ -101,7 +101,8 @@ class AllReduce : public Napi::AsyncWorker {
       for (size_t i = 0; i < phase.size(); i++) {
         const Transfer& t = phase[i];
         const short events = (t.sent < t.sends.size() ? POLLOUT : 0) | (t.received < t.receives.size() ? POLLIN : 0);
-        ready[i] = {t.fd, events, 0};
+        // A finished transfer's socket is left out: poll() would still report its peer hanging up.
+        ready[i] = {events != 0 ? t.fd : -1, events, 0};
         pending = pending || events != 0;
       }
       if (!pending) return true;
@@ -131,7 +132,7 @@ class AllReduce : public Napi::AsyncWorker {
     message.msg_iov = parts;
     message.msg_iovlen = used;
     ssize_t written = sendmsg(t.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (written < 0) return errno == EAGAIN || Fail("send", errno);
+    if (written < 0) return errno == EAGAIN || errno == EINTR || Fail("send", errno);
     while (written > 0) {
       const size_t left = t.sends[t.sent].size - t.sentBytes;
       if (static_cast<size_t>(written) < left) {
@@ -150,7 +151,7 @@ class AllReduce : public Napi::AsyncWorker {
       const Span& into = t.receives[t.received];
       const ssize_t got = recv(t.fd, into.data + t.receivedBytes, into.size - t.receivedBytes, MSG_DONTWAIT);
       if (got == 0) return Fail("peer closed", 0);
-      if (got < 0) return errno == EAGAIN || Fail("recv", errno);
+      if (got < 0) return errno == EAGAIN || errno == EINTR || Fail("recv", errno);
       t.receivedBytes += got;
       if (t.receivedBytes == into.size) {
         t.received++;

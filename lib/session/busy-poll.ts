@@ -45,7 +45,12 @@ export function busyPollMicros(setting: BusyPollSetting, processesOnHost: number
   return processesOnHost !== null && processesOnHost <= cores ? DEFAULT_BUSY_POLL_MICROS : 0;
 }
 
-/** tcp_peer: the ranks that advertise the same host as `rank` on rail 0 (the coordinator mostly sleeps). */
+/**
+ * tcp_peer: the ranks that advertise the same host as `rank` on rail 0 (the coordinator mostly
+ * sleeps). Hosts are compared as advertised text, so distinct loopback addresses count as distinct
+ * hosts: a job on one machine can stand for several that way (the algorithm-selection spec puts a
+ * rank on 127.0.0.2).
+ */
 export function meshProcessesOnHost(table: readonly (readonly SocketAddressText[])[], rank: number): number {
   const own = table[rank]![0]!.host;
   return table.filter((endpoints) => endpoints[0]!.host === own).length;

@@ -5,7 +5,7 @@
  * tslab kernel are installed. dist/ is rebuilt first when any library or bench source is newer.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -34,13 +34,26 @@ interface Notebook {
   cells: { id?: string; source: string[]; outputs?: { text?: string[]; data?: Record<string, string | string[]> }[] }[];
 }
 
+/** This checkout's tslab (a dev dependency): the notebook runs on it, whatever kernel the machine registered. */
+const TSLAB = join(ROOT, 'node_modules', '.bin', 'tslab');
+
 /** Why the notebook cannot run here, or null. */
 function notebookUnavailable(): string | null {
-  const kernels = spawnSync('jupyter', ['kernelspec', 'list', '--json'], { encoding: 'utf8' });
-  if (kernels.error !== undefined || kernels.status !== 0) return 'Jupyter is not installed (apt-get install jupyter-nbconvert python3-ipykernel jupyter-client python3-nbclient)';
-  const specs = (JSON.parse(kernels.stdout) as { kernelspecs: Record<string, unknown> }).kernelspecs;
-  if (!('tslab' in specs)) return 'the tslab kernel is not registered (npx tslab install --python=/usr/bin/python3 --binary="$PWD/node_modules/.bin/tslab")';
+  const nbconvert = spawnSync('jupyter', ['nbconvert', '--version'], { encoding: 'utf8' });
+  if (nbconvert.error !== undefined || nbconvert.status !== 0) return 'Jupyter is not installed (apt-get install jupyter-nbconvert python3-ipykernel jupyter-client python3-nbclient)';
+  if (!existsSync(TSLAB)) return 'tslab is not installed in node_modules (npm ci)';
   return null;
+}
+
+/**
+ * A Jupyter data folder whose tslab kernel is this checkout's (first on JUPYTER_PATH): a kernel
+ * registered on the machine may point at another checkout, or at none.
+ */
+function tslabKernelPath(directory: string): string {
+  const kernel = join(directory, 'kernels', 'tslab');
+  mkdirSync(kernel, { recursive: true });
+  writeFileSync(join(kernel, 'kernel.json'), JSON.stringify({ argv: [TSLAB, 'kernel', '--config-path', '{connection_file}'], display_name: 'TypeScript', language: 'typescript' }));
+  return directory;
 }
 
 /**
@@ -158,7 +171,7 @@ describe.concurrent('the built package', () => {
       const run = spawnSync(
         'jupyter',
         ['nbconvert', '--to', 'notebook', '--execute', '--ExecutePreprocessor.timeout=60', input, '--output-dir', directory, '--output', 'executed.ipynb'],
-        { cwd: ROOT, encoding: 'utf8', timeout: 90_000 },
+        { cwd: ROOT, encoding: 'utf8', timeout: 90_000, env: { ...process.env, JUPYTER_PATH: tslabKernelPath(join(directory, 'jupyter')) } },
       );
       expect(run.status, run.stderr).toBe(0);
       const outputs = (JSON.parse(readFileSync(join(directory, 'executed.ipynb'), 'utf8')) as Notebook).cells.flatMap((cell) => cell.outputs ?? []);

@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include "args.h"
+#include "data_plane_entry.h"
 #include "dispatch.h"
 #include "errors.h"
 #include "kernel_worker.h"
@@ -119,6 +120,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("divide", Napi::Function::New(env, DivideEntry, "divide"));
   exports.Set("cancel", Napi::Function::New(env, Cancel, "cancel"));
   exports.Set("kernelThreads", Napi::Function::New(env, KernelThreadsEntry, "kernelThreads"));
+  exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }
 

@@ -9,6 +9,7 @@ import { pairwiseAllGather } from './all-gather/pairwise.js';
 import { pairwiseReduceScatter } from './reduce-scatter/pairwise.js';
 import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
+import { nativeAllReduce } from './all-reduce/native.js';
 import { stagedAllGather } from './all-gather/staged.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
@@ -37,9 +38,10 @@ import type { CollectiveTuning } from './tuning.js';
  * order (rings, chains). `exchange` is rxccl's small-message path on the mesh: the agreement and
  * the data in one round between every pair of ranks, no coordinator hop. `pairwise` moves large
  * tensors between ranks directly, in one or two steps (the all-reduce, all-gather, reduce-scatter
- * and broadcast), where the ranks share one host.
+ * and broadcast), where the ranks share one host. `native` runs on the native data plane (the
+ * addon's thread over data links of its own), where the session has one.
  */
-export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'pairwise';
+export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'pairwise' | 'native';
 
 /** One row of the algorithm table. */
 export interface AlgorithmRow<N extends CollectiveName> {
@@ -60,6 +62,7 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedBarrier },
   ],
   allReduce: [
+    { name: 'native', family: 'native', run: nativeAllReduce },
     { name: 'pairwise', family: 'pairwise', run: pairwiseAllReduce },
     { name: 'ring', family: 'ring', run: ringAllReduce },
     { name: 'exchange', family: 'exchange', run: exchangeAllReduce },
@@ -108,6 +111,8 @@ export interface Situation {
   readonly tuning: CollectiveTuning;
   /** Every rank of the job advertises this rank's host (tcp_peer; the same answer on every rank). */
   readonly ranksShareHost: boolean;
+  /** The session has the native data plane (tcp_peer, `dataPlane: 'native'`; every rank alike). */
+  readonly nativeDataPlane?: boolean;
 }
 
 /** Smallest world the pairwise family serves: at 2 ranks it would be the ring, step for step. */
@@ -128,7 +133,8 @@ export function pairwiseFits(situation: Situation): boolean {
  * - one rank, or `direct`: through the coordinator;
  * - `ring`: the collective's ring-family algorithm, on either transport (on tcp_host_staged its
  *   pieces travel the coordinator's point-to-point rails); collectives without one as `auto`;
- * - `auto`: on tcp_peer from `ringThresholdBytes` the pairwise family where it fits
+ * - `auto`: on tcp_peer with the native data plane, the collective's native algorithm at any
+ *   size where it has one; else from `ringThresholdBytes` the pairwise family where it fits
  *   (`pairwiseFits`), else the ring family; the exchange below it (pairwise or relayed through
  *   rank 0, see `exchangeOnMesh`); else direct.
  */
@@ -141,6 +147,8 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   const ring = rows.find((row) => row.family === 'ring');
   if (ring !== undefined && tuning.algorithm === 'ring') return ring;
   if (transport !== 'tcp_peer') return direct;
+  const native = situation.nativeDataPlane === true ? rows.find((row) => row.family === 'native') : undefined;
+  if (native !== undefined) return native;
   // A relayed exchange hands every rank all W tensors in one message (with 4 bytes of length
   // each): past the frame limit go direct, which names the limit.
   const exchange = (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES ? rows.find((row) => row.family === 'exchange') : undefined;

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigurationError, KernelError } from '../errors.js';
+import type { DataPlaneEngine } from '../transport/data-plane.js';
 
 /** Where cmake-js puts the addon, relative to the package root. */
 export const ADDON_PATH = 'native/build/Release/rxccl_kernels.node';
@@ -30,6 +31,8 @@ export interface KernelAddon {
   cancel(token: CancelToken): void;
   /** Threads one large kernel is split across ($RXCCL_KERNEL_THREADS, else the CPU count). */
   kernelThreads(): number;
+  /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
+  DataPlane: DataPlaneEngine;
 }
 
 /**
@@ -55,4 +58,18 @@ export function rethrowNativeError(error: unknown): never {
     if (error.code === 'INVALID_CONFIGURATION') throw new ConfigurationError(error.message);
   }
   throw error;
+}
+
+/**
+ * The native data plane's engine, when this process can run it: the addon is built and loads (the
+ * engine is part of it) and the platform has what it uses (eventfd, poll: Linux); else null.
+ */
+export function dataPlaneEngine(load: () => KernelAddon = loadAddon): DataPlaneEngine | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const engine = load().DataPlane;
+    return typeof engine === 'function' ? engine : null;
+  } catch {
+    return null;
+  }
 }

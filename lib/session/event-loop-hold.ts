@@ -44,10 +44,13 @@ export class EventLoopHold {
       });
   }
 
-  /** Holds the event loop until `subscriber` is finalized (for operators that do their own subscribing). */
-  hold(subscriber: Subscriber<unknown>): void {
+  /**
+   * Holds the event loop until `subscriber` is finalized (for operators that do their own
+   * subscribing); `busyPoll` false holds it without polling (the operation waits elsewhere).
+   */
+  hold(subscriber: Subscriber<unknown>, busyPoll = true): void {
     if (this.pending++ === 0) this.apply();
-    if (this.busyPollMs > 0) this.poll();
+    if (busyPoll && this.busyPollMs > 0) this.poll();
     subscriber.add(this.ended);
   }
 

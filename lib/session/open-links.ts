@@ -20,6 +20,8 @@ import {
   peerEndpointConfigurationFromEnvironment,
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
+import { DataPlane, type DataPlaneEngine } from '../transport/data-plane.js';
+import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { validateResponse } from '../transport/validate-response.js';
@@ -108,7 +110,7 @@ async function openMeshLinks(
     let mesh: PeerMesh;
     try {
       mesh = await PeerMesh.connect({
-        identity: { uniqueId, rank, worldSize, rails },
+        identity: { uniqueId, rank, worldSize, rails, dataLinks: options.dataPlane === 'native' },
         endpoints: table,
         incoming,
         timeoutMs: options.timeoutMs,
@@ -122,8 +124,9 @@ async function openMeshLinks(
       throw error;
     }
     mesh.failureHandler = (error) => owner.failure.fail(error);
+    const dataLinks = mesh.dataLinks;
     return {
-      links: new MeshLinks(mesh, control, owner.failure, timeoutMs),
+      links: new MeshLinks(mesh, control, owner.failure, timeoutMs, dataLinks === null ? null : DataPlane.open(nativeEngine(), rank, worldSize, dataLinks)),
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost: meshProcessesOnHost(table, rank),
     };
@@ -153,4 +156,11 @@ async function exchangeEndpoints(collective: FrameChannel, endpoints: string, op
     throw new ConfigurationError('coordinator returned an invalid direct peer endpoint table');
   }
   return parseEndpointTable(frameText(response), worldSize, rails);
+}
+
+/** The addon's data-plane engine (resolving `dataPlane: 'native'` checked that it loads). */
+function nativeEngine(): DataPlaneEngine {
+  const engine = dataPlaneEngine();
+  if (engine === null) throw new ConfigurationError('the native data plane needs the native addon, which does not load here');
+  return engine;
 }

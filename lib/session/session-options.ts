@@ -13,6 +13,7 @@ import {
 } from '../transport/peer-endpoint-config.js';
 import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
+import { type DataPlaneSetting, resolveDataPlane } from './data-plane-setting.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type CollectiveTransport, parseRails, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
@@ -66,6 +67,12 @@ export interface SessionOptions extends TuningOptions {
    * process of the job, else 0. 0..100000.
    */
   busyPollMicros?: number | 'auto';
+  /**
+   * tcp_peer: who moves collective data (default `GX1_DATA_PLANE`, else `js`): `native`, the
+   * addon's data plane (a C++ thread over data links of its own, no TLS), or `js`, the event loop
+   * over the mesh. Every rank of a job must say the same.
+   */
+  dataPlane?: DataPlaneSetting;
 }
 
 export interface ResolvedSessionOptions {
@@ -84,6 +91,7 @@ export interface ResolvedSessionOptions {
   readonly tuning: CollectiveTuning;
   readonly scheduler: SchedulerLike;
   readonly busyPoll: BusyPollSetting;
+  readonly dataPlane: DataPlaneSetting;
 }
 
 /** Splits `host:port` (IPv6 as `[::1]:port`). */
@@ -99,7 +107,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, the tuning variables),
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, the tuning variables),
  * else the default.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
@@ -109,6 +117,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
   const rails = options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS);
+  const tls = resolveTls(options.tls, env);
   return {
     host,
     port,
@@ -122,10 +131,11 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
     secret: resolveSecret(options.secret, env),
-    tls: resolveTls(options.tls, env),
+    tls,
     tuning: resolveTuning(options, worldSize, env),
     scheduler: options.scheduler ?? asyncScheduler,
     busyPoll: resolveBusyPoll(options.busyPollMicros, env),
+    dataPlane: resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null),
   };
 }
 

@@ -201,6 +201,25 @@ export class FrameChannel {
     this.socket.destroy();
   }
 
+  /**
+   * Stops reading for good and returns the socket, for a reader outside Node (the native data
+   * plane) that takes the descriptor from here on. Only a connection both sides have quiesced may
+   * be handed over: bytes already read would be lost to the new reader (see `PeerMesh`).
+   */
+  handOver(): Socket {
+    this.discarding = true;
+    this.reading.unsubscribe();
+    this.backlog.length = 0;
+    this.subscriber = null;
+    // pause() alone lets Node keep reading into the stream's buffer: stop the handle itself.
+    const handle = (this.socket as unknown as { _handle: { readStop(): number; reading: boolean } | null })._handle;
+    if (handle !== null) {
+      handle.reading = false;
+      handle.readStop();
+    }
+    return this.socket;
+  }
+
   describe(): string {
     return `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}`;
   }

@@ -9,6 +9,7 @@ import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool, DEFAULT_POOLED_BYTES } from './buffer-pool.js';
+import type { DataLinkSockets } from './data-plane.js';
 import { DirectReads } from './direct-reads.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
 import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, MAX_UNAUTHENTICATED_CONNECTIONS, secretRequired } from './handshake.js';
@@ -26,7 +27,13 @@ export interface MeshIdentity {
   readonly rank: number;
   readonly worldSize: number;
   readonly rails: number;
+  /**
+   * Whether every pair of ranks also opens a data link for the native data plane (one per
+   * direction, beside the rails; see `dataLinks`). Every rank of a job must say the same.
+   */
+  readonly dataLinks?: boolean;
 }
+
 
 /**
  * Where one message's outcome goes: `next` once it is done (a receive's frame; a send's `undefined`
@@ -54,6 +61,12 @@ export type Withdraw = () => void;
  * unless `unmatchedBytesLimit` / `GX1_P2P_UNMATCHED_BYTES` say otherwise: 1 GiB, the largest frame.
  */
 export const DEFAULT_UNMATCHED_BYTES_LIMIT = 2 ** 30;
+
+/**
+ * The rail number a data link's PeerHello carries in its tag ("DATA"): not a rail (rails are
+ * 0..63), so a rank without data links refuses it by name (docs/protocol.md 9.9).
+ */
+export const DATA_LINK = 0x44415441;
 
 /** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
 const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
@@ -105,6 +118,7 @@ export class PeerMesh {
   private readonly pool = new BufferPool(DEFAULT_POOLED_BYTES, 64, 64 * 2 ** 20);
   /** Every pending receive's deadline (and a pushed-back send's), on one lazy timer. */
   private readonly deadlines: LazyDeadlines;
+  private readonly dataSockets: DataLinkSockets;
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
   private onDetectedFailure: (error: unknown) => void = (error) => this.abort(failureText(error));
@@ -122,6 +136,7 @@ export class PeerMesh {
     this.unmatchedBytes = new Array<number>(links).fill(0);
     this.inboundEnded = new Array<boolean>(links).fill(false);
     this.sequences = new Array<bigint>(links).fill(0n);
+    this.dataSockets = { send: new Array<Socket | undefined>(identity.worldSize).fill(undefined), receive: new Array<Socket | undefined>(identity.worldSize).fill(undefined) };
   }
 
   /**
@@ -153,13 +168,15 @@ export class PeerMesh {
       cap: options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS,
     };
     const { rank, worldSize, rails } = options.identity;
-    const links = (worldSize - 1) * rails;
+    // Per peer its rails, then its data link (on the rail 0 endpoint) where there are data links.
+    const perPeer = rails + (options.identity.dataLinks === true ? 1 : 0);
+    const links = (worldSize - 1) * perPeer;
     const setup = Promise.all([
       ...Array.from({ length: links }, (_, index) => {
-        const other = Math.floor(index / rails);
+        const other = Math.floor(index / perPeer);
         const peer = other < rank ? other : other + 1;
-        const rail = index % rails;
-        return mesh.dial(peer, rail, options.endpoints[peer]![rail]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
+        const rail = index % perPeer === rails ? DATA_LINK : index % perPeer;
+        return mesh.dial(peer, rail, options.endpoints[peer]![rail === DATA_LINK ? 0 : rail]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
       }),
       mesh.acceptAll(options.incoming, links, handshake),
     ]);
@@ -307,6 +324,14 @@ export class PeerMesh {
     return (direction === 'inbound' ? this.inbound : this.outbound)[this.linkIndex(peer, rail)];
   }
 
+  /**
+   * The data links' sockets (null without them). Nothing reads them in Node: the native data plane
+   * takes them over, and closes them (`close` here does not).
+   */
+  get dataLinks(): DataLinkSockets | null {
+    return this.identity.dataLinks === true ? this.dataSockets : null;
+  }
+
   /** The sockets of every link (a session references them only while it has work pending). */
   get sockets(): Socket[] {
     return this.allLinks().map((link) => link.socket);
@@ -325,7 +350,7 @@ export class PeerMesh {
     endpoint: SocketAddressText,
     { secret, tls, timeoutMs }: { readonly secret: JobSecret | null; readonly tls: TlsSettings | null; readonly timeoutMs: number },
   ): Promise<void> {
-    const reach = `direct peer rank ${peer} rail ${rail} at ${formatEndpoint(endpoint)}`;
+    const reach = `direct peer rank ${peer} ${rail === DATA_LINK ? 'data link' : `rail ${rail}`} at ${formatEndpoint(endpoint)}`;
     const reads = new DirectReads();
     const socket = await dialSocket(endpoint.host, endpoint.port, tls, timeoutMs, () => new TimeoutError(`reaching ${reach}`), reads.onread).catch((error: unknown) => {
       if (error instanceof TimeoutError) throw error;
@@ -339,6 +364,12 @@ export class PeerMesh {
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
       const reply = await firstHandshakeFrame(channel);
       this.checkHello(reply, peer, rail);
+      if (rail === DATA_LINK) {
+        // Ready: the peer sends data only after this, so nothing of it was read here.
+        channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
+        this.dataSockets.receive[peer] = channel.handOver();
+        return;
+      }
     } catch (error) {
       channel.destroy();
       throw error;
@@ -390,10 +421,12 @@ export class PeerMesh {
       );
       const peer = hello.header.sourceRank;
       const rail = Number(hello.header.tag);
-      if (listenerRail !== null && listenerRail !== rail) {
+      // A data link comes to the rail 0 endpoint.
+      if (listenerRail !== null && listenerRail !== (rail === DATA_LINK ? 0 : rail)) {
         throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for rail ${rail}`);
       }
       this.checkHello(hello, peer, rail);
+      if (rail === DATA_LINK) return await this.acceptDataLink(peer, channel, handshake.timeoutMs);
       if (this.outbound[this.linkIndex(peer, rail)] !== undefined) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
       if (this.failure !== null) throw this.failure;
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
@@ -404,6 +437,25 @@ export class PeerMesh {
       this.refuse(channel, error);
       return false;
     }
+  }
+
+  /**
+   * The data link `peer` dialled: answer its hello, wait for its ready (a second PeerHello, after
+   * which it sends nothing), and keep the quiet socket for the native data plane.
+   */
+  private async acceptDataLink(peer: number, channel: FrameChannel, timeoutMs: number): Promise<boolean> {
+    if (this.dataSockets.send[peer] !== undefined) throw new ProtocolError(`direct peer rank ${peer} data link connected twice`);
+    if (this.failure !== null) throw this.failure;
+    channel.send({ header: peerHelloHeader(this.identity, peer, DATA_LINK), parts: [] });
+    const ready = await firstValueFrom(
+      channel.frames$.pipe(timeout({ first: timeoutMs, scheduler: this.scheduler, with: () => throwError(() => new TimeoutError(`direct peer rank ${peer} data link ready (${timeoutMs} ms)`)) })),
+    ).catch((error: unknown) => {
+      if (error instanceof EmptyError) throw new ChannelClosedError('direct peer closed during the data link handshake');
+      throw error;
+    });
+    this.checkHello(ready, peer, DATA_LINK);
+    this.dataSockets.send[peer] = channel.handOver();
+    return true;
   }
 
   private checkHello(frame: Frame, peer: number, rail: number): void {
@@ -418,6 +470,12 @@ export class PeerMesh {
       throw new ProtocolError(`direct peer link is rank ${h.sourceRank} -> rank ${h.destinationRank}, expected rank ${peer} -> rank ${rank}`);
     }
     if (h.tag !== BigInt(rail)) throw new ProtocolError(`direct peer link is for rail ${h.tag}, expected rail ${rail}`);
+    if (rail === DATA_LINK) {
+      if (this.identity.dataLinks !== true) {
+        throw new ProtocolError(`direct peer rank ${peer} opened a native data link, but rank ${rank} does not use the native data plane (GX1_DATA_PLANE must be the same on every rank)`);
+      }
+      return;
+    }
     if (rail >= rails) throw new ProtocolError(`direct peer link is for rail ${rail}, but this job has ${rails} rail${rails === 1 ? '' : 's'} (0..${rails - 1})`);
   }
 

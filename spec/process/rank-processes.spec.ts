@@ -44,9 +44,12 @@ function describeRank(rank: RankProcess): string {
 }
 
 describe('ranks in separate processes', () => {
-  it('four processes: allReduce, broadcast, barrier, allGather and a point-to-point ring', async () => {
+  for (const [how, env, transport] of [
+    ['', {}, 'tcp_host_staged'],
+    [' (tcp_peer, the native data plane)', { GX1_DATA_PLANE: 'native' }, 'tcp_peer'],
+  ] as const) it(`four processes${how}: allReduce, broadcast, barrier, allGather and a point-to-point ring`, async () => {
     const worldSize = 4;
-    const { coordinator, ranks } = await job(worldSize, 'collectives');
+    const { coordinator, ranks } = await job(worldSize, 'collectives', env, transport);
     const exits = await Promise.all(ranks.map((rank) => rank.exited));
     exits.forEach((exit, rank) => expect(exit, describeRank(ranks[rank]!)).toEqual({ code: 0, signal: null }));
     await expect(coordinator.done).resolves.toBeUndefined();
@@ -93,13 +96,17 @@ describe('ranks in separate processes', () => {
   });
 
   // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), a large one goes pairwise
-  // (every rank on one host) or round the ring, a large broadcast pairwise from its root; killing
-  // the hub, or a rank of any of them, mid-algorithm ends every rank in < 2 s.
+  // (every rank on one host) or round the ring, a large broadcast pairwise from its root, and with
+  // GX1_DATA_PLANE=native both sizes run on the addon's data plane; killing the hub, or a rank of
+  // any of them, mid-algorithm ends every rank in < 2 s.
   for (const [what, victimRank, elements, env] of [
     ['the hub of a relayed exchange', 0, 1, {}],
     ['a rank of a pairwise all-reduce', 2, 1 << 20, {}],
     ['a rank of a ring all-reduce', 2, 1 << 20, { GX1_COLLECTIVE_ALGORITHM: 'ring' }],
     ['a rank of a pairwise broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast' }],
+    // The native data plane: its engine sees the killed rank's links end (or reset) at once.
+    ['a rank of a native all-pairs all-reduce', 2, 1, { GX1_DATA_PLANE: 'native' }],
+    ['a rank of a native pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'native' }],
   ] as const) {
     it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
       const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements), ...env }, 'tcp_peer');

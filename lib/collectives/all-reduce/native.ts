@@ -1,0 +1,47 @@
+import { defer, mergeMap, type Observable } from 'rxjs';
+import { ConfigurationError } from '../../errors.js';
+import { Opcode } from '../../protocol/opcode.js';
+import { reduceOpCode } from '../../protocol/reduce-op.js';
+import type { Links } from '../../transport/links/links.js';
+import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
+import { nativeCollective, settleNative } from '../native-outcome.js';
+import { shaped } from '../staged.js';
+
+/**
+ * Tensors from this size go reduce-scatter + all-gather between every pair (each rank sends
+ * 2(W-1)/W of its tensor); below it every rank sends all of it to every other (one step, the
+ * latency of one message). 64 KiB: where the prototype's two ways crossed (bench/native-ceiling).
+ */
+export const NATIVE_PAIRWISE_MIN_BYTES = 64 * 1024;
+
+/**
+ * All-reduce on the native data plane (`links.dataPlane`): the addon's thread moves the data and
+ * reduces it, with no event-loop turn between messages. Every message carries the collective's
+ * header, which each receiver compares with its own before reading the payload: that is the
+ * agreement, between every pair of ranks (`settleNative` names a mismatch, a timeout, a peer that
+ * left). The W inputs are reduced in rank order, so every rank gets the same bits as the staged
+ * path (avg divides in the same pass).
+ *
+ * Emits the result in `request.output` (in place when that is the input's own bytes), else in a
+ * fresh buffer.
+ */
+export function nativeAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
+  return defer(() => {
+    const plane = links.dataPlane;
+    if (plane === undefined || plane === null) throw new ConfigurationError(`rank ${links.rank} has no native data plane (dataPlane: 'native', tcp_peer)`);
+    const { view, op } = request;
+    const collective = nativeCollective(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }));
+    const output = request.output ?? new Uint8Array(view.bytes.length);
+    const job = {
+      pairwise: view.bytes.length >= NATIVE_PAIRWISE_MIN_BYTES,
+      elementType: view.elementType,
+      reduceOp: reduceOpCode(op),
+      input: view.bytes,
+      output,
+      count: view.count,
+      header: collective.header,
+      timeoutMs: context.timeoutMs(),
+    };
+    return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, () => output)));
+  });
+}

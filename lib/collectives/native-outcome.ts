@@ -1,0 +1,74 @@
+import { NEVER, type Observable, of, throwError } from 'rxjs';
+import { failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
+import type { NativeOutcome } from '../transport/data-plane.js';
+import type { OperationDescriptor } from '../protocol/agreement.js';
+import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { opcodeName } from '../protocol/opcode.js';
+import type { CollectiveRequest } from '../transport/collective-channel.js';
+import type { CollectiveContext } from './algorithm.js';
+import { checkAgreement, descriptorOf } from './exchange-message.js';
+
+/**
+ * A collective on the native data plane, as its algorithm sees it: the mesh agreement's number and
+ * descriptor, and the 32-byte header every one of its messages carries (docs/protocol.md 9.9).
+ */
+export interface NativeCollective {
+  readonly number: bigint;
+  readonly own: OperationDescriptor;
+  readonly header: Uint8Array;
+}
+
+/** Takes the next mesh collective number for `request` and builds its header. */
+export function nativeCollective(context: CollectiveContext, request: CollectiveRequest): NativeCollective {
+  const number = context.nextMeshSequence();
+  const own = descriptorOf(request, '');
+  const header = new Uint8Array(DESCRIPTOR_BYTES);
+  encodeDescriptor(own, number, header);
+  return { number, own, header };
+}
+
+/**
+ * How the engine's outcome ends the collective: `result` when it is done; else the error the mesh
+ * exchange would give for the same failure, after telling every rank (the job is over):
+ * - mismatch: the peer's header is checked as a mesh agreement message, so a different operation
+ *   names both ranks and both descriptors, a different sequence both numbers; a header that is
+ *   neither (a corrupt byte) is a ProtocolError with its bytes;
+ * - timed out: the missing ranks, by number;
+ * - a peer that closed its link: `direct peer rank N left`, as the mesh says it;
+ * - aborted: nothing; the session's failure, which woke the engine, ends the collective.
+ */
+export function settleNative<T>(outcome: NativeOutcome, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
+  const { rank } = context;
+  const { number, own } = collective;
+  let error: Error;
+  switch (outcome.kind) {
+    case 'done':
+      return of(result());
+    case 'aborted':
+      return NEVER;
+    case 'mismatch':
+      try {
+        checkAgreement(outcome.header, outcome.peer, rank, own, number);
+        error = new ProtocolError(`rank ${outcome.peer} sent a native data link header that is not collective ${number}'s: ${hex(outcome.header)}`);
+      } catch (mismatch) {
+        error = mismatch as Error;
+      }
+      break;
+    case 'timed-out':
+      error = new TimeoutError(`rank ${rank} collective ${number} (${opcodeName(own.opcode)}) on the native data plane; missing ranks [${outcome.missing.join(',')}]`);
+      break;
+    case 'peer-closed': {
+      const text = `direct peer rank ${outcome.peer} left`;
+      error = new RemoteAbortError(text, outcome.what === '' ? text : `${text} (${outcome.what})`);
+      break;
+    }
+    default:
+      error = new ProtocolError(`rank ${rank} native data link ${outcome.peer < 0 ? '' : `with rank ${outcome.peer} `}failed: ${outcome.what}`);
+  }
+  context.abort(failureText(error));
+  return throwError(() => error);
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join(' ');
+}

@@ -1,0 +1,242 @@
+#include "data_plane.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "dispatch.h"
+#include "run_job.h"
+
+namespace rxccl {
+namespace {
+
+// How long a phase spins (poll(0) + sched_yield) after its last progress before it sleeps in
+// poll(). Spinning is what makes small collectives fast where ranks share cores (Open MPI does the
+// same when oversubscribed): a sleeping rank is woken late. Past this, a peer is late, not busy.
+constexpr int64_t kSpinNs = 2'000'000;
+
+// Buffers per sendmsg(); a transfer has at most a handful.
+constexpr int kMaxParts = 16;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
+  // A peer that reset its connection has gone (it died or aborted): that is how it is named.
+  const bool gone = error == ECONNRESET || error == EPIPE;
+  outcome.kind = gone ? Outcome::Kind::kPeerClosed : Outcome::Kind::kSystem;
+  outcome.peer = peer;
+  outcome.error = error;
+  outcome.what = std::string(what) + ": " + strerror(error);
+}
+
+}  // namespace
+
+DataLinks::DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd)
+    : rank_(rank), world_size_(world_size), send_fds_(std::move(send_fds)), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd),
+      headers_(size_t(world_size) * kDataHeaderBytes) {
+  // Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
+  const int on = 1;
+  for (int fd : send_fds_) {
+    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  }
+}
+
+uint8_t* DataLinks::Scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+DataLinks::Transfer DataLinks::Exchange(int peer, const uint8_t* header, Span send, Span receive, uint8_t* header_into) const {
+  Transfer transfer{peer, {{const_cast<uint8_t*>(header), kDataHeaderBytes}, send}, {{header_into, kDataHeaderBytes}, receive}};
+  return transfer;
+}
+
+Outcome DataLinks::AllReduce(const AllReduceJob& job) {
+  Outcome outcome;
+  const int64_t deadline = NowNs() + job.timeout_ms * 1'000'000;
+  const size_t width = ElementWidth(job.type);
+  const size_t bytes = job.count * width;
+  auto header_of = [this](int peer) { return headers_.data() + size_t(peer) * kDataHeaderBytes; };
+  // op over W inputs laid end to end in rank order: every rank gets the same bits, and avg's
+  // division is fused into the same pass.
+  auto reduce = [&](const uint8_t* inputs, size_t count, uint8_t* into) {
+    Job kernel;
+    kernel.body = ReduceSlicesBody(job.type, job.op);
+    kernel.source = inputs;
+    kernel.slice_stride = count * width;
+    kernel.slices = size_t(world_size_);
+    kernel.target = into;
+    kernel.count = count;
+    kernel.bytes_read = count * width * size_t(world_size_);
+    RunJob(kernel);
+  };
+
+  if (!job.pairwise) {
+    // Every rank sends its whole tensor to every other and reduces all W copies.
+    uint8_t* slots = Scratch(bytes * size_t(world_size_));
+    memcpy(slots + size_t(rank_) * bytes, job.input, bytes);
+    std::vector<Transfer> phase;
+    for (int k = 1; k < world_size_; k++) {
+      const int peer = (rank_ + k) % world_size_;
+      phase.push_back(Exchange(peer, job.header, {const_cast<uint8_t*>(job.input), bytes}, {slots + size_t(peer) * bytes, bytes}, header_of(peer)));
+    }
+    if (!Move(phase, job.header, deadline, outcome)) return outcome;
+    reduce(slots, job.count, job.output);
+    return outcome;
+  }
+
+  // Rank s owns elements [count * s / W, count * (s + 1) / W): every rank sends each owner its
+  // part of the owner's segment, the owner reduces the W parts, then sends the result to all.
+  auto begin = [&](int segment) { return job.count * size_t(segment) / size_t(world_size_); };
+  auto segment_of = [&](uint8_t* base, int segment) { return Span{base + begin(segment) * width, (begin(segment + 1) - begin(segment)) * width}; };
+  uint8_t* input = const_cast<uint8_t*>(job.input);
+  const Span own = segment_of(job.output, rank_);
+  uint8_t* slots = Scratch(own.size * size_t(world_size_));
+  memcpy(slots + size_t(rank_) * own.size, segment_of(input, rank_).data, own.size);
+  std::vector<Transfer> scatter, gather;
+  for (int k = 1; k < world_size_; k++) {
+    const int peer = (rank_ + k) % world_size_;
+    scatter.push_back(Exchange(peer, job.header, segment_of(input, peer), {slots + size_t(peer) * own.size, own.size}, header_of(peer)));
+    gather.push_back(Exchange(peer, job.header, own, segment_of(job.output, peer), header_of(peer)));
+  }
+  if (!Move(scatter, job.header, deadline, outcome)) return outcome;
+  reduce(slots, own.size / width, own.data);
+  Move(gather, job.header, deadline, outcome);
+  return outcome;
+}
+
+bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome) {
+  // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
+  // and the wake descriptor last.
+  std::vector<pollfd> ready(phase.size() * 2 + 1);
+  int64_t progressed = NowNs();
+  for (;;) {
+    bool pending = false;
+    for (size_t i = 0; i < phase.size(); i++) {
+      const Transfer& t = phase[i];
+      // A finished side is left out: poll() would keep reporting a peer that hung up after it.
+      const bool sending = t.sent < t.sends.size(), receiving = t.received < t.receives.size();
+      ready[2 * i] = {sending ? send_fds_[t.peer] : -1, POLLOUT, 0};
+      ready[2 * i + 1] = {receiving ? recv_fds_[t.peer] : -1, POLLIN, 0};
+      pending = pending || sending || receiving;
+    }
+    if (!pending) return true;
+    ready.back() = {wake_fd_, POLLIN, 0};
+    const int64_t now = NowNs();
+    const bool spin = now - progressed < kSpinNs;
+    const int64_t left_ms = (deadline_ns - now + 999'999) / 1'000'000;
+    const int count = poll(ready.data(), ready.size(), spin ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      SetSystem(outcome, -1, errno, "poll");
+      return false;
+    }
+    if (ready.back().revents != 0) {
+      outcome.kind = Outcome::Kind::kAborted;
+      return false;
+    }
+    if (count == 0) {
+      if (NowNs() >= deadline_ns) {
+        outcome.kind = Outcome::Kind::kTimedOut;
+        for (const Transfer& t : phase) {
+          if (t.received < t.receives.size()) outcome.missing.push_back(t.peer);
+        }
+        if (outcome.missing.empty()) {
+          for (const Transfer& t : phase) {
+            if (t.sent < t.sends.size()) outcome.missing.push_back(t.peer);
+          }
+        }
+        std::sort(outcome.missing.begin(), outcome.missing.end());
+        return false;
+      }
+      if (spin) sched_yield();
+      continue;
+    }
+    for (size_t i = 0; i < phase.size(); i++) {
+      Transfer& t = phase[i];
+      if (ready[2 * i].revents != 0) {
+        const size_t before = t.sent_bytes + t.sent;
+        if (!Send(t, outcome)) return false;
+        if (t.sent_bytes + t.sent != before) progressed = NowNs();
+      }
+      if (ready[2 * i + 1].revents != 0) {
+        const size_t before = t.received_bytes + t.received;
+        if (!Receive(t, expected_header, outcome)) return false;
+        if (t.received_bytes + t.received != before) progressed = NowNs();
+      }
+    }
+  }
+}
+
+bool DataLinks::Send(Transfer& t, Outcome& outcome) {
+  while (t.sent < t.sends.size()) {
+    iovec parts[kMaxParts];
+    int used = 0;
+    for (size_t k = t.sent, skip = t.sent_bytes; k < t.sends.size() && used < kMaxParts; k++, skip = 0) {
+      parts[used++] = {t.sends[k].data + skip, t.sends[k].size - skip};
+    }
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = size_t(used);
+    ssize_t written = sendmsg(send_fds_[t.peer], &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      SetSystem(outcome, t.peer, errno, "send");
+      return false;
+    }
+    while (t.sent < t.sends.size()) {
+      const size_t left = t.sends[t.sent].size - t.sent_bytes;
+      if (size_t(written) < left) {
+        t.sent_bytes += size_t(written);
+        break;
+      }
+      written -= ssize_t(left);
+      t.sent++;
+      t.sent_bytes = 0;
+    }
+  }
+  return true;
+}
+
+bool DataLinks::Receive(Transfer& t, const uint8_t* expected_header, Outcome& outcome) {
+  while (t.received < t.receives.size()) {
+    const Span& into = t.receives[t.received];
+    if (into.size > 0) {
+      const ssize_t got = recv(recv_fds_[t.peer], into.data + t.received_bytes, into.size - t.received_bytes, MSG_DONTWAIT);
+      if (got == 0) {
+        outcome.kind = Outcome::Kind::kPeerClosed;
+        outcome.peer = t.peer;
+        return false;
+      }
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EINTR) return true;
+        SetSystem(outcome, t.peer, errno, "receive");
+        return false;
+      }
+      t.received_bytes += size_t(got);
+      if (t.received_bytes < into.size) continue;
+    }
+    // Headers sit at even places: each is checked before a byte of its payload is read.
+    if (t.received % 2 == 0 && memcmp(into.data, expected_header, kDataHeaderBytes) != 0) {
+      outcome.kind = Outcome::Kind::kMismatch;
+      outcome.peer = t.peer;
+      memcpy(outcome.header, into.data, kDataHeaderBytes);
+      return false;
+    }
+    t.received++;
+    t.received_bytes = 0;
+  }
+  return true;
+}
+
+}  // namespace rxccl

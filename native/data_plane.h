@@ -1,0 +1,91 @@
+// The native data plane (docs/architecture.md, "The native data plane"): collectives whose data
+// phase a C++ thread drives over the session's data links, sockets JavaScript connected,
+// authenticated and stopped reading (lib/transport/peer-mesh.ts). JavaScript keeps the agreement's
+// meaning, the errors' texts and the Observable API; this runs the bytes.
+//
+// Every message on a data link is a 32-byte header (the mesh descriptor of the collective, with its
+// sequence: docs/protocol.md 9.9) followed by the payload its descriptor implies. A receiver
+// compares each header byte for byte with the one it sends itself, so any disagreement (operation,
+// shape, sequence, a corrupt byte) stops the collective before a payload byte is read, and the
+// peer's header goes back to JavaScript, which names both ranks and both descriptors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codes.h"
+
+namespace rxccl {
+
+constexpr size_t kDataHeaderBytes = 32;
+
+// How a schedule ended. Anything but kDone ends the session (JavaScript aborts the job).
+struct Outcome {
+  enum class Kind { kDone, kAborted, kTimedOut, kMismatch, kPeerClosed, kSystem };
+  Kind kind = Kind::kDone;
+  // kMismatch, kPeerClosed, kSystem: the peer whose link it was.
+  int peer = -1;
+  // kSystem, kPeerClosed (a reset): errno, and what was being done.
+  int error = 0;
+  std::string what;
+  // kTimedOut: the peers whose data had not (all) come, else those not taking this rank's.
+  std::vector<int> missing;
+  // kMismatch: the header the peer sent.
+  uint8_t header[kDataHeaderBytes] = {};
+};
+
+// One all-reduce, fully resolved on the JS thread.
+struct AllReduceJob {
+  bool pairwise = false;  // reduce-scatter + all-gather between every pair; else all-pairs
+  DType type = DType::kU8;
+  Op op = Op::kSum;
+  const uint8_t* input = nullptr;
+  uint8_t* output = nullptr;  // may be `input` (in place)
+  size_t count = 0;           // elements
+  uint8_t header[kDataHeaderBytes] = {};
+  int64_t timeout_ms = 0;
+};
+
+// The data links of one session and the thread-side state that outlives a call.
+class DataLinks {
+ public:
+  // send_fds[p] carries this rank's data to rank p, recv_fds[p] brings p's (-1 at p == rank).
+  // wake_fd: readable once the session ends (abort, failure, close); every wait watches it.
+  DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd);
+
+  Outcome AllReduce(const AllReduceJob& job);
+
+ private:
+  struct Span {
+    uint8_t* data;
+    size_t size;
+  };
+  // Everything one phase moves to and from one peer, in order, and how far each side has got.
+  struct Transfer {
+    int peer;
+    std::vector<Span> sends;
+    std::vector<Span> receives;  // header, payload, header, payload...
+    size_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
+  };
+
+  Transfer Exchange(int peer, const uint8_t* header, Span send, Span receive, uint8_t* header_into) const;
+  // Runs every transfer of a phase to its end; false (with `outcome` set) if it could not.
+  bool Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome);
+  bool Send(Transfer& transfer, Outcome& outcome);
+  bool Receive(Transfer& transfer, const uint8_t* expected_header, Outcome& outcome);
+  uint8_t* Scratch(size_t bytes);
+
+  const int rank_;
+  const int world_size_;
+  const std::vector<int> send_fds_;
+  const std::vector<int> recv_fds_;
+  const int wake_fd_;
+  // Received headers, one per peer, checked once complete.
+  std::vector<uint8_t> headers_;
+  // Reduction inputs, grown once and kept: fresh memory per call would cost page faults.
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace rxccl

@@ -1,0 +1,156 @@
+/**
+ * Sessions with `dataPlane: 'native'` (tcp_peer, ranks in this process over loopback): the
+ * all-reduce runs on the addon's data plane and gives every rank the reference result, bit for
+ * bit; disagreement, silence, an abort and a rank without the plane end it the way the mesh would,
+ * naming ranks.
+ */
+import { lastValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { dataPlaneEngine } from '../../lib/kernels/addon.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
+import type { SessionEvent } from '../../lib/session/events.js';
+import { DTYPES } from '../../lib/protocol/element-type.js';
+import { type Tensor, viewTensor } from '../../lib/tensor.js';
+import { buildCase, describeCase, hex, modelCollective, opsFor, seededRandom, tensorOf } from '../../lib/testing/index.js';
+import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
+
+const available = dataPlaneEngine() !== null;
+const reason = available ? '' : ' (skipped: the native addon is not built here)';
+if (!available) console.warn('spec/session/native-data-plane.spec.ts: skipped: the native addon is not built here');
+
+const jobs: TestJob[] = [];
+afterEach(async () => {
+  await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+});
+
+async function nativeJob(worldSize: number, timeoutMs = 5_000): Promise<{ job: TestJob; sessions: RankSession[] }> {
+  const job = await startCoordinator(worldSize, { transport: 'tcp_peer', timeoutMs, collectiveTimeoutMs: timeoutMs });
+  jobs.push(job);
+  const sessions = await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { dataPlane: 'native' })));
+  return { job, sessions };
+}
+
+/** The algorithm each collective ran with, as the session's events say. */
+function algorithmsOf(session: RankSession): string[] {
+  const names: string[] = [];
+  session.events$.subscribe((event: SessionEvent) => {
+    if (event.type === 'collective-started') names.push(event.algorithm);
+  });
+  return names;
+}
+
+describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => {
+  it('all-reduce matches the reference bit for bit, every dtype x op, worlds 2..8, odd counts on both sides of the pairwise size, fresh, output and in place', async () => {
+    const random = seededRandom(7);
+    for (let worldSize = 2; worldSize <= 8; worldSize++) {
+      const { sessions } = await nativeJob(worldSize);
+      const algorithms = algorithmsOf(sessions[0]!);
+      let calls = 0;
+      for (const [index, dtype] of DTYPES.entries()) {
+        for (const op of opsFor(dtype)) {
+          // Mostly small; now and then past 64 KiB (pairwise), with a count no world divides evenly.
+          const large = (index + op.length + worldSize) % 5 === 0;
+          const count = large ? 65_536 / 2 + worldSize * 13 + 1 : ((worldSize * 3 + op.length) % 17) + 1;
+          const c = buildCase({ kind: 'allReduce', dtype, op, root: 0, count }, worldSize, random);
+          const memory = (['fresh', 'output', 'inPlace'] as const)[calls++ % 3]!;
+          const results = await Promise.all(
+            sessions.map(async (session, rank) => {
+              const tensor = tensorOf(dtype, c.inputs[rank]!.slice(), false);
+              const bytes = (of: Tensor) => viewTensor(of).bytes;
+              if (memory === 'inPlace') {
+                await session.allReduce(tensor, op, { inPlace: true });
+                return bytes(tensor);
+              }
+              if (memory === 'output') {
+                const output = tensorOf(dtype, new Uint8Array(c.inputs[rank]!.length), false);
+                await session.allReduce(tensor, op, { output });
+                return bytes(output);
+              }
+              const result = await session.allReduce(tensor, op);
+              expect(hex(bytes(tensor)), `${describeCase(c)}: the input of rank ${rank} is untouched`).toBe(hex(c.inputs[rank]!));
+              return bytes(result);
+            }),
+          );
+          const expected = modelCollective(c, worldSize);
+          results.forEach((bytes, rank) => expect(hex(bytes), `${describeCase(c)} (${memory}) rank ${rank}`).toBe(hex(expected[rank]!.bytes!)));
+        }
+      }
+      expect(new Set(algorithms)).toEqual(new Set(['native']));
+      await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+    }
+  }, 240_000);
+
+  it('ranks calling different all-reduces fail at once, naming both ranks and both descriptors; the job is aborted', async () => {
+    const { job, sessions } = await nativeJob(3);
+    const [zero, one, two] = sessions as [RankSession, RankSession, RankSession];
+    const errors = await Promise.all([
+      rejection(zero.allReduce(Float32Array.of(1, 2, 3, 4))),
+      rejection(one.allReduce(Float32Array.of(1, 2, 3, 4, 5))),
+      rejection(two.allReduce(Float32Array.of(1, 2, 3, 4))),
+    ]);
+    const mismatch = /collective sequence 0 mismatch: rank (0|1) submitted \{AllReduce F32 root ANY count [45] op sum layout 0\}, rank (1|2) submitted \{AllReduce F32 root ANY count [45] op sum layout 0\}/;
+    // The ranks that saw rank 1's header name it; any rank may instead end with the abort that carries it.
+    for (const error of errors) expect(error.message).toMatch(mismatch);
+    await expect(job.coordinator.done).rejects.toThrow(mismatch);
+  });
+
+  it('a rank that never comes: the others time out after the session timeout, naming it as missing', async () => {
+    const { sessions } = await nativeJob(3, 600);
+    const started = Date.now();
+    const errors = await Promise.all([rejection(sessions[0]!.allReduce(Float32Array.of(1))), rejection(sessions[1]!.allReduce(Float32Array.of(1)))]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(590);
+    // One of them times out naming rank 2; its abort may reach the other first.
+    expect(errors.map((error) => error.message).join('\n')).toMatch(/collective 0 \(AllReduce\) on the native data plane; missing ranks \[2\]/);
+    for (const error of errors) expect(error.message).toMatch(/missing ranks \[2\]/);
+  });
+
+  it('an abort from another rank wakes ranks waiting in a native all-reduce in under 1 s, with its reason', async () => {
+    const { job, sessions } = await nativeJob(3, 30_000);
+    const waiting = [rejection(sessions[0]!.allReduce(new Float32Array(100_000))), rejection(sessions[1]!.allReduce(new Float32Array(100_000)))];
+    await sleep(50);
+    const started = Date.now();
+    await sessions[2]!.abort('collective failure reason');
+    for (const error of await Promise.all(waiting)) {
+      expect(error.code).toBe('REMOTE_ABORT');
+      expect(error.message).toContain('collective failure reason');
+    }
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await expect(job.coordinator.done).rejects.toThrow(/collective failure reason/);
+  });
+
+  it('closing a session with a native all-reduce pending ends it, and leaves no engine thread behind to keep the process up', async () => {
+    const { sessions } = await nativeJob(2, 30_000);
+    const pending = rejection(sessions[0]!.allReduce(Float32Array.of(1)));
+    await sleep(20);
+    await sessions[0]!.close();
+    expect((await pending).message).toMatch(/closed|left|abort/i);
+  });
+
+  it('a rank without the native data plane refuses the others’ data links by name: the job fails to open, it does not hang', async () => {
+    const job = await startCoordinator(2, { transport: 'tcp_peer', timeoutMs: 5_000 });
+    jobs.push(job);
+    const started = Date.now();
+    // Rank 1 may finish its own mesh first: then its session fails with rank 0's setup abort.
+    const [native, js] = await Promise.all([
+      rejection(job.openRank(0, { dataPlane: 'native' })),
+      job.openRank(1, { dataPlane: 'js' }).then(
+        (session) => lastValueFrom(session.failure$).then(() => new Error('rank 1 session did not fail'), (error: unknown) => error as Error),
+        (error: unknown) => error as Error,
+      ),
+    ]);
+    const refusal = /rank 1 does not use the native data plane \(GX1_DATA_PLANE must be the same on every rank\)/;
+    expect(native.message).toMatch(refusal);
+    expect(js.message).toMatch(refusal);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('dataPlane: a bad value, or native with TLS, is refused by name', async () => {
+    const { resolveDataPlane } = await import('../../lib/session/data-plane-setting.js');
+    expect(() => resolveDataPlane('fast', undefined, false)).toThrow('dataPlane must be one of native, js, got "fast"');
+    expect(() => resolveDataPlane(undefined, 'c++', false)).toThrow('GX1_DATA_PLANE must be one of native, js, got "c++"');
+    expect(() => resolveDataPlane('native', undefined, true)).toThrow(/cannot be used with TLS/);
+    expect(() => resolveDataPlane('native', undefined, false, () => false)).toThrow(/needs the native addon/);
+    expect(resolveDataPlane(undefined, undefined, false)).toBe('js');
+    expect(resolveDataPlane(undefined, 'native', false)).toBe('native');
+  });
+});

@@ -1,0 +1,256 @@
+/**
+ * The native data plane's engine (native/data_plane.cc through lib/transport/data-plane.ts) as rank
+ * 0 of 2, against a peer played here over a real loopback connection: what it sends, that it
+ * reads the peer's bytes however TCP cuts them, and how each failure ends a collective (a wrong
+ * header before its payload is read, a peer that leaves, silence past the timeout, the session's
+ * end) with the error `settleNative` makes of it.
+ */
+import { once } from 'node:events';
+import { createServer, connect, type Socket } from 'node:net';
+import fc from 'fast-check';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
+import { nativeCollective, settleNative } from '../../lib/collectives/native-outcome.js';
+import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
+import { dataPlaneEngine } from '../../lib/kernels/addon.js';
+import { ElementType } from '../../lib/protocol/element-type.js';
+import { Opcode } from '../../lib/protocol/opcode.js';
+import { DataPlane, type NativeOutcome } from '../../lib/transport/data-plane.js';
+import { FrameChannel } from '../../lib/transport/frame-channel.js';
+
+const engine = dataPlaneEngine();
+const available = engine !== null;
+const reason = available ? '' : ' (skipped: the native addon is not built here)';
+if (!available) console.warn(`spec/transport/data-plane.spec.ts: skipped: the native addon is not built here`);
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** The engine as rank 0 of 2 on one loopback connection (both directions), and the peer's end of it. */
+async function engineAndPeer(): Promise<{ plane: DataPlane; peer: Socket }> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  const accepted = once(server, 'connection') as Promise<[Socket]>;
+  const dialled = connect(port, '127.0.0.1');
+  await once(dialled, 'connect');
+  const [peer] = await accepted;
+  server.close();
+  const socket = new FrameChannel(dialled).handOver();
+  const plane = DataPlane.open(engine!, 0, 2, { send: [undefined, socket], receive: [undefined, socket] });
+  cleanups.push(() => {
+    plane.close();
+    peer.destroy();
+  });
+  return { plane, peer };
+}
+
+const concat = (...parts: Uint8Array[]) => {
+  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    joined.set(part, offset);
+    offset += part.length;
+  }
+  return joined;
+};
+
+/** The peer's next `bytes` received bytes (every byte it receives goes to one read, in order). */
+function reader(peer: Socket): (bytes: number) => Promise<Uint8Array> {
+  let held = new Uint8Array(0);
+  let waiting: { bytes: number; resolve: (bytes: Uint8Array) => void } | null = null;
+  const settle = () => {
+    if (waiting === null || held.length < waiting.bytes) return;
+    const { bytes, resolve } = waiting;
+    waiting = null;
+    resolve(held.slice(0, bytes));
+    held = held.slice(bytes);
+  };
+  peer.on('data', (chunk: Buffer) => {
+    held = concat(held, chunk);
+    settle();
+  });
+  return (bytes) =>
+    new Promise((resolve) => {
+      waiting = { bytes, resolve };
+      settle();
+    });
+}
+
+/** Writes `bytes` in pieces of the given sizes (cycled), a macrotask apart: TCP may cut them anywhere. */
+async function writeInPieces(peer: Socket, bytes: Uint8Array, pieces: readonly number[]): Promise<void> {
+  let offset = 0;
+  for (let index = 0; offset < bytes.length; index++) {
+    const size = Math.min(pieces[index % pieces.length]!, bytes.length - offset);
+    if (!peer.write(bytes.subarray(offset, offset + size))) await once(peer, 'drain');
+    offset += size;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+
+/** A context that records aborts (rank 0 of 2). */
+function recordingContext(): { context: CollectiveContext; aborts: string[] } {
+  const aborts: string[] = [];
+  let next = 0n;
+  const context = { rank: 0, worldSize: 2, nextMeshSequence: () => next++, timeoutMs: () => 5_000, abort: (text: string) => aborts.push(text) } as unknown as CollectiveContext;
+  return { context, aborts };
+}
+
+const i32 = (values: number[]) => new Uint8Array(Int32Array.from(values).buffer);
+
+function allReduceJob(values: number[], header: Uint8Array, timeoutMs = 5_000, pairwise = false) {
+  const input = i32(values);
+  return { pairwise, elementType: ElementType.I32, reduceOp: 1, input, output: new Uint8Array(input.length), count: values.length, header, timeoutMs };
+}
+
+function headerFor(count: number, sequence = 0n): Uint8Array {
+  let next = sequence;
+  const context = { nextMeshSequence: () => next++ } as unknown as CollectiveContext;
+  return nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }).header;
+}
+
+describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
+  it('all-pairs and pairwise sum of i32 with a peer whose bytes arrive cut anywhere: the peer gets the documented messages, rank 0 the sum', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 16_384, max: 40_000 })),
+        fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 5 }),
+        fc.boolean(),
+        async (count, pieces, pairwise) => {
+          const { plane, peer } = await engineAndPeer();
+          const readExactly = reader(peer);
+          const ours = Array.from({ length: count }, (_, i) => i * 3 - 7);
+          const theirs = Array.from({ length: count }, (_, i) => 1000 - i);
+          const header = headerFor(count);
+          const job = allReduceJob(ours, header, 10_000, pairwise);
+          const outcome = firstValueFrom(plane.allReduce(job));
+          const sum = ours.map((value, i) => value + theirs[i]!);
+          if (!pairwise) {
+            // One message each way: header, then the whole tensor.
+            const [received] = await Promise.all([readExactly(32 + count * 4), writeInPieces(peer, concat(header, i32(theirs)), pieces)]);
+            expect(received).toEqual(concat(header, i32(ours)));
+          } else {
+            // Rank 0 owns elements [0, count/2), rank 1 the rest: each sends the other's part, the
+            // owner sends back its reduced part.
+            const half = Math.floor(count / 2);
+            const [scattered] = await Promise.all([readExactly(32 + (count - half) * 4), writeInPieces(peer, concat(header, i32(theirs.slice(0, half))), pieces)]);
+            expect(scattered).toEqual(concat(header, i32(ours.slice(half))));
+            const [gathered] = await Promise.all([readExactly(32 + half * 4), writeInPieces(peer, concat(header, i32(sum.slice(half))), pieces)]);
+            expect(gathered).toEqual(concat(header, i32(sum.slice(0, half))));
+          }
+          expect((await outcome).kind).toBe('done');
+          expect(Array.from(new Int32Array(job.output.buffer))).toEqual(sum);
+          await cleanups.pop()!();
+        },
+      ),
+      { numRuns: 25 },
+    );
+  }, 60_000);
+
+  it('builds the header docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum as mesh collective 5', () => {
+    let next = 5n;
+    const context = { nextMeshSequence: () => next++ } as unknown as CollectiveContext;
+    const { header } = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.F32, elementCount: 2, reduceOp: 1 });
+    expect(Buffer.from(header).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000500000000000000');
+  });
+
+  it('a header that disagrees stops the collective before its payload is read, and names both ranks and both descriptors', async () => {
+    const { plane, peer } = await engineAndPeer();
+    const { context, aborts } = recordingContext();
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 });
+    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective.header)));
+    // The peer says 5 elements, and sends them.
+    peer.write(concat(headerFor(5), i32([1, 2, 3, 4, 5])));
+    const ended = await outcome;
+    expect(ended.kind).toBe('mismatch');
+    expect(ended.peer).toBe(1);
+    expect(ended.header).toEqual(headerFor(5));
+    const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect((error as Error).message).toBe(
+      'collective sequence 0 mismatch: rank 0 submitted {AllReduce I32 root ANY count 4 op sum layout 0}, rank 1 submitted {AllReduce I32 root ANY count 5 op sum layout 0}',
+    );
+    expect(aborts).toEqual([(error as Error).message]);
+  });
+
+  it('a header of another collective number, or a corrupt one, is named as such', async () => {
+    for (const [theirs, expected] of [
+      [headerFor(4, 7n), 'rank 1 sent mesh collective 7 where rank 0 is at 0'],
+      [(() => { const bytes = headerFor(4); bytes[3] = 9; return bytes; })(), 'mesh exchange descriptor byte 3 is 9, expected 0'],
+    ] as const) {
+      const { plane, peer } = await engineAndPeer();
+      const { context } = recordingContext();
+      const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 });
+      const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective.header)));
+      peer.write(theirs);
+      const error = await lastValueFrom(settleNative(await outcome, context, collective, () => null)).catch((failure: unknown) => failure as Error);
+      expect((error as Error).message).toBe(expected);
+    }
+  });
+
+  it('a peer that closes mid-payload ends the collective naming it', async () => {
+    const { plane, peer } = await engineAndPeer();
+    const { context, aborts } = recordingContext();
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 1000, reduceOp: 1 });
+    const outcome = firstValueFrom(plane.allReduce(allReduceJob(new Array(1000).fill(1), collective.header)));
+    peer.end(concat(collective.header, new Uint8Array(100)));
+    const ended = await outcome;
+    expect(ended.kind).toBe('peer-closed');
+    expect(ended.peer).toBe(1);
+    const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
+    expect(error).toBeInstanceOf(RemoteAbortError);
+    expect((error as Error).message).toBe('direct peer rank 1 left');
+    expect(aborts).toHaveLength(1);
+  });
+
+  it('a silent peer: the collective times out after its timeout, naming it as missing', async () => {
+    const { plane } = await engineAndPeer();
+    const { context } = recordingContext();
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 });
+    const started = performance.now();
+    const ended = await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective.header, 300)));
+    const elapsed = performance.now() - started;
+    expect(ended.kind).toBe('timed-out');
+    expect(ended.missing).toEqual([1]);
+    expect(elapsed).toBeGreaterThanOrEqual(295);
+    expect(elapsed).toBeLessThan(2_000);
+    const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect((error as Error).message).toContain('rank 0 collective 0 (AllReduce) on the native data plane; missing ranks [1]');
+  });
+
+  it('end() wakes a collective waiting on a silent peer in under 1 s; later ones end at once; settleNative leaves the error to the session', async () => {
+    const { plane } = await engineAndPeer();
+    const { context, aborts } = recordingContext();
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 });
+    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective.header, 60_000)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = performance.now();
+    plane.end();
+    const ended: NativeOutcome = await outcome;
+    expect(ended.kind).toBe('aborted');
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect((await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective.header, 60_000)))).kind).toBe('aborted');
+    // Nothing is emitted and nothing announced: the session's own failure ends the collective.
+    let emitted = false;
+    settleNative(ended, context, collective, () => null).subscribe({ next: () => (emitted = true), error: () => (emitted = true), complete: () => (emitted = true) }).unsubscribe();
+    expect(emitted).toBe(false);
+    expect(aborts).toEqual([]);
+  });
+
+  it('refuses a second collective while one runs, and arguments that do not fit', async () => {
+    const { plane } = await engineAndPeer();
+    const header = headerFor(2);
+    const first = firstValueFrom(plane.allReduce(allReduceJob([1, 2], header, 60_000)));
+    await expect(firstValueFrom(plane.allReduce(allReduceJob([1, 2], header)))).rejects.toThrow(/running a collective already/);
+    plane.end();
+    await first;
+    await expect(firstValueFrom(plane.allReduce({ ...allReduceJob([1, 2], header), count: 3 }))).rejects.toThrow(/input/);
+    await expect(firstValueFrom(plane.allReduce({ ...allReduceJob([1, 2], header), header: new Uint8Array(31) }))).rejects.toThrow(/32 bytes/);
+  });
+});

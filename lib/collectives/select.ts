@@ -14,6 +14,7 @@ import { stagedAllGather } from './all-gather/staged.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
 import { stagedBarrier } from './barrier/staged.js';
+import { nativeBarrier } from './barrier/native.js';
 import { chainBroadcast } from './broadcast/chain.js';
 import { pairwiseBroadcast } from './broadcast/pairwise.js';
 import { stagedBroadcast } from './broadcast/staged.js';
@@ -58,6 +59,7 @@ type AlgorithmTable = { readonly [N in CollectiveName]: readonly AlgorithmRow<N>
  */
 export const ALGORITHMS: AlgorithmTable = {
   barrier: [
+    { name: 'native', family: 'native', run: nativeBarrier },
     { name: 'exchange', family: 'exchange', run: exchangeBarrier },
     { name: 'staged', family: 'direct', run: stagedBarrier },
   ],

@@ -1,6 +1,6 @@
 /**
  * Sessions with `dataPlane: 'native'` (tcp_peer, ranks in this process over loopback): the
- * all-reduce runs on the addon's data plane and gives every rank the reference result, bit for
+ * all-reduce and the barrier run on the addon's data plane and gives every rank the reference result, bit for
  * bit; disagreement, silence, an abort and a rank without the plane end it the way the mesh would,
  * naming ranks.
  */
@@ -75,6 +75,16 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
           results.forEach((bytes, rank) => expect(hex(bytes), `${describeCase(c)} (${memory}) rank ${rank}`).toBe(hex(expected[rank]!.bytes!)));
         }
       }
+      // A barrier is an all-reduce of nothing on the plane: nobody leaves before everyone came.
+      const arrived: number[] = [];
+      await Promise.all(
+        sessions.map(async (session, rank) => {
+          await sleep(rank === worldSize - 1 ? 50 : 0);
+          arrived.push(rank);
+          await session.barrier();
+          expect(arrived, `rank ${rank} left the barrier before every rank came`).toHaveLength(worldSize);
+        }),
+      );
       expect(new Set(algorithms)).toEqual(new Set(['native']));
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
@@ -92,6 +102,49 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     // The ranks that saw rank 1's header name it; any rank may instead end with the abort that carries it.
     for (const error of errors) expect(error.message).toMatch(mismatch);
     await expect(job.coordinator.done).rejects.toThrow(mismatch);
+  });
+
+  it('a barrier on one rank and an all-reduce on another: both named, with both descriptors', async () => {
+    const { sessions } = await nativeJob(2);
+    const errors = await Promise.all([rejection(sessions[0]!.barrier()), rejection(sessions[1]!.allReduce(Float32Array.of(1, 2)))]);
+    // Each rank names it, unless the other's abort, which carries the same text, came first.
+    for (const error of errors) {
+      expect(error.message).toContain('collective sequence 0 mismatch: rank 0 submitted {Barrier None root ANY count 0 op none layout 0}, rank 1 submitted {AllReduce F32 root ANY count 2 op sum layout 0}');
+    }
+  });
+
+  it('a rank in a native collective and a rank in one that is not (small or large, 2 or 3 ranks) are named as a mismatch, at once', async () => {
+    for (const [worldSize, other, described] of [
+      [2, (session: RankSession) => session.broadcast(Float32Array.of(1, 2), 0), '{Broadcast F32 root 0 count 2 op none layout 0}'],
+      [3, (session: RankSession) => session.broadcast(Float32Array.of(1, 2), 0), '{Broadcast F32 root 0 count 2 op none layout 0}'],
+      [3, (session: RankSession) => session.allGather(new Float32Array(1 << 17)), '{AllGather F32 root ANY count 131072 op none layout'],
+    ] as const) {
+      const { sessions } = await nativeJob(worldSize);
+      const started = Date.now();
+      // Rank 0 runs the other collective (the relayed exchange's hub at 3 ranks), the rest all-reduce.
+      const errors = await Promise.all(sessions.map((session, rank) => rejection(rank === 0 ? other(session) : session.allReduce(Float32Array.of(1, 2)))));
+      for (const error of errors) {
+        expect(error.message).toContain(`collective sequence 0 mismatch: rank 0 submitted ${described}`);
+        expect(error.message).toContain('submitted {AllReduce F32 root ANY count 2 op sum layout 0}');
+      }
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+    }
+  });
+
+  it('every collective works beside the native ones: small and large, mixed in one session', async () => {
+    const { sessions } = await nativeJob(3);
+    const results = await Promise.all(
+      sessions.map(async (session, rank) => {
+        const small = await session.allGather(Float32Array.of(rank));
+        const large = await session.allGather(new Float32Array(1 << 16).fill(rank));
+        const sum = await session.allReduce(Float32Array.of(rank, 1));
+        const root = await session.broadcast(Float32Array.of(rank === 2 ? 7 : 0), 2);
+        await session.barrier();
+        return { small: Array.from(small), large: [large[0], large[(1 << 16) * 2]], sum: Array.from(sum), root: Array.from(root) };
+      }),
+    );
+    for (const result of results) expect(result).toEqual({ small: [0, 1, 2], large: [0, 2], sum: [3, 3], root: [7] });
   });
 
   it('a rank that never comes: the others time out after the session timeout, naming it as missing', async () => {

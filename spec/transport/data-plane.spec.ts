@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
-import { nativeCollective, settleNative } from '../../lib/collectives/native-outcome.js';
+import { nativeCollective, settleNative } from '../../lib/collectives/native-collective.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';

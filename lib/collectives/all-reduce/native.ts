@@ -1,10 +1,9 @@
 import { defer, mergeMap, type Observable } from 'rxjs';
-import { ConfigurationError } from '../../errors.js';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { nativeCollective, settleNative } from '../native-outcome.js';
+import { dataPlaneOf, nativeCollective, settleNative } from '../native-collective.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -27,8 +26,7 @@ export const NATIVE_PAIRWISE_MIN_BYTES = 64 * 1024;
  */
 export function nativeAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   return defer(() => {
-    const plane = links.dataPlane;
-    if (plane === undefined || plane === null) throw new ConfigurationError(`rank ${links.rank} has no native data plane (dataPlane: 'native', tcp_peer)`);
+    const plane = dataPlaneOf(links);
     const { view, op } = request;
     const collective = nativeCollective(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }));
     const output = request.output ?? new Uint8Array(view.bytes.length);

@@ -1,0 +1,113 @@
+import { defer, map, mergeMap, NEVER, type Observable, of, throwError } from 'rxjs';
+import { ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
+import type { DataPlane, NativeOutcome } from '../transport/data-plane.js';
+import type { Links } from '../transport/links/links.js';
+import type { OperationDescriptor } from '../protocol/agreement.js';
+import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { ElementType } from '../protocol/element-type.js';
+import { opcodeName } from '../protocol/opcode.js';
+import { reduceOpCode } from '../protocol/reduce-op.js';
+import type { CollectiveRequest } from '../transport/collective-channel.js';
+import type { CollectiveContext } from './algorithm.js';
+import { checkAgreement, descriptorOf, NO_DATA } from './exchange-message.js';
+
+/**
+ * What every algorithm of the native family (lib/collectives/<collective>/native.ts) shares: the
+ * data plane it runs on, its header, and how the engine's outcome ends it.
+ */
+
+/** The session's native data plane (the table picks a native row only where there is one). */
+export function dataPlaneOf(links: Links): DataPlane {
+  const plane = links.dataPlane;
+  if (plane === undefined || plane === null) throw new ConfigurationError(`rank ${links.rank} has no native data plane (dataPlane: 'native', tcp_peer)`);
+  return plane;
+}
+
+/**
+ * A collective on the native data plane, as its algorithm sees it: the mesh agreement's number and
+ * descriptor, and the 32-byte header every one of its messages carries (docs/protocol.md 9.9).
+ */
+export interface NativeCollective {
+  readonly number: bigint;
+  readonly own: OperationDescriptor;
+  readonly header: Uint8Array;
+}
+
+/** Takes the next mesh collective number for `request` (unless given) and builds its header. */
+export function nativeCollective(context: CollectiveContext, request: CollectiveRequest, layout = '', sequence?: bigint): NativeCollective {
+  const number = sequence ?? context.nextMeshSequence();
+  const own = descriptorOf(request, layout);
+  const header = new Uint8Array(DESCRIPTOR_BYTES);
+  encodeDescriptor(own, number, header);
+  return { number, own, header };
+}
+
+/**
+ * One header-only message between every pair of ranks on the data links (an all-reduce of
+ * nothing), each header checked by its receiver: a barrier, and the agreement of every collective
+ * that does not run on the plane (`agreeOnDataPlane`).
+ */
+export function exchangeHeaders(plane: DataPlane, context: CollectiveContext, collective: NativeCollective): Observable<void> {
+  const job = { pairwise: false, elementType: ElementType.U8, reduceOp: reduceOpCode('sum'), input: NO_DATA, output: NO_DATA, count: 0, header: collective.header, timeoutMs: context.timeoutMs() };
+  return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, () => undefined)));
+}
+
+/**
+ * The agreement of a collective that does not run on the native data plane, in a session that has
+ * one: its header exchanged on the data links first (`exchangeHeaders`, with its layout), then its
+ * own messages on the mesh. Every collective of the session then meets every other at a header
+ * comparison, so a rank in a native collective and a rank in another one are named as a mismatch
+ * (docs/protocol.md 9.9), not left to time out. Emits the collective's mesh number.
+ */
+export function agreeOnDataPlane(plane: DataPlane, context: CollectiveContext, request: CollectiveRequest, layout: string, sequence?: bigint): Observable<bigint> {
+  return defer(() => {
+    const collective = nativeCollective(context, request, layout, sequence);
+    return exchangeHeaders(plane, context, collective).pipe(map(() => collective.number));
+  });
+}
+
+/**
+ * How the engine's outcome ends the collective: `result` when it is done; else the error the mesh
+ * exchange would give for the same failure, after telling every rank (the job is over):
+ * - mismatch: the peer's header is checked as a mesh agreement message, so a different operation
+ *   names both ranks and both descriptors, a different sequence both numbers; a header that is
+ *   neither (a corrupt byte) is a ProtocolError with its bytes;
+ * - timed out: the missing ranks, by number;
+ * - a peer that closed its link: `direct peer rank N left`, as the mesh says it;
+ * - aborted: nothing; the session's failure, which woke the engine, ends the collective.
+ */
+export function settleNative<T>(outcome: NativeOutcome, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
+  const { rank } = context;
+  const { number, own } = collective;
+  let error: Error;
+  switch (outcome.kind) {
+    case 'done':
+      return of(result());
+    case 'aborted':
+      return NEVER;
+    case 'mismatch':
+      try {
+        checkAgreement(outcome.header, outcome.peer, rank, own, number);
+        error = new ProtocolError(`rank ${outcome.peer} sent a native data link header that is not collective ${number}'s: ${hex(outcome.header)}`);
+      } catch (mismatch) {
+        error = mismatch as Error;
+      }
+      break;
+    case 'timed-out':
+      error = new TimeoutError(`rank ${rank} collective ${number} (${opcodeName(own.opcode)}) on the native data plane; missing ranks [${outcome.missing.join(',')}]`);
+      break;
+    case 'peer-closed': {
+      const text = `direct peer rank ${outcome.peer} left`;
+      error = new RemoteAbortError(text, outcome.what === '' ? text : `${text} (${outcome.what})`);
+      break;
+    }
+    default:
+      error = new ProtocolError(`rank ${rank} native data link ${outcome.peer < 0 ? '' : `with rank ${outcome.peer} `}failed: ${outcome.what}`);
+  }
+  context.abort(failureText(error));
+  return throwError(() => error);
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join(' ');
+}

@@ -23,12 +23,12 @@ namespace {
 // same when oversubscribed): a sleeping rank is woken late. Past this, a peer is late, not busy.
 constexpr int64_t kSpinNs = 2'000'000;
 
-// Buffers per sendmsg(); a transfer has at most a handful.
-constexpr int kMaxParts = 16;
-
-int64_t NowNs() {
+int64_t MonotonicNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// Buffers per sendmsg(); a transfer has at most a handful.
+constexpr int kMaxParts = 16;
 
 void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
   // A peer that reset its connection has gone (it died or aborted): that is how it is named.
@@ -63,7 +63,7 @@ DataLinks::Transfer DataLinks::Exchange(int peer, const uint8_t* header, Span se
 
 Outcome DataLinks::AllReduce(const AllReduceJob& job) {
   Outcome outcome;
-  const int64_t deadline = NowNs() + job.timeout_ms * 1'000'000;
+  const int64_t deadline = MonotonicNs() + job.timeout_ms * 1'000'000;
   const size_t width = ElementWidth(job.type);
   const size_t bytes = job.count * width;
   auto header_of = [this](int peer) { return headers_.data() + size_t(peer) * kDataHeaderBytes; };
@@ -119,7 +119,7 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
   // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
   // and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 2 + 1);
-  int64_t progressed = NowNs();
+  int64_t progressed = MonotonicNs();
   for (;;) {
     bool pending = false;
     for (size_t i = 0; i < phase.size(); i++) {
@@ -132,7 +132,7 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
     }
     if (!pending) return true;
     ready.back() = {wake_fd_, POLLIN, 0};
-    const int64_t now = NowNs();
+    const int64_t now = MonotonicNs();
     const bool spin = now - progressed < kSpinNs;
     const int64_t left_ms = (deadline_ns - now + 999'999) / 1'000'000;
     const int count = poll(ready.data(), ready.size(), spin ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
@@ -146,7 +146,7 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
       return false;
     }
     if (count == 0) {
-      if (NowNs() >= deadline_ns) {
+      if (MonotonicNs() >= deadline_ns) {
         outcome.kind = Outcome::Kind::kTimedOut;
         for (const Transfer& t : phase) {
           if (t.received < t.receives.size()) outcome.missing.push_back(t.peer);
@@ -167,12 +167,12 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
       if (ready[2 * i].revents != 0) {
         const size_t before = t.sent_bytes + t.sent;
         if (!Send(t, outcome)) return false;
-        if (t.sent_bytes + t.sent != before) progressed = NowNs();
+        if (t.sent_bytes + t.sent != before) progressed = MonotonicNs();
       }
       if (ready[2 * i + 1].revents != 0) {
         const size_t before = t.received_bytes + t.received;
         if (!Receive(t, expected_header, outcome)) return false;
-        if (t.received_bytes + t.received != before) progressed = NowNs();
+        if (t.received_bytes + t.received != before) progressed = MonotonicNs();
       }
     }
   }

@@ -72,9 +72,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   ~DataPlane() override { Stop(); }
 
  private:
-  // allReduce(pairwise, dtype, op, input, output, count, header, timeoutMs, done): done(outcome)
-  // with outcome {kind, peer, error, what, missing, header} on the JS thread; the buffers stay
-  // referenced until then and must not be touched meanwhile.
+  // allReduce(pairwise, dtype, op, input, output, count, header, timeoutMs, done): done() once it
+  // is done, else done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS
+  // thread; the buffers stay referenced until then and must not be touched meanwhile. The header
+  // is copied: its memory may be reused at once.
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 9, 9);
@@ -166,6 +167,12 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (!stopped_) done_.Unref(env);
     input_.Reset();
     output_.Reset();
+    Napi::FunctionReference callback = std::move(callback_);
+    // Done is the common case, and costs no object for the collector to sweep.
+    if (outcome.kind == Outcome::Kind::kDone) {
+      callback.Call({});
+      return;
+    }
     Napi::Object result = Napi::Object::New(env);
     result.Set("kind", KindName(outcome.kind));
     result.Set("peer", outcome.peer);
@@ -177,7 +184,6 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     Napi::Uint8Array header = Napi::Uint8Array::New(env, kDataHeaderBytes);
     memcpy(header.Data(), outcome.header, kDataHeaderBytes);
     result.Set("header", header);
-    Napi::FunctionReference callback = std::move(callback_);
     callback.Call({result});
   }
 

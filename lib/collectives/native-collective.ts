@@ -3,7 +3,6 @@ import { ConfigurationError, failureText, ProtocolError, RemoteAbortError, Timeo
 import type { DataPlane, NativeOutcome } from '../transport/data-plane.js';
 import type { Links } from '../transport/links/links.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
-import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 import { ElementType } from '../protocol/element-type.js';
 import { opcodeName } from '../protocol/opcode.js';
 import { reduceOpCode } from '../protocol/reduce-op.js';
@@ -25,21 +24,16 @@ export function dataPlaneOf(links: Links): DataPlane {
 
 /**
  * A collective on the native data plane, as its algorithm sees it: the mesh agreement's number and
- * descriptor, and the 32-byte header every one of its messages carries (docs/protocol.md 9.9).
+ * descriptor, which every one of its messages carries as its header (docs/protocol.md 9.9).
  */
 export interface NativeCollective {
   readonly number: bigint;
   readonly own: OperationDescriptor;
-  readonly header: Uint8Array;
 }
 
-/** Takes the next mesh collective number for `request` (unless given) and builds its header. */
+/** Takes the next mesh collective number for `request` (unless given). */
 export function nativeCollective(context: CollectiveContext, request: CollectiveRequest, layout = '', sequence?: bigint): NativeCollective {
-  const number = sequence ?? context.nextMeshSequence();
-  const own = descriptorOf(request, layout);
-  const header = new Uint8Array(DESCRIPTOR_BYTES);
-  encodeDescriptor(own, number, header);
-  return { number, own, header };
+  return { number: sequence ?? context.nextMeshSequence(), own: descriptorOf(request, layout) };
 }
 
 /**
@@ -48,7 +42,7 @@ export function nativeCollective(context: CollectiveContext, request: Collective
  * that does not run on the plane (`agreeOnDataPlane`).
  */
 export function exchangeHeaders(plane: DataPlane, context: CollectiveContext, collective: NativeCollective): Observable<void> {
-  const job = { pairwise: false, elementType: ElementType.U8, reduceOp: reduceOpCode('sum'), input: NO_DATA, output: NO_DATA, count: 0, header: collective.header, timeoutMs: context.timeoutMs() };
+  const job = { pairwise: false, elementType: ElementType.U8, reduceOp: reduceOpCode('sum'), input: NO_DATA, output: NO_DATA, count: 0, descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
   return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, () => undefined)));
 }
 
@@ -67,8 +61,9 @@ export function agreeOnDataPlane(plane: DataPlane, context: CollectiveContext, r
 }
 
 /**
- * How the engine's outcome ends the collective: `result` when it is done; else the error the mesh
- * exchange would give for the same failure, after telling every rank (the job is over):
+ * How the engine's outcome ends the collective: `result` when it is done (no outcome); else the
+ * error the mesh exchange would give for the same failure, after telling every rank (the job is
+ * over):
  * - mismatch: the peer's header is checked as a mesh agreement message, so a different operation
  *   names both ranks and both descriptors, a different sequence both numbers; a header that is
  *   neither (a corrupt byte) is a ProtocolError with its bytes;
@@ -76,13 +71,12 @@ export function agreeOnDataPlane(plane: DataPlane, context: CollectiveContext, r
  * - a peer that closed its link: `direct peer rank N left`, as the mesh says it;
  * - aborted: nothing; the session's failure, which woke the engine, ends the collective.
  */
-export function settleNative<T>(outcome: NativeOutcome, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
+export function settleNative<T>(outcome: NativeOutcome | undefined, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
   const { rank } = context;
   const { number, own } = collective;
+  if (outcome === undefined || outcome.kind === 'done') return of(result());
   let error: Error;
   switch (outcome.kind) {
-    case 'done':
-      return of(result());
     case 'aborted':
       return NEVER;
     case 'mismatch':

@@ -1,6 +1,8 @@
 import type { Socket } from 'node:net';
 import { Observable } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
+import type { OperationDescriptor } from '../protocol/agreement.js';
+import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 
 /** The sockets of the native data plane's links, by peer rank (undefined at this rank). */
 export interface DataLinkSockets {
@@ -26,7 +28,8 @@ export interface NativeOutcome {
 
 /** One session's engine in the addon: one collective at a time, its outcome to `done` on the JS thread. */
 export interface NativeDataPlane {
-  allReduce(pairwise: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome: NativeOutcome) => void): void;
+  /** `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
+  allReduce(pairwise: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
   /** Ends the running collective and every later one with "aborted". */
   wake(): void;
   /** Wakes, then waits for the engine's thread; the sockets stay open. */
@@ -36,7 +39,7 @@ export interface NativeDataPlane {
 /** The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors, -1 at the rank itself. */
 export type DataPlaneEngine = new (rank: number, worldSize: number, sendFds: readonly number[], receiveFds: readonly number[]) => NativeDataPlane;
 
-/** One all-reduce for the engine: element codes as on the wire, the 32-byte header every message carries. */
+/** One all-reduce for the engine: element codes as on the wire, and what every message's header says. */
 export interface NativeAllReduce {
   /** Reduce-scatter + all-gather between every pair (large tensors); else every rank sends all its data to all. */
   readonly pairwise: boolean;
@@ -46,7 +49,9 @@ export interface NativeAllReduce {
   /** Exactly the input's size; may be the input itself. */
   readonly output: Uint8Array;
   readonly count: number;
-  readonly header: Uint8Array;
+  /** The collective and its mesh number: the header (docs/protocol.md 9.9). */
+  readonly descriptor: OperationDescriptor;
+  readonly sequence: bigint;
   readonly timeoutMs: number;
 }
 
@@ -64,6 +69,8 @@ export interface NativeAllReduce {
 export class DataPlane {
   private running = false;
   private closing = false;
+  /** Where each collective's header is encoded: the engine copies it, so one serves every call. */
+  private readonly header = new Uint8Array(DESCRIPTOR_BYTES);
 
   private constructor(
     private readonly engine: NativeDataPlane,
@@ -85,13 +92,15 @@ export class DataPlane {
   }
 
   /**
-   * Cold: runs the all-reduce on subscribe and emits how it ended. The buffers must stay untouched
-   * until then; a subscriber that leaves early (the session failed: `end()` follows) gets nothing.
+   * Cold: runs the all-reduce on subscribe and emits how it ended: undefined when it is done,
+   * else the engine's outcome. The buffers must stay untouched until then; a subscriber that
+   * leaves early (the session failed: `end()` follows) gets nothing.
    */
-  allReduce(job: NativeAllReduce): Observable<NativeOutcome> {
-    return new Observable<NativeOutcome>((subscriber) => {
+  allReduce(job: NativeAllReduce): Observable<NativeOutcome | undefined> {
+    return new Observable<NativeOutcome | undefined>((subscriber) => {
+      encodeDescriptor(job.descriptor, job.sequence, this.header);
       // Throws (the subscriber errors) on arguments the engine cannot take, before it starts.
-      this.engine.allReduce(job.pairwise, job.elementType, job.reduceOp, job.input, job.output, job.count, job.header, job.timeoutMs, (outcome) => {
+      this.engine.allReduce(job.pairwise, job.elementType, job.reduceOp, job.input, job.output, job.count, this.header, job.timeoutMs, (outcome) => {
         this.running = false;
         if (this.closing) this.release();
         subscriber.next(outcome);

@@ -11,12 +11,14 @@ import fc from 'fast-check';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
-import { nativeCollective, settleNative } from '../../lib/collectives/native-collective.js';
+import { type NativeCollective, nativeCollective, settleNative } from '../../lib/collectives/native-collective.js';
+import { descriptorOf } from '../../lib/collectives/exchange-message.js';
+import { DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
-import { DataPlane, type NativeOutcome } from '../../lib/transport/data-plane.js';
+import { DataPlane } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 
 const engine = dataPlaneEngine();
@@ -103,15 +105,21 @@ function recordingContext(): { context: CollectiveContext; aborts: string[] } {
 
 const i32 = (values: number[]) => new Uint8Array(Int32Array.from(values).buffer);
 
-function allReduceJob(values: number[], header: Uint8Array, timeoutMs = 5_000, pairwise = false) {
-  const input = i32(values);
-  return { pairwise, elementType: ElementType.I32, reduceOp: 1, input, output: new Uint8Array(input.length), count: values.length, header, timeoutMs };
+/** An i32 sum all-reduce of `count` elements as mesh collective `sequence`. */
+function collectiveFor(count: number, sequence = 0n, elementType = ElementType.I32): NativeCollective {
+  return { number: sequence, own: descriptorOf({ opcode: Opcode.AllReduce, elementType, elementCount: count, reduceOp: 1 }, '') };
 }
 
-function headerFor(count: number, sequence = 0n): Uint8Array {
-  let next = sequence;
-  const context = { nextMeshSequence: () => next++ } as unknown as CollectiveContext;
-  return nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }).header;
+/** The header every message of `collective` carries. */
+function headerOf(collective: NativeCollective): Uint8Array {
+  const header = new Uint8Array(DESCRIPTOR_BYTES);
+  encodeDescriptor(collective.own, collective.number, header);
+  return header;
+}
+
+function allReduceJob(values: number[], collective: NativeCollective, timeoutMs = 5_000, pairwise = false) {
+  const input = i32(values);
+  return { pairwise, elementType: ElementType.I32, reduceOp: 1, input, output: new Uint8Array(input.length), count: values.length, descriptor: collective.own, sequence: collective.number, timeoutMs };
 }
 
 describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
@@ -126,8 +134,9 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
           const readExactly = reader(peer);
           const ours = Array.from({ length: count }, (_, i) => i * 3 - 7);
           const theirs = Array.from({ length: count }, (_, i) => 1000 - i);
-          const header = headerFor(count);
-          const job = allReduceJob(ours, header, 10_000, pairwise);
+          const collective = collectiveFor(count);
+          const header = headerOf(collective);
+          const job = allReduceJob(ours, collective, 10_000, pairwise);
           const outcome = firstValueFrom(plane.allReduce(job));
           const sum = ours.map((value, i) => value + theirs[i]!);
           if (!pairwise) {
@@ -143,7 +152,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
             const [gathered] = await Promise.all([readExactly(32 + half * 4), writeInPieces(peer, concat(header, i32(sum.slice(half))), pieces)]);
             expect(gathered).toEqual(concat(header, i32(sum.slice(0, half))));
           }
-          expect((await outcome).kind).toBe('done');
+          expect(await outcome).toBeUndefined();
           expect(Array.from(new Int32Array(job.output.buffer))).toEqual(sum);
           await cleanups.pop()!();
         },
@@ -153,23 +162,20 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   }, 60_000);
 
   it('builds the header docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum as mesh collective 5', () => {
-    let next = 5n;
-    const context = { nextMeshSequence: () => next++ } as unknown as CollectiveContext;
-    const { header } = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.F32, elementCount: 2, reduceOp: 1 });
-    expect(Buffer.from(header).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000500000000000000');
+    expect(Buffer.from(headerOf(collectiveFor(2, 5n, ElementType.F32))).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000500000000000000');
   });
 
   it('a header that disagrees stops the collective before its payload is read, and names both ranks and both descriptors', async () => {
     const { plane, peer } = await engineAndPeer();
     const { context, aborts } = recordingContext();
     const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 });
-    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective.header)));
+    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective)));
     // The peer says 5 elements, and sends them.
-    peer.write(concat(headerFor(5), i32([1, 2, 3, 4, 5])));
-    const ended = await outcome;
+    peer.write(concat(headerOf(collectiveFor(5)), i32([1, 2, 3, 4, 5])));
+    const ended = (await outcome)!;
     expect(ended.kind).toBe('mismatch');
     expect(ended.peer).toBe(1);
-    expect(ended.header).toEqual(headerFor(5));
+    expect(ended.header).toEqual(headerOf(collectiveFor(5)));
     const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
     expect(error).toBeInstanceOf(ProtocolError);
     expect((error as Error).message).toBe(
@@ -180,13 +186,13 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
 
   it('a header of another collective number, or a corrupt one, is named as such', async () => {
     for (const [theirs, expected] of [
-      [headerFor(4, 7n), 'rank 1 sent mesh collective 7 where rank 0 is at 0'],
-      [(() => { const bytes = headerFor(4); bytes[3] = 9; return bytes; })(), 'mesh exchange descriptor byte 3 is 9, expected 0'],
+      [headerOf(collectiveFor(4, 7n)), 'rank 1 sent mesh collective 7 where rank 0 is at 0'],
+      [(() => { const bytes = headerOf(collectiveFor(4)); bytes[3] = 9; return bytes; })(), 'mesh exchange descriptor byte 3 is 9, expected 0'],
     ] as const) {
       const { plane, peer } = await engineAndPeer();
       const { context } = recordingContext();
       const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 });
-      const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective.header)));
+      const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective)));
       peer.write(theirs);
       const error = await lastValueFrom(settleNative(await outcome, context, collective, () => null)).catch((failure: unknown) => failure as Error);
       expect((error as Error).message).toBe(expected);
@@ -197,9 +203,9 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     const { plane, peer } = await engineAndPeer();
     const { context, aborts } = recordingContext();
     const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 1000, reduceOp: 1 });
-    const outcome = firstValueFrom(plane.allReduce(allReduceJob(new Array(1000).fill(1), collective.header)));
-    peer.end(concat(collective.header, new Uint8Array(100)));
-    const ended = await outcome;
+    const outcome = firstValueFrom(plane.allReduce(allReduceJob(new Array(1000).fill(1), collective)));
+    peer.end(concat(headerOf(collective), new Uint8Array(100)));
+    const ended = (await outcome)!;
     expect(ended.kind).toBe('peer-closed');
     expect(ended.peer).toBe(1);
     const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
@@ -213,7 +219,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     const { context } = recordingContext();
     const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 });
     const started = performance.now();
-    const ended = await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective.header, 300)));
+    const ended = (await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 300))))!;
     const elapsed = performance.now() - started;
     expect(ended.kind).toBe('timed-out');
     expect(ended.missing).toEqual([1]);
@@ -228,14 +234,14 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     const { plane } = await engineAndPeer();
     const { context, aborts } = recordingContext();
     const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 });
-    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective.header, 60_000)));
+    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 60_000)));
     await new Promise((resolve) => setTimeout(resolve, 50));
     const started = performance.now();
     plane.end();
-    const ended: NativeOutcome = await outcome;
+    const ended = (await outcome)!;
     expect(ended.kind).toBe('aborted');
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect((await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective.header, 60_000)))).kind).toBe('aborted');
+    expect((await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 60_000))))?.kind).toBe('aborted');
     // Nothing is emitted and nothing announced: the session's own failure ends the collective.
     let emitted = false;
     settleNative(ended, context, collective, () => null).subscribe({ next: () => (emitted = true), error: () => (emitted = true), complete: () => (emitted = true) }).unsubscribe();
@@ -245,12 +251,11 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
 
   it('refuses a second collective while one runs, and arguments that do not fit', async () => {
     const { plane } = await engineAndPeer();
-    const header = headerFor(2);
-    const first = firstValueFrom(plane.allReduce(allReduceJob([1, 2], header, 60_000)));
-    await expect(firstValueFrom(plane.allReduce(allReduceJob([1, 2], header)))).rejects.toThrow(/running a collective already/);
+    const collective = collectiveFor(2);
+    const first = firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 60_000)));
+    await expect(firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective)))).rejects.toThrow(/running a collective already/);
     plane.end();
     await first;
-    await expect(firstValueFrom(plane.allReduce({ ...allReduceJob([1, 2], header), count: 3 }))).rejects.toThrow(/input/);
-    await expect(firstValueFrom(plane.allReduce({ ...allReduceJob([1, 2], header), header: new Uint8Array(31) }))).rejects.toThrow(/32 bytes/);
+    await expect(firstValueFrom(plane.allReduce({ ...allReduceJob([1, 2], collective), count: 3 }))).rejects.toThrow(/input/);
   });
 });

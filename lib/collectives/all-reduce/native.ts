@@ -37,7 +37,8 @@ export function nativeAllReduce(links: Links, request: ReductionRequest, context
       input: view.bytes,
       output,
       count: view.count,
-      header: collective.header,
+      descriptor: collective.own,
+      sequence: collective.number,
       timeoutMs: context.timeoutMs(),
     };
     return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, () => output)));

@@ -1,8 +1,8 @@
 /**
  * One rank of the native-ceiling bench (run.ts starts W of them with `rxccl launch`): one f32 sum
  * all-reduce of CEILING_BYTES whose result is checked, then CEILING_CALLS warm-up calls and as many
- * timed, back to back and in place, either through rxccl (`CEILING_IMPL=rxccl`: `openSession()`,
- * tcp_peer) or through the prototype addon (`native-block`, `native-spin`: data-plane.cc at
+ * timed, back to back and in place, either through rxccl (`CEILING_IMPL=rxccl` or `rxccl-native`:
+ * `openSession()`, tcp_peer, on the data plane GX1_DATA_PLANE names) or through the prototype addon (`native-block`, `native-spin`: data-plane.cc at
  * CEILING_ADDON) over a mesh of its own on 127.0.0.1, ports CEILING_PORT_BASE + rank (the session
  * is opened all the same, and stays idle). Prints one JSON line: rank, mean µs per call, user and
  * system CPU µs per call.
@@ -70,7 +70,7 @@ async function nativeCall(): Promise<() => Promise<void>> {
 
 // Every rank joins the job (the launcher expects it); only rxccl's calls go through the session.
 const session = await openSession();
-const call = impl === 'rxccl' ? async () => void (await session.allReduce(values, 'sum', { inPlace: true })) : await nativeCall();
+const call = impl.startsWith('rxccl') ? async () => void (await session.allReduce(values, 'sum', { inPlace: true })) : await nativeCall();
 // One checked call first, so both sides are known to all-reduce: element i is rank + 1 + i % 7 on
 // each rank (a segment in the wrong place shows), their sum on every rank afterwards.
 values.forEach((_, index) => (values[index] = rank + 1 + (index % 7)));

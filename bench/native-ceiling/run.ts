@@ -1,14 +1,14 @@
 /**
- * What rxccl's all-reduce could gain from its addon owning the data sockets (issue #10), measured
- * against rxccl in the same run:
+ * What rxccl's all-reduce could gain from its addon owning the data sockets (issue #10), and how
+ * near its native data plane comes, measured against rxccl in the same run:
  *
  *   npx tsx bench/native-ceiling/run.ts [-n 2,4] [--sizes 8,1M,64M] [--rounds 3] [--calls N]
  *
- * For each world size and size, `--rounds` times in turn: rxccl (tcp_peer), then the prototype of
+ * For each world size and size, `--rounds` times in turn: rxccl (tcp_peer, `GX1_DATA_PLANE=js`),
+ * rxccl on its native data plane (`rxccl-native`, `GX1_DATA_PLANE=native`), then the prototype of
  * data-plane.cc waiting in poll() (`native-block`) and spinning with sched_yield (`native-spin`),
  * each as W processes under `rxccl launch` (rank.ts, which checks one result first). Reports rank
- * 0's mean per call (median over rounds, range) and CPU per call, and the prototype's time over
- * rxccl's. The prototype is built with g++ into node_modules/.cache/rxccl/native-ceiling (again
+ * 0's mean per call (median over rounds, range) and CPU per call, and the times over rxccl's. The prototype is built with g++ into node_modules/.cache/rxccl/native-ceiling (again
  * when data-plane.cc is newer).
  */
 import { spawnSync } from 'node:child_process';
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { packageRoot } from '../../lib/kernels/addon.js';
 import { median } from '../collectives/median.js';
 
-const IMPLS = ['rxccl', 'native-block', 'native-spin'] as const;
+const IMPLS = ['rxccl', 'rxccl-native', 'native-block', 'native-spin'] as const;
 type Impl = (typeof IMPLS)[number];
 
 interface Sample {
@@ -73,6 +73,7 @@ function measure(impl: Impl, worldSize: number, bytes: number, addon: string): S
       env: {
         ...process.env,
         CEILING_IMPL: impl,
+        GX1_DATA_PLANE: impl === 'rxccl-native' ? 'native' : 'js',
         CEILING_BYTES: String(bytes),
         CEILING_CALLS: String(callsFor(bytes)),
         CEILING_ADDON: addon,
@@ -90,8 +91,8 @@ const sizes = option('--sizes', '8,1M,64M').split(',').map(parseSize);
 const rounds = Number(option('--rounds', '3'));
 const addon = buildPrototype();
 console.log(`# native ceiling: ${rounds} rounds, rank 0's mean per call, median over rounds (range); CPU per call of rank 0`);
-console.log('| ranks | size (B) | rxccl µs | native-block µs | native-spin µs | block / rxccl | spin / rxccl |');
-console.log('|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| ranks | size (B) | rxccl µs | rxccl native µs | native-block µs | native-spin µs | rxccl native / rxccl | spin / rxccl |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const worldSize of worlds) {
   for (const bytes of sizes) {
     const samples = new Map<Impl, Sample[]>(IMPLS.map((impl) => [impl, []]));
@@ -102,7 +103,7 @@ for (const worldSize of worlds) {
       const cpu = median(runs.map((run) => run.userUs)).toFixed(0) + ' + ' + median(runs.map((run) => run.systemUs)).toFixed(0);
       return { time: median(times), text: `${median(times).toFixed(1)} (${Math.min(...times).toFixed(0)}-${Math.max(...times).toFixed(0)}; cpu ${cpu})` };
     };
-    const [rx, block, spin] = IMPLS.map(cell) as [ReturnType<typeof cell>, ReturnType<typeof cell>, ReturnType<typeof cell>];
-    console.log(`| ${worldSize} | ${bytes} | ${rx.text} | ${block.text} | ${spin.text} | ${(block.time / rx.time).toFixed(2)} | ${(spin.time / rx.time).toFixed(2)} |`);
+    const [rx, native, block, spin] = IMPLS.map(cell) as ReturnType<typeof cell>[] as [ReturnType<typeof cell>, ReturnType<typeof cell>, ReturnType<typeof cell>, ReturnType<typeof cell>];
+    console.log(`| ${worldSize} | ${bytes} | ${rx.text} | ${native.text} | ${block.text} | ${spin.text} | ${(native.time / rx.time).toFixed(2)} | ${(spin.time / rx.time).toFixed(2)} |`);
   }
 }

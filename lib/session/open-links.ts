@@ -21,6 +21,7 @@ import {
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
 import { DataPlane, type DataPlaneEngine } from '../transport/data-plane.js';
+import { usesNativeDataPlane } from './data-plane-setting.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { SessionFailure } from '../transport/session-failure.js';
@@ -105,12 +106,13 @@ async function openMeshLinks(
   let control: RailClient | null = null;
   try {
     const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints), options);
+    const processesOnHost = meshProcessesOnHost(table, rank);
     const controlChannel = await connectChannel(address, join(options, 0));
     control = new RailClient(controlChannel, owner, 0);
     let mesh: PeerMesh;
     try {
       mesh = await PeerMesh.connect({
-        identity: { uniqueId, rank, worldSize, rails, dataLinks: options.dataPlane === 'native' },
+        identity: { uniqueId, rank, worldSize, rails, dataLinks: usesNativeDataPlane(options.dataPlane, processesOnHost, worldSize) },
         endpoints: table,
         incoming,
         timeoutMs: options.timeoutMs,
@@ -128,7 +130,7 @@ async function openMeshLinks(
     return {
       links: new MeshLinks(mesh, control, owner.failure, timeoutMs, dataLinks === null ? null : DataPlane.open(nativeEngine(), rank, worldSize, dataLinks)),
       sockets: [controlChannel.socket, ...mesh.sockets],
-      processesOnHost: meshProcessesOnHost(table, rank),
+      processesOnHost,
     };
   } catch (error) {
     control?.close();

@@ -68,9 +68,10 @@ export interface SessionOptions extends TuningOptions {
    */
   busyPollMicros?: number | 'auto';
   /**
-   * tcp_peer: who moves collective data (default `GX1_DATA_PLANE`, else `js`): `native`, the
-   * addon's data plane (a C++ thread over data links of its own, no TLS), or `js`, the event loop
-   * over the mesh. Every rank of a job must say the same.
+   * tcp_peer: who moves collective data (default `GX1_DATA_PLANE`, else `auto`): `native`, the
+   * addon's data plane (a C++ thread over data links of its own, no TLS), `js`, the event loop
+   * over the mesh, or `auto`: native where every rank is on this host and the addon loads, no TLS.
+   * Every rank of a job must end up with the same.
    */
   dataPlane?: DataPlaneSetting;
 }

@@ -1,6 +1,6 @@
 /**
  * The native-ceiling bench (bench/native-ceiling) end to end on a tiny plan: it builds the
- * prototype, runs rxccl and both prototypes as processes (each checks one all-reduce result before
+ * prototype, runs rxccl on both its data planes and both prototypes as processes (each checks one all-reduce result before
  * timing, uneven segments at 3 ranks included) and prints a row per cell with the ratios.
  */
 import { spawnSync } from 'node:child_process';
@@ -13,7 +13,7 @@ const compiler = spawnSync('g++', ['--version'], { stdio: 'ignore' }).error === 
 if (!compiler) console.log('native-ceiling bench test skipped: no g++ on PATH to build its prototype');
 
 describe('native-ceiling bench', () => {
-  it.skipIf(!compiler)('checks and times rxccl and the prototype in turn, a row per cell with the ratios', () => {
+  it.skipIf(!compiler)('checks and times rxccl (js and native data planes) and the prototype in turn, a row per cell with the ratios', () => {
     const run = spawnSync(join(root, 'node_modules', '.bin', 'tsx'), [join(root, 'bench', 'native-ceiling', 'run.ts'), '-n', '3', '--sizes', '8,131076', '--rounds', '1', '--calls', '5'], {
       encoding: 'utf8',
       timeout: 120_000,

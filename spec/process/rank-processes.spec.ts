@@ -95,15 +95,15 @@ describe('ranks in separate processes', () => {
     for (const rank of ranks) expect(isAlive(rank.pid)).toBe(false);
   });
 
-  // tcp_peer: the small all-reduce is relayed through rank 0 (the hub), a large one goes pairwise
-  // (every rank on one host) or round the ring, a large broadcast pairwise from its root, and with
-  // GX1_DATA_PLANE=native both sizes run on the addon's data plane; killing the hub, or a rank of
-  // any of them, mid-algorithm ends every rank in < 2 s.
+  // tcp_peer on the JS data plane: the small all-reduce is relayed through rank 0 (the hub), a
+  // large one goes pairwise (every rank on one host) or round the ring, a large broadcast pairwise
+  // from its root; on the native data plane both sizes run on the addon's thread; killing the hub,
+  // or a rank of any of them, mid-algorithm ends every rank in < 2 s.
   for (const [what, victimRank, elements, env] of [
-    ['the hub of a relayed exchange', 0, 1, {}],
-    ['a rank of a pairwise all-reduce', 2, 1 << 20, {}],
-    ['a rank of a ring all-reduce', 2, 1 << 20, { GX1_COLLECTIVE_ALGORITHM: 'ring' }],
-    ['a rank of a pairwise broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast' }],
+    ['the hub of a relayed exchange', 0, 1, { GX1_DATA_PLANE: 'js' }],
+    ['a rank of a pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'js' }],
+    ['a rank of a ring all-reduce', 2, 1 << 20, { GX1_COLLECTIVE_ALGORITHM: 'ring', GX1_DATA_PLANE: 'js' }],
+    ['a rank of a pairwise broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'js' }],
     // The native data plane: its engine sees the killed rank's links end (or reset) at once.
     ['a rank of a native all-pairs all-reduce', 2, 1, { GX1_DATA_PLANE: 'native' }],
     ['a rank of a native pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'native' }],

@@ -43,7 +43,8 @@ async function peerJob(secret: string | null) {
     rank: 0,
     worldSize: 2,
     timeoutMs: 30_000,
-    env: { GX1_COLLECTIVE_TRANSPORT: 'tcp_peer', GX1_SECRET: secret ?? '' },
+    // Rank 1 is played by hand, without the native data plane's links.
+    env: { GX1_COLLECTIVE_TRANSPORT: 'tcp_peer', GX1_SECRET: secret ?? '', GX1_DATA_PLANE: 'js' },
     script: 'spec/security/fixtures/rank.ts',
     args: ['receive'],
   });

@@ -21,7 +21,8 @@ afterEach(async () => {
 async function sessions(worldSize: number, options: JobOptions, overrides: (rank: number) => RankOverrides = () => ({})): Promise<RankSession[]> {
   const job = await startCoordinator(worldSize, { timeoutMs: 10_000, ...options });
   jobs.push(job);
-  return Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, overrides(rank))));
+  // The JS data plane: these tests are about its families (the native one has spec/session/native-data-plane.spec.ts).
+  return Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { dataPlane: 'js', ...overrides(rank) })));
 }
 
 /** The algorithms rank 0 ran, in order, while `work` ran on every rank. */

@@ -197,13 +197,35 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
+  it('by default (auto) every collective goes native where every rank is on one host, and stays on the JS plane where one is not', async () => {
+    const allReduceOf = async (sessions: RankSession[]) => {
+      const algorithms = algorithmsOf(sessions[0]!);
+      await Promise.all(sessions.map((session) => session.allReduce(Float32Array.of(1))));
+      return algorithms;
+    };
+    const together = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
+    jobs.push(together);
+    expect(await allReduceOf(await Promise.all([0, 1, 2].map((rank) => together.openRank(rank))))).toEqual(['native']);
+    const apart = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
+    jobs.push(apart);
+    const sessions = await Promise.all([0, 1, 2].map((rank) => apart.openRank(rank, rank === 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {})));
+    expect(await allReduceOf(sessions)).toEqual(['exchange']);
+  });
+
   it('dataPlane: a bad value, or native with TLS, is refused by name', async () => {
-    const { resolveDataPlane } = await import('../../lib/session/data-plane-setting.js');
-    expect(() => resolveDataPlane('fast', undefined, false)).toThrow('dataPlane must be one of native, js, got "fast"');
-    expect(() => resolveDataPlane(undefined, 'c++', false)).toThrow('GX1_DATA_PLANE must be one of native, js, got "c++"');
+    const { resolveDataPlane, usesNativeDataPlane } = await import('../../lib/session/data-plane-setting.js');
+    expect(() => resolveDataPlane('fast', undefined, false)).toThrow('dataPlane must be one of auto, native, js, got "fast"');
+    expect(() => resolveDataPlane(undefined, 'c++', false)).toThrow('GX1_DATA_PLANE must be one of auto, native, js, got "c++"');
     expect(() => resolveDataPlane('native', undefined, true)).toThrow(/cannot be used with TLS/);
     expect(() => resolveDataPlane('native', undefined, false, () => false)).toThrow(/needs the native addon/);
-    expect(resolveDataPlane(undefined, undefined, false)).toBe('js');
     expect(resolveDataPlane(undefined, 'native', false)).toBe('native');
+    // auto: js with TLS or without the addon, else decided once the endpoint table is known.
+    expect(resolveDataPlane(undefined, undefined, false)).toBe('auto');
+    expect(resolveDataPlane(undefined, undefined, true)).toBe('js');
+    expect(resolveDataPlane('auto', undefined, false, () => false)).toBe('js');
+    expect(usesNativeDataPlane('auto', 4, 4)).toBe(true);
+    expect(usesNativeDataPlane('auto', 3, 4)).toBe(false);
+    expect(usesNativeDataPlane('native', 3, 4)).toBe(true);
+    expect(usesNativeDataPlane('js', 4, 4)).toBe(false);
   });
 });

@@ -17,7 +17,7 @@ describe('allReduce on tcp_peer from the ring threshold (ring and pairwise)', ()
   async function peerSessions(worldSize: number, rails: number, algorithm: 'auto' | 'ring' = 'auto'): Promise<{ job: TestJob; sessions: RankSession[] }> {
     const job = await startCoordinator(worldSize, { transport: 'tcp_peer', rails, timeoutMs: 20_000 });
     jobs.push(job);
-    return { job, sessions: await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { algorithm }))) };
+    return { job, sessions: await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { algorithm, dataPlane: 'js' }))) };
   }
 
   for (const [worldSize, rails, algorithm, runs] of [

@@ -49,7 +49,8 @@ describe('a peer listener and its strangers', () => {
   it('refuses a PeerHello for a rail the job does not have, saying so, without revealing the unique id', async () => {
     const job = await startCoordinator(2, { transport: 'tcp_peer', timeoutMs: 3_000 });
     jobs.push(job);
-    const opening = job.openRank(0);
+    // Rank 1 is played by hand, without the native data plane's links.
+    const opening = job.openRank(0, { dataPlane: 'js' });
     const fake = await fakeRankOne(job);
     const stranger = await fake.dial();
     stranger.send({ header: peerHelloHeader(fake.origin, 0, 3), parts: [] });

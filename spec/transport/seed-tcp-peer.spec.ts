@@ -246,17 +246,20 @@ describe('seed tests: tcp_peer', () => {
     await expect(job.coordinator.done).rejects.toThrow(/rank 0 aborted: direct peer receive from rank 1 with tag 9 on rail 0 timed out/);
   });
 
-  it('a mesh collective a rank never joins times out naming it on every rank that came, not a receive', async () => {
-    // Three ranks: the exchange goes through the hub (rank 0), and rank 1's receive from the hub
-    // must not time out before the hub names the missing rank.
+  for (const [dataPlane, named] of [
+    ['js', /rank 0 collective 0 \(Barrier\) on the direct peer mesh; missing ranks \[2\] timed out/],
+    ['native', /rank [01] collective 0 \(Barrier\) on the native data plane; missing ranks \[2\] timed out/],
+  ] as const) it(`a mesh collective a rank never joins times out naming it on every rank that came, not a receive (${dataPlane} data plane)`, async () => {
+    // Three ranks: on the JS plane the exchange goes through the hub (rank 0), and rank 1's
+    // receive from the hub must not time out before the hub names the missing rank.
     const job = await peerJob(3, { timeoutMs: 5_000 });
-    const sessions = (await Promise.all([0, 1, 2].map((rank) => job.openRank(rank)))) as [RankSession, RankSession, RankSession];
+    const sessions = (await Promise.all([0, 1, 2].map((rank) => job.openRank(rank, { dataPlane })))) as [RankSession, RankSession, RankSession];
     await Promise.all(sessions.map((session) => session.setTimeout(300)));
     const started = Date.now();
     const errors = await Promise.all([rejection(sessions[0].barrier()), rejection(sessions[1].barrier())]);
     for (const error of errors) {
       expect(error.code).toMatch(/^(TIMEOUT|REMOTE_ABORT)$/);
-      expect(error.message).toContain('rank 0 collective 0 (Barrier) on the direct peer mesh; missing ranks [2] timed out');
+      expect(error.message).toMatch(named);
     }
     expect(Date.now() - started).toBeLessThan(2_000);
     await expect(job.coordinator.done).rejects.toThrow(/missing ranks \[2\]/);

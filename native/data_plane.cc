@@ -30,6 +30,10 @@ int64_t MonotonicNs() {
 // Buffers per sendmsg(); a transfer has at most a handful.
 constexpr int kMaxParts = 16;
 
+// A streamed reduction reduces at least this much at a time (unless it is the end): a kernel call
+// per few kilobytes would cost more than it overlaps.
+constexpr size_t kStreamBytes = size_t(1) << 20;
+
 void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
   // A peer that reset its connection has gone (it died or aborted): that is how it is named.
   const bool gone = error == ECONNRESET || error == EPIPE;
@@ -97,25 +101,52 @@ Outcome DataLinks::AllReduce(const AllReduceJob& job) {
 
   // Rank s owns elements [count * s / W, count * (s + 1) / W): every rank sends each owner its
   // part of the owner's segment, the owner reduces the W parts, then sends the result to all.
+  // One phase, streamed: on each link the contribution goes first, then the reduced segment,
+  // which an owner reduces (and sends) as far as every contribution has come, a piece at a time,
+  // so the reduction overlaps the transfers. Memory stays safe in place: a peer's reduced bytes
+  // overwrite this rank's input only where it reduced them, that is after it received them.
   auto begin = [&](int segment) { return job.count * size_t(segment) / size_t(world_size_); };
   auto segment_of = [&](uint8_t* base, int segment) { return Span{base + begin(segment) * width, (begin(segment + 1) - begin(segment)) * width}; };
   uint8_t* input = const_cast<uint8_t*>(job.input);
   const Span own = segment_of(job.output, rank_);
   uint8_t* slots = Scratch(own.size * size_t(world_size_));
   memcpy(slots + size_t(rank_) * own.size, segment_of(input, rank_).data, own.size);
-  std::vector<Transfer> scatter, gather;
+  uint8_t* header = const_cast<uint8_t*>(job.header);
+  std::vector<Transfer> phase;
   for (int k = 1; k < world_size_; k++) {
     const int peer = (rank_ + k) % world_size_;
-    scatter.push_back(Exchange(peer, job.header, segment_of(input, peer), {slots + size_t(peer) * own.size, own.size}, header_of(peer)));
-    gather.push_back(Exchange(peer, job.header, own, segment_of(job.output, peer), header_of(peer)));
+    const Span contribution = segment_of(input, peer);
+    phase.push_back({peer,
+                     {{header, kDataHeaderBytes}, contribution, {header, kDataHeaderBytes}, own},
+                     {{header_of(peer), kDataHeaderBytes}, {slots + size_t(peer) * own.size, own.size}, {header_of(peer), kDataHeaderBytes}, segment_of(job.output, peer)}});
+    phase.back().send_limit = 2 * kDataHeaderBytes + contribution.size;
   }
-  if (!Move(scatter, job.header, deadline, outcome)) return outcome;
-  reduce(slots, own.size / width, own.data);
-  Move(gather, job.header, deadline, outcome);
+  size_t reduced = 0;
+  auto reduce_arrived = [&] {
+    size_t ready = own.size;
+    for (const Transfer& t : phase) ready = std::min(ready, t.received >= 2 ? own.size : t.received == 1 ? t.received_bytes : 0);
+    ready -= ready % width;
+    if (ready == reduced || (ready < own.size && ready - reduced < kStreamBytes)) return;
+    // The W contributions to [reduced, ready) are slices own.size apart.
+    Job kernel;
+    kernel.body = ReduceSlicesBody(job.type, job.op);
+    kernel.source = slots + reduced;
+    kernel.slice_stride = own.size;
+    kernel.slices = size_t(world_size_);
+    kernel.target = own.data + reduced;
+    kernel.count = (ready - reduced) / width;
+    kernel.bytes_read = (ready - reduced) * size_t(world_size_);
+    RunJob(kernel);
+    reduced = ready;
+    for (Transfer& t : phase) t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size + reduced;
+  };
+  Move(phase, job.header, deadline, outcome, reduce_arrived);
   return outcome;
 }
 
-bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome) {
+bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome,
+                     const std::function<void()>& received) {
+  if (received) received();
   // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
   // and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 2 + 1);
@@ -125,10 +156,12 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
     for (size_t i = 0; i < phase.size(); i++) {
       const Transfer& t = phase[i];
       // A finished side is left out: poll() would keep reporting a peer that hung up after it.
-      const bool sending = t.sent < t.sends.size(), receiving = t.received < t.receives.size();
+      const bool unsent = t.sent < t.sends.size(), receiving = t.received < t.receives.size();
+      // A send held back by its limit waits for receives, not for the socket.
+      const bool sending = unsent && t.sent_total < t.send_limit;
       ready[2 * i] = {sending ? send_fds_[t.peer] : -1, POLLOUT, 0};
       ready[2 * i + 1] = {receiving ? recv_fds_[t.peer] : -1, POLLIN, 0};
-      pending = pending || sending || receiving;
+      pending = pending || unsent || receiving;
     }
     if (!pending) return true;
     ready.back() = {wake_fd_, POLLIN, 0};
@@ -172,18 +205,24 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
       if (ready[2 * i + 1].revents != 0) {
         const size_t before = t.received_bytes + t.received;
         if (!Receive(t, expected_header, outcome)) return false;
-        if (t.received_bytes + t.received != before) progressed = MonotonicNs();
+        if (t.received_bytes + t.received != before) {
+          progressed = MonotonicNs();
+          if (received) received();
+        }
       }
     }
   }
 }
 
 bool DataLinks::Send(Transfer& t, Outcome& outcome) {
-  while (t.sent < t.sends.size()) {
+  while (t.sent < t.sends.size() && t.sent_total < t.send_limit) {
     iovec parts[kMaxParts];
     int used = 0;
-    for (size_t k = t.sent, skip = t.sent_bytes; k < t.sends.size() && used < kMaxParts; k++, skip = 0) {
-      parts[used++] = {t.sends[k].data + skip, t.sends[k].size - skip};
+    size_t allowed = t.send_limit - t.sent_total;
+    for (size_t k = t.sent, skip = t.sent_bytes; k < t.sends.size() && used < kMaxParts && allowed > 0; k++, skip = 0) {
+      const size_t take = std::min(t.sends[k].size - skip, allowed);
+      parts[used++] = {t.sends[k].data + skip, take};
+      allowed -= take;
     }
     msghdr message{};
     message.msg_iov = parts;
@@ -194,6 +233,7 @@ bool DataLinks::Send(Transfer& t, Outcome& outcome) {
       SetSystem(outcome, t.peer, errno, "send");
       return false;
     }
+    t.sent_total += size_t(written);
     while (t.sent < t.sends.size()) {
       const size_t left = t.sends[t.sent].size - t.sent_bytes;
       if (size_t(written) < left) {

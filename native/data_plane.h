@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,11 +69,16 @@ class DataLinks {
     std::vector<Span> sends;
     std::vector<Span> receives;  // header, payload, header, payload...
     size_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
+    // Bytes of `sends` that may go so far (a reduced segment goes as it is reduced), and gone.
+    size_t send_limit = SIZE_MAX, sent_total = 0;
   };
 
   Transfer Exchange(int peer, const uint8_t* header, Span send, Span receive, uint8_t* header_into) const;
   // Runs every transfer of a phase to its end; false (with `outcome` set) if it could not.
-  bool Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome);
+  // `received` runs after every receive that made progress (and once first): it may raise send
+  // limits, and must lift them all once every receive is done.
+  bool Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome,
+            const std::function<void()>& received = nullptr);
   bool Send(Transfer& transfer, Outcome& outcome);
   bool Receive(Transfer& transfer, const uint8_t* expected_header, Outcome& outcome);
   uint8_t* Scratch(size_t bytes);

@@ -90,6 +90,23 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   }, 240_000);
 
+  it('a large all-reduce reduces its segments piece by piece as they arrive: exact at several MiB a segment, fresh and in place', async () => {
+    for (const worldSize of [2, 3]) {
+      const { sessions } = await nativeJob(worldSize, 20_000);
+      const count = 3 * (1 << 20) + 7;
+      const inputOf = (rank: number) => Int32Array.from({ length: count }, (_, i) => (i % 1009) * (rank + 1) - rank);
+      const expected = Int32Array.from({ length: count }, (_, i) => sessions.reduce((sum, _, rank) => sum + (i % 1009) * (rank + 1) - rank, 0));
+      const fresh = await Promise.all(sessions.map((session, rank) => session.allReduce(inputOf(rank))));
+      const inPlace = sessions.map((_, rank) => inputOf(rank));
+      await Promise.all(sessions.map((session, rank) => session.allReduce(inPlace[rank]!, 'sum', { inPlace: true })));
+      for (const result of [...fresh, ...inPlace]) {
+        const wrong = result.findIndex((value, i) => value !== expected[i]);
+        expect(wrong, `world ${worldSize}: element ${wrong} is ${result[wrong]}, expected ${expected[wrong]}`).toBe(-1);
+      }
+      await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+    }
+  }, 60_000);
+
   it('ranks calling different all-reduces fail at once, naming both ranks and both descriptors; the job is aborted', async () => {
     const { job, sessions } = await nativeJob(3);
     const [zero, one, two] = sessions as [RankSession, RankSession, RankSession];

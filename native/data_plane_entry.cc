@@ -69,6 +69,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     thread_ = std::thread([this] { Serve(); });
   }
 
+  // Collected without close() (the process is ending): Stop ends a running collective first, so
+  // the join does not wait for its timeout.
   ~DataPlane() override { Stop(); }
 
  private:
@@ -115,22 +117,27 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
 
   // wake(): ends the running collective (and every later one) with kind "aborted".
   Napi::Value Wake(const Napi::CallbackInfo& info) {
-    const uint64_t one = 1;
-    if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {
-      // Only an overflowing counter fails, and then it is readable already.
-    }
+    Signal();
     return info.Env().Undefined();
   }
 
   // close(): wakes a running collective, waits for the thread; the sockets are JavaScript's to close.
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    Wake(info);
     Stop();
     return info.Env().Undefined();
   }
 
+  void Signal() {
+    const uint64_t one = 1;
+    if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {
+      // Only an overflowing counter fails, and then it is readable already.
+    }
+  }
+
+  // Ends a running collective (Signal), then the thread, and waits for it.
   void Stop() {
     if (stopped_) return;
+    Signal();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopped_ = true;

@@ -75,13 +75,13 @@ Outcome DataLinks::AllReduce(const AllReduceJob& job) {
   const size_t width = ElementWidth(job.type);
   const size_t bytes = job.count * width;
   auto header_of = [this](int peer) { return headers_.data() + size_t(peer) * kDataHeaderBytes; };
-  // op over W inputs laid end to end in rank order: every rank gets the same bits, and avg's
-  // division is fused into the same pass.
-  auto reduce = [&](const uint8_t* inputs, size_t count, uint8_t* into) {
+  // op over W inputs `stride` bytes apart, in rank order: every rank gets the same bits, and
+  // avg's division is fused into the same pass.
+  auto reduce = [&](const uint8_t* inputs, size_t stride, size_t count, uint8_t* into) {
     Job kernel;
     kernel.body = ReduceSlicesBody(job.type, job.op);
     kernel.source = inputs;
-    kernel.slice_stride = count * width;
+    kernel.slice_stride = stride;
     kernel.slices = size_t(world_size_);
     kernel.target = into;
     kernel.count = count;
@@ -99,7 +99,7 @@ Outcome DataLinks::AllReduce(const AllReduceJob& job) {
       phase.push_back(Exchange(peer, job.header, {const_cast<uint8_t*>(job.input), bytes}, {slots + size_t(peer) * bytes, bytes}, header_of(peer)));
     }
     if (!Move(phase, job.header, deadline, outcome)) return outcome;
-    reduce(slots, job.count, job.output);
+    reduce(slots, bytes, job.count, job.output);
     return outcome;
   }
 
@@ -132,15 +132,7 @@ Outcome DataLinks::AllReduce(const AllReduceJob& job) {
     ready -= ready % width;
     if (ready == reduced || (ready < own.size && ready - reduced < kStreamBytes)) return;
     // The W contributions to [reduced, ready) are slices own.size apart.
-    Job kernel;
-    kernel.body = ReduceSlicesBody(job.type, job.op);
-    kernel.source = slots + reduced;
-    kernel.slice_stride = own.size;
-    kernel.slices = size_t(world_size_);
-    kernel.target = own.data + reduced;
-    kernel.count = (ready - reduced) / width;
-    kernel.bytes_read = (ready - reduced) * size_t(world_size_);
-    RunJob(kernel);
+    reduce(slots + reduced, own.size, (ready - reduced) / width, own.data + reduced);
     reduced = ready;
     for (Transfer& t : phase) t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size + reduced;
   };

@@ -37,7 +37,7 @@ export function exchangeOnMesh(
     const exchange = links.worldSize <= ALL_PAIRS_MAX_WORLD_SIZE ? exchangeAllPairs : exchangeRelayed;
     // With a native data plane every collective agrees on its data links first (see agreeOnDataPlane).
     const plane = links.dataPlane;
-    if (plane !== undefined && plane !== null) return agreeOnDataPlane(plane, context, request, layout, sequence).pipe(mergeMap((number) => exchange(links, context, own, data, number)));
+    if (plane) return agreeOnDataPlane(plane, context, request, layout, sequence).pipe(mergeMap((number) => exchange(links, context, own, data, number)));
     return exchange(links, context, own, data, sequence ?? context.nextMeshSequence());
   });
 }

@@ -1,6 +1,6 @@
 import { defer, map, mergeMap, NEVER, type Observable, of, throwError } from 'rxjs';
 import { ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
-import type { DataPlane, NativeOutcome } from '../transport/data-plane.js';
+import type { DataPlane, NativeAllReduce, NativeOutcome } from '../transport/data-plane.js';
 import type { Links } from '../transport/links/links.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import { ElementType } from '../protocol/element-type.js';
@@ -18,7 +18,7 @@ import { checkAgreement, descriptorOf, NO_DATA } from './exchange-message.js';
 /** The session's native data plane (the table picks a native row only where there is one). */
 export function dataPlaneOf(links: Links): DataPlane {
   const plane = links.dataPlane;
-  if (plane === undefined || plane === null) throw new ConfigurationError(`rank ${links.rank} has no native data plane (dataPlane: 'native', tcp_peer)`);
+  if (!plane) throw new ConfigurationError(`rank ${links.rank} has no native data plane (dataPlane: 'native', tcp_peer)`);
   return plane;
 }
 
@@ -42,8 +42,17 @@ export function nativeCollective(context: CollectiveContext, request: Collective
  * that does not run on the plane (`agreeOnDataPlane`).
  */
 export function exchangeHeaders(plane: DataPlane, context: CollectiveContext, collective: NativeCollective): Observable<void> {
-  const job = { pairwise: false, elementType: ElementType.U8, reduceOp: reduceOpCode('sum'), input: NO_DATA, output: NO_DATA, count: 0, descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
-  return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, () => undefined)));
+  const nothing = { pairwise: false, elementType: ElementType.U8, reduceOp: reduceOpCode('sum'), input: NO_DATA, output: NO_DATA, count: 0 };
+  return runOnPlane(plane, context, collective, nothing, () => undefined);
+}
+
+/** The data of an all-reduce on the plane: what `NativeAllReduce` has besides the header and timeout. */
+export type PlaneData = Omit<NativeAllReduce, 'descriptor' | 'sequence' | 'timeoutMs'>;
+
+/** Runs `collective`'s all-reduce of `data` on the plane and settles it (`settleNative`) with `result`. */
+export function runOnPlane<T>(plane: DataPlane, context: CollectiveContext, collective: NativeCollective, data: PlaneData, result: () => T): Observable<T> {
+  const job = { ...data, descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
+  return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, result)));
 }
 
 /**

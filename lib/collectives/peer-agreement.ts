@@ -20,7 +20,7 @@ import { layoutHash } from './peer-data.js';
 export function agreeOnPeerData(links: Links, context: CollectiveContext, request: CollectiveRequest, layout: string): Observable<bigint> {
   const plane = links.dataPlane;
   // With a native data plane the header exchange on the data links is the whole agreement.
-  if (plane !== undefined && plane !== null) return agreeOnDataPlane(plane, context, request, layout);
+  if (plane) return agreeOnDataPlane(plane, context, request, layout);
   if (context.agreement === 'mesh') {
     return defer(() => {
       const sequence = context.nextMeshSequence();

@@ -159,7 +159,7 @@ export class RankSession {
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
-    this.nativeDataPlane = links.dataPlane !== undefined && links.dataPlane !== null;
+    this.nativeDataPlane = Boolean(links.dataPlane);
     failure.failure$.subscribe({
       error: (error: unknown) => {
         if (this.events.observed) this.events.next({ type: 'failed', error });

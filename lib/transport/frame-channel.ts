@@ -187,10 +187,7 @@ export class FrameChannel {
    * peer that never closes is cut off after `lingerMs`).
    */
   finish(lingerMs = 2_000): void {
-    this.discarding = true;
-    this.reading.unsubscribe();
-    this.backlog.length = 0;
-    this.subscriber = null;
+    this.stopReading();
     if (this.socket.destroyed) return;
     this.socket.resume();
     if (!this.socket.writableEnded) this.socket.end();
@@ -207,10 +204,7 @@ export class FrameChannel {
    * be handed over: bytes already read would be lost to the new reader (see `PeerMesh`).
    */
   handOver(): Socket {
-    this.discarding = true;
-    this.reading.unsubscribe();
-    this.backlog.length = 0;
-    this.subscriber = null;
+    this.stopReading();
     // pause() alone lets Node keep reading into the stream's buffer: stop the handle itself.
     const handle = (this.socket as unknown as { _handle: { readStop(): number; reading: boolean } | null })._handle;
     if (handle !== null) {
@@ -222,6 +216,14 @@ export class FrameChannel {
 
   describe(): string {
     return `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}`;
+  }
+
+  /** Decodes nothing more and drops what waits: the channel's frames end here. */
+  private stopReading(): void {
+    this.discarding = true;
+    this.reading.unsubscribe();
+    this.backlog.length = 0;
+    this.subscriber = null;
   }
 
   private dispatch(frame: Frame): void {

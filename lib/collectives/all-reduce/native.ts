@@ -1,9 +1,9 @@
-import { defer, mergeMap, type Observable } from 'rxjs';
+import { defer, type Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { dataPlaneOf, nativeCollective, settleNative } from '../native-collective.js';
+import { dataPlaneOf, nativeCollective, runOnPlane } from '../native-collective.js';
 import { shaped } from '../staged.js';
 
 /**
@@ -30,17 +30,7 @@ export function nativeAllReduce(links: Links, request: ReductionRequest, context
     const { view, op } = request;
     const collective = nativeCollective(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }));
     const output = request.output ?? new Uint8Array(view.bytes.length);
-    const job = {
-      pairwise: view.bytes.length >= NATIVE_PAIRWISE_MIN_BYTES,
-      elementType: view.elementType,
-      reduceOp: reduceOpCode(op),
-      input: view.bytes,
-      output,
-      count: view.count,
-      descriptor: collective.own,
-      sequence: collective.number,
-      timeoutMs: context.timeoutMs(),
-    };
-    return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, () => output)));
+    const data = { pairwise: view.bytes.length >= NATIVE_PAIRWISE_MIN_BYTES, elementType: view.elementType, reduceOp: reduceOpCode(op), input: view.bytes, output, count: view.count };
+    return runOnPlane(plane, context, collective, data, () => output);
   });
 }

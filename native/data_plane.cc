@@ -38,6 +38,9 @@ constexpr int kMaxParts = 16;
 // per few kilobytes would cost more than it overlaps.
 constexpr size_t kStreamBytes = size_t(1) << 20;
 
+// A relay forwards at least this much at a time (unless it is the end).
+constexpr size_t kForwardBytes = size_t(256) << 10;
+
 void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
   // A peer that reset its connection has gone (it died or aborted): that is how it is named.
   const bool gone = error == ECONNRESET || error == EPIPE;
@@ -64,17 +67,51 @@ uint8_t* DataLinks::Scratch(size_t bytes) {
   return scratch_.data();
 }
 
-DataLinks::Transfer DataLinks::Exchange(int peer, const uint8_t* header, Span send, Span receive, uint8_t* header_into) const {
-  Transfer transfer{peer, {{const_cast<uint8_t*>(header), kDataHeaderBytes}, send}, {{header_into, kDataHeaderBytes}, receive}};
-  return transfer;
+std::vector<DataLinks::Transfer> DataLinks::AllPairs(const uint8_t* header, const std::function<Span(int)>& send,
+                                                     const std::function<Span(int)>& receive) {
+  std::vector<Transfer> phase;
+  uint8_t* own = const_cast<uint8_t*>(header);
+  // Peers in the order rank + 1, rank + 2, ...: every rank starts with a different one.
+  for (int k = 1; k < world_size_; k++) {
+    const int peer = (rank_ + k) % world_size_;
+    uint8_t* theirs = headers_.data() + size_t(peer) * kDataHeaderBytes;
+    phase.push_back({peer, {{own, kDataHeaderBytes}, send(peer)}, {{theirs, kDataHeaderBytes}, receive(peer)}});
+  }
+  return phase;
 }
 
-Outcome DataLinks::AllReduce(const AllReduceJob& job) {
+Outcome DataLinks::Run(const ExchangeJob& job) {
+  Outcome outcome;
+  const int64_t deadline = MonotonicNs() + job.timeout_ms * 1'000'000;
+  auto at = [](const std::vector<Span>& spans, int peer) { return size_t(peer) < spans.size() ? spans[size_t(peer)] : Span{nullptr, 0}; };
+  std::vector<Transfer> phase = AllPairs(job.header, [&](int peer) { return at(job.sends, peer); }, [&](int peer) { return at(job.receives, peer); });
+  auto source_of = [&](int peer) { return size_t(peer) < job.forward_from.size() ? job.forward_from[size_t(peer)] : -1; };
+  std::vector<const Transfer*> by_peer(size_t(world_size_), nullptr);
+  bool forwarding = false;
+  for (Transfer& t : phase) {
+    by_peer[size_t(t.peer)] = &t;
+    // A forward's header may go at once; its payload as it arrives.
+    if (source_of(t.peer) >= 0) t.send_limit = kDataHeaderBytes, forwarding = true;
+  }
+  auto forward = [&] {
+    for (Transfer& t : phase) {
+      const int source = source_of(t.peer);
+      if (source < 0) continue;
+      const Transfer& from = *by_peer[size_t(source)];
+      const size_t total = from.receives[1].size;
+      const size_t arrived = from.received >= 2 ? total : from.received == 1 ? from.received_bytes : 0;
+      if (arrived == total || kDataHeaderBytes + arrived >= t.send_limit + kForwardBytes) t.send_limit = kDataHeaderBytes + arrived;
+    }
+  };
+  Move(phase, job.header, deadline, outcome, forwarding ? std::function<void()>(forward) : nullptr);
+  return outcome;
+}
+
+Outcome DataLinks::Run(const AllReduceJob& job) {
   Outcome outcome;
   const int64_t deadline = MonotonicNs() + job.timeout_ms * 1'000'000;
   const size_t width = ElementWidth(job.type);
   const size_t bytes = job.count * width;
-  auto header_of = [this](int peer) { return headers_.data() + size_t(peer) * kDataHeaderBytes; };
   // op over W inputs `stride` bytes apart, in rank order: every rank gets the same bits, and
   // avg's division is fused into the same pass.
   auto reduce = [&](const uint8_t* inputs, size_t stride, size_t count, uint8_t* into) {
@@ -93,11 +130,8 @@ Outcome DataLinks::AllReduce(const AllReduceJob& job) {
     // Every rank sends its whole tensor to every other and reduces all W copies.
     uint8_t* slots = Scratch(bytes * size_t(world_size_));
     memcpy(slots + size_t(rank_) * bytes, job.input, bytes);
-    std::vector<Transfer> phase;
-    for (int k = 1; k < world_size_; k++) {
-      const int peer = (rank_ + k) % world_size_;
-      phase.push_back(Exchange(peer, job.header, {const_cast<uint8_t*>(job.input), bytes}, {slots + size_t(peer) * bytes, bytes}, header_of(peer)));
-    }
+    std::vector<Transfer> phase = AllPairs(job.header, [&](int) { return Span{const_cast<uint8_t*>(job.input), bytes}; },
+                                           [&](int peer) { return Span{slots + size_t(peer) * bytes, bytes}; });
     if (!Move(phase, job.header, deadline, outcome)) return outcome;
     reduce(slots, bytes, job.count, job.output);
     return outcome;
@@ -115,15 +149,13 @@ Outcome DataLinks::AllReduce(const AllReduceJob& job) {
   const Span own = segment_of(job.output, rank_);
   uint8_t* slots = Scratch(own.size * size_t(world_size_));
   memcpy(slots + size_t(rank_) * own.size, segment_of(input, rank_).data, own.size);
-  uint8_t* header = const_cast<uint8_t*>(job.header);
-  std::vector<Transfer> phase;
-  for (int k = 1; k < world_size_; k++) {
-    const int peer = (rank_ + k) % world_size_;
-    const Span contribution = segment_of(input, peer);
-    phase.push_back({peer,
-                     {{header, kDataHeaderBytes}, contribution, {header, kDataHeaderBytes}, own},
-                     {{header_of(peer), kDataHeaderBytes}, {slots + size_t(peer) * own.size, own.size}, {header_of(peer), kDataHeaderBytes}, segment_of(job.output, peer)}});
-    phase.back().send_limit = 2 * kDataHeaderBytes + contribution.size;
+  // Each link carries two messages: the contribution to the peer's segment, then the reduced own.
+  std::vector<Transfer> phase = AllPairs(job.header, [&](int peer) { return segment_of(input, peer); },
+                                         [&](int peer) { return Span{slots + size_t(peer) * own.size, own.size}; });
+  for (Transfer& t : phase) {
+    t.sends.insert(t.sends.end(), {t.sends[0], own});
+    t.receives.insert(t.receives.end(), {t.receives[0], segment_of(job.output, t.peer)});
+    t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size;
   }
   size_t reduced = 0;
   auto reduce_arrived = [&] {

@@ -37,6 +37,12 @@ struct Outcome {
   uint8_t header[kDataHeaderBytes] = {};
 };
 
+// Bytes of a caller's buffer that one message sends or receives.
+struct Span {
+  uint8_t* data;
+  size_t size;
+};
+
 // One all-reduce, fully resolved on the JS thread.
 struct AllReduceJob {
   bool pairwise = false;  // reduce-scatter + all-gather between every pair; else all-pairs
@@ -49,6 +55,20 @@ struct AllReduceJob {
   int64_t timeout_ms = 0;
 };
 
+// One message each way between this rank and every peer, the shape of every collective that only
+// moves data (broadcast, all-gather, gather, all-to-all) and of the header-only exchange (barrier,
+// agreement): the header and `sends[p]` go to p, p's header and then `receives[p]` come from it.
+// An empty span (or none: shorter vectors) is a header-only message. Receives land in place.
+// A send may forward a receive (`forward_from[q] = f`: sends[q] is receives[f]), going on as far
+// as it has arrived: a relay, as a chain broadcast's middle ranks are.
+struct ExchangeJob {
+  std::vector<Span> sends;        // by peer rank
+  std::vector<Span> receives;     // by peer rank, disjoint from each other and from every send but a forward
+  std::vector<int> forward_from;  // by peer rank: -1 (or none), or the peer whose receive the send forwards
+  uint8_t header[kDataHeaderBytes] = {};
+  int64_t timeout_ms = 0;
+};
+
 // The data links of one session and the thread-side state that outlives a call.
 class DataLinks {
  public:
@@ -56,13 +76,10 @@ class DataLinks {
   // wake_fd: readable once the session ends (abort, failure, close); every wait watches it.
   DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd);
 
-  Outcome AllReduce(const AllReduceJob& job);
+  Outcome Run(const AllReduceJob& job);
+  Outcome Run(const ExchangeJob& job);
 
  private:
-  struct Span {
-    uint8_t* data;
-    size_t size;
-  };
   // Everything one phase moves to and from one peer, in order, and how far each side has got.
   struct Transfer {
     int peer;
@@ -73,7 +90,8 @@ class DataLinks {
     size_t send_limit = SIZE_MAX, sent_total = 0;
   };
 
-  Transfer Exchange(int peer, const uint8_t* header, Span send, Span receive, uint8_t* header_into) const;
+  // The phase of one message each way with every peer: header + send(peer) out, header + receive(peer) in.
+  std::vector<Transfer> AllPairs(const uint8_t* header, const std::function<Span(int)>& send, const std::function<Span(int)>& receive);
   // Runs every transfer of a phase to its end; false (with `outcome` set) if it could not.
   // `received` runs after every receive that made progress (and once first): it may raise send
   // limits, and must lift them all once every receive is done.

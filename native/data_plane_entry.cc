@@ -7,12 +7,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <variant>
 
 #include "args.h"
 #include "data_plane.h"
@@ -49,7 +51,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "DataPlane",
-                       {InstanceMethod("allReduce", &DataPlane::AllReduce), InstanceMethod("wake", &DataPlane::Wake),
+                       {InstanceMethod("allReduce", &DataPlane::AllReduce), InstanceMethod("exchange", &DataPlane::Exchange),
+                        InstanceMethod("wake", &DataPlane::Wake),
                         InstanceMethod("close", &DataPlane::Close)});
   }
 
@@ -62,6 +65,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
+    world_size_ = world;
+    rank_ = rank;
     links_ = std::make_unique<DataLinks>(rank, world, FdArray(info, 2, size_t(world)), FdArray(info, 3, size_t(world)), wake_fd_);
     // Idle, the plane keeps the process alive no more than a closed socket would.
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
@@ -81,8 +86,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 9, 9);
-    if (stopped_) ThrowKernelError(env, "data plane is closed");
-    if (running_) ThrowKernelError(env, "data plane is running a collective already");
+    ExpectIdle(env);
     AllReduceJob job;
     job.pairwise = info[0].ToBoolean();
     job.type = DTypeArgument(info, 1);
@@ -96,23 +100,102 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (job.output != job.input && Overlaps(job.output, job.count * width, job.input, job.count * width)) {
       ThrowKernelError(env, "output overlaps the input without being it");
     }
-    const Bytes header = BytesArgument(info, 6, "header");
-    if (header.length != kDataHeaderBytes) ThrowKernelError(env, "data plane header must be 32 bytes");
-    memcpy(job.header, header.data, kDataHeaderBytes);
+    HeaderArgument(info, 6, job.header);
     job.timeout_ms = int64_t(CountArgument(info, 7, "timeoutMs"));
-    if (!info[8].IsFunction()) ThrowKernelError(env, "data plane callback must be a function");
+    Start(info, 8, std::move(job), {3, 4});
+    return env.Undefined();
+  }
 
-    callback_ = Napi::Persistent(info[8].As<Napi::Function>());
-    input_ = Napi::Persistent(info[3].As<Napi::Object>());
-    output_ = Napi::Persistent(info[4].As<Napi::Object>());
+  // exchange(sends, receives, forwards, header, timeoutMs, done): one message each way with every
+  // peer (ExchangeJob), sends[p] to p and p's into receives[p]: Uint8Arrays by peer rank, a missing
+  // or undefined entry a header-only message, this rank's own entry ignored. forwards[q] = f: sends[q] is receives[f] (the very
+  // same bytes), sent on as it arrives; -1 or missing: none. Receives must not overlap each other or
+  // a send that is not their forward. done as allReduce's.
+  Napi::Value Exchange(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    ExpectArgumentCount(info, 6, 6);
+    ExpectIdle(env);
+    ExchangeJob job;
+    job.sends = SpansArgument(info, 0, "sends");
+    job.receives = SpansArgument(info, 1, "receives");
+    job.forward_from = ForwardsArgument(info, 2, job);
+    auto forwards = [&](size_t send, size_t receive) { return send < job.forward_from.size() && job.forward_from[send] == int(receive); };
+    for (size_t r = 0; r < job.receives.size(); r++) {
+      const Span into = job.receives[r];
+      auto clashes = [&](const Span& other) { return other.size > 0 && Overlaps(into.data, into.size, other.data, other.size); };
+      bool overlapping = std::any_of(job.receives.begin() + ptrdiff_t(r) + 1, job.receives.end(), clashes);
+      for (size_t q = 0; q < job.sends.size(); q++) overlapping = overlapping || (!forwards(q, r) && clashes(job.sends[q]));
+      if (into.size > 0 && overlapping) ThrowKernelError(env, "data plane receives overlap each other or a send");
+    }
+    HeaderArgument(info, 3, job.header);
+    job.timeout_ms = int64_t(CountArgument(info, 4, "timeoutMs"));
+    Start(info, 5, std::move(job), {0, 1});
+    return env.Undefined();
+  }
+
+  // forwards[q] = f, checked: f a peer (not this rank, not q) whose receive is exactly sends[q].
+  std::vector<int> ForwardsArgument(const Napi::CallbackInfo& info, size_t index, const ExchangeJob& job) {
+    Napi::Env env = info.Env();
+    if (!info[index].IsArray()) ThrowKernelError(env, "data plane forwards must be an array");
+    const Napi::Array list = info[index].As<Napi::Array>();
+    if (list.Length() > uint32_t(world_size_)) ThrowKernelError(env, "data plane forwards has more entries than ranks");
+    std::vector<int> from(list.Length(), -1);
+    for (uint32_t q = 0; q < list.Length(); q++) {
+      const Napi::Value entry = list.Get(q);
+      if (!entry.IsNumber()) continue;
+      const int f = entry.As<Napi::Number>().Int32Value();
+      if (f < 0) continue;
+      const bool valid = f < world_size_ && f != rank_ && f != int(q) && q < job.sends.size() && size_t(f) < job.receives.size() &&
+                         job.sends[q].data == job.receives[size_t(f)].data && job.sends[q].size == job.receives[size_t(f)].size &&
+                         job.sends[q].size > 0;
+      if (!valid) ThrowKernelError(env, "data plane forward " + std::to_string(q) + " <- " + std::to_string(f) + " is not the receive it forwards");
+      from[q] = f;
+    }
+    return from;
+  }
+
+  void ExpectIdle(Napi::Env env) const {
+    if (stopped_) ThrowKernelError(env, "data plane is closed");
+    if (running_) ThrowKernelError(env, "data plane is running a collective already");
+  }
+
+  void HeaderArgument(const Napi::CallbackInfo& info, size_t index, uint8_t* into) {
+    const Bytes header = BytesArgument(info, index, "header");
+    if (header.length != kDataHeaderBytes) ThrowKernelError(info.Env(), "data plane header must be 32 bytes");
+    memcpy(into, header.data, kDataHeaderBytes);
+  }
+
+  // One span per entry of an array of Uint8Arrays by rank (an entry that is not one, and this
+  // rank's own: empty).
+  std::vector<Span> SpansArgument(const Napi::CallbackInfo& info, size_t index, const char* name) {
+    if (!info[index].IsArray()) ThrowKernelError(info.Env(), std::string("data plane ") + name + " must be an array");
+    const Napi::Array list = info[index].As<Napi::Array>();
+    if (list.Length() > uint32_t(world_size_)) ThrowKernelError(info.Env(), std::string("data plane ") + name + " has more entries than ranks");
+    std::vector<Span> spans(list.Length(), Span{nullptr, 0});
+    for (uint32_t i = 0; i < list.Length(); i++) {
+      const Napi::Value entry = list.Get(i);
+      if (int(i) == rank_ || !entry.IsTypedArray() || entry.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) continue;
+      Napi::Uint8Array bytes = entry.As<Napi::Uint8Array>();
+      spans[i] = {bytes.Data(), bytes.ByteLength()};
+    }
+    return spans;
+  }
+
+  // Hands `job` to the thread, keeping the arguments at `held` (its memory) and the callback at
+  // `callback` referenced until it is done.
+  template <typename J>
+  void Start(const Napi::CallbackInfo& info, size_t callback, J job, std::initializer_list<size_t> held) {
+    Napi::Env env = info.Env();
+    if (!info[callback].IsFunction()) ThrowKernelError(env, "data plane callback must be a function");
+    callback_ = Napi::Persistent(info[callback].As<Napi::Function>());
+    for (size_t index : held) held_.push_back(Napi::Persistent(info[index].As<Napi::Object>()));
     running_ = true;
     done_.Ref(env);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job_ = job;
+      job_ = std::move(job);
     }
     wakeup_.notify_one();
-    return env.Undefined();
   }
 
   // wake(): ends the running collective (and every later one) with kind "aborted".
@@ -152,15 +235,15 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
 
   void Serve() {
     for (;;) {
-      AllReduceJob job;
+      Job job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wakeup_.wait(lock, [this] { return stopped_ || job_.has_value(); });
         if (!job_.has_value()) return;
-        job = *job_;
+        job = std::move(*job_);
         job_.reset();
       }
-      auto* outcome = new Outcome(links_->AllReduce(job));
+      auto* outcome = new Outcome(std::visit([this](const auto& job) { return links_->Run(job); }, job));
       done_.NonBlockingCall(outcome, [this](Napi::Env env, Napi::Function, Outcome* result) {
         std::unique_ptr<Outcome> owned(result);
         Finish(env, *owned);
@@ -172,8 +255,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     Napi::HandleScope scope(env);
     running_ = false;
     if (!stopped_) done_.Unref(env);
-    input_.Reset();
-    output_.Reset();
+    held_.clear();
     Napi::FunctionReference callback = std::move(callback_);
     // Done is the common case, and costs no object for the collector to sweep.
     if (outcome.kind == Outcome::Kind::kDone) {
@@ -200,12 +282,14 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable wakeup_;
-  std::optional<AllReduceJob> job_;
+  using Job = std::variant<AllReduceJob, ExchangeJob>;
+  std::optional<Job> job_;
   bool stopped_ = false;
   // JS thread only.
   bool running_ = false;
   Napi::FunctionReference callback_;
-  Napi::ObjectReference input_, output_;
+  std::vector<Napi::ObjectReference> held_;
+  int world_size_ = 0, rank_ = 0;
 };
 
 }  // namespace

@@ -1,14 +1,12 @@
 import { defer, map, mergeMap, NEVER, type Observable, of, throwError } from 'rxjs';
 import { ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
-import type { DataPlane, NativeAllReduce, NativeOutcome } from '../transport/data-plane.js';
+import type { DataPlane, NativeOutcome, PlaneCall } from '../transport/data-plane.js';
 import type { Links } from '../transport/links/links.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
-import { ElementType } from '../protocol/element-type.js';
 import { opcodeName } from '../protocol/opcode.js';
-import { reduceOpCode } from '../protocol/reduce-op.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { CollectiveContext } from './algorithm.js';
-import { checkAgreement, descriptorOf, NO_DATA } from './exchange-message.js';
+import { checkAgreement, descriptorOf } from './exchange-message.js';
 
 /**
  * What every algorithm of the native family (lib/collectives/<collective>/native.ts) shares: the
@@ -37,22 +35,34 @@ export function nativeCollective(context: CollectiveContext, request: Collective
 }
 
 /**
- * One header-only message between every pair of ranks on the data links (an all-reduce of
- * nothing), each header checked by its receiver: a barrier, and the agreement of every collective
- * that does not run on the plane (`agreeOnDataPlane`).
+ * One header-only message between every pair of ranks on the data links, each header checked by
+ * its receiver: a barrier, and the agreement of every collective that does not run on the plane
+ * (`agreeOnDataPlane`).
  */
 export function exchangeHeaders(plane: DataPlane, context: CollectiveContext, collective: NativeCollective): Observable<void> {
-  const nothing = { pairwise: false, elementType: ElementType.U8, reduceOp: reduceOpCode('sum'), input: NO_DATA, output: NO_DATA, count: 0 };
-  return runOnPlane(plane, context, collective, nothing, () => undefined);
+  return runOnPlane(context, collective, (call) => plane.exchange({ ...call, sends: [], receives: [] }), () => undefined);
 }
 
-/** The data of an all-reduce on the plane: what `NativeAllReduce` has besides the header and timeout. */
-export type PlaneData = Omit<NativeAllReduce, 'descriptor' | 'sequence' | 'timeoutMs'>;
+/**
+ * Runs `collective` on the plane (`start`, given its header and timeout: one engine call) and
+ * settles it (`settleNative`) with `result`.
+ */
+export function runOnPlane<T>(context: CollectiveContext, collective: NativeCollective, start: (call: PlaneCall) => Observable<NativeOutcome | undefined>, result: () => T): Observable<T> {
+  const call = { descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
+  return start(call).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, result)));
+}
 
-/** Runs `collective`'s all-reduce of `data` on the plane and settles it (`settleNative`) with `result`. */
-export function runOnPlane<T>(plane: DataPlane, context: CollectiveContext, collective: NativeCollective, data: PlaneData, result: () => T): Observable<T> {
-  const job = { ...data, descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
-  return plane.allReduce(job).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, result)));
+/** `bytes` cut in `worldSize` equal slots, by rank (views, no copy). */
+export function rankSlots(bytes: Uint8Array, worldSize: number): Uint8Array[] {
+  const size = bytes.length / worldSize;
+  return Array.from({ length: worldSize }, (_, rank) => bytes.subarray(rank * size, (rank + 1) * size));
+}
+
+/** An array of `worldSize` entries, `entry` at `rank`, `rest` everywhere else. */
+export function byRank<T, R = undefined>(worldSize: number, rank: number, entry: T, rest?: R): (T | R)[] {
+  const entries = new Array<T | R>(worldSize).fill(rest as R);
+  entries[rank] = entry;
+  return entries;
 }
 
 /**

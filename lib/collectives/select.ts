@@ -10,6 +10,10 @@ import { pairwiseReduceScatter } from './reduce-scatter/pairwise.js';
 import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
 import { nativeAllReduce } from './all-reduce/native.js';
+import { nativeAllGather } from './all-gather/native.js';
+import { nativeAllToAll } from './all-to-all/native.js';
+import { nativeBroadcast } from './broadcast/native.js';
+import { nativeGather } from './gather/native.js';
 import { stagedAllGather } from './all-gather/staged.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
@@ -75,18 +79,21 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedReduce },
   ],
   broadcast: [
+    { name: 'native', family: 'native', run: nativeBroadcast },
     { name: 'pairwise', family: 'pairwise', run: pairwiseBroadcast },
     { name: 'chain', family: 'ring', run: chainBroadcast },
     { name: 'exchange', family: 'exchange', run: exchangeBroadcast },
     { name: 'staged', family: 'direct', run: stagedBroadcast },
   ],
   allGather: [
+    { name: 'native', family: 'native', run: nativeAllGather },
     { name: 'pairwise', family: 'pairwise', run: pairwiseAllGather },
     { name: 'ring', family: 'ring', run: ringAllGather },
     { name: 'exchange', family: 'exchange', run: exchangeAllGather },
     { name: 'staged', family: 'direct', run: stagedAllGather },
   ],
   gather: [
+    { name: 'native', family: 'native', run: nativeGather },
     { name: 'exchange', family: 'exchange', run: exchangeGather },
     { name: 'staged', family: 'direct', run: stagedGather },
   ],
@@ -98,6 +105,7 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', family: 'direct', run: stagedReduceScatter },
   ],
   allToAll: [
+    { name: 'native', family: 'native', run: nativeAllToAll },
     { name: 'exchange', family: 'exchange', run: exchangeAllToAll },
     { name: 'staged', family: 'direct', run: stagedAllToAll },
   ],

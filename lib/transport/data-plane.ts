@@ -30,6 +30,8 @@ export interface NativeOutcome {
 export interface NativeDataPlane {
   /** `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
   allReduce(pairwise: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
+  /** One message each way with every peer: `sends[p]` to p, p's into `receives[p]` (a missing entry: header only), `sends[q]` relaying `receives[forwards[q]]`. */
+  exchange(sends: readonly (Uint8Array | undefined)[], receives: readonly (Uint8Array | undefined)[], forwards: readonly number[], header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
   /** Ends the running collective and every later one with "aborted". */
   wake(): void;
   /** Wakes, then waits for the engine's thread; the sockets stay open. */
@@ -39,8 +41,16 @@ export interface NativeDataPlane {
 /** The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors, -1 at the rank itself. */
 export type DataPlaneEngine = new (rank: number, worldSize: number, sendFds: readonly number[], receiveFds: readonly number[]) => NativeDataPlane;
 
-/** One all-reduce for the engine: element codes as on the wire, and what every message's header says. */
-export interface NativeAllReduce {
+/** What every message of a collective on the plane carries as its header, and how long it may wait. */
+export interface PlaneCall {
+  /** The collective and its mesh number: the header (docs/protocol.md 9.9). */
+  readonly descriptor: OperationDescriptor;
+  readonly sequence: bigint;
+  readonly timeoutMs: number;
+}
+
+/** One all-reduce for the engine: element codes as on the wire. */
+export interface NativeAllReduce extends PlaneCall {
   /** Reduce-scatter + all-gather between every pair (large tensors); else every rank sends all its data to all. */
   readonly pairwise: boolean;
   readonly elementType: number;
@@ -49,10 +59,22 @@ export interface NativeAllReduce {
   /** Exactly the input's size; may be the input itself. */
   readonly output: Uint8Array;
   readonly count: number;
-  /** The collective and its mesh number: the header (docs/protocol.md 9.9). */
-  readonly descriptor: OperationDescriptor;
-  readonly sequence: bigint;
-  readonly timeoutMs: number;
+}
+
+/**
+ * One message each way between this rank and every peer (native/data_plane.h `ExchangeJob`): the
+ * header then `sends[p]` to rank p, rank p's header then its payload straight into `receives[p]`.
+ * A missing entry is a header-only message; the sizes are what both sides' descriptors imply.
+ * Receives must not overlap each other or a send, unless the send forwards it.
+ */
+export interface NativeExchange extends PlaneCall {
+  readonly sends: readonly (Uint8Array | undefined)[];
+  readonly receives: readonly (Uint8Array | undefined)[];
+  /**
+   * By peer: `forwards[q] = f` makes `sends[q]` a relay of `receives[f]` (the same bytes), sent on
+   * as far as they have arrived (a chain's middle rank); default none.
+   */
+  readonly forwards?: readonly number[];
 }
 
 /**
@@ -97,10 +119,20 @@ export class DataPlane {
    * leaves early (the session failed: `end()` follows) gets nothing.
    */
   allReduce(job: NativeAllReduce): Observable<NativeOutcome | undefined> {
+    return this.run(job, (header, done) => this.engine.allReduce(job.pairwise, job.elementType, job.reduceOp, job.input, job.output, job.count, header, job.timeoutMs, done));
+  }
+
+  /** Cold: runs the exchange on subscribe, as `allReduce`. */
+  exchange(job: NativeExchange): Observable<NativeOutcome | undefined> {
+    return this.run(job, (header, done) => this.engine.exchange(job.sends, job.receives, job.forwards ?? [], header, job.timeoutMs, done));
+  }
+
+  /** Starts one engine call with `call`'s header encoded, and emits its outcome. */
+  private run(call: PlaneCall, start: (header: Uint8Array, done: (outcome?: NativeOutcome) => void) => void): Observable<NativeOutcome | undefined> {
     return new Observable<NativeOutcome | undefined>((subscriber) => {
-      encodeDescriptor(job.descriptor, job.sequence, this.header);
+      encodeDescriptor(call.descriptor, call.sequence, this.header);
       // Throws (the subscriber errors) on arguments the engine cannot take, before it starts.
-      this.engine.allReduce(job.pairwise, job.elementType, job.reduceOp, job.input, job.output, job.count, this.header, job.timeoutMs, (outcome) => {
+      start(this.header, (outcome) => {
         this.running = false;
         if (this.closing) this.release();
         subscriber.next(outcome);

@@ -97,7 +97,7 @@ describe('ranks in separate processes', () => {
 
   // tcp_peer on the JS data plane: the small all-reduce is relayed through rank 0 (the hub), a
   // large one goes pairwise (every rank on one host) or round the ring, a large broadcast pairwise
-  // from its root; on the native data plane both sizes run on the addon's thread; killing the hub,
+  // from its root; on the native data plane both sizes, and the broadcast's chain, run on the addon's thread; killing the hub,
   // or a rank of any of them, mid-algorithm ends every rank in < 2 s.
   for (const [what, victimRank, elements, env] of [
     ['the hub of a relayed exchange', 0, 1, { GX1_DATA_PLANE: 'js' }],
@@ -107,6 +107,7 @@ describe('ranks in separate processes', () => {
     // The native data plane: its engine sees the killed rank's links end (or reset) at once.
     ['a rank of a native all-pairs all-reduce', 2, 1, { GX1_DATA_PLANE: 'native' }],
     ['a rank of a native pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'native' }],
+    ['a middle rank of a native chain broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'native' }],
   ] as const) {
     it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
       const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements), ...env }, 'tcp_peer');

@@ -1,7 +1,7 @@
 /**
  * Sessions with `dataPlane: 'native'` (tcp_peer, ranks in this process over loopback): the
- * all-reduce and the barrier run on the addon's data plane and gives every rank the reference result, bit for
- * bit; disagreement, silence, an abort and a rank without the plane end it the way the mesh would,
+ * all-reduce, barrier, broadcast, all-gather, gather and all-to-all run on the addon's data plane
+ * and give every rank the reference result, bit for bit; disagreement, silence, an abort and a rank without the plane end it the way the mesh would,
  * naming ranks.
  */
 import { lastValueFrom } from 'rxjs';
@@ -11,7 +11,8 @@ import type { RankSession } from '../../lib/session/rank-session.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import { DTYPES } from '../../lib/protocol/element-type.js';
 import { type Tensor, viewTensor } from '../../lib/tensor.js';
-import { buildCase, describeCase, hex, modelCollective, opsFor, seededRandom, tensorOf } from '../../lib/testing/index.js';
+import { buildCase, describeCase, hex, modelCollective, opsFor, runCollective, seededRandom, tensorOf } from '../../lib/testing/index.js';
+import { NATIVE_CHAIN_MIN_BYTES } from '../../lib/collectives/broadcast/native.js';
 import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
 
 const available = dataPlaneEngine() !== null;
@@ -90,6 +91,62 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   }, 240_000);
 
+  it('broadcast (direct, and relayed along the chain from 1 MiB), all-gather, gather and all-to-all match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
+    const random = seededRandom(11);
+    for (let worldSize = 2; worldSize <= 8; worldSize++) {
+      const { sessions } = await nativeJob(worldSize, 20_000);
+      const algorithms = algorithmsOf(sessions[0]!);
+      for (const [index, dtype] of DTYPES.entries()) {
+        const root = (index + worldSize) % worldSize;
+        // Now and then a broadcast past the chain's size, with a count no world divides evenly.
+        const chain = worldSize >= 3 && (index + worldSize) % 4 === 0;
+        const width = viewTensor(tensorOf(dtype, new Uint8Array(8), false)).bytes.length / viewTensor(tensorOf(dtype, new Uint8Array(8), false)).count;
+        for (const kind of ['broadcast', 'allGather', 'gather', 'allToAll'] as const) {
+          const count = kind === 'broadcast' && chain ? Math.ceil(NATIVE_CHAIN_MIN_BYTES / width) + worldSize * 5 + 1 : ((worldSize * 5 + index) % 13) + 1;
+          const c = buildCase({ kind, dtype, root, count }, worldSize, random);
+          const outcomes = await Promise.all(sessions.map((session) => runCollective(session, c)));
+          const expected = modelCollective(c, worldSize);
+          outcomes.forEach((outcome, rank) => expect(outcome.bytes === null ? null : hex(outcome.bytes), `${describeCase(c)} rank ${rank}`).toBe(expected[rank]!.bytes === null ? null : hex(expected[rank]!.bytes!)));
+        }
+      }
+      // The memory forms: a broadcast in place, an all-gather into an output whose own slot is the input.
+      const whole = sessions.map(() => new Int32Array(3 * worldSize).fill(-1));
+      const broadcastInPlace = sessions.map((_, rank) => Int32Array.of(rank, rank * 2));
+      await Promise.all(
+        sessions.map(async (session, rank) => {
+          const own = whole[rank]!.subarray(3 * rank, 3 * rank + 3);
+          own.set([rank, rank + 10, rank + 20]);
+          expect(await session.allGather(own, { output: whole[rank]! })).toBe(whole[rank]);
+          expect(await session.broadcast(broadcastInPlace[rank]!, worldSize - 1, { inPlace: true })).toBe(broadcastInPlace[rank]);
+        }),
+      );
+      const everyRank = Array.from({ length: worldSize }, (_, rank) => rank);
+      for (const result of whole) expect(Array.from(result)).toEqual(everyRank.flatMap((rank) => [rank, rank + 10, rank + 20]));
+      for (const result of broadcastInPlace) expect(Array.from(result)).toEqual([worldSize - 1, (worldSize - 1) * 2]);
+      expect(new Set(algorithms)).toEqual(new Set(['native']));
+      await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+    }
+  }, 240_000);
+
+  it('ranks naming different roots, or one in a relayed broadcast and one in an all-gather, fail at once naming both descriptors', async () => {
+    const large = 1 << 20;
+    for (const [calls, first, second] of [
+      [[(s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 1), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0)], '{Broadcast F32 root 0 count 2 op none layout 0}', '{Broadcast F32 root 1 count 2 op none layout 0}'],
+      [[(s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.allGather(new Float32Array(large))], `{Broadcast F32 root 0 count ${large} op none layout 0}`, `{AllGather F32 root ANY count ${large} op none layout 0}`],
+    ] as const) {
+      const { sessions } = await nativeJob(3);
+      const started = Date.now();
+      const errors = await Promise.all(sessions.map((session, rank) => rejection(calls[rank]!(session))));
+      for (const error of errors) {
+        expect(error.message).toMatch(/collective sequence 0 mismatch: rank \d submitted \{/);
+        expect(error.message).toContain(first);
+        expect(error.message).toContain(second);
+      }
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+    }
+  });
+
   it('a large all-reduce reduces its segments piece by piece as they arrive: exact at several MiB a segment, fresh and in place', async () => {
     for (const worldSize of [2, 3]) {
       const { sessions } = await nativeJob(worldSize, 20_000);
@@ -132,9 +189,9 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
 
   it('a rank in a native collective and a rank in one that is not (small or large, 2 or 3 ranks) are named as a mismatch, at once', async () => {
     for (const [worldSize, other, described] of [
-      [2, (session: RankSession) => session.broadcast(Float32Array.of(1, 2), 0), '{Broadcast F32 root 0 count 2 op none layout 0}'],
-      [3, (session: RankSession) => session.broadcast(Float32Array.of(1, 2), 0), '{Broadcast F32 root 0 count 2 op none layout 0}'],
-      [3, (session: RankSession) => session.allGather(new Float32Array(1 << 17)), '{AllGather F32 root ANY count 131072 op none layout'],
+      [2, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout 0}'],
+      [3, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout 0}'],
+      [3, (session: RankSession) => session.reduceScatter(new Float32Array(3 << 17)), '{ReduceScatter F32 root ANY count 393216 op sum layout'],
     ] as const) {
       const { sessions } = await nativeJob(worldSize);
       const started = Date.now();

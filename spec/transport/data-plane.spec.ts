@@ -1,6 +1,6 @@
 /**
  * The native data plane's engine (native/data_plane.cc through lib/transport/data-plane.ts) as rank
- * 0 of 2, against a peer played here over a real loopback connection: what it sends, that it
+ * 0 of 2 (or 1 of 3, for a relay), against peers played here over real loopback connections: what it sends, that it
  * reads the peer's bytes however TCP cuts them, and how each failure ends a collective (a wrong
  * header before its payload is read, a peer that leaves, silence past the timeout, the session's
  * end) with the error `settleNative` makes of it.
@@ -18,7 +18,7 @@ import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
-import { DataPlane } from '../../lib/transport/data-plane.js';
+import { DataPlane, type NativeExchange } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 
 const engine = dataPlaneEngine();
@@ -33,6 +33,18 @@ afterEach(async () => {
 
 /** The engine as rank 0 of 2 on one loopback connection (both directions), and the peer's end of it. */
 async function engineAndPeer(): Promise<{ plane: DataPlane; peer: Socket }> {
+  const [dialled, peer] = await loopbackPair();
+  const socket = new FrameChannel(dialled).handOver();
+  const plane = DataPlane.open(engine!, 0, 2, { send: [undefined, socket], receive: [undefined, socket] });
+  cleanups.push(() => {
+    plane.close();
+    peer.destroy();
+  });
+  return { plane, peer };
+}
+
+/** A connected loopback pair: the end this rank dialled, and the end the peer accepted. */
+async function loopbackPair(): Promise<[Socket, Socket]> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -42,13 +54,21 @@ async function engineAndPeer(): Promise<{ plane: DataPlane; peer: Socket }> {
   await once(dialled, 'connect');
   const [peer] = await accepted;
   server.close();
-  const socket = new FrameChannel(dialled).handOver();
-  const plane = DataPlane.open(engine!, 0, 2, { send: [undefined, socket], receive: [undefined, socket] });
+  return [dialled, peer];
+}
+
+/** The engine as rank 1 of 3, one loopback connection (both directions) to each of the peers 0 and 2, and the peers' ends. */
+async function engineBetweenPeers(): Promise<{ plane: DataPlane; peers: [Socket, Socket] }> {
+  const [toZero, zero] = await loopbackPair();
+  const [toTwo, two] = await loopbackPair();
+  const sockets = [new FrameChannel(toZero).handOver(), undefined, new FrameChannel(toTwo).handOver()];
+  const plane = DataPlane.open(engine!, 1, 3, { send: sockets, receive: sockets });
   cleanups.push(() => {
     plane.close();
-    peer.destroy();
+    zero.destroy();
+    two.destroy();
   });
-  return { plane, peer };
+  return { plane, peers: [zero, two] };
 }
 
 const concat = (...parts: Uint8Array[]) => {
@@ -247,6 +267,42 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     settleNative(ended, context, collective, () => null).subscribe({ next: () => (emitted = true), error: () => (emitted = true), complete: () => (emitted = true) }).unsubscribe();
     expect(emitted).toBe(false);
     expect(aborts).toEqual([]);
+  });
+
+  it('an exchange relays a receive to the next rank as it arrives, however TCP cuts it, and sends header-only messages elsewhere', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 700_000 }), fc.array(fc.integer({ min: 1, max: 300_000 }), { minLength: 1, maxLength: 4 }), async (bytes, pieces) => {
+        const { plane, peers } = await engineBetweenPeers();
+        const [zero, two] = peers;
+        const fromZero = reader(zero);
+        const fromTwo = reader(two);
+        const collective = { number: 3n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.U8, elementCount: bytes, rootRank: 0 }, '') };
+        const header = headerOf(collective);
+        const payload = Uint8Array.from({ length: bytes }, (_, i) => (i * 7 + 3) & 0xff);
+        const result = new Uint8Array(bytes);
+        const outcome = firstValueFrom(plane.exchange({ descriptor: collective.own, sequence: 3n, timeoutMs: 10_000, sends: [undefined, undefined, result], receives: [result], forwards: [-1, -1, 0] }));
+        // Rank 0 sends the payload, rank 2 only its header; rank 2 must get rank 0's payload relayed.
+        const [relayed, toZero] = await Promise.all([fromTwo(32 + bytes), fromZero(32), writeInPieces(zero, concat(header, payload), pieces), two.write(header)]);
+        expect(Buffer.from(relayed.subarray(0, 32))).toEqual(Buffer.from(header));
+        expect(Buffer.compare(relayed.subarray(32), payload)).toBe(0);
+        expect(toZero).toEqual(header);
+        expect(await outcome).toBeUndefined();
+        expect(Buffer.compare(result, payload)).toBe(0);
+        await cleanups.pop()!();
+      }),
+      { numRuns: 15 },
+    );
+  }, 60_000);
+
+  it('refuses an exchange whose receives overlap each other or a send, or whose forward is not its receive', async () => {
+    const { plane } = await engineBetweenPeers();
+    const call = { descriptor: collectiveFor(4).own, sequence: 0n, timeoutMs: 1_000 };
+    const memory = new Uint8Array(64);
+    const exchange = (job: Partial<NativeExchange>) => firstValueFrom(plane.exchange({ ...call, sends: [], receives: [], ...job }));
+    await expect(exchange({ receives: [memory.subarray(0, 16), undefined, memory.subarray(8, 24)] })).rejects.toThrow('data plane receives overlap each other or a send');
+    await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 16)] })).rejects.toThrow('data plane receives overlap each other or a send');
+    await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 8)], forwards: [-1, -1, 0] })).rejects.toThrow('data plane forward 2 <- 0 is not the receive it forwards');
+    await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 16)], forwards: [-1, -1, 1] })).rejects.toThrow('data plane forward 2 <- 1 is not the receive it forwards');
   });
 
   it('refuses a second collective while one runs, and arguments that do not fit', async () => {

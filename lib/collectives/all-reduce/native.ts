@@ -31,6 +31,6 @@ export function nativeAllReduce(links: Links, request: ReductionRequest, context
     const collective = nativeCollective(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }));
     const output = request.output ?? new Uint8Array(view.bytes.length);
     const data = { pairwise: view.bytes.length >= NATIVE_PAIRWISE_MIN_BYTES, elementType: view.elementType, reduceOp: reduceOpCode(op), input: view.bytes, output, count: view.count };
-    return runOnPlane(plane, context, collective, data, () => output);
+    return runOnPlane(context, collective, (call) => plane.allReduce({ ...data, ...call }), () => output);
   });
 }

@@ -27,10 +27,6 @@ namespace {
 // 2 ranks and 1 MiB level). A rank waiting for a late peer yields all along.
 constexpr int64_t kSpinNs = 20'000'000;
 
-int64_t MonotonicNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Buffers per sendmsg(); a transfer has at most a handful.
 constexpr int kMaxParts = 16;
 
@@ -52,6 +48,10 @@ void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
 
 }  // namespace
 
+int64_t MonotonicNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 DataLinks::DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd)
     : rank_(rank), world_size_(world_size), send_fds_(std::move(send_fds)), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd),
       headers_(size_t(world_size) * kDataHeaderBytes) {
@@ -67,62 +67,65 @@ uint8_t* DataLinks::Scratch(size_t bytes) {
   return scratch_.data();
 }
 
-std::vector<DataLinks::Transfer> DataLinks::AllPairs(const uint8_t* header, const std::function<Span(int)>& send,
-                                                     const std::function<Span(int)>& receive) {
-  std::vector<Transfer> phase;
-  uint8_t* own = const_cast<uint8_t*>(header);
+std::unique_ptr<Collective> DataLinks::AllPairs(const uint8_t* header, int64_t timeout_ms, const std::function<Span(int)>& send,
+                                                const std::function<Span(int)>& receive) {
+  auto collective = std::make_unique<Collective>();
+  Collective& c = *collective;
+  memcpy(c.header, header, kDataHeaderBytes);
+  c.progressed_ns = MonotonicNs();
+  c.deadline_ns = c.progressed_ns + timeout_ms * 1'000'000;
   // Peers in the order rank + 1, rank + 2, ...: every rank starts with a different one.
   for (int k = 1; k < world_size_; k++) {
     const int peer = (rank_ + k) % world_size_;
     uint8_t* theirs = headers_.data() + size_t(peer) * kDataHeaderBytes;
-    phase.push_back({peer, {{own, kDataHeaderBytes}, send(peer)}, {{theirs, kDataHeaderBytes}, receive(peer)}});
+    const Span out = send(peer), in = receive(peer);
+    c.transfers.push_back({peer, {{c.header, kDataHeaderBytes}, out}, {{theirs, kDataHeaderBytes}, in}});
+    c.bytes += out.size + in.size;
   }
-  return phase;
+  return collective;
 }
 
-Outcome DataLinks::Run(const ExchangeJob& job) {
-  Outcome outcome;
-  const int64_t deadline = MonotonicNs() + job.timeout_ms * 1'000'000;
+std::unique_ptr<Collective> DataLinks::Prepare(const ExchangeJob& job) {
   auto at = [](const std::vector<Span>& spans, int peer) { return size_t(peer) < spans.size() ? spans[size_t(peer)] : Span{nullptr, 0}; };
-  std::vector<Transfer> phase = AllPairs(job.header, [&](int peer) { return at(job.sends, peer); }, [&](int peer) { return at(job.receives, peer); });
-  auto source_of = [&](int peer) { return size_t(peer) < job.forward_from.size() ? job.forward_from[size_t(peer)] : -1; };
-  std::vector<const Transfer*> by_peer(size_t(world_size_), nullptr);
-  bool forwarding = false;
-  for (Transfer& t : phase) {
-    by_peer[size_t(t.peer)] = &t;
+  auto collective = AllPairs(job.header, job.timeout_ms, [&](int peer) { return at(job.sends, peer); }, [&](int peer) { return at(job.receives, peer); });
+  Collective* c = collective.get();
+  // Relays: each forward's transfer, with the transfer whose receive it sends on.
+  std::vector<std::pair<Transfer*, const Transfer*>> relays;
+  for (Transfer& t : c->transfers) {
+    const int source = size_t(t.peer) < job.forward_from.size() ? job.forward_from[size_t(t.peer)] : -1;
+    if (source < 0) continue;
+    for (const Transfer& from : c->transfers) {
+      if (from.peer == source) relays.emplace_back(&t, &from);
+    }
     // A forward's header may go at once; its payload as it arrives.
-    if (source_of(t.peer) >= 0) t.send_limit = kDataHeaderBytes, forwarding = true;
+    t.send_limit = kDataHeaderBytes;
   }
-  auto forward = [&] {
-    for (Transfer& t : phase) {
-      const int source = source_of(t.peer);
-      if (source < 0) continue;
-      const Transfer& from = *by_peer[size_t(source)];
-      const size_t total = from.receives[1].size;
-      const size_t arrived = from.received >= 2 ? total : from.received == 1 ? from.received_bytes : 0;
-      if (arrived == total || kDataHeaderBytes + arrived >= t.send_limit + kForwardBytes) t.send_limit = kDataHeaderBytes + arrived;
+  if (relays.empty()) return collective;
+  c->received = [relays] {
+    for (auto [t, from] : relays) {
+      const size_t total = from->receives[1].size;
+      const size_t arrived = from->received >= 2 ? total : from->received == 1 ? from->received_bytes : 0;
+      if (arrived == total || kDataHeaderBytes + arrived >= t->send_limit + kForwardBytes) t->send_limit = kDataHeaderBytes + arrived;
     }
   };
-  Move(phase, job.header, deadline, outcome, forwarding ? std::function<void()>(forward) : nullptr);
-  return outcome;
+  return collective;
 }
 
-Outcome DataLinks::Run(const AllReduceJob& job) {
-  Outcome outcome;
-  const int64_t deadline = MonotonicNs() + job.timeout_ms * 1'000'000;
+std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
   const size_t width = ElementWidth(job.type);
   const size_t bytes = job.count * width;
+  const int world_size = world_size_;
   // op over W inputs `stride` bytes apart, in rank order: every rank gets the same bits, and
   // avg's division is fused into the same pass.
-  auto reduce = [&](const uint8_t* inputs, size_t stride, size_t count, uint8_t* into) {
+  auto reduce = [type = job.type, op = job.op, width, world_size](const uint8_t* inputs, size_t stride, size_t count, uint8_t* into) {
     Job kernel;
-    kernel.body = ReduceSlicesBody(job.type, job.op);
+    kernel.body = ReduceSlicesBody(type, op);
     kernel.source = inputs;
     kernel.slice_stride = stride;
-    kernel.slices = size_t(world_size_);
+    kernel.slices = size_t(world_size);
     kernel.target = into;
     kernel.count = count;
-    kernel.bytes_read = count * width * size_t(world_size_);
+    kernel.bytes_read = count * width * size_t(world_size);
     RunJob(kernel);
   };
 
@@ -130,11 +133,10 @@ Outcome DataLinks::Run(const AllReduceJob& job) {
     // Every rank sends its whole tensor to every other and reduces all W copies.
     uint8_t* slots = Scratch(bytes * size_t(world_size_));
     memcpy(slots + size_t(rank_) * bytes, job.input, bytes);
-    std::vector<Transfer> phase = AllPairs(job.header, [&](int) { return Span{const_cast<uint8_t*>(job.input), bytes}; },
-                                           [&](int peer) { return Span{slots + size_t(peer) * bytes, bytes}; });
-    if (!Move(phase, job.header, deadline, outcome)) return outcome;
-    reduce(slots, bytes, job.count, job.output);
-    return outcome;
+    auto collective = AllPairs(job.header, job.timeout_ms, [&](int) { return Span{const_cast<uint8_t*>(job.input), bytes}; },
+                               [&](int peer) { return Span{slots + size_t(peer) * bytes, bytes}; });
+    collective->complete = [reduce, slots, bytes, count = job.count, output = job.output] { reduce(slots, bytes, count, output); };
+    return collective;
   }
 
   // Rank s owns elements [count * s / W, count * (s + 1) / W): every rank sends each owner its
@@ -149,36 +151,35 @@ Outcome DataLinks::Run(const AllReduceJob& job) {
   const Span own = segment_of(job.output, rank_);
   uint8_t* slots = Scratch(own.size * size_t(world_size_));
   memcpy(slots + size_t(rank_) * own.size, segment_of(input, rank_).data, own.size);
+  auto collective = AllPairs(job.header, job.timeout_ms, [&](int peer) { return segment_of(input, peer); },
+                             [&](int peer) { return Span{slots + size_t(peer) * own.size, own.size}; });
+  Collective* c = collective.get();
   // Each link carries two messages: the contribution to the peer's segment, then the reduced own.
-  std::vector<Transfer> phase = AllPairs(job.header, [&](int peer) { return segment_of(input, peer); },
-                                         [&](int peer) { return Span{slots + size_t(peer) * own.size, own.size}; });
-  for (Transfer& t : phase) {
+  for (Transfer& t : c->transfers) {
     t.sends.insert(t.sends.end(), {t.sends[0], own});
     t.receives.insert(t.receives.end(), {t.receives[0], segment_of(job.output, t.peer)});
     t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size;
+    c->bytes += t.sends[3].size + t.receives[3].size;
   }
-  size_t reduced = 0;
-  auto reduce_arrived = [&] {
+  c->received = [c, reduce, slots, own, width, reduced = size_t(0)]() mutable {
     size_t ready = own.size;
-    for (const Transfer& t : phase) ready = std::min(ready, t.received >= 2 ? own.size : t.received == 1 ? t.received_bytes : 0);
+    for (const Transfer& t : c->transfers) ready = std::min(ready, t.received >= 2 ? own.size : t.received == 1 ? t.received_bytes : 0);
     ready -= ready % width;
     if (ready == reduced || (ready < own.size && ready - reduced < kStreamBytes)) return;
     // The W contributions to [reduced, ready) are slices own.size apart.
     reduce(slots + reduced, own.size, (ready - reduced) / width, own.data + reduced);
     reduced = ready;
-    for (Transfer& t : phase) t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size + reduced;
+    for (Transfer& t : c->transfers) t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size + reduced;
   };
-  Move(phase, job.header, deadline, outcome, reduce_arrived);
-  return outcome;
+  return collective;
 }
 
-bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome,
-                     const std::function<void()>& received) {
-  if (received) received();
+bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
+  std::vector<Transfer>& phase = c.transfers;
+  if (c.received) c.received();
   // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
   // and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 2 + 1);
-  int64_t progressed = MonotonicNs();
   for (;;) {
     bool pending = false;
     for (size_t i = 0; i < phase.size(); i++) {
@@ -191,23 +192,27 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
       ready[2 * i + 1] = {receiving ? recv_fds_[t.peer] : -1, POLLIN, 0};
       pending = pending || unsent || receiving;
     }
-    if (!pending) return true;
+    if (!pending) {
+      if (c.complete) c.complete();
+      return true;
+    }
     ready.back() = {wake_fd_, POLLIN, 0};
     const int64_t now = MonotonicNs();
-    const bool spin = now - progressed < kSpinNs;
-    const int64_t left_ms = (deadline_ns - now + 999'999) / 1'000'000;
+    if (now >= until_ns) return false;
+    const bool spin = now - c.progressed_ns < kSpinNs;
+    const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
     const int count = poll(ready.data(), ready.size(), spin ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
     if (count < 0) {
       if (errno == EINTR) continue;
       SetSystem(outcome, -1, errno, "poll");
-      return false;
+      return true;
     }
     if (ready.back().revents != 0) {
       outcome.kind = Outcome::Kind::kAborted;
-      return false;
+      return true;
     }
     if (count == 0) {
-      if (MonotonicNs() >= deadline_ns) {
+      if (MonotonicNs() >= c.deadline_ns) {
         outcome.kind = Outcome::Kind::kTimedOut;
         for (const Transfer& t : phase) {
           if (t.received < t.receives.size()) outcome.missing.push_back(t.peer);
@@ -218,7 +223,7 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
           }
         }
         std::sort(outcome.missing.begin(), outcome.missing.end());
-        return false;
+        return true;
       }
       if (spin) sched_yield();
       continue;
@@ -227,15 +232,15 @@ bool DataLinks::Move(std::vector<Transfer>& phase, const uint8_t* expected_heade
       Transfer& t = phase[i];
       if (ready[2 * i].revents != 0) {
         const size_t before = t.sent_bytes + t.sent;
-        if (!Send(t, outcome)) return false;
-        if (t.sent_bytes + t.sent != before) progressed = MonotonicNs();
+        if (!Send(t, outcome)) return true;
+        if (t.sent_bytes + t.sent != before) c.progressed_ns = MonotonicNs();
       }
       if (ready[2 * i + 1].revents != 0) {
         const size_t before = t.received_bytes + t.received;
-        if (!Receive(t, expected_header, outcome)) return false;
+        if (!Receive(t, c.header, outcome)) return true;
         if (t.received_bytes + t.received != before) {
-          progressed = MonotonicNs();
-          if (received) received();
+          c.progressed_ns = MonotonicNs();
+          if (c.received) c.received();
         }
       }
     }

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,34 @@ struct ExchangeJob {
   int64_t timeout_ms = 0;
 };
 
+// Everything one collective moves to and from one peer, in order, and how far each side has got.
+struct Transfer {
+  int peer;
+  std::vector<Span> sends;
+  std::vector<Span> receives;  // header, payload, header, payload...
+  size_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
+  // Bytes of `sends` that may go so far (a reduced segment goes as it is reduced), and gone.
+  size_t send_limit = SIZE_MAX, sent_total = 0;
+};
+
+// One collective, prepared (DataLinks::Prepare) and then moved on (DataLinks::Advance) by the JS
+// thread for a moment and, if its peers are late, by the engine's thread to its end. It owns its
+// header, which its transfers point at: it stays where it was made (held by unique_ptr).
+struct Collective {
+  uint8_t header[kDataHeaderBytes] = {};
+  std::vector<Transfer> transfers;
+  int64_t deadline_ns = 0;
+  // Last progress: a wait spins for a while after it, then sleeps.
+  int64_t progressed_ns = 0;
+  // Payload bytes sent and received in all: a small collective is tried on the JS thread first.
+  size_t bytes = 0;
+  // After every receive that made progress (and once first): may raise send limits, and must
+  // lift them all once every receive is done (streamed reduction, relays).
+  std::function<void()> received;
+  // Once every transfer is done (the all-pairs reduction).
+  std::function<void()> complete;
+};
+
 // The data links of one session and the thread-side state that outlives a call.
 class DataLinks {
  public:
@@ -76,27 +105,17 @@ class DataLinks {
   // wake_fd: readable once the session ends (abort, failure, close); every wait watches it.
   DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd);
 
-  Outcome Run(const AllReduceJob& job);
-  Outcome Run(const ExchangeJob& job);
+  // One collective at a time: the next is prepared only once the last is over.
+  std::unique_ptr<Collective> Prepare(const AllReduceJob& job);
+  std::unique_ptr<Collective> Prepare(const ExchangeJob& job);
+  // Moves `collective` on until it is over (true; `outcome` says how, kDone once `complete` ran)
+  // or `until_ns` has passed (false: it goes on from where it is at the next call).
+  bool Advance(Collective& collective, Outcome& outcome, int64_t until_ns);
 
  private:
-  // Everything one phase moves to and from one peer, in order, and how far each side has got.
-  struct Transfer {
-    int peer;
-    std::vector<Span> sends;
-    std::vector<Span> receives;  // header, payload, header, payload...
-    size_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
-    // Bytes of `sends` that may go so far (a reduced segment goes as it is reduced), and gone.
-    size_t send_limit = SIZE_MAX, sent_total = 0;
-  };
-
-  // The phase of one message each way with every peer: header + send(peer) out, header + receive(peer) in.
-  std::vector<Transfer> AllPairs(const uint8_t* header, const std::function<Span(int)>& send, const std::function<Span(int)>& receive);
-  // Runs every transfer of a phase to its end; false (with `outcome` set) if it could not.
-  // `received` runs after every receive that made progress (and once first): it may raise send
-  // limits, and must lift them all once every receive is done.
-  bool Move(std::vector<Transfer>& phase, const uint8_t* expected_header, int64_t deadline_ns, Outcome& outcome,
-            const std::function<void()>& received = nullptr);
+  // One message each way with every peer: header + send(peer) out, header + receive(peer) in.
+  std::unique_ptr<Collective> AllPairs(const uint8_t* header, int64_t timeout_ms, const std::function<Span(int)>& send,
+                                       const std::function<Span(int)>& receive);
   bool Send(Transfer& transfer, Outcome& outcome);
   bool Receive(Transfer& transfer, const uint8_t* expected_header, Outcome& outcome);
   uint8_t* Scratch(size_t bytes);
@@ -111,5 +130,7 @@ class DataLinks {
   // Reduction inputs, grown once and kept: fresh memory per call would cost page faults.
   std::vector<uint8_t> scratch_;
 };
+
+int64_t MonotonicNs();
 
 }  // namespace rxccl

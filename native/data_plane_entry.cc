@@ -8,13 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
-#include <variant>
 
 #include "args.h"
 #include "data_plane.h"
@@ -24,6 +23,18 @@
 
 namespace rxccl {
 namespace {
+
+// A collective moving at most this many payload bytes runs on the calling (JS) thread first, for
+// at most kInlineNs: a small one is usually over by then, and has cost no hand-off to the engine's
+// thread and back (a futex wake and an event-loop wake-up per call, most of a small collective's
+// CPU where ranks share cores). Past that time the engine's thread carries it on, so the event
+// loop is never held longer (its timers, and the abort that would wake the engine, wait that long).
+constexpr size_t kInlineBytes = 64 * 1024;
+constexpr int64_t kInlineNs = 1'000'000;
+
+// Only a process with one open plane runs collectives inline: where ranks share a process (tests,
+// notebooks) the peer a rank waits for runs on this very thread, after it.
+std::atomic<int> open_planes{0};
 
 const char* KindName(Outcome::Kind kind) {
   switch (kind) {
@@ -72,6 +83,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
     done_.Unref(env);
     thread_ = std::thread([this] { Serve(); });
+    open_planes++;
   }
 
   // Collected without close() (the process is ending): Stop ends a running collective first, so
@@ -81,8 +93,9 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
  private:
   // allReduce(pairwise, dtype, op, input, output, count, header, timeoutMs, done): done() once it
   // is done, else done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS
-  // thread; the buffers stay referenced until then and must not be touched meanwhile. The header
-  // is copied: its memory may be reused at once.
+  // thread: before allReduce returns if it was over on this thread (Start), else later; the
+  // buffers stay referenced until then and must not be touched meanwhile. The header is copied:
+  // its memory may be reused at once.
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 9, 9);
@@ -102,7 +115,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     }
     HeaderArgument(info, 6, job.header);
     job.timeout_ms = int64_t(CountArgument(info, 7, "timeoutMs"));
-    Start(info, 8, std::move(job), {3, 4});
+    Start(info, 8, job, {3, 4});
     return env.Undefined();
   }
 
@@ -129,7 +142,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     }
     HeaderArgument(info, 3, job.header);
     job.timeout_ms = int64_t(CountArgument(info, 4, "timeoutMs"));
-    Start(info, 5, std::move(job), {0, 1});
+    Start(info, 5, job, {0, 1});
     return env.Undefined();
   }
 
@@ -181,19 +194,29 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     return spans;
   }
 
-  // Hands `job` to the thread, keeping the arguments at `held` (its memory) and the callback at
-  // `callback` referenced until it is done.
+  // Runs `job`: on this thread for up to kInlineNs when it is small (its peers are usually
+  // there: no hand-off to the engine's thread and back), else, or once that time is up, on the
+  // engine's thread, keeping the arguments at `held` (its memory) and the callback referenced
+  // until it is done.
   template <typename J>
-  void Start(const Napi::CallbackInfo& info, size_t callback, J job, std::initializer_list<size_t> held) {
+  void Start(const Napi::CallbackInfo& info, size_t callback, const J& job, std::initializer_list<size_t> held) {
     Napi::Env env = info.Env();
     if (!info[callback].IsFunction()) ThrowKernelError(env, "data plane callback must be a function");
+    std::unique_ptr<Collective> collective = links_->Prepare(job);
+    if (collective->bytes <= kInlineBytes && open_planes == 1) {
+      Outcome outcome;
+      if (links_->Advance(*collective, outcome, MonotonicNs() + kInlineNs)) {
+        Deliver(env, info[callback].As<Napi::Function>(), outcome);
+        return;
+      }
+    }
     callback_ = Napi::Persistent(info[callback].As<Napi::Function>());
     for (size_t index : held) held_.push_back(Napi::Persistent(info[index].As<Napi::Object>()));
     running_ = true;
     done_.Ref(env);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job_ = std::move(job);
+      job_ = std::move(collective);
     }
     wakeup_.notify_one();
   }
@@ -220,6 +243,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   // Ends a running collective (Signal), then the thread, and waits for it.
   void Stop() {
     if (stopped_) return;
+    open_planes--;
     Signal();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -235,15 +259,15 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
 
   void Serve() {
     for (;;) {
-      Job job;
+      std::unique_ptr<Collective> collective;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wakeup_.wait(lock, [this] { return stopped_ || job_.has_value(); });
-        if (!job_.has_value()) return;
-        job = std::move(*job_);
-        job_.reset();
+        wakeup_.wait(lock, [this] { return stopped_ || job_ != nullptr; });
+        if (job_ == nullptr) return;
+        collective = std::move(job_);
       }
-      auto* outcome = new Outcome(std::visit([this](const auto& job) { return links_->Run(job); }, job));
+      auto* outcome = new Outcome();
+      links_->Advance(*collective, *outcome, INT64_MAX);
       done_.NonBlockingCall(outcome, [this](Napi::Env env, Napi::Function, Outcome* result) {
         std::unique_ptr<Outcome> owned(result);
         Finish(env, *owned);
@@ -257,9 +281,14 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (!stopped_) done_.Unref(env);
     held_.clear();
     Napi::FunctionReference callback = std::move(callback_);
+    Deliver(env, callback.Value(), outcome);
+  }
+
+  // done() once it is done, else done(outcome).
+  static void Deliver(Napi::Env env, Napi::Function done, const Outcome& outcome) {
     // Done is the common case, and costs no object for the collector to sweep.
     if (outcome.kind == Outcome::Kind::kDone) {
-      callback.Call({});
+      done.Call({});
       return;
     }
     Napi::Object result = Napi::Object::New(env);
@@ -273,7 +302,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     Napi::Uint8Array header = Napi::Uint8Array::New(env, kDataHeaderBytes);
     memcpy(header.Data(), outcome.header, kDataHeaderBytes);
     result.Set("header", header);
-    callback.Call({result});
+    done.Call({result});
   }
 
   std::unique_ptr<DataLinks> links_;
@@ -282,8 +311,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable wakeup_;
-  using Job = std::variant<AllReduceJob, ExchangeJob>;
-  std::optional<Job> job_;
+  std::unique_ptr<Collective> job_;
   bool stopped_ = false;
   // JS thread only.
   bool running_ = false;

@@ -26,7 +26,11 @@ export interface NativeOutcome {
   readonly header: Uint8Array;
 }
 
-/** One session's engine in the addon: one collective at a time, its outcome to `done` on the JS thread. */
+/**
+ * One session's engine in the addon: one collective at a time, its outcome to `done` on the JS
+ * thread, before the call returns when it was over within a moment (a small one runs on the
+ * calling thread first, for at most 1 ms), else later.
+ */
 export interface NativeDataPlane {
   /** `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
   allReduce(pairwise: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
@@ -131,14 +135,20 @@ export class DataPlane {
   private run(call: PlaneCall, start: (header: Uint8Array, done: (outcome?: NativeOutcome) => void) => void): Observable<NativeOutcome | undefined> {
     return new Observable<NativeOutcome | undefined>((subscriber) => {
       encodeDescriptor(call.descriptor, call.sequence, this.header);
-      // Throws (the subscriber errors) on arguments the engine cannot take, before it starts.
-      start(this.header, (outcome) => {
-        this.running = false;
-        if (this.closing) this.release();
-        subscriber.next(outcome);
-        subscriber.complete();
-      });
+      // `done` may come before `start` returns: a small collective runs on this thread first.
       this.running = true;
+      try {
+        start(this.header, (outcome) => {
+          this.running = false;
+          if (this.closing) this.release();
+          subscriber.next(outcome);
+          subscriber.complete();
+        });
+      } catch (error) {
+        // Arguments the engine cannot take: it did not start (the subscriber errors).
+        this.running = false;
+        throw error;
+      }
     });
   }
 

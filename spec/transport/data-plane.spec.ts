@@ -305,6 +305,34 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 16)], forwards: [-1, -1, 1] })).rejects.toThrow('data plane forward 2 <- 1 is not the receive it forwards');
   });
 
+  it('a small collective whose peer is there runs on the calling thread: its outcome comes before the call returns, unless another plane is open in the process', async () => {
+    const { plane, peer } = await engineAndPeer();
+    const readExactly = reader(peer);
+    const collective = collectiveFor(2);
+    // The peer's message is waiting in the socket before the call.
+    peer.write(concat(headerOf(collective), i32([10, 20])));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const job = allReduceJob([1, 2], collective);
+    let outcome: unknown = 'pending';
+    plane.allReduce(job).subscribe((ended) => (outcome = ended));
+    expect(outcome).toBeUndefined();
+    expect(Array.from(new Int32Array(job.output.buffer))).toEqual([11, 22]);
+    expect(await readExactly(40)).toEqual(concat(headerOf(collective), i32([1, 2])));
+    // With a second plane in the process (ranks sharing it: the peer may be this very thread), the
+    // engine's thread runs it: the outcome comes later, and is the same.
+    const { plane: other } = await engineAndPeer();
+    expect(other).toBeDefined();
+    peer.write(concat(headerOf(collectiveFor(2, 1n)), i32([5, 5])));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = allReduceJob([1, 2], collectiveFor(2, 1n));
+    let later: unknown = 'pending';
+    const done = new Promise<void>((resolve) => plane.allReduce(second).subscribe({ next: (ended) => (later = ended), complete: resolve }));
+    expect(later).toBe('pending');
+    await done;
+    expect(later).toBeUndefined();
+    expect(Array.from(new Int32Array(second.output.buffer))).toEqual([6, 7]);
+  });
+
   it('refuses a second collective while one runs, and arguments that do not fit', async () => {
     const { plane } = await engineAndPeer();
     const collective = collectiveFor(2);

@@ -148,14 +148,16 @@ std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
   auto begin = [&](int segment) { return job.count * size_t(segment) / size_t(world_size_); };
   auto segment_of = [&](uint8_t* base, int segment) { return Span{base + begin(segment) * width, (begin(segment + 1) - begin(segment)) * width}; };
   uint8_t* input = const_cast<uint8_t*>(job.input);
-  const Span own = segment_of(job.output, rank_);
+  const Span own = job.scatter ? Span{job.output, segment_of(input, rank_).size} : segment_of(job.output, rank_);
   uint8_t* slots = Scratch(own.size * size_t(world_size_));
   memcpy(slots + size_t(rank_) * own.size, segment_of(input, rank_).data, own.size);
   auto collective = AllPairs(job.header, job.timeout_ms, [&](int peer) { return segment_of(input, peer); },
                              [&](int peer) { return Span{slots + size_t(peer) * own.size, own.size}; });
   Collective* c = collective.get();
-  // Each link carries two messages: the contribution to the peer's segment, then the reduced own.
+  // Each link carries two messages: the contribution to the peer's segment, then the reduced own
+  // (a reduce-scatter ends after the first).
   for (Transfer& t : c->transfers) {
+    if (job.scatter) continue;
     t.sends.insert(t.sends.end(), {t.sends[0], own});
     t.receives.insert(t.receives.end(), {t.receives[0], segment_of(job.output, t.peer)});
     t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size;

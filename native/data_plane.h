@@ -44,9 +44,12 @@ struct Span {
   size_t size;
 };
 
-// One all-reduce, fully resolved on the JS thread.
+// One all-reduce (or reduce-scatter), fully resolved on the JS thread.
 struct AllReduceJob {
   bool pairwise = false;  // reduce-scatter + all-gather between every pair; else all-pairs
+  // Only the pairwise schedule's reduce-scatter: `output` gets this rank's reduced segment alone
+  // (count / W elements; it may be that segment of `input`).
+  bool scatter = false;
   DType type = DType::kU8;
   Op op = Op::kSum;
   const uint8_t* input = nullptr;

@@ -91,31 +91,40 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   ~DataPlane() override { Stop(); }
 
  private:
-  // allReduce(pairwise, dtype, op, input, output, count, header, timeoutMs, done): done() once it
+  // allReduce(pairwise, scatter, dtype, op, input, output, count, header, timeoutMs, done): with
+  // scatter (pairwise only), a reduce-scatter: output holds count / worldSize elements, this rank's
+  // reduced segment, and may be that segment of the input. done() once it
   // is done, else done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS
   // thread: before allReduce returns if it was over on this thread (Start), else later; the
   // buffers stay referenced until then and must not be touched meanwhile. The header is copied:
   // its memory may be reused at once.
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 9, 9);
+    ExpectArgumentCount(info, 10, 10);
     ExpectIdle(env);
     AllReduceJob job;
     job.pairwise = info[0].ToBoolean();
-    job.type = DTypeArgument(info, 1);
-    job.op = OpArgument(info, 2, job.type);
-    const Bytes input = BytesArgument(info, 3, "input");
-    const Bytes output = BytesArgument(info, 4, "output");
-    job.count = CountArgument(info, 5, "count");
+    job.scatter = info[1].ToBoolean();
+    job.type = DTypeArgument(info, 2);
+    job.op = OpArgument(info, 3, job.type);
+    const Bytes input = BytesArgument(info, 4, "input");
+    const Bytes output = BytesArgument(info, 5, "output");
+    job.count = CountArgument(info, 6, "count");
     const size_t width = ElementWidth(job.type);
     job.input = ElementRange(env, input, 0, job.count, width, "input");
-    job.output = ElementRange(env, output, 0, job.count, width, "output");
-    if (job.output != job.input && Overlaps(job.output, job.count * width, job.input, job.count * width)) {
+    if (job.scatter && (!job.pairwise || job.count % size_t(world_size_) != 0)) {
+      ThrowKernelError(env, "a reduce-scatter is pairwise, of a count the world size divides");
+    }
+    const size_t results = job.scatter ? job.count / size_t(world_size_) : job.count;
+    job.output = ElementRange(env, output, 0, results, width, "output");
+    // In place: the output is the input (all-reduce) or this rank's segment of it (reduce-scatter).
+    const uint8_t* in_place = job.scatter ? job.input + size_t(rank_) * results * width : job.input;
+    if (job.output != in_place && Overlaps(job.output, results * width, job.input, job.count * width)) {
       ThrowKernelError(env, "output overlaps the input without being it");
     }
-    HeaderArgument(info, 6, job.header);
-    job.timeout_ms = int64_t(CountArgument(info, 7, "timeoutMs"));
-    Start(info, 8, job, {3, 4});
+    HeaderArgument(info, 7, job.header);
+    job.timeout_ms = int64_t(CountArgument(info, 8, "timeoutMs"));
+    Start(info, 9, job, {4, 5});
     return env.Undefined();
   }
 

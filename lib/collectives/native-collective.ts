@@ -80,6 +80,17 @@ export function agreeOnDataPlane(plane: DataPlane, context: CollectiveContext, r
 }
 
 /**
+ * What a collective agreed at the coordinator (staged, `session.exchange`, `setTimeout`) says on
+ * the data links of a native session before it goes there: its opcode and root alone, since ranks
+ * of one such collective may legitimately differ in the rest (a scatter's non-roots may not know
+ * the type) and the coordinator checks it all. Enough for a rank in it and a rank in a collective
+ * of the plane to be named as a mismatch at once, rather than each timing out on the other.
+ */
+export function agreeBeforeCoordinator(plane: DataPlane, context: CollectiveContext, request: CollectiveRequest): Observable<bigint> {
+  return agreeOnDataPlane(plane, context, { opcode: request.opcode, rootRank: request.rootRank }, 'coordinator');
+}
+
+/**
  * How the engine's outcome ends the collective: `result` when it is done (no outcome); else the
  * error the mesh exchange would give for the same failure, after telling every rank (the job is
  * over):

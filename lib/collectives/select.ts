@@ -14,6 +14,7 @@ import { nativeAllGather } from './all-gather/native.js';
 import { nativeAllToAll } from './all-to-all/native.js';
 import { nativeBroadcast } from './broadcast/native.js';
 import { nativeGather } from './gather/native.js';
+import { nativeReduceScatter } from './reduce-scatter/native.js';
 import { stagedAllGather } from './all-gather/staged.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
@@ -99,6 +100,7 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   scatter: [{ name: 'staged', family: 'direct', run: stagedScatter }],
   reduceScatter: [
+    { name: 'native', family: 'native', run: nativeReduceScatter },
     { name: 'pairwise', family: 'pairwise', run: pairwiseReduceScatter },
     { name: 'ring', family: 'ring', run: ringReduceScatter },
     { name: 'exchange', family: 'exchange', run: exchangeReduceScatter },

@@ -1,7 +1,8 @@
 import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
-import { defer, lastValueFrom, map, Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
+import { defer, lastValueFrom, map, mergeMap, Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
+import { agreeBeforeCoordinator } from '../collectives/native-collective.js';
 import { selectAlgorithm } from '../collectives/select.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { validateReduction } from '../kernels/index.js';
@@ -170,7 +171,12 @@ export class RankSession {
     this.context = {
       rank,
       worldSize,
-      coordinate: (request, parts, useScratch) => coordinator.exchange(request, parts, useScratch),
+      // In a native session the ranks meet on the data links first (`agreeBeforeCoordinator`).
+      coordinate: (request, parts, useScratch) => {
+        const plane = links.dataPlane;
+        if (!plane || worldSize === 1) return coordinator.exchange(request, parts, useScratch);
+        return agreeBeforeCoordinator(plane, this.context, request).pipe(mergeMap(() => coordinator.exchange(request, parts, useScratch)));
+      },
       scratch,
       ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
       ringChannels: tuning.ringChannels,

@@ -33,7 +33,7 @@ export interface NativeOutcome {
  */
 export interface NativeDataPlane {
   /** `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
-  allReduce(pairwise: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
+  allReduce(pairwise: boolean, scatter: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
   /** One message each way with every peer: `sends[p]` to p, p's into `receives[p]` (a missing entry: header only), `sends[q]` relaying `receives[forwards[q]]`. */
   exchange(sends: readonly (Uint8Array | undefined)[], receives: readonly (Uint8Array | undefined)[], forwards: readonly number[], header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
   /** Ends the running collective and every later one with "aborted". */
@@ -57,10 +57,16 @@ export interface PlaneCall {
 export interface NativeAllReduce extends PlaneCall {
   /** Reduce-scatter + all-gather between every pair (large tensors); else every rank sends all its data to all. */
   readonly pairwise: boolean;
+  /**
+   * A reduce-scatter (pairwise only, a count the world size divides): the pairwise schedule's
+   * first step alone, `output` this rank's reduced segment (count / W elements; it may be that
+   * segment of the input).
+   */
+  readonly scatter?: boolean;
   readonly elementType: number;
   readonly reduceOp: number;
   readonly input: Uint8Array;
-  /** Exactly the input's size; may be the input itself. */
+  /** Exactly the result's size; may be the input itself (its own segment, for a reduce-scatter). */
   readonly output: Uint8Array;
   readonly count: number;
 }
@@ -123,7 +129,7 @@ export class DataPlane {
    * leaves early (the session failed: `end()` follows) gets nothing.
    */
   allReduce(job: NativeAllReduce): Observable<NativeOutcome | undefined> {
-    return this.run(job, (header, done) => this.engine.allReduce(job.pairwise, job.elementType, job.reduceOp, job.input, job.output, job.count, header, job.timeoutMs, done));
+    return this.run(job, (header, done) => this.engine.allReduce(job.pairwise, job.scatter === true, job.elementType, job.reduceOp, job.input, job.output, job.count, header, job.timeoutMs, done));
   }
 
   /** Cold: runs the exchange on subscribe, as `allReduce`. */

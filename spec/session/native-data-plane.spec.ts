@@ -1,6 +1,6 @@
 /**
  * Sessions with `dataPlane: 'native'` (tcp_peer, ranks in this process over loopback): the
- * all-reduce, barrier, broadcast, all-gather, gather and all-to-all run on the addon's data plane
+ * all-reduce, barrier, broadcast, all-gather, gather, all-to-all and reduce-scatter run on the addon's data plane
  * and give every rank the reference result, bit for bit; disagreement, silence, an abort and a rank without the plane end it the way the mesh would,
  * naming ranks.
  */
@@ -91,7 +91,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   }, 240_000);
 
-  it('broadcast (direct, and relayed along the chain from 1 MiB), all-gather, gather and all-to-all match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
+  it('broadcast (direct, and relayed along the chain from 1 MiB), all-gather, gather, all-to-all and reduce-scatter match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
     const random = seededRandom(11);
     for (let worldSize = 2; worldSize <= 8; worldSize++) {
       const { sessions } = await nativeJob(worldSize, 20_000);
@@ -101,16 +101,21 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
         // Now and then a broadcast past the chain's size, with a count no world divides evenly.
         const chain = worldSize >= 3 && (index + worldSize) % 4 === 0;
         const width = viewTensor(tensorOf(dtype, new Uint8Array(8), false)).bytes.length / viewTensor(tensorOf(dtype, new Uint8Array(8), false)).count;
-        for (const kind of ['broadcast', 'allGather', 'gather', 'allToAll'] as const) {
+        for (const kind of ['broadcast', 'allGather', 'gather', 'allToAll', 'reduceScatter'] as const) {
           const count = kind === 'broadcast' && chain ? Math.ceil(NATIVE_CHAIN_MIN_BYTES / width) + worldSize * 5 + 1 : ((worldSize * 5 + index) % 13) + 1;
-          const c = buildCase({ kind, dtype, root, count }, worldSize, random);
+          // Reduce-scatter: every op, and now and then shards of over a MiB (the reduction streamed).
+          const op = opsFor(dtype)[(worldSize + index) % opsFor(dtype).length]!;
+          const shards = kind === 'reduceScatter' && chain ? Math.ceil((1 << 20) / width) + 3 : count;
+          const c = buildCase({ kind, dtype, root, op, count: shards }, worldSize, random);
           const outcomes = await Promise.all(sessions.map((session) => runCollective(session, c)));
           const expected = modelCollective(c, worldSize);
           outcomes.forEach((outcome, rank) => expect(outcome.bytes === null ? null : hex(outcome.bytes), `${describeCase(c)} rank ${rank}`).toBe(expected[rank]!.bytes === null ? null : hex(expected[rank]!.bytes!)));
         }
       }
-      // The memory forms: a broadcast in place, an all-gather into an output whose own slot is the input.
+      // The memory forms: a broadcast in place, an all-gather into an output whose own slot is the
+      // input, a reduce-scatter into this rank's shard of its input.
       const whole = sessions.map(() => new Int32Array(3 * worldSize).fill(-1));
+      const scattered = sessions.map((_, rank) => Int32Array.from({ length: 2 * worldSize }, (_, i) => i * (rank + 1)));
       const broadcastInPlace = sessions.map((_, rank) => Int32Array.of(rank, rank * 2));
       await Promise.all(
         sessions.map(async (session, rank) => {
@@ -118,11 +123,15 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
           own.set([rank, rank + 10, rank + 20]);
           expect(await session.allGather(own, { output: whole[rank]! })).toBe(whole[rank]);
           expect(await session.broadcast(broadcastInPlace[rank]!, worldSize - 1, { inPlace: true })).toBe(broadcastInPlace[rank]);
+          const shard = scattered[rank]!.subarray(2 * rank, 2 * rank + 2);
+          expect(await session.reduceScatter(scattered[rank]!, 'sum', { output: shard })).toBe(shard);
         }),
       );
       const everyRank = Array.from({ length: worldSize }, (_, rank) => rank);
       for (const result of whole) expect(Array.from(result)).toEqual(everyRank.flatMap((rank) => [rank, rank + 10, rank + 20]));
       for (const result of broadcastInPlace) expect(Array.from(result)).toEqual([worldSize - 1, (worldSize - 1) * 2]);
+      const factor = (worldSize * (worldSize + 1)) / 2;
+      scattered.forEach((tensor, rank) => expect(Array.from(tensor.subarray(2 * rank, 2 * rank + 2))).toEqual([2 * rank * factor, (2 * rank + 1) * factor]));
       expect(new Set(algorithms)).toEqual(new Set(['native']));
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
@@ -187,11 +196,14 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   });
 
-  it('a rank in a native collective and a rank in one that is not (small or large, 2 or 3 ranks) are named as a mismatch, at once', async () => {
+  it('a rank in a native collective and a rank in one that is not (a reduce on the mesh; a scatter or setTimeout at the coordinator; 2 or 3 ranks) are named as a mismatch, at once', async () => {
     for (const [worldSize, other, described] of [
       [2, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout 0}'],
       [3, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout 0}'],
-      [3, (session: RankSession) => session.reduceScatter(new Float32Array(3 << 17)), '{ReduceScatter F32 root ANY count 393216 op sum layout'],
+      [3, (session: RankSession) => session.reduce(new Float32Array(1000), 'max', 2), '{Reduce F32 root 2 count 1000 op max layout'],
+      // Agreed at the coordinator (staged): its opcode and root meet the others on the data links first.
+      [2, (session: RankSession) => session.scatter(Float32Array.of(1, 2), 0, 1), '{Scatter None root 0 count 0 op none layout'],
+      [3, (session: RankSession) => session.setTimeout(5_000), '{SetTimeout None root ANY count 0 op none layout'],
     ] as const) {
       const { sessions } = await nativeJob(worldSize);
       const started = Date.now();

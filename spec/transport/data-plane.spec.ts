@@ -181,6 +181,29 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     );
   }, 60_000);
 
+  it('a reduce-scatter is the pairwise first step alone: the peer gets its shard of ours, rank 0 the sum of its own, in place or not', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 150_000 }), fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 4 }), fc.boolean(), async (shard, pieces, inPlace) => {
+        const { plane, peer } = await engineAndPeer();
+        const readExactly = reader(peer);
+        const count = 2 * shard;
+        const ours = Array.from({ length: count }, (_, i) => i - 5);
+        const theirs = Array.from({ length: count }, (_, i) => 3 * i);
+        const collective = { number: 0n, own: descriptorOf({ opcode: Opcode.ReduceScatter, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }, '') };
+        const header = headerOf(collective);
+        const input = i32(ours);
+        const output = inPlace ? input.subarray(0, shard * 4) : new Uint8Array(shard * 4);
+        const outcome = firstValueFrom(plane.allReduce({ pairwise: true, scatter: true, elementType: ElementType.I32, reduceOp: 1, input, output, count, descriptor: collective.own, sequence: 0n, timeoutMs: 10_000 }));
+        const [sent] = await Promise.all([readExactly(32 + shard * 4), writeInPieces(peer, concat(header, i32(theirs.slice(0, shard))), pieces)]);
+        expect(Buffer.compare(sent, concat(header, i32(ours.slice(shard))))).toBe(0);
+        expect(await outcome).toBeUndefined();
+        expect(Array.from(new Int32Array(output.buffer, output.byteOffset, shard))).toEqual(ours.slice(0, shard).map((value, i) => value + theirs[i]!));
+        await cleanups.pop()!();
+      }),
+      { numRuns: 10 },
+    );
+  }, 60_000);
+
   it('builds the header docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum as mesh collective 5', () => {
     expect(Buffer.from(headerOf(collectiveFor(2, 5n, ElementType.F32))).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000500000000000000');
   });

@@ -1,0 +1,12 @@
+import { openSession } from '../lib/index.js';
+const s = await openSession();
+const v = new Float32Array(2);
+for (let i = 0; i < 3000; i++) await s.allReduce(v, 'sum', { inPlace: true });
+const c = process.cpuUsage();
+const t = performance.now();
+const N = 6000;
+for (let i = 0; i < N; i++) await s.allReduce(v, 'sum', { inPlace: true });
+const us = ((performance.now() - t) * 1000) / N;
+const u = process.cpuUsage(c);
+console.log(`rank ${s.rank} ${us.toFixed(1)} us/call user ${(u.user / N).toFixed(1)} sys ${(u.system / N).toFixed(1)}`);
+await s.close();

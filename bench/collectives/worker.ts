@@ -31,7 +31,8 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 /**
  * Results go into memory allocated once, as the peers' benches do (torch.distributed's in-place
- * all_reduce and broadcast and its preallocated all_gather outputs, MPI's buffers): a fresh 64 MiB
+ * all_reduce and broadcast and its preallocated all_gather outputs, MPI's buffers; all-to-all and
+ * reduce-scatter into an output too): a fresh 64 MiB
  * result costs ~40 ms of first-touch page faults here, which would measure the allocator.
  */
 function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
@@ -51,8 +52,10 @@ function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
       const output = emptyLike(viewTensor(input), cell.inputCount / session.worldSize);
       return () => session.reduceScatter(input, 'sum', { output });
     }
-    case 'alltoall':
-      return () => session.allToAll(input);
+    case 'alltoall': {
+      const output = emptyLike(viewTensor(input), cell.inputCount);
+      return () => session.allToAll(input, { output });
+    }
     case 'barrier':
       return () => session.barrier();
   }

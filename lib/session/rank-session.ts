@@ -412,12 +412,13 @@ export class RankSession {
 
   /**
    * Rank r sends the s-th of W equal shards of its tensor to rank s and receives, in rank order,
-   * the r-th shard of every rank's tensor.
+   * the r-th shard of every rank's tensor: a fresh tensor, or `options.output` (of the input's
+   * length, not overlapping it).
    * @example
    * const received = await session.allToAll(Int32Array.from({ length: session.worldSize }, (_, s) => 10 * session.rank + s));
    */
-  allToAll<T extends Tensor>(data: T): Promise<T> {
-    return lastValueFrom(this.allToAll$(data));
+  allToAll<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Promise<T> {
+    return lastValueFrom(this.allToAll$(data, options));
   }
 
   /**
@@ -425,11 +426,16 @@ export class RankSession {
    * @example
    * const received = await lastValueFrom(session.allToAll$(outgoing));
    */
-  allToAll$<T extends Tensor>(data: T): Observable<T> {
-    return this.tensorCollective<'allToAll', T>('allToAll', data, (view) => {
-      checkDivisible(view.count, this.worldSize, 'all-to-all');
-      return { view };
-    });
+  allToAll$<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Observable<T> {
+    return this.tensorCollective<'allToAll', T>(
+      'allToAll',
+      data,
+      (view, output) => {
+        checkDivisible(view.count, this.worldSize, 'all-to-all');
+        return { view, output };
+      },
+      resultMemory(data, { output: options?.output }),
+    );
   }
 
   /**

@@ -112,8 +112,9 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
           outcomes.forEach((outcome, rank) => expect(outcome.bytes === null ? null : hex(outcome.bytes), `${describeCase(c)} rank ${rank}`).toBe(expected[rank]!.bytes === null ? null : hex(expected[rank]!.bytes!)));
         }
       }
-      // The memory forms: a broadcast in place, an all-gather into an output whose own slot is the
-      // input, a reduce-scatter into this rank's shard of its input.
+      // The memory forms: a broadcast in place, an all-to-all into an output (not over its input),
+      // an all-gather into an output whose own slot is the input, a reduce-scatter into this
+      // rank's shard of its input.
       const whole = sessions.map(() => new Int32Array(3 * worldSize).fill(-1));
       const scattered = sessions.map((_, rank) => Int32Array.from({ length: 2 * worldSize }, (_, i) => i * (rank + 1)));
       const broadcastInPlace = sessions.map((_, rank) => Int32Array.of(rank, rank * 2));
@@ -123,6 +124,11 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
           own.set([rank, rank + 10, rank + 20]);
           expect(await session.allGather(own, { output: whole[rank]! })).toBe(whole[rank]);
           expect(await session.broadcast(broadcastInPlace[rank]!, worldSize - 1, { inPlace: true })).toBe(broadcastInPlace[rank]);
+          const outgoing = Int32Array.from({ length: worldSize }, (_, s) => 10 * rank + s);
+          const received = new Int32Array(worldSize);
+          expect(await session.allToAll(outgoing, { output: received })).toBe(received);
+          expect(Array.from(received)).toEqual(Array.from({ length: worldSize }, (_, s) => 10 * s + rank));
+          await expect(session.allToAll(outgoing, { output: outgoing })).rejects.toThrow('allToAll output overlaps its input');
           const shard = scattered[rank]!.subarray(2 * rank, 2 * rank + 2);
           expect(await session.reduceScatter(scattered[rank]!, 'sum', { output: shard })).toBe(shard);
         }),

@@ -1,6 +1,6 @@
 /**
  * Results written into memory the caller already has (`allReduce` and `broadcast` in place or into
- * an `output`, `allGather(..., { output })`, `reduceScatter(..., { output })`, as torch's in-place and
+ * an `output`, `allGather(..., { output })`, `reduceScatter(..., { output })`, `allToAll(..., { output })`, as torch's in-place and
  * `*_into_tensor` calls): the returned tensor is the caller's own, the values are exact, on every
  * algorithm (small: the exchange or the staged path, copied there; large: the ring and the chain,
  * written there), and a wrong output is refused before anything is sent.
@@ -48,7 +48,7 @@ describe('results into the caller’s memory', () => {
     ['tcp_peer', 3, large],
     ['tcp_host_staged', 2, 5],
   ] as const) {
-    it(`${transport}, ${worldSize} ranks, ${count} elements: broadcast in place, allReduce, broadcast, allGather and reduceScatter into an output`, async () => {
+    it(`${transport}, ${worldSize} ranks, ${count} elements: broadcast in place, allReduce, broadcast, allGather, reduceScatter and allToAll into an output`, async () => {
       const ranks = await sessions(worldSize, transport);
       await Promise.all(
         ranks.map(async (session) => {
@@ -79,6 +79,12 @@ describe('results into the caller’s memory', () => {
           const scattered = await session.reduceScatter(Int32Array.from({ length: count * worldSize }, (_, index) => index), 'sum', { output: shard });
           expect(scattered).toBe(shard);
           expect([shard[0], shard[count - 1]]).toEqual([worldSize * r * count, worldSize * (r * count + count - 1)]);
+
+          // allToAll: rank r's shard s holds 100 * r + s, so its result's shard s is 100 * s + r.
+          const outgoing = Int32Array.from({ length: count * worldSize }, (_, index) => 100 * r + Math.floor(index / count));
+          const received = new Int32Array(count * worldSize);
+          expect(await session.allToAll(outgoing, { output: received })).toBe(received);
+          expect(Array.from({ length: worldSize }, (_, s) => received[s * count + count - 1])).toEqual(Array.from({ length: worldSize }, (_, s) => 100 * s + r));
         }),
       );
     });

@@ -115,27 +115,33 @@ std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
   const size_t width = ElementWidth(job.type);
   const size_t bytes = job.count * width;
   const int world_size = world_size_;
-  // op over W inputs `stride` bytes apart, in rank order: every rank gets the same bits, and
-  // avg's division is fused into the same pass.
-  auto reduce = [type = job.type, op = job.op, width, world_size](const uint8_t* inputs, size_t stride, size_t count, uint8_t* into) {
+  // The W inputs, by rank: this rank's own where it is (no copy), the others' received slots.
+  // `offset` bytes into each, op over `count` elements in rank order into `into`: every rank gets
+  // the same bits, and avg's division is fused into the same pass.
+  auto reduce = [type = job.type, op = job.op, width, world_size](std::vector<const uint8_t*> bases, size_t offset, size_t count, uint8_t* into) {
+    for (const uint8_t*& base : bases) base += offset;
     Job kernel;
     kernel.body = ReduceSlicesBody(type, op);
-    kernel.source = inputs;
-    kernel.slice_stride = stride;
+    kernel.slice_bases = bases.data();
     kernel.slices = size_t(world_size);
     kernel.target = into;
     kernel.count = count;
     kernel.bytes_read = count * width * size_t(world_size);
     RunJob(kernel);
   };
+  // Rank r's input slot: `own` at this rank, else `size` bytes at `slots` + r * size.
+  auto inputs = [this](const uint8_t* own, const uint8_t* slots, size_t size) {
+    std::vector<const uint8_t*> bases(static_cast<size_t>(world_size_));
+    for (int r = 0; r < world_size_; r++) bases[size_t(r)] = r == rank_ ? own : slots + size_t(r) * size;
+    return bases;
+  };
 
   if (!job.pairwise) {
     // Every rank sends its whole tensor to every other and reduces all W copies.
     uint8_t* slots = Scratch(bytes * size_t(world_size_));
-    memcpy(slots + size_t(rank_) * bytes, job.input, bytes);
     auto collective = AllPairs(job.header, job.timeout_ms, [&](int) { return Span{const_cast<uint8_t*>(job.input), bytes}; },
                                [&](int peer) { return Span{slots + size_t(peer) * bytes, bytes}; });
-    collective->complete = [reduce, slots, bytes, count = job.count, output = job.output] { reduce(slots, bytes, count, output); };
+    collective->complete = [reduce, bases = inputs(job.input, slots, bytes), count = job.count, output = job.output] { reduce(bases, 0, count, output); };
     return collective;
   }
 
@@ -150,7 +156,6 @@ std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
   uint8_t* input = const_cast<uint8_t*>(job.input);
   const Span own = job.scatter ? Span{job.output, segment_of(input, rank_).size} : segment_of(job.output, rank_);
   uint8_t* slots = Scratch(own.size * size_t(world_size_));
-  memcpy(slots + size_t(rank_) * own.size, segment_of(input, rank_).data, own.size);
   auto collective = AllPairs(job.header, job.timeout_ms, [&](int peer) { return segment_of(input, peer); },
                              [&](int peer) { return Span{slots + size_t(peer) * own.size, own.size}; });
   Collective* c = collective.get();
@@ -163,13 +168,12 @@ std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
     t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size;
     c->bytes += t.sends[3].size + t.receives[3].size;
   }
-  c->received = [c, reduce, slots, own, width, reduced = size_t(0)]() mutable {
+  c->received = [c, reduce, bases = inputs(segment_of(input, rank_).data, slots, own.size), own, width, reduced = size_t(0)]() mutable {
     size_t ready = own.size;
     for (const Transfer& t : c->transfers) ready = std::min(ready, t.received >= 2 ? own.size : t.received == 1 ? t.received_bytes : 0);
     ready -= ready % width;
     if (ready == reduced || (ready < own.size && ready - reduced < kStreamBytes)) return;
-    // The W contributions to [reduced, ready) are slices own.size apart.
-    reduce(slots + reduced, own.size, (ready - reduced) / width, own.data + reduced);
+    reduce(bases, reduced, (ready - reduced) / width, own.data + reduced);
     reduced = ready;
     for (Transfer& t : c->transfers) t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size + reduced;
   };

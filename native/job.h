@@ -17,6 +17,10 @@ struct Job {
   const uint8_t* source = nullptr;
   // reduceSlices: bytes from one slice to the next.
   size_t slice_stride = 0;
+  // reduceSlices: where each slice starts, when they are not `slice_stride` apart (then `source`
+  // and `slice_stride` are unused): the data plane reduces a rank's own input beside the received
+  // slices without copying it next to them.
+  const uint8_t* const* slice_bases = nullptr;
   // reduceSlices: number of slices (k >= 1); also avg's divisor there.
   size_t slices = 1;
   // reduceSlices: the output; accumulate: the accumulator; divide: the data.

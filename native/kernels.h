@@ -116,7 +116,7 @@ RXCCL_ALWAYS_INLINE void FoldPassUpTo(size_t count, typename E::Compute* running
 
 // output = op(slice 0, slice 1, ..., slice k-1), folded left in slice (rank) order, block by
 // block. A block of the output is written only by the last pass, after every slice's matching
-// block was read, so the output may be slice 0 itself.
+// block was read (element by element in that pass), so the output may be any one slice itself.
 template <class E, Op kOp>
 RXCCL_KERNEL_CLONES void ReduceSlices(const Job& job, size_t begin, size_t end) {
   using S = typename E::Storage;
@@ -125,6 +125,7 @@ RXCCL_KERNEL_CLONES void ReduceSlices(const Job& job, size_t begin, size_t end) 
   const uint8_t* const input = job.source;
   uint8_t* const output = job.target;
   const size_t stride = job.slice_stride;
+  const uint8_t* const* const bases = job.slice_bases;
   const size_t slices = job.slices;
   alignas(64) typename E::Compute running[kBlockElements];
   for (size_t first = begin; first < end; first += kBlockElements) {
@@ -134,7 +135,9 @@ RXCCL_KERNEL_CLONES void ReduceSlices(const Job& job, size_t begin, size_t end) 
     for (size_t slice = 0; slice < slices;) {
       const bool is_first = slice == 0;
       const size_t count = std::min(is_first ? kFirstPassSlices<E> : kLaterPassSlices<E>, slices - slice);
-      for (size_t i = 0; i < count; ++i) sources[i] = input + (slice + i) * stride + first * sizeof(S);
+      for (size_t i = 0; i < count; ++i) {
+        sources[i] = (bases != nullptr ? bases[slice + i] : input + (slice + i) * stride) + first * sizeof(S);
+      }
       slice += count;
       const bool is_last = slice == slices;
       // A pass that is neither first nor last is always full: only the first and last vary.

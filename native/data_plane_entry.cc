@@ -1,6 +1,7 @@
 // JavaScript's handle on the native data plane: `new DataPlane(rank, worldSize, sendFds, recvFds)`
 // owns one thread that runs the session's data-plane collectives one at a time (collectives are
-// ordered per session), and a wake descriptor that ends a running one at once. A thread of its own
+// ordered per session; a small one starts on the calling thread, see kInlineBytes), and a wake
+// descriptor that ends a running one at once. A thread of its own
 // rather than libuv's pool: ranks of one process (tests, notebooks) wait for each other inside a
 // collective, and four of them would take every pool thread. lib/transport/data-plane.ts wraps it.
 #include <napi.h>
@@ -92,12 +93,12 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
 
  private:
   // allReduce(pairwise, scatter, dtype, op, input, output, count, header, timeoutMs, done): with
-  // scatter (pairwise only), a reduce-scatter: output holds count / worldSize elements, this rank's
-  // reduced segment, and may be that segment of the input. done() once it
-  // is done, else done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS
-  // thread: before allReduce returns if it was over on this thread (Start), else later; the
-  // buffers stay referenced until then and must not be touched meanwhile. The header is copied:
-  // its memory may be reused at once.
+  // scatter (pairwise only), a reduce-scatter: output holds count / worldSize elements, this
+  // rank's reduced segment, and may be that segment of the input. done() once it is done, else
+  // done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS thread:
+  // before allReduce returns if it was over on this thread (Start), else later; the buffers stay
+  // referenced until then and must not be touched meanwhile. The header is copied: its memory may
+  // be reused at once.
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 10, 10);
@@ -129,10 +130,11 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   }
 
   // exchange(sends, receives, forwards, header, timeoutMs, done): one message each way with every
-  // peer (ExchangeJob), sends[p] to p and p's into receives[p]: Uint8Arrays by peer rank, a missing
-  // or undefined entry a header-only message, this rank's own entry ignored. forwards[q] = f: sends[q] is receives[f] (the very
-  // same bytes), sent on as it arrives; -1 or missing: none. Receives must not overlap each other or
-  // a send that is not their forward. done as allReduce's.
+  // peer (ExchangeJob), sends[p] to p and p's into receives[p]: Uint8Arrays by peer rank, a
+  // missing or undefined entry a header-only message, this rank's own entry ignored.
+  // forwards[q] = f: sends[q] is receives[f] (the very same bytes), sent on as it arrives; -1 or
+  // missing: none. Receives must not overlap each other or a send that is not their forward.
+  // done as allReduce's.
   Napi::Value Exchange(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 6, 6);

@@ -204,8 +204,21 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     );
   }, 60_000);
 
-  it('builds the header docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum as mesh collective 5', () => {
+  it('builds the headers docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum, and Broadcast of 2 f32 from root 0, as mesh collective 5', () => {
     expect(Buffer.from(headerOf(collectiveFor(2, 5n, ElementType.F32))).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000500000000000000');
+    const broadcast = { number: 5n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, '') };
+    expect(Buffer.from(headerOf(broadcast)).toString('hex')).toBe('060b000000000000020000000000000000000000000000000500000000000000');
+  });
+
+  it('the broadcast vector of docs/protocol.md 9.9 on the wire: the root sends header and tensor, and takes the peer’s header alone', async () => {
+    const { plane, peer } = await engineAndPeer();
+    const readExactly = reader(peer);
+    const own = descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, '');
+    const header = Buffer.from('060b000000000000020000000000000000000000000000000500000000000000', 'hex');
+    const outcome = firstValueFrom(plane.exchange({ descriptor: own, sequence: 5n, timeoutMs: 5_000, sends: [undefined, new Uint8Array(Float32Array.of(1, 2).buffer)], receives: [] }));
+    peer.write(header);
+    expect(Buffer.from(await readExactly(40)).toString('hex')).toBe(`${header.toString('hex')}0000803f00000040`);
+    expect(await outcome).toBeUndefined();
   });
 
   it('a header that disagrees stops the collective before its payload is read, and names both ranks and both descriptors', async () => {

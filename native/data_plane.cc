@@ -118,11 +118,17 @@ std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
   // The W inputs, by rank: this rank's own where it is (no copy), the others' received slots.
   // `offset` bytes into each, op over `count` elements in rank order into `into`: every rank gets
   // the same bits, and avg's division is fused into the same pass.
-  auto reduce = [type = job.type, op = job.op, width, world_size](std::vector<const uint8_t*> bases, size_t offset, size_t count, uint8_t* into) {
-    for (const uint8_t*& base : bases) base += offset;
+  auto reduce = [type = job.type, op = job.op, width, world_size](const std::vector<const uint8_t*>& bases, size_t offset, size_t count, uint8_t* into) {
+    // A streamed piece starts `offset` into every slice; the whole reduction (offset 0, every small
+    // all-reduce) takes the bases as they are.
+    std::vector<const uint8_t*> moved;
+    if (offset != 0) {
+      moved = bases;
+      for (const uint8_t*& base : moved) base += offset;
+    }
     Job kernel;
     kernel.body = ReduceSlicesBody(type, op);
-    kernel.slice_bases = bases.data();
+    kernel.slice_bases = offset != 0 ? moved.data() : bases.data();
     kernel.slices = size_t(world_size);
     kernel.target = into;
     kernel.count = count;

@@ -1,12 +1,14 @@
 import { defer, map, mergeMap, NEVER, type Observable, of, throwError } from 'rxjs';
 import { ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
-import type { DataPlane, NativeOutcome, PlaneCall } from '../transport/data-plane.js';
+import type { DataPlane, NativeAllReduce, NativeOutcome, PlaneCall } from '../transport/data-plane.js';
 import type { Links } from '../transport/links/links.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
-import { opcodeName } from '../protocol/opcode.js';
+import { type Opcode, opcodeName } from '../protocol/opcode.js';
+import { reduceOpCode } from '../protocol/reduce-op.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
-import type { CollectiveContext } from './algorithm.js';
+import type { CollectiveContext, ReductionRequest } from './algorithm.js';
 import { checkAgreement, descriptorOf } from './exchange-message.js';
+import { shaped } from './staged.js';
 
 /**
  * What every algorithm of the native family (lib/collectives/<collective>/native.ts) shares: the
@@ -50,6 +52,30 @@ export function exchangeHeaders(plane: DataPlane, context: CollectiveContext, co
 export function runOnPlane<T>(context: CollectiveContext, collective: NativeCollective, start: (call: PlaneCall) => Observable<NativeOutcome | undefined>, result: () => T): Observable<T> {
   const call = { descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
   return start(call).pipe(mergeMap((outcome) => settleNative(outcome, context, collective, result)));
+}
+
+/**
+ * A reduction on the plane, one engine allReduce call (the all-reduce and the reduce-scatter):
+ * `request`'s tensor under `opcode`, with `schedule` (NativeAllReduce's `pairwise`, `scatter`);
+ * emits the result, `resultBytes` long, in `request.output`, else in fresh memory.
+ */
+export function reduceOnPlane(
+  links: Links,
+  request: ReductionRequest,
+  context: CollectiveContext,
+  opcode: Opcode,
+  resultBytes: number,
+  schedule: Pick<NativeAllReduce, 'pairwise' | 'scatter'>,
+): Observable<Uint8Array> {
+  return defer(() => {
+    const plane = dataPlaneOf(links);
+    const { view } = request;
+    const reduceOp = reduceOpCode(request.op);
+    const collective = nativeCollective(context, shaped(opcode, view, { reduceOp }));
+    const output = request.output ?? new Uint8Array(resultBytes);
+    const data = { ...schedule, elementType: view.elementType, reduceOp, input: view.bytes, output, count: view.count };
+    return runOnPlane(context, collective, (call) => plane.allReduce({ ...data, ...call }), () => output);
+  });
 }
 
 /** `bytes` cut in `worldSize` equal slots, by rank (views, no copy). */

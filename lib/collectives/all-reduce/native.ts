@@ -1,10 +1,8 @@
-import { defer, type Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
-import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { dataPlaneOf, nativeCollective, runOnPlane } from '../native-collective.js';
-import { shaped } from '../staged.js';
+import { reduceOnPlane } from '../native-collective.js';
 
 /**
  * Tensors from this size go reduce-scatter + all-gather between every pair (each rank sends
@@ -25,12 +23,6 @@ export const NATIVE_PAIRWISE_MIN_BYTES = 64 * 1024;
  * fresh buffer.
  */
 export function nativeAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
-  return defer(() => {
-    const plane = dataPlaneOf(links);
-    const { view, op } = request;
-    const collective = nativeCollective(context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }));
-    const output = request.output ?? new Uint8Array(view.bytes.length);
-    const data = { pairwise: view.bytes.length >= NATIVE_PAIRWISE_MIN_BYTES, elementType: view.elementType, reduceOp: reduceOpCode(op), input: view.bytes, output, count: view.count };
-    return runOnPlane(context, collective, (call) => plane.allReduce({ ...data, ...call }), () => output);
-  });
+  const bytes = request.view.bytes.length;
+  return reduceOnPlane(links, request, context, Opcode.AllReduce, bytes, { pairwise: bytes >= NATIVE_PAIRWISE_MIN_BYTES });
 }

@@ -1,10 +1,8 @@
-import { defer, type Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
 import { Opcode } from '../../protocol/opcode.js';
-import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { Links } from '../../transport/links/links.js';
 import type { CollectiveContext, ReductionRequest } from '../algorithm.js';
-import { dataPlaneOf, nativeCollective, runOnPlane } from '../native-collective.js';
-import { shaped } from '../staged.js';
+import { reduceOnPlane } from '../native-collective.js';
 
 /**
  * Reduce-scatter on the native data plane: the first step of its pairwise all-reduce alone. Every
@@ -16,12 +14,5 @@ import { shaped } from '../staged.js';
  * fresh memory; the tensor is read only.
  */
 export function nativeReduceScatter(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
-  return defer(() => {
-    const plane = dataPlaneOf(links);
-    const { view, op } = request;
-    const collective = nativeCollective(context, shaped(Opcode.ReduceScatter, view, { reduceOp: reduceOpCode(op) }));
-    const output = request.output ?? new Uint8Array(view.bytes.length / links.worldSize);
-    const data = { pairwise: true, scatter: true, elementType: view.elementType, reduceOp: reduceOpCode(op), input: view.bytes, output, count: view.count };
-    return runOnPlane(context, collective, (call) => plane.allReduce({ ...data, ...call }), () => output);
-  });
+  return reduceOnPlane(links, request, context, Opcode.ReduceScatter, request.view.bytes.length / links.worldSize, { pairwise: true, scatter: true });
 }

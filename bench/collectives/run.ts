@@ -30,6 +30,7 @@ import { parseTransport } from '../../lib/transport/transport-kind.js';
 import { median } from './median.js';
 import { NcclTable } from './nccl-table.js';
 import { GLOO } from './peers/gloo.js';
+import { GLOO_REDUCE_SCATTER } from './peers/gloo-reduce-scatter.js';
 import { OPEN_MPI_TCP } from './peers/open-mpi.js';
 import { measurePeer, type Peer, type PeerBenchmark, peerKey } from './peers/peer.js';
 import {
@@ -101,8 +102,8 @@ export interface CollectivesBenchResult {
   readonly rounds?: CellRounds[];
 }
 
-/** The peers `peers` measures, in the table's column order. */
-const PEERS: readonly Peer[] = [GLOO, OPEN_MPI_TCP];
+/** The peers `peers` measures, in the table's column order (Gloo's reduce-scatter shares Gloo's column). */
+const PEERS: readonly Peer[] = [GLOO, OPEN_MPI_TCP, GLOO_REDUCE_SCATTER];
 
 /** A peer that can run here. */
 interface ReadyPeer {
@@ -154,6 +155,8 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
   });
   const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
   const peers = options.peers === true ? preparePeers(dtype, print) : [];
+  // Each column once, with its JSON key: peers that share one (Gloo's two benchmarks) fill one map of times.
+  const peerColumns = [...new Map(peers.map(({ peer }) => [peer.column, peer.jsonKey]))];
   const meta: Record<string, unknown> = {};
   const rounds: MeasuredRound[] = [];
   /** The peers' times of the round being measured, by peer column: our rows print with those. */
@@ -165,7 +168,7 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
       : new NcclTable(
           print,
           () => meta,
-          peers.map(({ peer }) => ({ column: peer.column, time: (row: BenchRow) => current.get(peer.column)?.get(peerKey(row.op, row.bytes, row.worldSize)) })),
+          peerColumns.map(([column]) => ({ column, time: (row: BenchRow) => current.get(column)?.get(peerKey(row.op, row.bytes, row.worldSize)) })),
         );
   const total = plans.reduce((sum, plan) => sum + plan.cells.length, 0) * roundCount;
   let done = 0;
@@ -174,7 +177,7 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
   for (const { worldSize, cells } of plans) {
     for (let round = 1; round <= roundCount; round++) {
       if (roundCount > 1) table?.section(`# round ${round} of ${roundCount}, ${worldSize} ranks`);
-      current = new Map(peers.map(({ peer }) => [peer.column, new Map<string, number>()]));
+      current = new Map(peerColumns.map(([column]) => [column, new Map<string, number>()]));
       // The peers first, so that each of our rows can be printed with its ratios as soon as it is measured.
       for (const { peer, benchmark } of peers) {
         print?.(`# peers: measuring ${peer.name} at ${worldSize} ranks (${benchmark.description})`);
@@ -198,13 +201,13 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     }
   }
   const wallSeconds = (performance.now() - started) / 1e3;
-  const summary = roundCount > 1 ? cellRounds(rounds, peers.map(({ peer }) => peer.column)) : null;
+  const summary = roundCount > 1 ? cellRounds(rounds, peerColumns.map(([column]) => column)) : null;
   // Each peer's time per cell: its median over the rounds (with one round, that round's time).
   const peerTimes = Object.fromEntries(
-    peers.map(({ peer }) => {
+    peerColumns.map(([column, jsonKey]) => {
       const times = new Map<string, number[]>();
-      for (const round of rounds) for (const [key, us] of round.peers.get(peer.column) ?? []) times.set(key, [...(times.get(key) ?? []), us]);
-      return [peer.jsonKey, Object.fromEntries([...times].map(([key, values]) => [key, median(values)]))];
+      for (const round of rounds) for (const [key, us] of round.peers.get(column) ?? []) times.set(key, [...(times.get(key) ?? []), us]);
+      return [jsonKey, Object.fromEntries([...times].map(([key, values]) => [key, median(values)]))];
     }),
   );
   if (summary !== null) table?.section(formatRoundSummary(summary, roundCount).join('\n'));

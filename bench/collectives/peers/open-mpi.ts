@@ -5,10 +5,7 @@
  * (Debian: apt-get install openmpi-bin libopenmpi-dev).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { packageRoot } from '../../../lib/kernels/addon.js';
-import { type Peer, PEER_OPS, peerSource } from './peer.js';
+import { buildPeerBenchmark, type Peer, PEER_OPS, peerSource } from './peer.js';
 
 /** mpirun's flags for TCP over loopback only (run_all.sh's MPIRUN and MPI_TCP). */
 const TCP_ON_LOOPBACK = ['--oversubscribe', '--mca', 'oob_tcp_if_include', 'lo', '--mca', 'pml', 'ob1', '--mca', 'btl', 'tcp,self', '--mca', 'btl_tcp_if_include', 'lo'];
@@ -24,7 +21,7 @@ export const OPEN_MPI_TCP: Peer = {
     if (typeof source !== 'string') return source.missing;
     const missing = ['mpicc', 'mpirun'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore', timeout: 60_000 }).error !== undefined);
     if (missing.length > 0) return `no ${missing.join(' nor ')} on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)`;
-    const binary = build(source);
+    const binary = buildPeerBenchmark('mpi_bench', source, (output) => ({ file: 'mpicc', args: ['-O2', '-o', output, source] }));
     if (typeof binary !== 'string') return binary.failure;
     // mpirun refuses to start ranks as root unless told to.
     const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
@@ -37,20 +34,3 @@ export const OPEN_MPI_TCP: Peer = {
     };
   },
 };
-
-/** The built benchmark's path, compiled when missing or older than its source; or why it did not build. */
-function build(source: string): string | { failure: string } {
-  const directory = join(packageRoot(), 'node_modules', '.cache', 'rxccl', 'peers');
-  const binary = join(directory, 'mpi_bench');
-  if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(source).mtimeMs) return binary;
-  mkdirSync(directory, { recursive: true });
-  // Built beside and renamed into place, so that a bench started meanwhile never runs half a file.
-  const partial = `${binary}.${process.pid}`;
-  const compiled = spawnSync('mpicc', ['-O2', '-o', partial, source], { encoding: 'utf8', timeout: 120_000 });
-  if (compiled.status !== 0) {
-    const why = (compiled.stderr ?? '').trim().split('\n').at(-1) || compiled.error?.message || `status ${compiled.status}`;
-    return { failure: `mpicc -O2 ${source} failed: ${why}` };
-  }
-  renameSync(partial, binary);
-  return binary;
-}

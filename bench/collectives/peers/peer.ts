@@ -5,8 +5,8 @@
  * one output format (gloo_bench.py, mpi_bench.c): a `Peer` says how to find and start its own,
  * the rest (running it, reading its rows) is the same for all.
  */
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../../lib/kernels/addon.js';
 import type { BenchOp } from '../plan.js';
@@ -105,4 +105,35 @@ export function parsePeerRows(text: string, label: string): Map<string, number> 
     times.set(peerKey(op!, Number(bytes), Number(world)), Number(median));
   }
   return times;
+}
+
+/**
+ * A peer benchmark compiled from `source` into node_modules/.cache/rxccl/peers/`name` when missing
+ * or older than its source: `compile(output)` is the compiler and its arguments. Built beside and
+ * renamed into place, so that a bench started meanwhile never runs half a file. Returns the
+ * binary's path, or why it did not build: what `explain` reads in the compiler's output (a missing
+ * library, say), else the command and the output's last line.
+ */
+export function buildPeerBenchmark(
+  name: string,
+  source: string,
+  compile: (output: string) => { file: string; args: string[] },
+  explain: (stderr: string) => string | null = () => null,
+): string | { failure: string } {
+  const directory = join(packageRoot(), 'node_modules', '.cache', 'rxccl', 'peers');
+  const binary = join(directory, name);
+  if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(source).mtimeMs) return binary;
+  mkdirSync(directory, { recursive: true });
+  const partial = `${binary}.${process.pid}`;
+  const { file, args } = compile(partial);
+  const compiled = spawnSync(file, args, { encoding: 'utf8', timeout: 300_000 });
+  if (compiled.status !== 0) {
+    const stderr = compiled.stderr ?? '';
+    const known = explain(stderr);
+    if (known !== null) return { failure: known };
+    const why = stderr.trim().split('\n').at(-1) || compiled.error?.message || `status ${compiled.status}`;
+    return { failure: `${file} ${args.join(' ').replace(partial, binary)} failed: ${why}` };
+  }
+  renameSync(partial, binary);
+  return binary;
 }

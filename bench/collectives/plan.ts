@@ -112,6 +112,14 @@ export function sizeSweep(minBytes: number, maxBytes: number, step: number): num
 
 /** How long the ranks spend on each cell (all decisions are taken on values every rank agrees on). */
 export interface Budget {
+  /**
+   * Before the first cell, each rank process calls every collective of the plan at its smallest
+   * size, round after round, for about this long: Node's optimizing compiler needs ~2,000 small
+   * collectives before a process reaches its steady state (an 8 B staged all-reduce here: ~500 µs a
+   * call for the first 1,000, ~170 µs from 2,500 on; with V8's tier-up budget lowered, steady from
+   * ~750), which the 40 ms of a cell's own warm-up never reach.
+   */
+  readonly processWarmupMs: number;
   /** Target duration of warm-up, beyond the first call and the probe call. */
   readonly warmupMs: number;
   /** Target duration of one timed sample (sets the iterations per sample). */
@@ -129,7 +137,7 @@ export interface Budget {
   readonly iterations?: number;
 }
 
-export const DEFAULT_BUDGET: Budget = { warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
+export const DEFAULT_BUDGET: Budget = { processWarmupMs: 2_000, warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
 
 /** What the bench process hands each rank process (as JSON in BENCH_PLAN). */
 export interface WorkerPlan {

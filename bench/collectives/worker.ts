@@ -1,6 +1,8 @@
 /**
  * One rank of the collectives bench, run as its own process by bench/collectives/run.ts with the
- * GX1_* environment and the plan in BENCH_PLAN. For each cell, nccl-tests style:
+ * GX1_* environment and the plan in BENCH_PLAN. First the process warms up: rounds of one call
+ * of each collective of the plan at its smallest size, for about `processWarmupMs` (see Budget).
+ * Then for each cell, nccl-tests style:
  *
  * 1. one timed probe call (also the first warm-up call); every rank takes the max over ranks
  *    (allReduce max, outside any timed region) as the estimate of one call;
@@ -24,7 +26,7 @@ import { openSession } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { emptyLike, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
-import { type Budget, busFactor, type Cell, type WorkerPlan } from './plan.js';
+import { type BenchOp, type Budget, busFactor, type Cell, cellFor, type WorkerPlan } from './plan.js';
 import { median } from './median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -106,17 +108,33 @@ async function measure(session: RankSession, cell: Cell, budget: Budget) {
   return { samples, iterations, warmup: warmup + 1, wrong: totalWrong };
 }
 
+/** The size the process warm-up calls each collective at (or the plan's smallest, if smaller). */
+const PROCESS_WARMUP_BYTES = 4096;
+
+/**
+ * Process warm-up (JIT, kernel thread pool, socket buffers) before the first cell is timed: rounds
+ * of one small call of each collective of the plan, until they took about `processWarmupMs` (the
+ * max over ranks, checked every 50 rounds, so every rank stops at the same one).
+ */
+async function warmUpProcess(session: RankSession, plan: WorkerPlan): Promise<void> {
+  const smallest = new Map<BenchOp, Cell>();
+  for (const cell of plan.cells) if (cell.bytes <= (smallest.get(cell.op)?.bytes ?? Infinity)) smallest.set(cell.op, cell);
+  const cells = [...smallest.values()].map((cell) => cellFor(cell.op, cell.dtype, Math.min(cell.bytes, PROCESS_WARMUP_BYTES), session.worldSize));
+  const calls = cells.map((cell) => callFor(session, cell));
+  await session.barrier();
+  const start = performance.now();
+  for (let round = 1; ; round++) {
+    for (const call of calls) await call();
+    if (round % 50 === 0 && (await maxOverRanks(session, performance.now() - start)) >= plan.budget.processWarmupMs) return;
+  }
+}
+
 async function main(): Promise<number> {
   const plan = JSON.parse(process.env.BENCH_PLAN ?? 'null') as WorkerPlan | null;
   if (plan === null) throw new Error('BENCH_PLAN is not set: run bench/collectives/run.ts');
   const session = await openSession();
   if (session.rank === 0) say(`META ${JSON.stringify({ kernels: kernelBackend(), transport: session.transport, node: process.version })}`);
-  // Process warm-up (JIT, kernel thread pool, socket buffers) before the first cell is timed.
-  const small = new Float32Array(256);
-  for (let round = 0; round < 200; round++) {
-    await session.barrier();
-    if (round % 2 === 0) await session.allReduce(small);
-  }
+  await warmUpProcess(session, plan);
   for (const cell of plan.cells) {
     const { samples, iterations, warmup, wrong } = await measure(session, cell, plan.budget);
     if (session.rank === 0) {

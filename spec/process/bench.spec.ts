@@ -19,7 +19,7 @@ import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
 import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
 
-const FAST = { warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
+const FAST = { processWarmupMs: 1, warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
 
 /** A measured row of `op` (f32, tcp_peer) taking `timeUs` per call, for the report's own tests. */
 function benchRow(op: BenchOp, bytes: number, worldSize: number, timeUs: number): BenchRow {

@@ -31,6 +31,8 @@ export type { CollectiveTransport } from './transport/transport-kind.js';
 export { generateSecret } from './transport/job-secret.js';
 export type { TlsOptions } from './transport/tls-settings.js';
 export { Coordinator, type CoordinatorOptions } from './coordinator/coordinator.js';
+export { BusyWindow } from './transport/busy-window.js';
+export { coordinatorBusyWindow } from './launch/coordinator-busy-window.js';
 export type { CoordinatorEvent, SubmittedCollective } from './coordinator/coordinator-events.js';
 export type { DebugLevel } from './diagnostics/debug-log.js';
 export { recordFlight, type FlightRecordingOptions, type FlightRecordReason } from './session/flight-recording.js';

@@ -3,6 +3,7 @@
 // undefined, else on a worker thread with that argument as its completion callback (see
 // kernel_worker.h). lib/kernels/addon.ts declares these signatures for TypeScript.
 #include <napi.h>
+#include <sched.h>
 
 #include "args.h"
 #include "data_plane_entry.h"
@@ -108,6 +109,14 @@ Napi::Value KernelThreadsEntry(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(KernelThreads()));
 }
 
+// yieldCpu(): sched_yield(), for a JavaScript loop that polls while others may want the core (the
+// coordinator's busy window, lib/transport/busy-window.ts): the core stays awake for this process
+// (a wake-up on a halted core costs tens of microseconds on a VM) without keeping it from others.
+Napi::Value YieldCpuEntry(const Napi::CallbackInfo& info) {
+  sched_yield();
+  return info.Env().Undefined();
+}
+
 }  // namespace
 }  // namespace rxccl
 
@@ -120,6 +129,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("divide", Napi::Function::New(env, DivideEntry, "divide"));
   exports.Set("cancel", Napi::Function::New(env, Cancel, "cancel"));
   exports.Set("kernelThreads", Napi::Function::New(env, KernelThreadsEntry, "kernelThreads"));
+  exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
   exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }

@@ -24,6 +24,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { runCli } from '../../lib/cli/main.js';
+import { coordinatorBusyWindow } from '../../lib/launch/coordinator-busy-window.js';
 import { ConfigurationError } from '../../lib/errors.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { parseTransport } from '../../lib/transport/transport-kind.js';
@@ -247,6 +248,8 @@ async function runWorld(
     worldSize,
     transport: parseTransport(transport, 'transport'),
     collectiveTimeoutMs: timeoutMs,
+    // As `rxccl launch` starts its coordinator.
+    busyWindow: coordinatorBusyWindow(process.env),
   });
   const children: ChildProcess[] = [];
   const errors: string[] = [];

@@ -1,6 +1,7 @@
 import { constants, hostname } from 'node:os';
 import { Coordinator } from '../coordinator/coordinator.js';
 import { failureText } from '../errors.js';
+import { coordinatorBusyWindow } from '../launch/coordinator-busy-window.js';
 import { hostPort } from '../launch/job-environment.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { generateSecret, resolveSecret } from '../transport/job-secret.js';
@@ -49,6 +50,7 @@ export const coordinatorCommand = defineCommand(
       ...(values.transport !== undefined ? { transport: parseTransport(values.transport, '--transport') } : {}),
       ...(values['collective-timeout'] !== undefined ? { collectiveTimeoutMs: values['collective-timeout'] } : {}),
       ...(values['heartbeat-timeout'] !== undefined ? { heartbeatTimeoutMs: values['heartbeat-timeout'] } : {}),
+      busyWindow: coordinatorBusyWindow(process.env),
     });
     // Listening on every interface: the ranks reach it by this machine's name.
     const reachable = { host: WILDCARD.has(coordinator.address.host) ? hostname() : coordinator.address.host, port: coordinator.address.port };

@@ -5,6 +5,7 @@ import type { Frame } from '../protocol/frame.js';
 import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import type { BusyWindow } from '../transport/busy-window.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { type CoordinatorEventSink, NO_EVENTS } from './coordinator-events.js';
@@ -22,6 +23,8 @@ export interface CollectiveLoopOptions {
   readonly events?: CoordinatorEventSink;
   /** After how long (and again every as long) a collective still waiting is reported, naming where each rank is. */
   readonly slowCollectiveMs?: number;
+  /** Opened on each request and after each round of responses (see `CoordinatorOptions.busyWindow`). */
+  readonly busyWindow?: BusyWindow | null;
 }
 
 /** The sequence the loop is filling, for Abort frames sent when the loop fails. */
@@ -89,6 +92,7 @@ export function collectiveLoop(
     });
 
     const onRequest = (rank: number, frame: Frame) => {
+      options.busyWindow?.open();
       // Every rank numbers its collectives from 0, one per answered request (docs 8.2, 9.2).
       if (frame.header.sequence !== sequence()) {
         throw new ProtocolError(`rank ${rank} submitted collective sequence ${frame.header.sequence}, expected ${sequence()}`);

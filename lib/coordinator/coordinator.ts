@@ -7,6 +7,7 @@ import { abortFrame } from '../protocol/control-frames.js';
 import { makeHeader } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
+import type { BusyWindow } from '../transport/busy-window.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
   type CollectiveTransport,
@@ -88,6 +89,13 @@ export interface CoordinatorOptions {
   maxUnauthenticatedConnections?: number;
   /** TLS for every channel (default `GX1_TLS_CERT`, `GX1_TLS_KEY`, `GX1_TLS_CA`; mutual with a CA). */
   tls?: TlsOptions;
+  /**
+   * Keeps the coordinator's event loop turning for a moment after each collective request and
+   * point-to-point frame it takes and each response it sends, so the next one is read at once
+   * instead of after a wake-up (`coordinatorBusyWindow` in lib/launch builds the one `rxccl
+   * launch`, `rxccl coordinator` and a hosting rank 0 use). Default none.
+   */
+  busyWindow?: BusyWindow | null;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
@@ -159,8 +167,9 @@ export class Coordinator {
 
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank' | 'secret' | 'tls'>> & {
+    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank' | 'secret' | 'tls' | 'busyWindow'>> & {
       hostRank: number | null;
+      busyWindow: BusyWindow | null;
       heartbeatTimeoutMs: number | null;
       secret: JobSecret | null;
       tls: TlsSettings | null;
@@ -221,6 +230,7 @@ export class Coordinator {
       secret: resolveSecret(options.secret, env),
       maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
       tls: resolveTls(options.tls, env),
+      busyWindow: options.busyWindow ?? null,
     };
     let coordinator: Coordinator | undefined;
     const server = createListener(resolved.tls, resolved.joinTimeoutMs, (socket) => (coordinator === undefined ? socket.destroy() : coordinator.accept(socket)));
@@ -401,6 +411,7 @@ export class Coordinator {
               disconnectGraceMs: DISCONNECT_GRACE_MS,
               events: this.events,
               slowCollectiveMs: this.options.slowCollectiveMs,
+              busyWindow: this.options.busyWindow,
             },
             this.progress,
           )
@@ -413,6 +424,7 @@ export class Coordinator {
             bufferLimitBytes: this.options.p2pBufferLimitBytes,
             rail: role.rail,
             events: this.events,
+            busyWindow: this.options.busyWindow,
           });
     this.running.push(
       loop.subscribe({

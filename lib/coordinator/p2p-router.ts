@@ -2,6 +2,7 @@ import { interval, Observable, type SchedulerLike } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import type { BusyWindow } from '../transport/busy-window.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
 import { type CoordinatorEventSink, NO_EVENTS } from './coordinator-events.js';
 import { type Delivery, P2pMatcher } from './p2p-matcher.js';
@@ -24,6 +25,8 @@ export interface P2pRouterOptions {
   readonly rail?: number;
   /** Where `p2p-matched` and `heartbeat` events go (default: nowhere). */
   readonly events?: CoordinatorEventSink;
+  /** Opened on each frame (see `CoordinatorOptions.busyWindow`). */
+  readonly busyWindow?: BusyWindow | null;
 }
 
 /**
@@ -63,6 +66,7 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
     };
 
     const onFrame = (rank: number, frame: Parameters<P2pMatcher['route']>[1]) => {
+      options.busyWindow?.open();
       lastSeen[rank] = scheduler.now();
       if (graceful[rank]) throw new ConfigurationError(`point-to-point rank ${rank} sent data after LEAVE`);
       const deliveries = matcher.route(rank, frame);

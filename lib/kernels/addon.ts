@@ -31,6 +31,8 @@ export interface KernelAddon {
   cancel(token: CancelToken): void;
   /** Threads one large kernel is split across ($RXCCL_KERNEL_THREADS, else the CPU count). */
   kernelThreads(): number;
+  /** sched_yield(): gives the core to another runnable thread, if any (lib/transport/busy-window.ts). */
+  yieldCpu(): void;
   /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
   DataPlane: DataPlaneEngine;
 }
@@ -69,6 +71,16 @@ export function dataPlaneEngine(load: () => KernelAddon = loadAddon): DataPlaneE
   try {
     const engine = load().DataPlane;
     return typeof engine === 'function' ? engine : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The addon's `yieldCpu` where the addon loads, else null (a busy window then does not run). */
+export function yieldCpu(load: () => KernelAddon = loadAddon): (() => void) | null {
+  try {
+    const addon = load();
+    return typeof addon.yieldCpu === 'function' ? () => addon.yieldCpu() : null;
   } catch {
     return null;
   }

@@ -2,7 +2,8 @@ import { Coordinator } from '../coordinator/coordinator.js';
 import { ConfigurationError } from '../errors.js';
 import type { RankSession, SessionHolds } from '../session/rank-session.js';
 import type { SessionOptions } from '../session/session-options.js';
-import { type DiscoveredJob, hostPort } from './job-environment.js';
+import { coordinatorBusyWindow } from './coordinator-busy-window.js';
+import { type DiscoveredJob, type Environment, hostPort } from './job-environment.js';
 
 /** The coordinators rank 0 hosts, by the session options they were discovered with. */
 const hosted = new WeakMap<SessionOptions, Coordinator>();
@@ -12,7 +13,7 @@ const hosted = new WeakMap<SessionOptions, Coordinator>();
  * session options that reach it over loopback. The coordinator is remembered with the returned
  * options, so `keepHostedCoordinator` can tie it to rank 0's session.
  */
-export async function hostCoordinator(job: DiscoveredJob, bind: string, options: SessionOptions): Promise<SessionOptions> {
+export async function hostCoordinator(job: DiscoveredJob, bind: string, options: SessionOptions, env: Environment): Promise<SessionOptions> {
   let coordinator: Coordinator;
   try {
     coordinator = await Coordinator.listen({
@@ -28,6 +29,7 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       ...(options.tls !== undefined ? { tls: options.tls } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
+      busyWindow: coordinatorBusyWindow(env),
     });
   } catch (error) {
     if (!(error instanceof ConfigurationError)) throw error;

@@ -4,6 +4,7 @@ import { failureText } from '../errors.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { generateSecret } from '../transport/job-secret.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
+import { coordinatorBusyWindow } from './coordinator-busy-window.js';
 import { EnvironmentReader, hostPort } from './job-environment.js';
 import { describeExit, RankProcess } from './rank-process.js';
 import { sessionSettings } from './session-settings.js';
@@ -106,6 +107,7 @@ export class LocalJob {
       ...(options.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: options.collectiveTimeoutMs } : {}),
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
+      busyWindow: coordinatorBusyWindow(env),
     }, env);
     const shared = {
       GX1_COORDINATOR: hostPort(coordinator.address),

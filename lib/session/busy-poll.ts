@@ -21,9 +21,14 @@ export type BusyPollSetting = number | 'auto';
 /** The `busyPollMicros` option, else `GX1_BUSY_POLL_US`, else `auto`. */
 export function resolveBusyPoll(option: number | 'auto' | undefined, env: Readonly<Record<string, string | undefined>>): BusyPollSetting {
   if (option !== undefined) return validBusyPoll(option, 'busyPollMicros');
-  const text = env.GX1_BUSY_POLL_US?.trim();
+  return busyPollVariable(env, 'GX1_BUSY_POLL_US');
+}
+
+/** A busy-poll window variable (`GX1_BUSY_POLL_US`, `GX1_COORDINATOR_BUSY_POLL_US`): `auto` when unset. */
+export function busyPollVariable(env: Readonly<Record<string, string | undefined>>, name: string): BusyPollSetting {
+  const text = env[name]?.trim();
   if (text === undefined || text === '' || text.toLowerCase() === 'auto') return 'auto';
-  return validBusyPoll(/^\d+$/.test(text) ? Number(text) : NaN, 'GX1_BUSY_POLL_US', text);
+  return validBusyPoll(/^\d+$/.test(text) ? Number(text) : NaN, name, text);
 }
 
 function validBusyPoll(value: number | 'auto', name: string, text = String(value)): BusyPollSetting {

@@ -1,13 +1,6 @@
 import type { Socket } from 'node:net';
 import { type MonoTypeOperatorFunction, Observable, type Subscriber } from 'rxjs';
-
-/** What an EventLoopHold polls with (tests pass a fake one). */
-export interface PollClock {
-  now(): number;
-  immediate(turn: () => void): void;
-}
-
-const REAL_CLOCK: PollClock = { now: () => performance.now(), immediate: (turn) => void setImmediate(turn) };
+import { BusyWindow, type PollClock, REAL_CLOCK } from '../transport/busy-window.js';
 
 /**
  * Whether a session keeps its process alive: only while an operation is pending. An idle
@@ -15,22 +8,20 @@ const REAL_CLOCK: PollClock = { now: () => performance.now(), immediate: (turn) 
  * exits like a torch rank does instead of hanging on open connections; a pending collective,
  * send or receive references them again, so the process waits for it as for any I/O.
  *
- * With a busy-poll window, each operation that starts also keeps the event loop turning (one
- * `setImmediate` after another, so libuv polls its sockets without blocking) for that long: an
- * answer that comes within it is seen at once, instead of after the wake-up of a sleeping thread
- * on a halted core (~35-100 us a hop on the VMs measured, docs/architecture.md). Past the window
- * the loop sleeps as usual, so a long wait costs no CPU.
+ * With a busy-poll window, each operation that starts also keeps the event loop turning for that
+ * long (a BusyWindow, while the operation is pending): an answer that comes within it is seen at
+ * once. Past the window the loop sleeps as usual, so a long wait costs no CPU.
  */
 export class EventLoopHold {
   private pending = 0;
-  private pollUntil = 0;
-  private polling = false;
+  private readonly window: BusyWindow;
 
   constructor(
     private readonly sockets: readonly Socket[],
-    private readonly busyPollMs = 0,
-    private readonly clock: PollClock = REAL_CLOCK,
+    busyPollMs = 0,
+    clock: PollClock = REAL_CLOCK,
   ) {
+    this.window = new BusyWindow(busyPollMs, null, clock, () => this.pending > 0);
     this.apply();
   }
 
@@ -50,7 +41,7 @@ export class EventLoopHold {
    */
   hold(subscriber: Subscriber<unknown>, busyPoll = true): void {
     if (this.pending++ === 0) this.apply();
-    if (busyPoll && this.busyPollMs > 0) this.poll();
+    if (busyPoll) this.window.open();
     subscriber.add(this.ended);
   }
 
@@ -64,16 +55,4 @@ export class EventLoopHold {
       else socket.unref();
     }
   }
-
-  private poll(): void {
-    this.pollUntil = this.clock.now() + this.busyPollMs;
-    if (this.polling) return;
-    this.polling = true;
-    this.clock.immediate(this.turn);
-  }
-
-  private readonly turn = (): void => {
-    if (this.pending > 0 && this.clock.now() < this.pollUntil) this.clock.immediate(this.turn);
-    else this.polling = false;
-  };
 }

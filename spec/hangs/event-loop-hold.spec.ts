@@ -2,7 +2,8 @@
 import type { Socket } from 'node:net';
 import { NEVER, of, Subject, throwError } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { EventLoopHold, type PollClock } from '../../lib/session/event-loop-hold.js';
+import { EventLoopHold } from '../../lib/session/event-loop-hold.js';
+import type { PollClock } from '../../lib/transport/busy-window.js';
 
 /** Sockets that record whether they are referenced. */
 function fakeSockets(count: number) {

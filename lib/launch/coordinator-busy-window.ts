@@ -1,0 +1,26 @@
+import { yieldCpu } from '../kernels/addon.js';
+import { busyPollVariable } from '../session/busy-poll.js';
+import { BusyWindow } from '../transport/busy-window.js';
+
+/**
+ * How long the coordinator keeps its event loop turning after each frame it routes, by default.
+ * A staged collective is two hops through the coordinator; on a VM a hop that wakes a sleeping
+ * process on a halted core pays ~35-100 µs in the writer's write(2). 500 µs spans the gap between
+ * back-to-back small collectives, so the coordinator's core stays awake while they come; it yields
+ * that core on every turn, so the ranks it waits for lose nothing (2 ranks, 8 B all-reduce through
+ * the coordinator: 0.50-0.66x Gloo's time without it, 0.40-0.44x with it, bench/README.md).
+ */
+export const DEFAULT_COORDINATOR_BUSY_POLL_MICROS = 500;
+
+/**
+ * The coordinator's busy window (`CoordinatorOptions.busyWindow`) from `GX1_COORDINATOR_BUSY_POLL_US`:
+ * microseconds 0..100000 (0: none), `auto` or unset for the default. None where the native addon
+ * does not load: without its yield a polling coordinator would take the cores its ranks need.
+ */
+export function coordinatorBusyWindow(env: Readonly<Record<string, string | undefined>>, yielder: () => (() => void) | null = yieldCpu): BusyWindow | null {
+  const setting = busyPollVariable(env, 'GX1_COORDINATOR_BUSY_POLL_US');
+  const micros = setting === 'auto' ? DEFAULT_COORDINATOR_BUSY_POLL_MICROS : setting;
+  if (micros === 0) return null;
+  const offer = yielder();
+  return offer === null ? null : new BusyWindow(micros / 1000, offer);
+}

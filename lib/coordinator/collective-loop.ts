@@ -23,7 +23,7 @@ export interface CollectiveLoopOptions {
   readonly events?: CoordinatorEventSink;
   /** After how long (and again every as long) a collective still waiting is reported, naming where each rank is. */
   readonly slowCollectiveMs?: number;
-  /** Opened on each request and after each round of responses (see `CoordinatorOptions.busyWindow`). */
+  /** Opened on each request, so the last of a sequence opens it as the responses go (see `CoordinatorOptions.busyWindow`). */
   readonly busyWindow?: BusyWindow | null;
 }
 

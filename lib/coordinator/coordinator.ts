@@ -91,9 +91,10 @@ export interface CoordinatorOptions {
   tls?: TlsOptions;
   /**
    * Keeps the coordinator's event loop turning for a moment after each collective request and
-   * point-to-point frame it takes and each response it sends, so the next one is read at once
-   * instead of after a wake-up (`coordinatorBusyWindow` in lib/launch builds the one `rxccl
-   * launch`, `rxccl coordinator` and a hosting rank 0 use). Default none.
+   * point-to-point frame it takes (the last request of a sequence is followed by the responses),
+   * so the next one is read at once instead of after a wake-up (`coordinatorBusyWindow` in
+   * lib/launch builds the one `rxccl launch`, `rxccl coordinator` and a hosting rank 0 use).
+   * Default none.
    */
   busyWindow?: BusyWindow | null;
 }

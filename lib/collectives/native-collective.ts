@@ -87,21 +87,21 @@ export function reduceOnPlane(
     const reduceOp = reduceOpCode(request.op);
     const collective = nativeCollective(context, shaped(opcode, view, { reduceOp }));
     const output = request.output ?? new Uint8Array(resultBytes);
-    const { pairwise, scatter } = schedule;
     // One literal of one shape, no spreads: a spread of differently shaped objects costs microseconds.
-    const job = (call: PlaneCall): NativeAllReduce => ({
-      descriptor: call.descriptor,
-      sequence: call.sequence,
-      timeoutMs: call.timeoutMs,
-      pairwise,
-      scatter,
-      elementType: view.elementType,
-      reduceOp,
-      input: view.bytes,
-      output,
-      count: view.count,
-    });
-    return runOnPlane(context, collective, (call) => plane.allReduce(job(call)), () => output);
+    const start = (call: PlaneCall) =>
+      plane.allReduce({
+        descriptor: call.descriptor,
+        sequence: call.sequence,
+        timeoutMs: call.timeoutMs,
+        pairwise: schedule.pairwise,
+        scatter: schedule.scatter,
+        elementType: view.elementType,
+        reduceOp,
+        input: view.bytes,
+        output,
+        count: view.count,
+      });
+    return runOnPlane(context, collective, start, () => output);
   });
 }
 

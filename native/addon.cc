@@ -5,6 +5,8 @@
 #include <napi.h>
 #include <sched.h>
 
+#include <vector>
+
 #include "args.h"
 #include "data_plane_entry.h"
 #include "dispatch.h"
@@ -46,10 +48,46 @@ Napi::Value ReduceSlicesEntry(const Napi::CallbackInfo& info) {
   job.source = source;
   job.slice_stride = slice_bytes;
   job.slices = slices;
+  job.divisor = slices;
   job.target = target;
   job.count = count;
   job.bytes_read = input_bytes;
   return RunOrQueue(info, 8, job, {info[2], info[6]});
+}
+
+// reduceSpans(dtype, op, sources, output, count, divisor, done?)
+// output[0 .. count) = op over the Uint8Arrays in `sources` (count elements each, anywhere), folded
+// left in their order; avg divides the sum by `divisor`. The output may be any one source itself.
+Napi::Value ReduceSpansEntry(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExpectArgumentCount(info, 6, 7);
+  const DType type = DTypeArgument(info, 0);
+  const Op op = OpArgument(info, 1, type);
+  const size_t width = ElementWidth(type);
+  if (!info[2].IsArray() || info[2].As<Napi::Array>().Length() == 0) ThrowKernelError(env, "sources must be a non-empty array of Uint8Arrays");
+  const Napi::Array list = info[2].As<Napi::Array>();
+  const Bytes output = BytesArgument(info, 3, "output");
+  const size_t count = CountArgument(info, 4, "count");
+  const size_t divisor = CountArgument(info, 5, "divisor");
+  if (divisor == 0) ThrowKernelError(env, "divisor must be at least 1");
+  uint8_t* target = ElementRange(env, output, 0, count, width, "output");
+  const size_t bytes = count * width;
+  std::vector<const uint8_t*> bases(list.Length());
+  std::vector<Napi::Value> held{info[3]};
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    const Napi::Value entry = list.Get(i);
+    bases[i] = ElementRange(env, BytesOf(env, entry, "source"), 0, count, width, "source");
+    if (bases[i] != target && Overlaps(bases[i], bytes, target, bytes)) ThrowKernelError(env, "the output overlaps a source without being it");
+    held.push_back(entry);
+  }
+  Job job;
+  job.body = ReduceSlicesBody(type, op);
+  job.slices = bases.size();
+  job.divisor = divisor;
+  job.target = target;
+  job.count = count;
+  job.bytes_read = bytes * bases.size();
+  return RunOrQueue(info, 6, job, held, std::move(bases));
 }
 
 // accumulate(dtype, op, accumulator, accumulatorOffset, source, sourceOffset, count, done?)
@@ -125,6 +163,7 @@ namespace {
 Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   using namespace rxccl;
   exports.Set("reduceSlices", Napi::Function::New(env, ReduceSlicesEntry, "reduceSlices"));
+  exports.Set("reduceSpans", Napi::Function::New(env, ReduceSpansEntry, "reduceSpans"));
   exports.Set("accumulate", Napi::Function::New(env, AccumulateEntry, "accumulate"));
   exports.Set("divide", Napi::Function::New(env, DivideEntry, "divide"));
   exports.Set("cancel", Napi::Function::New(env, Cancel, "cancel"));

@@ -48,17 +48,18 @@ Op OpArgument(const Napi::CallbackInfo& info, size_t index, DType type) {
   ThrowConfigurationError(info.Env(), Position(index) + ": unknown reduce op code; expected 1 (sum) .. 8 (bxor)");
 }
 
-Bytes BytesArgument(const Napi::CallbackInfo& info, size_t index, const char* name) {
-  const Napi::Value value = info[index];
+Bytes BytesOf(Napi::Env env, const Napi::Value& value, const char* name) {
   if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-    ThrowKernelError(info.Env(), std::string(name) + " must be a Uint8Array");
+    ThrowKernelError(env, std::string(name) + " must be a Uint8Array");
   }
   Napi::Uint8Array array = value.As<Napi::Uint8Array>();
   if (array.ArrayBuffer().IsDetached()) {
-    ThrowKernelError(info.Env(), std::string(name) + " is detached (its ArrayBuffer was transferred)");
+    ThrowKernelError(env, std::string(name) + " is detached (its ArrayBuffer was transferred)");
   }
   return Bytes{array.Data(), array.ByteLength()};
 }
+
+Bytes BytesArgument(const Napi::CallbackInfo& info, size_t index, const char* name) { return BytesOf(info.Env(), info[index], name); }
 
 size_t CountArgument(const Napi::CallbackInfo& info, size_t index, const char* name) {
   const Napi::Value value = info[index];

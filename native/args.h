@@ -22,6 +22,8 @@ DType DTypeArgument(const Napi::CallbackInfo& info, size_t index);
 // Rejects an op the element type does not support (bitwise ops on floats).
 Op OpArgument(const Napi::CallbackInfo& info, size_t index, DType type);
 Bytes BytesArgument(const Napi::CallbackInfo& info, size_t index, const char* name);
+// The same check for a value that is not an argument itself (an entry of an array argument).
+Bytes BytesOf(Napi::Env env, const Napi::Value& value, const char* name);
 // A non-negative integer no larger than Number.MAX_SAFE_INTEGER.
 size_t CountArgument(const Napi::CallbackInfo& info, size_t index, const char* name);
 

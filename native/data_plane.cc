@@ -130,6 +130,7 @@ std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
     kernel.body = ReduceSlicesBody(type, op);
     kernel.slice_bases = offset != 0 ? moved.data() : bases.data();
     kernel.slices = size_t(world_size);
+    kernel.divisor = size_t(world_size);
     kernel.target = into;
     kernel.count = count;
     kernel.bytes_read = count * width * size_t(world_size);

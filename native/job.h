@@ -21,13 +21,13 @@ struct Job {
   // and `slice_stride` are unused): the data plane reduces a rank's own input beside the received
   // slices without copying it next to them.
   const uint8_t* const* slice_bases = nullptr;
-  // reduceSlices: number of slices (k >= 1); also avg's divisor there.
+  // reduceSlices: number of slices (k >= 1).
   size_t slices = 1;
   // reduceSlices: the output; accumulate: the accumulator; divide: the data.
   uint8_t* target = nullptr;
   // Elements per slice / per buffer.
   size_t count = 0;
-  // divide: the divisor (>= 1).
+  // divide, and avg's reduceSlices: the divisor (>= 1; a reduction's is usually `slices`).
   uint64_t divisor = 1;
   // Bytes the job reads, which decides whether splitting it across threads pays off.
   size_t bytes_read = 0;

@@ -12,9 +12,10 @@ constexpr napi_type_tag kCancelTokenTag = {0x72786363'6c6b6572ULL, 0x6e656c2d'74
 
 }  // namespace
 
-KernelWorker::KernelWorker(const Napi::Function& done, const Job& job, std::initializer_list<Napi::Value> buffers,
-                           CancelFlag cancelled)
-    : Napi::AsyncWorker(done, "rxccl:kernel"), job_(job), cancelled_(std::move(cancelled)) {
+KernelWorker::KernelWorker(const Napi::Function& done, const Job& job, const std::vector<Napi::Value>& buffers,
+                           std::vector<const uint8_t*> bases, CancelFlag cancelled)
+    : Napi::AsyncWorker(done, "rxccl:kernel"), job_(job), bases_(std::move(bases)), cancelled_(std::move(cancelled)) {
+  if (!bases_.empty()) job_.slice_bases = bases_.data();
   for (const Napi::Value& buffer : buffers) buffers_.push_back(Napi::Persistent(buffer.As<Napi::Object>()));
 }
 
@@ -29,16 +30,18 @@ std::vector<napi_value> KernelWorker::GetResult(Napi::Env env) {
 }
 
 Napi::Value RunOrQueue(const Napi::CallbackInfo& info, size_t done_index, const Job& job,
-                       std::initializer_list<Napi::Value> buffers) {
+                       const std::vector<Napi::Value>& buffers, std::vector<const uint8_t*> bases) {
   Napi::Env env = info.Env();
   const Napi::Value done = info[done_index];
   if (done.IsUndefined()) {
-    RunJob(job);
+    Job now = job;
+    if (!bases.empty()) now.slice_bases = bases.data();
+    RunJob(now);
     return env.Undefined();
   }
   if (!done.IsFunction()) ThrowKernelError(env, "the completion callback must be a function or undefined");
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  (new KernelWorker(done.As<Napi::Function>(), job, buffers, cancelled))->Queue();  // deletes itself when done
+  (new KernelWorker(done.As<Napi::Function>(), job, buffers, std::move(bases), cancelled))->Queue();  // deletes itself when done
   auto token = Napi::External<CancelFlag>::New(env, new CancelFlag(std::move(cancelled)),
                                               [](Napi::Env, CancelFlag* flag) { delete flag; });
   token.TypeTag(&kCancelTokenTag);

@@ -22,8 +22,9 @@ class KernelWorker final : public Napi::AsyncWorker {
  public:
   // `done` is called as done(null, ran) on the JS thread; `buffers` stay referenced (so not
   // collected) until then.
-  KernelWorker(const Napi::Function& done, const Job& job, std::initializer_list<Napi::Value> buffers,
-               CancelFlag cancelled);
+  // `bases`: the job's slice bases, owned here for as long as the job may run.
+  KernelWorker(const Napi::Function& done, const Job& job, const std::vector<Napi::Value>& buffers,
+               std::vector<const uint8_t*> bases, CancelFlag cancelled);
 
  protected:
   void Execute() override;
@@ -31,6 +32,7 @@ class KernelWorker final : public Napi::AsyncWorker {
 
  private:
   Job job_;
+  std::vector<const uint8_t*> bases_;
   std::vector<Napi::ObjectReference> buffers_;
   CancelFlag cancelled_;
   bool ran_ = false;
@@ -38,8 +40,9 @@ class KernelWorker final : public Napi::AsyncWorker {
 
 // Runs `job` now when info[done_index] is undefined (returns undefined), or queues it on a
 // KernelWorker when it is a function (returns a cancel token for cancel()).
+// `bases`, when given, are the job's slice bases (job.slice_bases is pointed at them).
 Napi::Value RunOrQueue(const Napi::CallbackInfo& info, size_t done_index, const Job& job,
-                       std::initializer_list<Napi::Value> buffers);
+                       const std::vector<Napi::Value>& buffers, std::vector<const uint8_t*> bases = {});
 
 // cancel(token): JS entry point; cancelling a finished or started job does nothing.
 Napi::Value Cancel(const Napi::CallbackInfo& info);

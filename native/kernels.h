@@ -55,11 +55,11 @@ constexpr size_t kLaterPassSlices = kFirstPassSlices<E> > 1 ? kFirstPassSlices<E
 using Sources = std::array<const uint8_t*, 4>;
 
 // Stores the last step of a slice reduction: avg divides the folded sum, rounded first like any
-// other step, by the number of slices.
+// other step, by the job's divisor (the number of slices, unless a schedule says otherwise).
 template <class E, Op kOp>
-RXCCL_ALWAYS_INLINE typename E::Storage Finish(typename E::Compute folded, size_t slices) {
+RXCCL_ALWAYS_INLINE typename E::Storage Finish(typename E::Compute folded, size_t divisor) {
   if constexpr (kOp == Op::kAvg) {
-    return E::Store(E::DivideBy(E::Round(folded), slices));
+    return E::Store(E::DivideBy(E::Round(folded), divisor));
   } else {
     return E::Store(folded);
   }
@@ -90,14 +90,14 @@ RXCCL_ALWAYS_INLINE typename E::Compute FoldSources(typename E::Compute folded, 
 // kFirst, starts from sources[0] instead; when kLast, stores the result to `out` instead of
 // keeping it.
 template <class E, Op kOp, size_t kCount, bool kFirst, bool kLast>
-RXCCL_ALWAYS_INLINE void FoldPass(typename E::Compute* running, Sources sources, uint8_t* out, size_t n, size_t slices) {
+RXCCL_ALWAYS_INLINE void FoldPass(typename E::Compute* running, Sources sources, uint8_t* out, size_t n, size_t divisor) {
   using S = typename E::Storage;
   constexpr size_t kFrom = kFirst ? 1 : 0;
   for (size_t e = 0; e < n; ++e) {
     const typename E::Compute start = kFirst ? E::Load(LoadAt<S>(sources[0], e)) : running[e];
     const auto folded = FoldSources<E, kOp, kCount, kLast, kFrom>(start, sources, e, std::make_index_sequence<kCount - kFrom>{});
     if constexpr (kLast) {
-      StoreAt<S>(out, e, Finish<E, kOp>(folded, slices));
+      StoreAt<S>(out, e, Finish<E, kOp>(folded, divisor));
     } else {
       running[e] = folded;
     }
@@ -107,11 +107,11 @@ RXCCL_ALWAYS_INLINE void FoldPass(typename E::Compute* running, Sources sources,
 // A pass with `count` sources, 1 .. kMax, picked at run time (the first and last passes vary).
 template <class E, Op kOp, bool kFirst, bool kLast, size_t kMax>
 RXCCL_ALWAYS_INLINE void FoldPassUpTo(size_t count, typename E::Compute* running, const Sources& sources, uint8_t* out,
-                                      size_t n, size_t slices) {
+                                      size_t n, size_t divisor) {
   if constexpr (kMax > 1) {
-    if (count < kMax) return FoldPassUpTo<E, kOp, kFirst, kLast, kMax - 1>(count, running, sources, out, n, slices);
+    if (count < kMax) return FoldPassUpTo<E, kOp, kFirst, kLast, kMax - 1>(count, running, sources, out, n, divisor);
   }
-  FoldPass<E, kOp, kMax, kFirst, kLast>(running, sources, out, n, slices);
+  FoldPass<E, kOp, kMax, kFirst, kLast>(running, sources, out, n, divisor);
 }
 
 // output = op(slice 0, slice 1, ..., slice k-1), folded left in slice (rank) order, block by
@@ -127,6 +127,7 @@ RXCCL_KERNEL_CLONES void ReduceSlices(const Job& job, size_t begin, size_t end) 
   const size_t stride = job.slice_stride;
   const uint8_t* const* const bases = job.slice_bases;
   const size_t slices = job.slices;
+  const size_t divisor = job.divisor;
   alignas(64) typename E::Compute running[kBlockElements];
   for (size_t first = begin; first < end; first += kBlockElements) {
     const size_t n = std::min(kBlockElements, end - first);
@@ -142,13 +143,13 @@ RXCCL_KERNEL_CLONES void ReduceSlices(const Job& job, size_t begin, size_t end) 
       const bool is_last = slice == slices;
       // A pass that is neither first nor last is always full: only the first and last vary.
       if (is_first && is_last) {
-        FoldPassUpTo<E, kOp, true, true, kFirstPassSlices<E>>(count, running, sources, out, n, slices);
+        FoldPassUpTo<E, kOp, true, true, kFirstPassSlices<E>>(count, running, sources, out, n, divisor);
       } else if (is_first) {
-        FoldPass<E, kOp, kFirstPassSlices<E>, true, false>(running, sources, out, n, slices);
+        FoldPass<E, kOp, kFirstPassSlices<E>, true, false>(running, sources, out, n, divisor);
       } else if (is_last) {
-        FoldPassUpTo<E, kOp, false, true, kLaterPassSlices<E>>(count, running, sources, out, n, slices);
+        FoldPassUpTo<E, kOp, false, true, kLaterPassSlices<E>>(count, running, sources, out, n, divisor);
       } else {
-        FoldPass<E, kOp, kLaterPassSlices<E>, false, false>(running, sources, out, n, slices);
+        FoldPass<E, kOp, kLaterPassSlices<E>, false, false>(running, sources, out, n, divisor);
       }
     }
   }

@@ -25,6 +25,8 @@ export interface CancelToken {
 /** Each kernel returns a CancelToken when given `done`, else runs before returning undefined. */
 export interface KernelAddon {
   reduceSlices(dtype: number, op: number, input: Uint8Array, inputOffset: number, count: number, slices: number, output: Uint8Array, outputOffset: number, done?: KernelDone): CancelToken | undefined;
+  /** output[0 .. count) = op over `sources` (each `count` elements), folded left; avg divides by `divisor`. */
+  reduceSpans(dtype: number, op: number, sources: readonly Uint8Array[], output: Uint8Array, count: number, divisor: number, done?: KernelDone): CancelToken | undefined;
   accumulate(dtype: number, op: number, accumulator: Uint8Array, accumulatorOffset: number, source: Uint8Array, sourceOffset: number, count: number, done?: KernelDone): CancelToken | undefined;
   divide(dtype: number, data: Uint8Array, offset: number, count: number, divisor: number, done?: KernelDone): CancelToken | undefined;
   /** Stops a queued kernel from starting; does nothing once it has started or finished. */

@@ -19,6 +19,17 @@ export interface ReduceSlicesRequest {
   output?: Uint8Array;
 }
 
+export interface ReduceSpansRequest {
+  dtype: DType;
+  op: ReduceOp;
+  /** k >= 1 buffers of one length, anywhere, folded left in this order. */
+  sources: readonly Uint8Array[];
+  /** Destination of that length; may be any one source itself, and overlap no other. */
+  output: Uint8Array;
+  /** avg only: what the folded sum is divided by (default the number of sources). */
+  divisor?: number;
+}
+
 export interface AccumulateRequest {
   dtype: DType;
   op: ReduceOp;
@@ -38,6 +49,7 @@ export interface DivideRequest {
 
 export type KernelCall =
   | { kind: 'reduceSlices'; dtype: DType; op: ReduceOp; input: Uint8Array; slices: number; count: number; output: Uint8Array }
+  | { kind: 'reduceSpans'; dtype: DType; op: ReduceOp; sources: readonly Uint8Array[]; count: number; output: Uint8Array; divisor: number }
   | { kind: 'accumulate'; dtype: DType; op: ReduceOp; accumulator: Uint8Array; source: Uint8Array; count: number }
   | { kind: 'divide'; dtype: DType; data: Uint8Array; divisor: number; count: number };
 
@@ -61,6 +73,21 @@ export function reduceSlicesCall(request: ReduceSlicesRequest): KernelCall {
     throw new KernelError('output overlaps the input somewhere other than exactly slice 0');
   }
   return { kind: 'reduceSlices', dtype, op, input, slices, count, output };
+}
+
+export function reduceSpansCall(request: ReduceSpansRequest): KernelCall {
+  const { dtype, op, sources, output } = request;
+  validateReduction(dtype, op);
+  if (!Array.isArray(sources) || sources.length === 0) throw new KernelError('sources must be a non-empty array of Uint8Arrays');
+  const count = checkBytes(output, 'output', dtype);
+  sources.forEach((source, index) => {
+    checkBytes(source, `sources[${index}]`, dtype);
+    if (source.length !== output.length) throw new KernelError(`sources[${index}] has ${source.length} bytes, the output ${output.length}; they must be equal`);
+    const same = source.buffer === output.buffer && source.byteOffset === output.byteOffset;
+    if (!same && overlaps(source, output)) throw new KernelError(`the output overlaps sources[${index}] without being it`);
+  });
+  const divisor = checkPositiveInteger(request.divisor ?? sources.length, 'divisor');
+  return { kind: 'reduceSpans', dtype, op, sources, count, output, divisor };
 }
 
 export function accumulateCall(request: AccumulateRequest): KernelCall {
@@ -90,6 +117,7 @@ export function divideCall(request: DivideRequest): KernelCall {
 export function resultOf(call: KernelCall): Uint8Array {
   switch (call.kind) {
     case 'reduceSlices':
+    case 'reduceSpans':
       return call.output;
     case 'accumulate':
       return call.accumulator;
@@ -103,6 +131,8 @@ export function bytesRead(call: KernelCall): number {
   switch (call.kind) {
     case 'reduceSlices':
       return call.input.length;
+    case 'reduceSpans':
+      return call.sources.length * call.output.length;
     case 'accumulate':
       return 2 * call.accumulator.length;
     case 'divide':

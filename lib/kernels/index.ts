@@ -35,10 +35,12 @@ import {
   divideCall,
   type ReduceSlicesRequest,
   reduceSlicesCall,
+  type ReduceSpansRequest,
+  reduceSpansCall,
 } from './calls.js';
 import { scheduleKernel } from './schedule.js';
 
-export type { AccumulateRequest, DivideRequest, ReduceSlicesRequest } from './calls.js';
+export type { AccumulateRequest, DivideRequest, ReduceSlicesRequest, ReduceSpansRequest } from './calls.js';
 export { SYNC_CROSSOVER_BYTES } from './schedule.js';
 export { validateReduction } from './validate.js';
 
@@ -49,6 +51,14 @@ export function scheduleReduce(request: ReduceSlicesRequest): Observable<Uint8Ar
 
 export function reduceSlices(request: ReduceSlicesRequest): Promise<Uint8Array> {
   return firstValueFrom(scheduleReduce(request));
+}
+
+/**
+ * output = op over `sources` folded left in their order (avg divides the sum by `divisor`, default
+ * their number); emits the output. Runs in place up to `syncUpToBytes` read, else on a worker.
+ */
+export function scheduleReduceSpans(request: ReduceSpansRequest, syncUpToBytes?: number): Observable<Uint8Array> {
+  return scheduleKernel(() => reduceSpansCall(request), syncUpToBytes);
 }
 
 /**

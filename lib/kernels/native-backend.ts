@@ -27,6 +27,8 @@ function invoke(addon: KernelAddon, call: KernelCall, done?: KernelDone): Cancel
     switch (call.kind) {
       case 'reduceSlices':
         return addon.reduceSlices(dtype, reduceOpCode(call.op), call.input, 0, call.count, call.slices, call.output, 0, done);
+      case 'reduceSpans':
+        return addon.reduceSpans(dtype, reduceOpCode(call.op), call.sources, call.output, call.count, call.divisor, done);
       case 'accumulate':
         return addon.accumulate(dtype, reduceOpCode(call.op), call.accumulator, 0, call.source, 0, call.count, done);
       case 'divide':

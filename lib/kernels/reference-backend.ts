@@ -5,12 +5,14 @@
  */
 import type { KernelBackend } from './backend.js';
 import type { KernelCall } from './calls.js';
-import { referenceAccumulate, referenceDivide, referenceReduceSlices } from './reference.js';
+import { referenceAccumulate, referenceDivide, referenceReduceSlices, referenceReduceSpans } from './reference.js';
 
 function run(call: KernelCall): void {
   switch (call.kind) {
     case 'reduceSlices':
       return referenceReduceSlices(call.dtype, call.op, call.input, call.slices, call.output);
+    case 'reduceSpans':
+      return referenceReduceSpans(call.dtype, call.op, call.sources, call.output, call.divisor);
     case 'accumulate':
       return referenceAccumulate(call.dtype, call.op, call.accumulator, call.source);
     case 'divide':

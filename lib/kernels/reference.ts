@@ -18,12 +18,16 @@ type ElementArray = SmallIntegerArray | BigIntegerArray | FloatArray | Uint16Arr
 /** output = op over the `slices` equal slices of input, folded left in slice order. */
 export function referenceReduceSlices(dtype: DType, op: ReduceOp, input: Uint8Array, slices: number, output: Uint8Array): void {
   const sliceBytes = input.length / slices;
-  // A fresh running array, so the output may alias any part of the input.
-  const running = copyElements(dtype, input.subarray(0, sliceBytes));
-  for (let slice = 1; slice < slices; slice++) {
-    combineInto(dtype, op, running, elementsOf(dtype, input.subarray(slice * sliceBytes, (slice + 1) * sliceBytes)).array);
-  }
-  if (op === 'avg') divideInto(dtype, running, slices);
+  const sources = Array.from({ length: slices }, (_, slice) => input.subarray(slice * sliceBytes, (slice + 1) * sliceBytes));
+  referenceReduceSpans(dtype, op, sources, output, slices);
+}
+
+/** output = op over `sources`, folded left in their order; avg divides the sum by `divisor`. */
+export function referenceReduceSpans(dtype: DType, op: ReduceOp, sources: readonly Uint8Array[], output: Uint8Array, divisor: number): void {
+  // A fresh running array, so the output may alias any one source.
+  const running = copyElements(dtype, sources[0]!);
+  for (let index = 1; index < sources.length; index++) combineInto(dtype, op, running, elementsOf(dtype, sources[index]!).array);
+  if (op === 'avg') divideInto(dtype, running, divisor);
   output.set(new Uint8Array(running.buffer, running.byteOffset, running.byteLength));
 }
 

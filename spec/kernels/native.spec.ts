@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { loadAddon } from '../../lib/kernels/addon.js';
-import { kernelBackend, reduceSlices, scheduleAccumulate, scheduleDivide } from '../../lib/kernels/index.js';
-import { referenceAccumulate, referenceDivide, referenceReduceSlices } from '../../lib/kernels/reference.js';
+import { kernelBackend, reduceSlices, scheduleAccumulate, scheduleDivide, scheduleReduceSpans } from '../../lib/kernels/index.js';
+import { referenceAccumulate, referenceDivide, referenceReduceSlices, referenceReduceSpans } from '../../lib/kernels/reference.js';
 import { elementTypeOfDType, type DType } from '../../lib/protocol/element-type.js';
 import { reduceOpCode, type ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { dtypeWidth } from '../../lib/tensor.js';
@@ -51,6 +51,31 @@ describe.skipIf(!native)('native kernels = reference kernels', () => {
           expectSame(dtype, result, expected);
         }),
         { numRuns: 25 },
+      );
+    });
+
+    it(`reduceSpans ${op} ${dtype}: sources anywhere, the output one of them or apart, any divisor`, async () => {
+      const arbitrary = fc
+        .record({ count: fc.integer({ min: 0, max: 200 }), sources: fc.integer({ min: 1, max: 6 }) })
+        .chain(({ count, sources }) =>
+          fc.record({
+            sources: fc.array(fc.tuple(elements(dtype, count), fc.integer({ min: 0, max: 7 })), { minLength: sources, maxLength: sources }),
+            output: fc.integer({ min: -1, max: sources - 1 }),
+            divisor: fc.integer({ min: 1, max: 9 }),
+            outputOffset: fc.integer({ min: 0, max: 7 }),
+          }),
+        );
+      await fc.assert(
+        fc.asyncProperty(arbitrary, async ({ sources, output, divisor, outputOffset }) => {
+          const placed = sources.map(([bytes, offset]) => placeAt(bytes, offset));
+          const expected = new Uint8Array(placed[0]!.length);
+          referenceReduceSpans(dtype, op, placed.map((bytes) => bytes.slice()), expected, divisor);
+          const destination = output < 0 ? placeAt(new Uint8Array(expected.length), outputOffset) : placed[output]!;
+          const result = await firstValueFrom(scheduleReduceSpans({ dtype, op, sources: placed, output: destination, divisor }));
+          expect(result).toBe(destination);
+          expectSame(dtype, result, expected);
+        }),
+        { numRuns: 15 },
       );
     });
 
@@ -108,6 +133,20 @@ describe.skipIf(!native)('native kernels = reference kernels', () => {
       expectSame(dtype, await reduceSlices({ dtype, op, input, slices, output: input.subarray(0, expected.length) }), expected);
     });
   }
+
+  it('reduceSpans of 3 separate f16 buffers x 1100001 elements on a worker, avg over a divisor of 5, into the middle one', async () => {
+    const count = 1_100_001;
+    const raw = fc.sample(elements('f16', 4096), { numRuns: 1, seed: 11 })[0]!;
+    const sources = [1, 2, 6].map((offset, index) => {
+      const bytes = placeAt(new Uint8Array(count * 2), offset);
+      for (let at = 0; at < bytes.length; at += raw.length) bytes.set(raw.subarray(index, Math.min(raw.length, bytes.length - at + index)), at);
+      return bytes;
+    });
+    const expected = new Uint8Array(count * 2);
+    referenceReduceSpans('f16', 'avg', sources.map((bytes) => bytes.slice()), expected, 5);
+    await firstValueFrom(scheduleReduceSpans({ dtype: 'f16', op: 'avg', sources, output: sources[1]!, divisor: 5 }, 0));
+    expectSame('f16', sources[1]!, expected);
+  });
 
   it('accumulates and divides 2 x 1100003 bf16 elements, unaligned, split across the pool', async () => {
     const count = 2 * 1_100_003;

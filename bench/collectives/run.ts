@@ -23,6 +23,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
+import type { BenchOptions, BenchResult } from '../../lib/cli/bench-options.js';
 import { runCli } from '../../lib/cli/main.js';
 import { coordinatorBusyWindow } from '../../lib/launch/coordinator-busy-window.js';
 import { ConfigurationError } from '../../lib/errors.js';
@@ -51,46 +52,20 @@ import { type CellRounds, cellRounds, formatRoundSummary, type MeasuredRound } f
 
 export type { BenchRow } from './plan.js';
 
-export interface CollectivesBenchOptions {
-  worldSizes?: number[];
-  /** One world size (as `rxccl bench -n N` passes it). */
+/** `rxccl bench`'s options (lib/cli/bench-options.ts), and what callers in code may add. */
+export interface CollectivesBenchOptions extends BenchOptions {
+  /** One world size (instead of `worldSizes`). */
   worldSize?: number;
-  ops?: string[];
-  /** One collective (as `rxccl bench --op OP` passes it). */
+  /** One collective (instead of `ops`). */
   op?: string;
-  minBytes?: number;
-  maxBytes?: number;
-  /** Size multiplier between rows (default 8). */
-  step?: number;
-  /** Explicit sizes in bytes (instead of minBytes..maxBytes by step). */
-  sizes?: number[];
-  dtype?: string;
-  /** Print JSON instead of tables. */
-  json?: boolean;
-  /** Print Markdown tables (for RESULTS.md). */
-  markdown?: boolean;
-  transport?: string;
-  /** Warm-up calls per cell after the first (default: about `budget.warmupMs` of them). */
-  warmupIterations?: number;
-  /** Calls per timed sample (default: about `budget.sampleMs` of them). */
-  iterations?: number;
-  /** Measure the peers (Gloo, Open MPI over TCP) beside rxccl where installed (peers/), for ratio columns. */
-  peers?: boolean;
-  /**
-   * Measure the peers and rxccl in turn this many times per world size (default 1), then sum up
-   * each cell by the median of its same-round ratios (rounds.ts).
-   */
-  rounds?: number;
-  onProgress?: (done: number, total: number) => void;
-  /** Where the report goes, a line at a time (default: stdout); null prints nothing. */
-  print?: ((text: string) => void) | null;
   /** Time budget per cell (see plan.ts); mostly for tests. */
   budget?: Partial<Budget>;
   /** Per-world-size limit on the workers' run, in ms (default 10 minutes). */
   timeoutMs?: number;
 }
 
-export interface CollectivesBenchResult {
+/** What `rxccl bench` reads back (lib/cli/bench-options.ts), with everything the bench measured. */
+export interface CollectivesBenchResult extends BenchResult {
   readonly rows: BenchRow[];
   /** What the workers reported: kernel backend, transport, Node version. */
   readonly meta: Record<string, unknown>;

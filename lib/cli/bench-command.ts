@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import type { CollectivesBenchOptions, CollectivesBenchResult } from '../../bench/collectives/run.js';
 import { ConfigurationError } from '../errors.js';
 import { parseTransport } from '../transport/transport-kind.js';
+import type { BenchOptions, RunBench } from './bench-options.js';
 import { defineCommand } from './command.js';
 import { progressBar } from './progress-bar.js';
 import { UsageError } from './usage-error.js';
@@ -9,6 +9,7 @@ import { UsageError } from './usage-error.js';
 /**
  * The collectives bench lives beside the library (bench/collectives/run.ts, built into
  * dist/bench/ for the package) and is loaded on demand: the rest of the CLI works without it.
+ * The library imports nothing from bench/; the two meet on bench-options.ts.
  */
 const BENCH_MODULE = new URL('../../bench/collectives/run.js', import.meta.url);
 const BENCH_PATH = fileURLToPath(BENCH_MODULE);
@@ -71,7 +72,7 @@ export const benchCommand = defineCommand(
     const bench = await loadBench();
     // A progress bar only for a person watching a terminal, never into pipes or documents.
     const bar = values.json !== true && values.markdown !== true && process.stderr.isTTY ? progressBar((text) => process.stderr.write(text)) : null;
-    const options: CollectivesBenchOptions = {
+    const options: BenchOptions = {
       ...(values.ranks !== undefined ? { worldSizes: values.ranks } : {}),
       ...(values.op !== undefined ? { ops: values.op } : {}),
       ...(minBytes !== undefined ? { minBytes } : {}),
@@ -111,7 +112,7 @@ function endWhenReaderIsGone(error: NodeJS.ErrnoException): void {
   process.exit(141);
 }
 
-async function loadBench(): Promise<(options: CollectivesBenchOptions) => Promise<CollectivesBenchResult>> {
+async function loadBench(): Promise<RunBench> {
   let module: { runCollectivesBench?: unknown };
   try {
     module = (await import(BENCH_MODULE.href)) as { runCollectivesBench?: unknown };
@@ -124,5 +125,5 @@ async function loadBench(): Promise<(options: CollectivesBenchOptions) => Promis
   if (typeof module.runCollectivesBench !== 'function') {
     throw new ConfigurationError(`${BENCH_PATH} does not export runCollectivesBench(options)`);
   }
-  return module.runCollectivesBench as (options: CollectivesBenchOptions) => Promise<CollectivesBenchResult>;
+  return module.runCollectivesBench as RunBench;
 }

@@ -1,0 +1,54 @@
+/**
+ * The contract between `rxccl bench` (bench-command.ts) and the collectives bench it loads at run
+ * time (bench/collectives/run.ts; dist/bench/ in a build that has it): the options the command
+ * passes to the bench's `runCollectivesBench(options)`, and what it reads back. The bench builds
+ * its own types on these (it takes and returns more: a test's time budget, every row's
+ * measurements); the library imports nothing from bench/, so the command type-checks and runs
+ * without it.
+ */
+
+export interface BenchOptions {
+  /** The world sizes to measure, one job of that many rank processes each. */
+  worldSizes?: number[];
+  /** The collectives, by name (allreduce, allgather, ...), as the bench accepts them. */
+  ops?: string[];
+  minBytes?: number;
+  maxBytes?: number;
+  /** Size multiplier between rows (default 8). */
+  step?: number;
+  /** Explicit sizes in bytes (instead of minBytes..maxBytes by step). */
+  sizes?: number[];
+  dtype?: string;
+  /** Print JSON instead of tables. */
+  json?: boolean;
+  /** Print Markdown tables (for RESULTS.md). */
+  markdown?: boolean;
+  transport?: string;
+  /** Warm-up calls per cell after the first (default: the bench's time budget). */
+  warmupIterations?: number;
+  /** Calls per timed sample (default: the bench's time budget). */
+  iterations?: number;
+  /** Measure the peers (Gloo, Open MPI over TCP) beside rxccl where installed, for ratio columns. */
+  peers?: boolean;
+  /**
+   * Measure the peers and rxccl in turn this many times per world size (default 1), then sum up
+   * each cell by the median of its same-round ratios.
+   */
+  rounds?: number;
+  onProgress?: (done: number, total: number) => void;
+  /** Where the report goes, a line at a time (default: stdout); null prints nothing. */
+  print?: ((text: string) => void) | null;
+}
+
+/** One measured row, as far as the command reads it. */
+export interface BenchResultRow {
+  /** Result elements that differed from the expected value, summed over ranks (nccl-tests' #wrong). */
+  readonly wrong: number;
+}
+
+export interface BenchResult {
+  readonly rows: readonly BenchResultRow[];
+}
+
+/** The bench module's `runCollectivesBench`. */
+export type RunBench = (options: BenchOptions) => Promise<BenchResult>;

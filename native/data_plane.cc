@@ -30,11 +30,12 @@ constexpr int64_t kSpinNs = 20'000'000;
 // Buffers per sendmsg(); a transfer has at most a handful.
 constexpr int kMaxParts = 16;
 
-// A streamed reduction reduces at least this much at a time (unless it is the end): a kernel call
-// per few kilobytes would cost more than it overlaps.
+// A fold runs at least this much at a time (unless it is the end): a kernel call per few
+// kilobytes would cost more than it overlaps.
 constexpr size_t kStreamBytes = size_t(1) << 20;
 
-// A relay forwards at least this much at a time (unless it is the end).
+// A payload being produced (a relay's, a reduced segment's) goes on at least this much at a time
+// (unless it is the end).
 constexpr size_t kForwardBytes = size_t(256) << 10;
 
 void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
@@ -67,129 +68,123 @@ uint8_t* DataLinks::Scratch(size_t bytes) {
   return scratch_.data();
 }
 
-std::unique_ptr<Collective> DataLinks::AllPairs(const uint8_t* header, int64_t timeout_ms, const std::function<Span(int)>& send,
-                                                const std::function<Span(int)>& receive) {
+std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uint8_t* input, uint8_t* output, const uint8_t* header,
+                                               int64_t timeout_ms) {
   auto collective = std::make_unique<Collective>();
   Collective& c = *collective;
   memcpy(c.header, header, kDataHeaderBytes);
+  c.type = program.type;
+  c.width = program.width;
   c.progressed_ns = MonotonicNs();
   c.deadline_ns = c.progressed_ns + timeout_ms * 1'000'000;
-  // Peers in the order rank + 1, rank + 2, ...: every rank starts with a different one.
+  uint8_t* const memories[3] = {const_cast<uint8_t*>(input), output, Scratch(program.scratch_bytes)};
+  auto at = [&](const SpanRef& ref) { return Span{memories[ref.memory] + ref.offset, ref.size}; };
+  // One transfer per peer, in the order rank + 1, rank + 2, ...: every rank starts with a different
+  // one. Each message is the header, then its payload.
+  std::vector<int> slot(size_t(world_size_), -1);
   for (int k = 1; k < world_size_; k++) {
     const int peer = (rank_ + k) % world_size_;
-    uint8_t* theirs = headers_.data() + size_t(peer) * kDataHeaderBytes;
-    const Span out = send(peer), in = receive(peer);
-    c.transfers.push_back({peer, {{c.header, kDataHeaderBytes}, out}, {{theirs, kDataHeaderBytes}, in}});
-    c.bytes += out.size + in.size;
+    slot[size_t(peer)] = int(c.transfers.size());
+    c.transfers.push_back(Transfer{peer, {}, {}, {}, {}});
+  }
+  for (size_t s = 0; s < program.sends.size(); s++) {
+    const ProgramSend& send = program.sends[s];
+    Transfer& t = c.transfers[size_t(slot[size_t(send.peer)])];
+    t.sends.insert(t.sends.end(), {Span{c.header, kDataHeaderBytes}, at(send.span)});
+    t.send_after.push_back(send.after);
+    t.send_ids.push_back(s);
+    c.bytes += send.span.size;
+  }
+  c.sent.assign(program.sends.size(), 0);
+  for (size_t r = 0; r < program.receives.size(); r++) {
+    const ProgramReceive& receive = program.receives[r];
+    Transfer& t = c.transfers[size_t(slot[size_t(receive.peer)])];
+    t.receives.insert(t.receives.end(), {Span{headers_.data() + size_t(receive.peer) * kDataHeaderBytes, kDataHeaderBytes}, at(receive.span)});
+    t.receive_ids.push_back(r);
+    c.bytes += receive.span.size;
+  }
+  c.received.assign(program.receives.size(), 0);
+  for (const ProgramFold& fold : program.folds) {
+    RunningFold running;
+    running.target = at(fold.target).data;
+    for (const SpanRef& source : fold.sources) running.sources.push_back(at(source).data);
+    running.size = fold.target.size;
+    running.after = fold.after;
+    running.op = fold.op;
+    running.divisor = fold.divisor;
+    c.folds.push_back(std::move(running));
   }
   return collective;
 }
 
-std::unique_ptr<Collective> DataLinks::Prepare(const ExchangeJob& job) {
-  auto at = [](const std::vector<Span>& spans, int peer) { return size_t(peer) < spans.size() ? spans[size_t(peer)] : Span{nullptr, 0}; };
-  auto collective = AllPairs(job.header, job.timeout_ms, [&](int peer) { return at(job.sends, peer); }, [&](int peer) { return at(job.receives, peer); });
-  Collective* c = collective.get();
-  // Relays: each forward's transfer, with the transfer whose receive it sends on.
-  std::vector<std::pair<Transfer*, const Transfer*>> relays;
-  for (Transfer& t : c->transfers) {
-    const int source = size_t(t.peer) < job.forward_from.size() ? job.forward_from[size_t(t.peer)] : -1;
-    if (source < 0) continue;
-    for (const Transfer& from : c->transfers) {
-      if (from.peer == source) relays.emplace_back(&t, &from);
+void DataLinks::Settle(Collective& c) {
+  auto progress = [&c](const Gate& gate) -> size_t {
+    switch (gate.kind) {
+      case Gate::Kind::kNone: return SIZE_MAX;
+      case Gate::Kind::kReceive: return c.received[gate.index];
+      case Gate::Kind::kFold: return c.folds[gate.index].done;
+      case Gate::Kind::kSend: return c.sent[gate.index];
     }
-    // A forward's header may go at once; its payload as it arrives.
-    t.send_limit = kDataHeaderBytes;
-  }
-  if (relays.empty()) return collective;
-  c->received = [relays] {
-    for (auto [t, from] : relays) {
-      const size_t total = from->receives[1].size;
-      const size_t arrived = from->received >= 2 ? total : from->received == 1 ? from->received_bytes : 0;
-      if (arrived == total || kDataHeaderBytes + arrived >= t->send_limit + kForwardBytes) t->send_limit = kDataHeaderBytes + arrived;
+    return 0;
+  };
+  // Folds, as far as every producer of theirs has got: a MiB or more at a time (a kernel call
+  // per few kilobytes would cost more than it overlaps), or whatever is left at the end. A fold may
+  // wait for another, so this goes round until nothing moves.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (RunningFold& fold : c.folds) {
+      if (fold.done == fold.size) continue;
+      size_t ready = fold.size;
+      for (const Gate& gate : fold.after) ready = std::min(ready, progress(gate));
+      ready -= ready % c.width;
+      if (ready <= fold.done || (ready < fold.size && ready - fold.done < kStreamBytes)) continue;
+      const size_t offset = fold.done;
+      if (fold.sources.size() == 1 && fold.op != Op::kAvg) {
+        if (fold.sources[0] != fold.target) memmove(fold.target + offset, fold.sources[0] + offset, ready - offset);
+      } else {
+        std::vector<const uint8_t*> bases(fold.sources);
+        for (const uint8_t*& base : bases) base += offset;
+        Job kernel;
+        kernel.body = ReduceSlicesBody(c.type, fold.op);
+        kernel.slice_bases = bases.data();
+        kernel.slices = bases.size();
+        kernel.divisor = fold.divisor;
+        kernel.target = fold.target + offset;
+        kernel.count = (ready - offset) / c.width;
+        kernel.bytes_read = (ready - offset) * bases.size();
+        RunJob(kernel);
+      }
+      fold.done = ready;
+      moved = true;
     }
-  };
-  return collective;
-}
-
-std::unique_ptr<Collective> DataLinks::Prepare(const AllReduceJob& job) {
-  const size_t width = ElementWidth(job.type);
-  const size_t bytes = job.count * width;
-  const int world_size = world_size_;
-  // The W inputs, by rank: this rank's own where it is (no copy), the others' received slots.
-  // `offset` bytes into each, op over `count` elements in rank order into `into`: every rank gets
-  // the same bits, and avg's division is fused into the same pass.
-  auto reduce = [type = job.type, op = job.op, width, world_size](const std::vector<const uint8_t*>& bases, size_t offset, size_t count, uint8_t* into) {
-    // A streamed piece starts `offset` into every slice; the whole reduction (offset 0, every small
-    // all-reduce) takes the bases as they are.
-    std::vector<const uint8_t*> moved;
-    if (offset != 0) {
-      moved = bases;
-      for (const uint8_t*& base : moved) base += offset;
+  }
+  // Sends: every message whose payload is there may go; one still being produced goes as far as
+  // its producer, moving on a quarter MiB or more at a time (or to its end), and holds back the
+  // messages behind it on its link.
+  for (Transfer& t : c.transfers) {
+    size_t limit = 0;
+    bool held = false;
+    for (size_t m = 0; m < t.send_after.size(); m++) {
+      const size_t payload = t.sends[2 * m + 1].size;
+      limit += kDataHeaderBytes;
+      const size_t produced = std::min(payload, progress(t.send_after[m]));
+      if (produced < payload) {
+        const size_t header_end = limit;
+        limit += produced;
+        if (t.send_limit < header_end) t.send_limit = header_end;
+        if (limit >= t.send_limit + kForwardBytes) t.send_limit = limit;
+        held = true;
+        break;
+      }
+      limit += payload;
     }
-    Job kernel;
-    kernel.body = ReduceSlicesBody(type, op);
-    kernel.slice_bases = offset != 0 ? moved.data() : bases.data();
-    kernel.slices = size_t(world_size);
-    kernel.divisor = size_t(world_size);
-    kernel.target = into;
-    kernel.count = count;
-    kernel.bytes_read = count * width * size_t(world_size);
-    RunJob(kernel);
-  };
-  // Rank r's input slot: `own` at this rank, else `size` bytes at `slots` + r * size.
-  auto inputs = [this](const uint8_t* own, const uint8_t* slots, size_t size) {
-    std::vector<const uint8_t*> bases(static_cast<size_t>(world_size_));
-    for (int r = 0; r < world_size_; r++) bases[size_t(r)] = r == rank_ ? own : slots + size_t(r) * size;
-    return bases;
-  };
-
-  if (!job.pairwise) {
-    // Every rank sends its whole tensor to every other and reduces all W copies.
-    uint8_t* slots = Scratch(bytes * size_t(world_size_));
-    auto collective = AllPairs(job.header, job.timeout_ms, [&](int) { return Span{const_cast<uint8_t*>(job.input), bytes}; },
-                               [&](int peer) { return Span{slots + size_t(peer) * bytes, bytes}; });
-    collective->complete = [reduce, bases = inputs(job.input, slots, bytes), count = job.count, output = job.output] { reduce(bases, 0, count, output); };
-    return collective;
+    if (!held) t.send_limit = SIZE_MAX;
   }
-
-  // Rank s owns elements [count * s / W, count * (s + 1) / W): every rank sends each owner its
-  // part of the owner's segment, the owner reduces the W parts, then sends the result to all.
-  // One phase, streamed: on each link the contribution goes first, then the reduced segment,
-  // which an owner reduces (and sends) as far as every contribution has come, a piece at a time,
-  // so the reduction overlaps the transfers. Memory stays safe in place: a peer's reduced bytes
-  // overwrite this rank's input only where it reduced them, that is after it received them.
-  auto begin = [&](int segment) { return job.count * size_t(segment) / size_t(world_size_); };
-  auto segment_of = [&](uint8_t* base, int segment) { return Span{base + begin(segment) * width, (begin(segment + 1) - begin(segment)) * width}; };
-  uint8_t* input = const_cast<uint8_t*>(job.input);
-  const Span own = job.scatter ? Span{job.output, segment_of(input, rank_).size} : segment_of(job.output, rank_);
-  uint8_t* slots = Scratch(own.size * size_t(world_size_));
-  auto collective = AllPairs(job.header, job.timeout_ms, [&](int peer) { return segment_of(input, peer); },
-                             [&](int peer) { return Span{slots + size_t(peer) * own.size, own.size}; });
-  Collective* c = collective.get();
-  // Each link carries two messages: the contribution to the peer's segment, then the reduced own
-  // (a reduce-scatter ends after the first).
-  for (Transfer& t : c->transfers) {
-    if (job.scatter) continue;
-    t.sends.insert(t.sends.end(), {t.sends[0], own});
-    t.receives.insert(t.receives.end(), {t.receives[0], segment_of(job.output, t.peer)});
-    t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size;
-    c->bytes += t.sends[3].size + t.receives[3].size;
-  }
-  c->received = [c, reduce, bases = inputs(segment_of(input, rank_).data, slots, own.size), own, width, reduced = size_t(0)]() mutable {
-    size_t ready = own.size;
-    for (const Transfer& t : c->transfers) ready = std::min(ready, t.received >= 2 ? own.size : t.received == 1 ? t.received_bytes : 0);
-    ready -= ready % width;
-    if (ready == reduced || (ready < own.size && ready - reduced < kStreamBytes)) return;
-    reduce(bases, reduced, (ready - reduced) / width, own.data + reduced);
-    reduced = ready;
-    for (Transfer& t : c->transfers) t.send_limit = 2 * kDataHeaderBytes + t.sends[1].size + reduced;
-  };
-  return collective;
 }
 
 bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   std::vector<Transfer>& phase = c.transfers;
-  if (c.received) c.received();
+  Settle(c);
   // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
   // and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 2 + 1);
@@ -205,10 +200,8 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       ready[2 * i + 1] = {receiving ? recv_fds_[t.peer] : -1, POLLIN, 0};
       pending = pending || unsent || receiving;
     }
-    if (!pending) {
-      if (c.complete) c.complete();
-      return true;
-    }
+    // Folds run as their producers arrive (Settle), so with every message through they are done.
+    if (!pending) return true;
     ready.back() = {wake_fd_, POLLIN, 0};
     const int64_t now = MonotonicNs();
     if (now >= until_ns) return false;
@@ -244,23 +237,26 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     for (size_t i = 0; i < phase.size(); i++) {
       Transfer& t = phase[i];
       if (ready[2 * i].revents != 0) {
-        const size_t before = t.sent_bytes + t.sent;
-        if (!Send(t, outcome)) return true;
-        if (t.sent_bytes + t.sent != before) c.progressed_ns = MonotonicNs();
+        const size_t before = t.sent_total;
+        if (!Send(c, t, outcome)) return true;
+        if (t.sent_total != before) {
+          c.progressed_ns = MonotonicNs();
+          Settle(c);
+        }
       }
       if (ready[2 * i + 1].revents != 0) {
-        const size_t before = t.received_bytes + t.received;
-        if (!Receive(t, c.header, outcome)) return true;
-        if (t.received_bytes + t.received != before) {
+        const size_t before = t.received_total;
+        if (!Receive(c, t, outcome)) return true;
+        if (t.received_total != before) {
           c.progressed_ns = MonotonicNs();
-          if (c.received) c.received();
+          Settle(c);
         }
       }
     }
   }
 }
 
-bool DataLinks::Send(Transfer& t, Outcome& outcome) {
+bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
   while (t.sent < t.sends.size() && t.sent_total < t.send_limit) {
     iovec parts[kMaxParts];
     int used = 0;
@@ -287,14 +283,16 @@ bool DataLinks::Send(Transfer& t, Outcome& outcome) {
         break;
       }
       written -= ssize_t(left);
+      if (t.sent % 2 == 1) c.sent[t.send_ids[t.sent / 2]] = t.sends[t.sent].size;
       t.sent++;
       t.sent_bytes = 0;
     }
+    if (t.sent < t.sends.size() && t.sent % 2 == 1) c.sent[t.send_ids[t.sent / 2]] = t.sent_bytes;
   }
   return true;
 }
 
-bool DataLinks::Receive(Transfer& t, const uint8_t* expected_header, Outcome& outcome) {
+bool DataLinks::Receive(Collective& c, Transfer& t, Outcome& outcome) {
   while (t.received < t.receives.size()) {
     const Span& into = t.receives[t.received];
     if (into.size > 0) {
@@ -310,10 +308,12 @@ bool DataLinks::Receive(Transfer& t, const uint8_t* expected_header, Outcome& ou
         return false;
       }
       t.received_bytes += size_t(got);
+      t.received_total += size_t(got);
+      if (t.received % 2 == 1) c.received[t.receive_ids[t.received / 2]] = t.received_bytes;
       if (t.received_bytes < into.size) continue;
     }
     // Headers sit at even places: each is checked before a byte of its payload is read.
-    if (t.received % 2 == 0 && memcmp(into.data, expected_header, kDataHeaderBytes) != 0) {
+    if (t.received % 2 == 0 && memcmp(into.data, c.header, kDataHeaderBytes) != 0) {
       outcome.kind = Outcome::Kind::kMismatch;
       outcome.peer = t.peer;
       memcpy(outcome.header, into.data, kDataHeaderBytes);

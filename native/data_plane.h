@@ -1,7 +1,8 @@
-// The native data plane (docs/architecture.md, "The native data plane"): collectives whose data
-// phase a C++ thread drives over the session's data links, sockets JavaScript connected,
-// authenticated and stopped reading (lib/transport/peer-mesh.ts). JavaScript keeps the agreement's
-// meaning, the errors' texts and the Observable API; this runs the bytes.
+// The native data plane (docs/architecture.md, "The native data plane"): an executor of collective
+// schedules (schedule_program.h) whose data phase a C++ thread drives over the session's data
+// links, sockets JavaScript connected, authenticated and stopped reading (lib/transport/peer-mesh.ts).
+// JavaScript writes the schedules and keeps the agreement's meaning, the errors' texts and the
+// Observable API; this runs the bytes and the folds, and knows no algorithm.
 //
 // Every message on a data link is a 32-byte header (the mesh descriptor of the collective, with its
 // sequence: docs/protocol.md 9.9) followed by the payload its descriptor implies. A receiver
@@ -12,12 +13,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codes.h"
+#include "schedule_program.h"
 
 namespace rxccl {
 
@@ -44,43 +45,29 @@ struct Span {
   size_t size;
 };
 
-// One all-reduce (or reduce-scatter), fully resolved on the JS thread.
-struct AllReduceJob {
-  bool pairwise = false;  // reduce-scatter + all-gather between every pair; else all-pairs
-  // Only the pairwise schedule's reduce-scatter: `output` gets this rank's reduced segment alone
-  // (count / W elements; it may be that segment of `input`).
-  bool scatter = false;
-  DType type = DType::kU8;
-  Op op = Op::kSum;
-  const uint8_t* input = nullptr;
-  uint8_t* output = nullptr;  // may be `input` (in place)
-  size_t count = 0;           // elements
-  uint8_t header[kDataHeaderBytes] = {};
-  int64_t timeout_ms = 0;
-};
-
-// One message each way between this rank and every peer, the shape of every collective that only
-// moves data (broadcast, all-gather, gather, all-to-all) and of the header-only exchange (barrier,
-// agreement): the header and `sends[p]` go to p, p's header and then `receives[p]` come from it.
-// An empty span (or none: shorter vectors) is a header-only message. Receives land in place.
-// A send may forward a receive (`forward_from[q] = f`: sends[q] is receives[f]), going on as far
-// as it has arrived: a relay, as a chain broadcast's middle ranks are.
-struct ExchangeJob {
-  std::vector<Span> sends;        // by peer rank
-  std::vector<Span> receives;     // by peer rank, disjoint from each other and from every send but a forward
-  std::vector<int> forward_from;  // by peer rank: -1 (or none), or the peer whose receive the send forwards
-  uint8_t header[kDataHeaderBytes] = {};
-  int64_t timeout_ms = 0;
-};
-
 // Everything one collective moves to and from one peer, in order, and how far each side has got.
 struct Transfer {
   int peer;
-  std::vector<Span> sends;
+  std::vector<Span> sends;     // header, payload, header, payload...
   std::vector<Span> receives;  // header, payload, header, payload...
+  std::vector<Gate> send_after;   // per message: what produces its payload
+  std::vector<size_t> receive_ids;  // per message: its receive in the program
+  std::vector<size_t> send_ids;     // per message: its send in the program
   size_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
-  // Bytes of `sends` that may go so far (a reduced segment goes as it is reduced), and gone.
-  size_t send_limit = SIZE_MAX, sent_total = 0;
+  // Bytes of `sends` that may go so far (a payload goes as its producer makes it), and gone; bytes
+  // of `receives` come so far.
+  size_t send_limit = 0, sent_total = 0, received_total = 0;
+};
+
+// A fold, its memory resolved, and how far it has got.
+struct RunningFold {
+  uint8_t* target = nullptr;
+  std::vector<const uint8_t*> sources;
+  size_t size = 0;
+  std::vector<Gate> after;
+  Op op = Op::kSum;
+  uint64_t divisor = 1;
+  size_t done = 0;
 };
 
 // One collective, prepared (DataLinks::Prepare) and then moved on (DataLinks::Advance) by the JS
@@ -88,17 +75,17 @@ struct Transfer {
 // header, which its transfers point at: it stays where it was made (held by unique_ptr).
 struct Collective {
   uint8_t header[kDataHeaderBytes] = {};
+  DType type = DType::kU8;
+  size_t width = 1;
   std::vector<Transfer> transfers;
+  // Payload bytes received so far, per receive of the program; sent (taken by the socket), per send.
+  std::vector<size_t> received, sent;
+  std::vector<RunningFold> folds;
   int64_t deadline_ns = 0;
   // Last progress: a wait spins for a while after it, then sleeps.
   int64_t progressed_ns = 0;
   // Payload bytes sent and received in all: a small collective is tried on the JS thread first.
   size_t bytes = 0;
-  // After every receive that made progress (and once first): may raise send limits, and must
-  // lift them all once every receive is done (streamed reduction, relays).
-  std::function<void()> received;
-  // Once every transfer is done (the all-pairs reduction).
-  std::function<void()> complete;
 };
 
 // The data links of one session and the thread-side state that outlives a call.
@@ -108,19 +95,18 @@ class DataLinks {
   // wake_fd: readable once the session ends (abort, failure, close); every wait watches it.
   DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd);
 
-  // One collective at a time: the next is prepared only once the last is over.
-  std::unique_ptr<Collective> Prepare(const AllReduceJob& job);
-  std::unique_ptr<Collective> Prepare(const ExchangeJob& job);
-  // Moves `collective` on until it is over (true; `outcome` says how, kDone once `complete` ran)
-  // or `until_ns` has passed (false: it goes on from where it is at the next call).
+  // One collective at a time: the next is prepared only once the last is over. `input` and
+  // `output` hold at least the program's input_bytes and output_bytes.
+  std::unique_ptr<Collective> Prepare(const Program& program, const uint8_t* input, uint8_t* output, const uint8_t* header, int64_t timeout_ms);
+  // Moves `collective` on until it is over (true; `outcome` says how) or `until_ns` has passed
+  // (false: it goes on from where it is at the next call).
   bool Advance(Collective& collective, Outcome& outcome, int64_t until_ns);
 
  private:
-  // One message each way with every peer: header + send(peer) out, header + receive(peer) in.
-  std::unique_ptr<Collective> AllPairs(const uint8_t* header, int64_t timeout_ms, const std::function<Span(int)>& send,
-                                       const std::function<Span(int)>& receive);
-  bool Send(Transfer& transfer, Outcome& outcome);
-  bool Receive(Transfer& transfer, const uint8_t* expected_header, Outcome& outcome);
+  // Runs every fold as far as its producers allow, then lets every send go as far as its own.
+  void Settle(Collective& collective);
+  bool Send(Collective& collective, Transfer& transfer, Outcome& outcome);
+  bool Receive(Collective& collective, Transfer& transfer, Outcome& outcome);
   uint8_t* Scratch(size_t bytes);
 
   const int rank_;
@@ -128,9 +114,9 @@ class DataLinks {
   const std::vector<int> send_fds_;
   const std::vector<int> recv_fds_;
   const int wake_fd_;
-  // Received headers, one per peer, checked once complete.
+  // Received headers, one per peer, each checked as soon as it is complete.
   std::vector<uint8_t> headers_;
-  // Reduction inputs, grown once and kept: fresh memory per call would cost page faults.
+  // Scratch memory of the schedules, grown once and kept: fresh memory per call would cost page faults.
   std::vector<uint8_t> scratch_;
 };
 

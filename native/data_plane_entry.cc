@@ -1,5 +1,6 @@
 // JavaScript's handle on the native data plane: `new DataPlane(rank, worldSize, sendFds, recvFds)`
-// owns one thread that runs the session's data-plane collectives one at a time (collectives are
+// keeps the schedules JavaScript compiles (one per collective shape) and owns one thread that runs
+// the session's data-plane collectives one at a time (collectives are
 // ordered per session; a small one starts on the calling thread, see kInlineBytes), and a wake
 // descriptor that ends a running one at once. A thread of its own
 // rather than libuv's pool: ranks of one process (tests, notebooks) wait for each other inside a
@@ -63,8 +64,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "DataPlane",
-                       {InstanceMethod("allReduce", &DataPlane::AllReduce), InstanceMethod("exchange", &DataPlane::Exchange),
-                        InstanceMethod("wake", &DataPlane::Wake),
+                       {InstanceMethod("compile", &DataPlane::Compile), InstanceMethod("release", &DataPlane::Release),
+                        InstanceMethod("run", &DataPlane::Run), InstanceMethod("wake", &DataPlane::Wake),
                         InstanceMethod("close", &DataPlane::Close)});
   }
 
@@ -92,90 +93,63 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   ~DataPlane() override { Stop(); }
 
  private:
-  // allReduce(pairwise, scatter, dtype, op, input, output, count, header, timeoutMs, done): with
-  // scatter (pairwise only), a reduce-scatter: output holds count / worldSize elements, this
-  // rank's reduced segment, and may be that segment of the input. done() once it is done, else
-  // done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS thread:
-  // before allReduce returns if it was over on this thread (Start), else later; the buffers stay
-  // referenced until then and must not be touched meanwhile. The header is copied: its memory may
-  // be reused at once.
-  Napi::Value AllReduce(const Napi::CallbackInfo& info) {
+  // compile(program): decodes a schedule (a Float64Array, lib/transport/data-plane.ts
+  // `encodeProgram`) and keeps it; returns its id for run().
+  Napi::Value Compile(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 10, 10);
-    ExpectIdle(env);
-    AllReduceJob job;
-    job.pairwise = info[0].ToBoolean();
-    job.scatter = info[1].ToBoolean();
-    job.type = DTypeArgument(info, 2);
-    job.op = OpArgument(info, 3, job.type);
-    const Bytes input = BytesArgument(info, 4, "input");
-    const Bytes output = BytesArgument(info, 5, "output");
-    job.count = CountArgument(info, 6, "count");
-    const size_t width = ElementWidth(job.type);
-    job.input = ElementRange(env, input, 0, job.count, width, "input");
-    if (job.scatter && (!job.pairwise || job.count % size_t(world_size_) != 0)) {
-      ThrowKernelError(env, "a reduce-scatter is pairwise, of a count the world size divides");
+    ExpectArgumentCount(info, 1, 1);
+    if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+      ThrowKernelError(env, "data plane program must be a Float64Array");
     }
-    const size_t results = job.scatter ? job.count / size_t(world_size_) : job.count;
-    job.output = ElementRange(env, output, 0, results, width, "output");
-    // In place: the output is the input (all-reduce) or this rank's segment of it (reduce-scatter).
-    const uint8_t* in_place = job.scatter ? job.input + size_t(rank_) * results * width : job.input;
-    if (job.output != in_place && Overlaps(job.output, results * width, job.input, job.count * width)) {
-      ThrowKernelError(env, "output overlaps the input without being it");
+    Napi::Float64Array encoded = info[0].As<Napi::Float64Array>();
+    auto program = std::make_unique<Program>();
+    std::string error;
+    if (!DecodeProgram(encoded.Data(), encoded.ElementLength(), rank_, world_size_, *program, error)) ThrowKernelError(env, "data plane " + error);
+    for (size_t id = 0; id < programs_.size(); id++) {
+      if (programs_[id] == nullptr) {
+        programs_[id] = std::move(program);
+        return Napi::Number::New(env, double(id));
+      }
     }
-    HeaderArgument(info, 7, job.header);
-    job.timeout_ms = int64_t(CountArgument(info, 8, "timeoutMs"));
-    Start(info, 9, job, {4, 5});
-    return env.Undefined();
+    programs_.push_back(std::move(program));
+    return Napi::Number::New(env, double(programs_.size() - 1));
   }
 
-  // exchange(sends, receives, forwards, header, timeoutMs, done): one message each way with every
-  // peer (ExchangeJob), sends[p] to p and p's into receives[p]: Uint8Arrays by peer rank, a
-  // missing or undefined entry a header-only message, this rank's own entry ignored.
-  // forwards[q] = f: sends[q] is receives[f] (the very same bytes), sent on as it arrives; -1 or
-  // missing: none. Receives must not overlap each other or a send that is not their forward.
-  // done as allReduce's.
-  Napi::Value Exchange(const Napi::CallbackInfo& info) {
+  // release(id): forgets a compiled program (a collective running it has what it needs).
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    ExpectArgumentCount(info, 1, 1);
+    ProgramArgument(info, 0);
+    programs_[CountArgument(info, 0, "program")] = nullptr;
+    return info.Env().Undefined();
+  }
+
+  // run(id, input, output, header, timeoutMs, done): runs compiled program `id` over the caller's
+  // input and output (Uint8Arrays holding at least what the program's spans need). done() once it
+  // is done, else done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS
+  // thread: before run returns if it was over on this thread (Start), else later; the buffers stay
+  // referenced until then and must not be touched meanwhile. The header is copied: its memory may
+  // be reused at once.
+  Napi::Value Run(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 6, 6);
     ExpectIdle(env);
-    ExchangeJob job;
-    job.sends = SpansArgument(info, 0, "sends");
-    job.receives = SpansArgument(info, 1, "receives");
-    job.forward_from = ForwardsArgument(info, 2, job);
-    auto forwards = [&](size_t send, size_t receive) { return send < job.forward_from.size() && job.forward_from[send] == int(receive); };
-    for (size_t r = 0; r < job.receives.size(); r++) {
-      const Span into = job.receives[r];
-      auto clashes = [&](const Span& other) { return other.size > 0 && Overlaps(into.data, into.size, other.data, other.size); };
-      bool overlapping = std::any_of(job.receives.begin() + ptrdiff_t(r) + 1, job.receives.end(), clashes);
-      for (size_t q = 0; q < job.sends.size(); q++) overlapping = overlapping || (!forwards(q, r) && clashes(job.sends[q]));
-      if (into.size > 0 && overlapping) ThrowKernelError(env, "data plane receives overlap each other or a send");
-    }
-    HeaderArgument(info, 3, job.header);
-    job.timeout_ms = int64_t(CountArgument(info, 4, "timeoutMs"));
-    Start(info, 5, job, {0, 1});
+    const Program& program = ProgramArgument(info, 0);
+    const Bytes input = BytesArgument(info, 1, "input");
+    const Bytes output = BytesArgument(info, 2, "output");
+    if (input.length < program.input_bytes) ThrowKernelError(env, "data plane input is smaller than its program reads");
+    if (output.length < program.output_bytes) ThrowKernelError(env, "data plane output is smaller than its program writes");
+    uint8_t header[kDataHeaderBytes];
+    HeaderArgument(info, 3, header);
+    const int64_t timeout_ms = int64_t(CountArgument(info, 4, "timeoutMs"));
+    if (!info[5].IsFunction()) ThrowKernelError(env, "data plane callback must be a function");
+    Start(info, 5, links_->Prepare(program, input.data, output.data, header, timeout_ms), {1, 2});
     return env.Undefined();
   }
 
-  // forwards[q] = f, checked: f a peer (not this rank, not q) whose receive is exactly sends[q].
-  std::vector<int> ForwardsArgument(const Napi::CallbackInfo& info, size_t index, const ExchangeJob& job) {
-    Napi::Env env = info.Env();
-    if (!info[index].IsArray()) ThrowKernelError(env, "data plane forwards must be an array");
-    const Napi::Array list = info[index].As<Napi::Array>();
-    if (list.Length() > uint32_t(world_size_)) ThrowKernelError(env, "data plane forwards has more entries than ranks");
-    std::vector<int> from(list.Length(), -1);
-    for (uint32_t q = 0; q < list.Length(); q++) {
-      const Napi::Value entry = list.Get(q);
-      if (!entry.IsNumber()) continue;
-      const int f = entry.As<Napi::Number>().Int32Value();
-      if (f < 0) continue;
-      const bool valid = f < world_size_ && f != rank_ && f != int(q) && q < job.sends.size() && size_t(f) < job.receives.size() &&
-                         job.sends[q].data == job.receives[size_t(f)].data && job.sends[q].size == job.receives[size_t(f)].size &&
-                         job.sends[q].size > 0;
-      if (!valid) ThrowKernelError(env, "data plane forward " + std::to_string(q) + " <- " + std::to_string(f) + " is not the receive it forwards");
-      from[q] = f;
-    }
-    return from;
+  const Program& ProgramArgument(const Napi::CallbackInfo& info, size_t index) {
+    const size_t id = CountArgument(info, index, "program");
+    if (id >= programs_.size() || programs_[id] == nullptr) ThrowKernelError(info.Env(), "data plane program " + std::to_string(id) + " is not compiled");
+    return *programs_[id];
   }
 
   void ExpectIdle(Napi::Env env) const {
@@ -189,31 +163,12 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     memcpy(into, header.data, kDataHeaderBytes);
   }
 
-  // One span per entry of an array of Uint8Arrays by rank (an entry that is not one, and this
-  // rank's own: empty).
-  std::vector<Span> SpansArgument(const Napi::CallbackInfo& info, size_t index, const char* name) {
-    if (!info[index].IsArray()) ThrowKernelError(info.Env(), std::string("data plane ") + name + " must be an array");
-    const Napi::Array list = info[index].As<Napi::Array>();
-    if (list.Length() > uint32_t(world_size_)) ThrowKernelError(info.Env(), std::string("data plane ") + name + " has more entries than ranks");
-    std::vector<Span> spans(list.Length(), Span{nullptr, 0});
-    for (uint32_t i = 0; i < list.Length(); i++) {
-      const Napi::Value entry = list.Get(i);
-      if (int(i) == rank_ || !entry.IsTypedArray() || entry.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) continue;
-      Napi::Uint8Array bytes = entry.As<Napi::Uint8Array>();
-      spans[i] = {bytes.Data(), bytes.ByteLength()};
-    }
-    return spans;
-  }
-
-  // Runs `job`: on this thread for up to kInlineNs when it is small (its peers are usually
+  // Runs `collective`: on this thread for up to kInlineNs when it is small (its peers are usually
   // there: no hand-off to the engine's thread and back), else, or once that time is up, on the
   // engine's thread, keeping the arguments at `held` (its memory) and the callback referenced
   // until it is done.
-  template <typename J>
-  void Start(const Napi::CallbackInfo& info, size_t callback, const J& job, std::initializer_list<size_t> held) {
+  void Start(const Napi::CallbackInfo& info, size_t callback, std::unique_ptr<Collective> collective, std::initializer_list<size_t> held) {
     Napi::Env env = info.Env();
-    if (!info[callback].IsFunction()) ThrowKernelError(env, "data plane callback must be a function");
-    std::unique_ptr<Collective> collective = links_->Prepare(job);
     if (collective->bytes <= kInlineBytes && open_planes == 1) {
       Outcome outcome;
       if (links_->Advance(*collective, outcome, MonotonicNs() + kInlineNs)) {
@@ -329,6 +284,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   Napi::FunctionReference callback_;
   std::vector<Napi::ObjectReference> held_;
   int world_size_ = 0, rank_ = 0;
+  // Compiled schedules by id (null: released). JS thread only.
+  std::vector<std::unique_ptr<Program>> programs_;
 };
 
 }  // namespace

@@ -7,11 +7,13 @@ import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { Links } from '../transport/links/links.js';
+import type { NativePlane } from './schedule/native-plane.js';
+import type { ScheduleCache } from './schedule/schedule-cache.js';
 
 /**
- * What an algorithm may use besides the links: the coordinator (every collective agrees there
- * first; the staged algorithms also send their data through it), scratch memory, and the ring
- * every ring-family algorithm follows.
+ * What an algorithm may use besides the links: the coordinator (the staged algorithms agree and
+ * send their data there; on tcp_host_staged every collective agrees there), scratch memory, the
+ * ring every ring-family algorithm follows, and the native data plane where the session has one.
  */
 export interface CollectiveContext {
   readonly rank: number;
@@ -44,6 +46,10 @@ export interface CollectiveContext {
   readonly deadlines: LazyDeadlines;
   /** Ends the job on every rank with `reason` (a failure only this rank has seen). */
   abort(reason: string): void;
+  /** The session's native data plane (tcp_peer, where every rank runs one), else null. */
+  readonly nativePlane: NativePlane | null;
+  /** The session's schedules by call shape (`runScheduled`). */
+  readonly schedules: ScheduleCache;
 }
 
 /**

@@ -1,23 +1,21 @@
 import { Observable, tap } from 'rxjs';
 import { failureText, ProtocolError, TimeoutError } from '../errors.js';
 import { scheduleReduce } from '../kernels/index.js';
-import { type OperationDescriptor, operationMismatch, sameOperation } from '../protocol/agreement.js';
-import { ANY_RANK } from '../protocol/constants.js';
-import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import type { OperationDescriptor } from '../protocol/agreement.js';
+import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 import { type DType, ElementType } from '../protocol/element-type.js';
 import { type Opcode, opcodeName } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
-import type { CollectiveRequest } from '../transport/collective-channel.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS } from '../transport/collective-channel.js';
 import type { ExpectedShape, Links, MessageShape } from '../transport/links/links.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import type { CollectiveContext } from './algorithm.js';
-import { layoutHash } from './peer-data.js';
+import { checkAgreement } from './descriptor.js';
 
 /**
  * What both ways of a mesh exchange (between all pairs and through the hub, docs/protocol.md 9.7)
- * share: the agreement message a rank sends, how a receiver checks it, and how an exchange ends
+ * share: the agreement message a rank sends, how a receiver files it, and how an exchange ends
  * when a rank does not come or only this rank saw what went wrong.
  */
 
@@ -34,18 +32,6 @@ export function bytesShape(bytes: Uint8Array): MessageShape {
   return { elementType: ElementType.U8, count: bytes.length };
 }
 
-/** The descriptor the coordinator's agreement would check for `request`. */
-export function descriptorOf(request: CollectiveRequest, layout: string): OperationDescriptor {
-  return {
-    opcode: request.opcode,
-    elementType: request.elementType ?? ElementType.None,
-    rootRank: request.rootRank ?? ANY_RANK,
-    elementCount: request.elementCount ?? 0,
-    reduceOp: request.reduceOp ?? 0,
-    layoutHash: layout === '' ? 0n : layoutHash(layout),
-  };
-}
-
 /**
  * A rank's agreement message: its descriptor for exchange `number`, then its data, in `memory`'s
  * memory (the exchange gives it back once it has been sent: a fresh buffer per call of a mid-size
@@ -56,22 +42,6 @@ export function agreementMessage(own: OperationDescriptor, number: bigint, data:
   encodeDescriptor(own, number, message);
   message.set(data, DESCRIPTOR_BYTES);
   return message;
-}
-
-/**
- * Checks `peer`'s agreement message against this rank's own descriptor, as the coordinator's
- * agreement would (a mismatch names both ranks, the lower first); returns the peer's data.
- */
-export function checkAgreement(received: Uint8Array, peer: number, rank: number, own: OperationDescriptor, number: bigint): Uint8Array {
-  const theirs = decodeDescriptor(received);
-  if (theirs.sequence !== number) {
-    throw new ProtocolError(`rank ${peer} sent mesh collective ${theirs.sequence} where rank ${rank} is at ${number}`);
-  }
-  if (!sameOperation(own, theirs.descriptor)) {
-    const [first, second] = peer < rank ? ([[peer, theirs.descriptor], [rank, own]] as const) : ([[rank, own], [peer, theirs.descriptor]] as const);
-    throw operationMismatch(number, first[0], first[1], second[0], second[1]);
-  }
-  return received.subarray(DESCRIPTOR_BYTES);
 }
 
 /**

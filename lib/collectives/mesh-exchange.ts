@@ -1,11 +1,10 @@
-import { defer, mergeMap, type Observable } from 'rxjs';
+import { defer, type Observable } from 'rxjs';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
-import { descriptorOf } from './exchange-message.js';
+import { descriptorOf } from './descriptor.js';
 import { exchangeAllPairs } from './exchange-all-pairs.js';
 import { exchangeRelayed } from './exchange-relayed.js';
-import { agreeOnDataPlane } from './native-collective.js';
 
 /**
  * Largest world whose exchange goes between all pairs; larger worlds relay through the hub. At 2
@@ -35,9 +34,6 @@ export function exchangeOnMesh(
   return defer(() => {
     const own = descriptorOf(request, layout);
     const exchange = links.worldSize <= ALL_PAIRS_MAX_WORLD_SIZE ? exchangeAllPairs : exchangeRelayed;
-    // With a native data plane every collective agrees on its data links first (see agreeOnDataPlane).
-    const plane = links.dataPlane;
-    if (plane) return agreeOnDataPlane(plane, context, request, layout, sequence).pipe(mergeMap((number) => exchange(links, context, own, data, number)));
     return exchange(links, context, own, data, sequence ?? context.nextMeshSequence());
   });
 }

@@ -5,22 +5,18 @@ import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
 import { exchangeOnMesh } from './mesh-exchange.js';
 import { NO_DATA } from './exchange-message.js';
-import { agreeOnDataPlane } from './native-collective.js';
-import { layoutHash } from './peer-data.js';
+import { layoutHash } from '../protocol/layout-hash.js';
 
 /**
- * Agrees on a collective whose data moves over the links; emits the sequence its tags use. The
- * layout (the algorithm, its ring order, its channels) is part of what is agreed, so ranks
- * configured with different rings fail at once, named, instead of waiting on each other.
+ * Agrees, on the JS plane, on a collective whose data moves over the links; emits the sequence
+ * its tags use. The layout (the algorithm, its ring order, its channels) is part of what is
+ * agreed, so ranks configured with different rings fail at once, named, instead of waiting on
+ * each other.
  *
- * With a native data plane it is a header exchange on the data links (`agreeOnDataPlane`); where
- * the session agrees on the mesh (`context.agreement`, tcp_peer) a descriptor-only mesh exchange;
- * elsewhere the coordinator checks a PEER_DATA request (docs/protocol.md 9.6).
+ * Where the session agrees on the mesh (`context.agreement`, tcp_peer) a descriptor-only mesh
+ * exchange; elsewhere the coordinator checks a PEER_DATA request (docs/protocol.md 9.6).
  */
 export function agreeOnPeerData(links: Links, context: CollectiveContext, request: CollectiveRequest, layout: string): Observable<bigint> {
-  const plane = links.dataPlane;
-  // With a native data plane the header exchange on the data links is the whole agreement.
-  if (plane) return agreeOnDataPlane(plane, context, request, layout);
   if (context.agreement === 'mesh') {
     return defer(() => {
       const sequence = context.nextMeshSequence();

@@ -4,16 +4,6 @@
  * agreement carries, their tags, and how they cut a tensor into pieces.
  */
 
-/** FNV-1a, 64 bits: a layout's fingerprint for the agreement (not a security measure). */
-export function layoutHash(layout: string): bigint {
-  let hash = 0xcbf29ce484222325n;
-  for (const byte of Buffer.from(layout, 'utf8')) {
-    hash ^= BigInt(byte);
-    hash = (hash * 0x100000001b3n) & 0xffff_ffff_ffff_ffffn;
-  }
-  return hash;
-}
-
 /** Largest number of pieces one step of a peer algorithm cuts a segment into (12 bits of the tag). */
 export const MAX_PIECES = 0xfff;
 /** Largest step number (12 bits of the tag). */

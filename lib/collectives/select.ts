@@ -1,170 +1,234 @@
 import { ConfigurationError } from '../errors.js';
 import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
-import type { CollectiveTransport } from '../transport/transport-kind.js';
 import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
-import { ringAllGather } from './all-gather/ring.js';
-import { ringAllReduce } from './all-reduce/ring.js';
+import { allPairsAllReduce } from './all-reduce/all-pairs.js';
 import { pairwiseAllReduce } from './all-reduce/pairwise.js';
-import { pairwiseAllGather } from './all-gather/pairwise.js';
-import { pairwiseReduceScatter } from './reduce-scatter/pairwise.js';
-import { ringReduceScatter } from './reduce-scatter/ring.js';
+import { ringAllReduce } from './all-reduce/ring.js';
+import { exchangeAllReduce } from './all-reduce/exchange.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
-import { nativeAllReduce } from './all-reduce/native.js';
-import { nativeAllGather } from './all-gather/native.js';
-import { nativeAllToAll } from './all-to-all/native.js';
-import { nativeBroadcast } from './broadcast/native.js';
-import { nativeGather } from './gather/native.js';
-import { nativeReduceScatter } from './reduce-scatter/native.js';
+import { pairwiseAllGather } from './all-gather/pairwise.js';
+import { ringAllGather } from './all-gather/ring.js';
+import { exchangeAllGather } from './all-gather/exchange.js';
 import { stagedAllGather } from './all-gather/staged.js';
+import { pairwiseAllToAll } from './all-to-all/pairwise.js';
+import { exchangeAllToAll } from './all-to-all/exchange.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
+import { pairwiseBarrier } from './barrier/pairwise.js';
+import { exchangeBarrier } from './barrier/exchange.js';
 import { stagedBarrier } from './barrier/staged.js';
-import { nativeBarrier } from './barrier/native.js';
 import { chainBroadcast } from './broadcast/chain.js';
 import { pairwiseBroadcast } from './broadcast/pairwise.js';
+import { exchangeBroadcast } from './broadcast/exchange.js';
 import { stagedBroadcast } from './broadcast/staged.js';
+import { pairwiseGather } from './gather/pairwise.js';
+import { exchangeGather } from './gather/exchange.js';
 import { stagedGather } from './gather/staged.js';
+import { pairwiseReduce } from './reduce/pairwise.js';
+import { exchangeReduce } from './reduce/exchange.js';
 import { stagedReduce } from './reduce/staged.js';
+import { pairwiseReduceScatter } from './reduce-scatter/pairwise.js';
+import { ringReduceScatter } from './reduce-scatter/ring.js';
+import { exchangeReduceScatter } from './reduce-scatter/exchange.js';
 import { stagedReduceScatter } from './reduce-scatter/staged.js';
 import { stagedScatter } from './scatter/staged.js';
-import { exchangeAllGather } from './all-gather/exchange.js';
-import { exchangeAllReduce } from './all-reduce/exchange.js';
-import { exchangeAllToAll } from './all-to-all/exchange.js';
-import { exchangeBarrier } from './barrier/exchange.js';
-import { exchangeBroadcast } from './broadcast/exchange.js';
-import { exchangeGather } from './gather/exchange.js';
-import { exchangeReduce } from './reduce/exchange.js';
-import { exchangeReduceScatter } from './reduce-scatter/exchange.js';
-import type { AlgorithmPolicy } from '../topology/ring-tuning.js';
+import type { ScheduleOf } from './schedule/schedule.js';
 import type { CollectiveTuning } from './tuning.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
 
 /**
- * Families of algorithms. `direct` and `ring` are what GX1_COLLECTIVE_ALGORITHM calls them: `direct`
- * goes through the coordinator (the staged path), `ring` moves data rank to rank along the ring
- * order (rings, chains). `exchange` is rxccl's small-message path on the mesh: the agreement and
- * the data in one round between every pair of ranks, no coordinator hop. `pairwise` moves large
- * tensors between ranks directly, in one or two steps (the all-reduce, all-gather, reduce-scatter
- * and broadcast), where the ranks share one host. `native` runs on the native data plane (the
- * addon's thread over data links of its own), where the session has one.
+ * Where an algorithm runs: the native data plane (the addon's thread over data links of its own),
+ * the JS plane (the event loop over the links: the peer mesh, or on tcp_host_staged the
+ * coordinator's rails), or the coordinator itself (the staged path: every byte through it). A
+ * session has one plane for its scheduled collectives (`sessionPlane`); the coordinator serves
+ * every session.
  */
-export type AlgorithmFamily = Exclude<AlgorithmPolicy, 'auto' | 'hierarchical'> | 'exchange' | 'pairwise' | 'native';
+export type Plane = 'native' | 'js' | 'coordinator';
 
-/** One row of the algorithm table. */
-export interface AlgorithmRow<N extends CollectiveName> {
+/**
+ * Families, as GX1_COLLECTIVE_ALGORITHM names them: `direct` asks for the staged path, `ring` for
+ * the ring family (rings, the chain). `pairwise` moves data between every pair of ranks at once
+ * (all-pairs included); `exchange` is the JS plane's small-message path, the agreement and the
+ * data in one round of the mesh.
+ */
+export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange';
+
+/** A bound of a row's size range: bytes, or the job's GX1_RING_THRESHOLD_BYTES. */
+export type SizeBound = number | 'ring threshold';
+
+/**
+ * One row of the algorithm table, as data: an algorithm on one plane, the sizes it serves (this
+ * rank's tensor in bytes, `from` inclusive, `below` exclusive), when else it fits, and either the
+ * schedule it runs (scheduled rows, run by lib/collectives/run-scheduled.ts on their plane) or its
+ * own `run` (staged and exchange rows).
+ */
+export type AlgorithmRow<N extends CollectiveName> = {
   readonly name: string;
+  readonly plane: Plane;
   readonly family: AlgorithmFamily;
-  readonly run: Algorithm<Collectives[N][0], Collectives[N][1]>;
-}
+  readonly from?: SizeBound;
+  readonly below?: SizeBound;
+  readonly fits?: (situation: Situation) => boolean;
+} & ({ readonly schedule: ScheduleOf; readonly run?: undefined } | { readonly run: Algorithm<Collectives[N][0], Collectives[N][1]>; readonly schedule?: undefined });
 
 type AlgorithmTable = { readonly [N in CollectiveName]: readonly AlgorithmRow<N>[] };
-
-/**
- * Every collective's algorithms. Adding one is a file under lib/collectives/<collective>/ and a row
- * here; the `direct` row, which every collective has, comes last.
- */
-export const ALGORITHMS: AlgorithmTable = {
-  barrier: [
-    { name: 'native', family: 'native', run: nativeBarrier },
-    { name: 'exchange', family: 'exchange', run: exchangeBarrier },
-    { name: 'staged', family: 'direct', run: stagedBarrier },
-  ],
-  allReduce: [
-    { name: 'native', family: 'native', run: nativeAllReduce },
-    { name: 'pairwise', family: 'pairwise', run: pairwiseAllReduce },
-    { name: 'ring', family: 'ring', run: ringAllReduce },
-    { name: 'exchange', family: 'exchange', run: exchangeAllReduce },
-    { name: 'staged', family: 'direct', run: stagedAllReduce },
-  ],
-  reduce: [
-    { name: 'exchange', family: 'exchange', run: exchangeReduce },
-    { name: 'staged', family: 'direct', run: stagedReduce },
-  ],
-  broadcast: [
-    { name: 'native', family: 'native', run: nativeBroadcast },
-    { name: 'pairwise', family: 'pairwise', run: pairwiseBroadcast },
-    { name: 'chain', family: 'ring', run: chainBroadcast },
-    { name: 'exchange', family: 'exchange', run: exchangeBroadcast },
-    { name: 'staged', family: 'direct', run: stagedBroadcast },
-  ],
-  allGather: [
-    { name: 'native', family: 'native', run: nativeAllGather },
-    { name: 'pairwise', family: 'pairwise', run: pairwiseAllGather },
-    { name: 'ring', family: 'ring', run: ringAllGather },
-    { name: 'exchange', family: 'exchange', run: exchangeAllGather },
-    { name: 'staged', family: 'direct', run: stagedAllGather },
-  ],
-  gather: [
-    { name: 'native', family: 'native', run: nativeGather },
-    { name: 'exchange', family: 'exchange', run: exchangeGather },
-    { name: 'staged', family: 'direct', run: stagedGather },
-  ],
-  scatter: [{ name: 'staged', family: 'direct', run: stagedScatter }],
-  reduceScatter: [
-    { name: 'native', family: 'native', run: nativeReduceScatter },
-    { name: 'pairwise', family: 'pairwise', run: pairwiseReduceScatter },
-    { name: 'ring', family: 'ring', run: ringReduceScatter },
-    { name: 'exchange', family: 'exchange', run: exchangeReduceScatter },
-    { name: 'staged', family: 'direct', run: stagedReduceScatter },
-  ],
-  allToAll: [
-    { name: 'native', family: 'native', run: nativeAllToAll },
-    { name: 'exchange', family: 'exchange', run: exchangeAllToAll },
-    { name: 'staged', family: 'direct', run: stagedAllToAll },
-  ],
-  allToAllV: [{ name: 'staged', family: 'direct', run: stagedAllToAllV }],
-};
 
 /** What the choice depends on. */
 export interface Situation {
   readonly transport: CollectiveTransport;
+  /** The session's plane for scheduled collectives (`sessionPlane`). */
+  readonly plane: Plane;
   readonly worldSize: number;
   /** This rank's tensor in bytes (every rank passes the same size where the choice matters). */
   readonly bytes: number;
   readonly tuning: CollectiveTuning;
   /** Every rank of the job advertises this rank's host (tcp_peer; the same answer on every rank). */
   readonly ranksShareHost: boolean;
-  /** The session has the native data plane (tcp_peer, `dataPlane: 'native'`; every rank alike). */
-  readonly nativeDataPlane?: boolean;
 }
 
-/** Smallest world the pairwise family serves: at 2 ranks it would be the ring, step for step. */
+/** The plane a session runs its scheduled collectives on. */
+export function sessionPlane(transport: CollectiveTransport, nativePlane: boolean): Plane {
+  if (transport !== 'tcp_peer') return 'coordinator';
+  return nativePlane ? 'native' : 'js';
+}
+
+/** Smallest world the JS plane's pairwise family serves: at 2 ranks it would be the ring, step for step. */
 export const PAIRWISE_MIN_WORLD_SIZE = 3;
 
 /**
- * Whether `auto` takes the pairwise family for a large tensor: every rank on one host (loopback
- * has no links for a ring order to follow), at least 3 ranks, and no ring tuning given (an
- * explicit or probed ring order, or channels, ask for the ring).
+ * On the native plane, all-reduces under this size send every rank's whole tensor to every rank
+ * (one message's latency); from it, pairwise (each rank sends 2(W-1)/W of it): where the two
+ * crossed on one host (bench/README.md).
+ */
+export const ALL_PAIRS_BELOW_BYTES = 64 * 1024;
+
+/**
+ * On the native plane, broadcasts from this size at 3 ranks and more go down a chain: on one host
+ * the sender does most of the work of every copy, and a chain spreads the sending over W-1 ranks.
+ */
+export const CHAIN_FROM_BYTES = 1 << 20;
+
+/** A ring order, a probed or given topology, or channels: the job asked for the ring. */
+function ringTuned({ tuning }: Situation): boolean {
+  return tuning.ringOrder !== null || tuning.topology !== null || tuning.ringChannels !== 1;
+}
+
+/**
+ * Whether the JS plane's pairwise family fits a large tensor: every rank on one host (loopback has
+ * no links for a ring order to follow), at least 3 ranks, and no ring asked for.
  */
 export function pairwiseFits(situation: Situation): boolean {
-  const { tuning } = situation;
-  return situation.ranksShareHost && situation.worldSize >= PAIRWISE_MIN_WORLD_SIZE && tuning.ringOrder === null && tuning.topology === null && tuning.ringChannels === 1;
+  return situation.ranksShareHost && situation.worldSize >= PAIRWISE_MIN_WORLD_SIZE && !ringTuned(situation);
+}
+
+/** The native plane's pairwise family fits wherever every rank shares one host and no ring is asked for. */
+export function nativePairwiseFits(situation: Situation): boolean {
+  return situation.ranksShareHost && !ringTuned(situation);
+}
+
+/** The exchange relays every rank's tensor (4 bytes of length each) in one message: it must fit a frame. */
+function exchangeFits({ bytes, worldSize }: Situation): boolean {
+  return (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES;
+}
+
+const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= 3;
+
+/**
+ * Every collective's algorithms, in order of preference per plane; the staged row, which every
+ * collective has, comes last. Adding an algorithm is a schedule file under
+ * lib/collectives/<collective>/ and a row here per plane it serves (docs/architecture.md).
+ */
+export const ALGORITHMS: AlgorithmTable = {
+  barrier: [
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBarrier },
+    { name: 'exchange', plane: 'js', family: 'exchange', run: exchangeBarrier },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBarrier },
+  ],
+  allReduce: [
+    { name: 'all-pairs', plane: 'native', family: 'pairwise', below: ALL_PAIRS_BELOW_BYTES, schedule: allPairsAllReduce },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllReduce },
+    { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllReduce },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllReduce },
+    { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllReduce },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllReduce },
+  ],
+  reduce: [
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduce },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeReduce },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseReduce },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduce },
+  ],
+  broadcast: [
+    { name: 'chain', plane: 'native', family: 'ring', from: CHAIN_FROM_BYTES, fits: atLeastThreeRanks, schedule: chainBroadcast },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBroadcast },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeBroadcast },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseBroadcast },
+    { name: 'chain', plane: 'js', family: 'ring', schedule: chainBroadcast },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBroadcast },
+  ],
+  allGather: [
+    { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllGather },
+    { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllGather },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllGather },
+    { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllGather },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllGather },
+  ],
+  gather: [
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseGather },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeGather },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseGather },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedGather },
+  ],
+  scatter: [{ name: 'staged', plane: 'coordinator', family: 'staged', run: stagedScatter }],
+  reduceScatter: [
+    { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseReduceScatter },
+    { name: 'ring', plane: 'native', family: 'ring', schedule: ringReduceScatter },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeReduceScatter },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseReduceScatter },
+    { name: 'ring', plane: 'js', family: 'ring', schedule: ringReduceScatter },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduceScatter },
+  ],
+  allToAll: [
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllToAll },
+    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllToAll },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseAllToAll },
+    { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllToAll },
+  ],
+  allToAllV: [{ name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllToAllV }],
+};
+
+function bound(value: SizeBound, tuning: CollectiveTuning): number {
+  return value === 'ring threshold' ? tuning.ringThresholdBytes : value;
+}
+
+/** Whether `row` serves this size and fits the situation. */
+function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolean {
+  const { bytes, tuning } = situation;
+  if (row.from !== undefined && bytes < bound(row.from, tuning)) return false;
+  if (row.below !== undefined && bytes >= bound(row.below, tuning)) return false;
+  return row.fits?.(situation) ?? true;
 }
 
 /**
  * Chooses the algorithm for one call, as the seed's planner does with its policy:
- * - one rank, or `direct`: through the coordinator;
- * - `ring`: the collective's ring-family algorithm, on either transport (on tcp_host_staged its
- *   pieces travel the coordinator's point-to-point rails); collectives without one as `auto`;
- * - `auto`: on tcp_peer with the native data plane, the collective's native algorithm at any
- *   size where it has one; else from `ringThresholdBytes` the pairwise family where it fits
- *   (`pairwiseFits`), else the ring family; the exchange below it (pairwise or relayed through
- *   rank 0, see `exchangeOnMesh`); else direct.
+ * - one rank, or `direct`: the staged row (through the coordinator);
+ * - `ring`: the collective's ring-family row on the session's plane (on tcp_host_staged, the JS
+ *   plane's, its pieces travelling the coordinator's point-to-point rails); a collective without
+ *   one as `auto`;
+ * - `auto`: the first row of the session's plane that serves the size and fits; else staged.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
   const rows = table[collective] as readonly AlgorithmRow<N>[];
-  const direct = rows.find((row) => row.family === 'direct');
-  if (direct === undefined) throw new ConfigurationError(`no direct algorithm for ${collective}`);
-  const { tuning, worldSize, transport, bytes } = situation;
-  if (worldSize === 1 || tuning.algorithm === 'direct') return direct;
-  const ring = rows.find((row) => row.family === 'ring');
-  if (ring !== undefined && tuning.algorithm === 'ring') return ring;
-  if (transport !== 'tcp_peer') return direct;
-  const native = situation.nativeDataPlane === true ? rows.find((row) => row.family === 'native') : undefined;
-  if (native !== undefined) return native;
-  // A relayed exchange hands every rank all W tensors in one message (with 4 bytes of length
-  // each): past the frame limit go direct, which names the limit.
-  const exchange = (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES ? rows.find((row) => row.family === 'exchange') : undefined;
-  if (bytes < tuning.ringThresholdBytes) return exchange ?? direct;
-  const pairwise = pairwiseFits(situation) ? rows.find((row) => row.family === 'pairwise') : undefined;
-  return pairwise ?? ring ?? direct;
+  const staged = rows.find((row) => row.plane === 'coordinator');
+  if (staged === undefined) throw new ConfigurationError(`no staged algorithm for ${collective}`);
+  const { tuning, worldSize, plane } = situation;
+  if (worldSize === 1 || tuning.algorithm === 'direct') return staged;
+  if (tuning.algorithm === 'ring') {
+    const ringPlane = plane === 'coordinator' ? 'js' : plane;
+    const ring = rows.find((row) => row.family === 'ring' && row.plane === ringPlane);
+    if (ring !== undefined) return ring;
+  }
+  return rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
 }

@@ -6,7 +6,7 @@ import { makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { FrameChannel } from '../transport/frame-channel.js';
-import { formatEndpointTable, parseRankEndpoints, type SocketAddressText } from '../transport/peer-endpoint-config.js';
+import { formatEndpointTable, type RankEndpoints, readRankPublication } from '../transport/peer-endpoint-config.js';
 
 export interface EndpointExchangeOptions {
   readonly uniqueId: UniqueId;
@@ -17,8 +17,9 @@ export interface EndpointExchangeOptions {
 
 /**
  * tcp_peer set-up on the coordinator (the reference design's `exchange_peer_endpoints_server`):
- * every rank publishes its listen endpoints (one shared, or one per rail) as a PeerEndpoint frame
- * on its collective channel; once all have, every rank gets the whole table. An unspecified IP is
+ * every rank publishes its listen endpoints (one shared, or one per rail, the first with what it
+ * offers: the native data plane) as a PeerEndpoint frame on its collective channel; once all have,
+ * every rank gets the whole table. An unspecified IP is
  * replaced by the address the coordinator sees the rank connect from. A rank that does not
  * publish within the collective timeout fails the exchange, naming it.
  */
@@ -70,7 +71,7 @@ function missing(published: readonly boolean[], timeoutMs: number): TimeoutError
   return new TimeoutError(`direct peer endpoint exchange after ${timeoutMs} ms; missing ranks [${ranks.join(',')}]`);
 }
 
-function readPublication(frame: Frame, rank: number, worldSize: number, options: EndpointExchangeOptions, peerHost: string): SocketAddressText[] {
+function readPublication(frame: Frame, rank: number, worldSize: number, options: EndpointExchangeOptions, peerHost: string): RankEndpoints {
   const h = frame.header;
   const valid =
     h.opcode === Opcode.PeerEndpoint &&
@@ -97,5 +98,5 @@ function readPublication(frame: Frame, rank: number, worldSize: number, options:
   } catch {
     throw new ConfigurationError(`rank ${rank} direct peer endpoints are not UTF-8`);
   }
-  return parseRankEndpoints(text, rank, options.rails, peerHost);
+  return readRankPublication(text, rank, options.rails, peerHost);
 }

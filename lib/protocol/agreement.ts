@@ -2,6 +2,7 @@ import { ConfigurationError, ProtocolError } from '../errors.js';
 import { ANY_RANK, MAX_U64 } from './constants.js';
 import { elementTypeName, type ElementType } from './element-type.js';
 import { opcodeName, type Opcode } from './opcode.js';
+import { layoutName } from './layout-hash.js';
 import { REDUCE_OPS } from './reduce-op.js';
 
 /** What one rank says the next collective is; every rank must say the same. */
@@ -20,7 +21,7 @@ export function describeOperation(descriptor: OperationDescriptor): string {
   const op = descriptor.reduceOp === 0 ? 'none' : (REDUCE_OPS[descriptor.reduceOp - 1] ?? `unknown(${descriptor.reduceOp})`);
   return (
     `{${opcodeName(descriptor.opcode)} ${elementTypeName(descriptor.elementType)} root ${root} ` +
-    `count ${descriptor.elementCount} op ${op} layout ${descriptor.layoutHash}}`
+    `count ${descriptor.elementCount} op ${op} layout ${layoutName(descriptor.layoutHash)}}`
   );
 }
 

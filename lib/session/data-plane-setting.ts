@@ -1,12 +1,14 @@
 import { ConfigurationError } from '../errors.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
+import type { DataPlaneOffer } from '../transport/peer-endpoint-config.js';
 
 /**
  * Who moves a tcp_peer session's collective data: `native`, the addon's data plane (a C++ thread
- * over data links of its own; docs/architecture.md), or `js`, the event loop over the mesh. Every
- * rank of a job must use the same (a rank that does not refuses the others' data links by name).
- * `auto` is `native` where every rank of the job advertises this rank's host (one machine: one
- * install, so every rank decides alike from the endpoint table) and the addon loads, else `js`.
+ * over data links of its own; docs/architecture.md), or `js`, the event loop over the mesh. A rank
+ * offers the plane in its endpoint publication unless it is `js` (docs/protocol.md 8.3), and every
+ * rank decides from the table alike (`usesNativeDataPlane`): `auto` runs it where every rank offers
+ * it and every rank advertises one host; a rank asking for `native` makes the job run it wherever
+ * every rank offers it, and fail at set-up, naming the ranks, where some do not.
  */
 export type DataPlaneSetting = 'native' | 'js' | 'auto';
 
@@ -32,7 +34,26 @@ export function resolveDataPlane(option: string | undefined, variable: string | 
   return 'native';
 }
 
-/** Whether a session uses the native data plane, once the endpoint table says who shares its host. */
-export function usesNativeDataPlane(setting: DataPlaneSetting, processesOnHost: number, worldSize: number): boolean {
-  return setting === 'native' || (setting === 'auto' && processesOnHost === worldSize);
+/** What a rank publishes of its setting: `js` offers nothing. */
+export function dataPlaneOffer(setting: DataPlaneSetting): DataPlaneOffer | null {
+  return setting === 'js' ? null : setting;
+}
+
+/**
+ * Whether the job runs the native data plane, decided alike on every rank from the endpoint
+ * table's offers: every rank must offer it, and either one asks for it (`native`) or every rank
+ * is on one host (`processesOnHost`, this rank's count of ranks sharing its host). Ranks asking
+ * for it where others do not offer it cannot have it: every rank fails with the same error,
+ * naming both.
+ */
+export function usesNativeDataPlane(offers: readonly (DataPlaneOffer | null)[], processesOnHost: number): boolean {
+  const asking = offers.flatMap((offer, rank) => (offer === 'native' ? [rank] : []));
+  const without = offers.flatMap((offer, rank) => (offer === null ? [rank] : []));
+  if (without.length > 0 && asking.length > 0) {
+    throw new ConfigurationError(
+      `ranks [${asking.join(',')}] ask for the native data plane (GX1_DATA_PLANE=native), but ranks [${without.join(',')}] do not offer it ` +
+        '(GX1_DATA_PLANE=js, TLS, no native addon, or another GX1 implementation): use auto or js on every rank',
+    );
+  }
+  return without.length === 0 && (asking.length > 0 || processesOnHost === offers.length);
 }

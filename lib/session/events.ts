@@ -1,11 +1,14 @@
 import type { CollectiveName } from '../collectives/algorithm.js';
+import type { Plane } from '../collectives/select.js';
 
-/** What every collective event says: which call, by which algorithm. */
+/** What every collective event says: which call, by which algorithm, on which plane. */
 interface CollectiveFields {
   /** The collective's place in this session's call order (0, 1, ...): the same on every rank. */
   readonly sequence: number;
   readonly collective: CollectiveName;
   readonly algorithm: string;
+  /** Where it ran: the native data plane, the JS plane (the event loop over the links), or the coordinator. */
+  readonly plane: Plane;
 }
 
 /**
@@ -29,11 +32,11 @@ export type SessionEvent =
 export function describeSessionEvent(event: SessionEvent): string {
   switch (event.type) {
     case 'collective-started':
-      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}) ${event.bytes} bytes started`;
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}, ${event.plane}) ${event.bytes} bytes started`;
     case 'collective-finished':
-      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}) ${event.bytes} bytes in ${event.durationMs.toFixed(3)} ms`;
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}, ${event.plane}) ${event.bytes} bytes in ${event.durationMs.toFixed(3)} ms`;
     case 'collective-failed':
-      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}) failed: ${errorMessage(event.error)}`;
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}, ${event.plane}) failed: ${errorMessage(event.error)}`;
     case 'p2p-sent':
       return `sent ${event.bytes} bytes to rank ${event.destination} tag ${event.tag} rail ${event.rail} in ${event.durationMs.toFixed(3)} ms`;
     case 'p2p-received':

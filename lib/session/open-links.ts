@@ -15,13 +15,15 @@ import { StagedLinks } from '../transport/links/staged-links.js';
 import {
   bindPeerListeners,
   formatRankEndpoints,
-  parseEndpointTable,
+  readEndpointTable,
   type PeerEndpointConfiguration,
   peerEndpointConfigurationFromEnvironment,
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
 import { DataPlane, type DataPlaneEngine } from '../transport/data-plane.js';
-import { usesNativeDataPlane } from './data-plane-setting.js';
+import type { NativePlane } from '../collectives/schedule/native-plane.js';
+import { addonPlane } from '../collectives/schedule/plane-executor.js';
+import { dataPlaneOffer, usesNativeDataPlane } from './data-plane-setting.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { SessionFailure } from '../transport/session-failure.js';
@@ -37,6 +39,8 @@ export interface OpenedLinks {
   readonly sockets: readonly Socket[];
   /** The job's processes on this host, where the links tell (see `busyPollMicros`); null: not known. */
   readonly processesOnHost: number | null;
+  /** The native data plane, where the job runs one (tcp_peer), else null. */
+  readonly nativePlane: NativePlane | null;
 }
 
 /**
@@ -50,8 +54,8 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
   if (options.transport === 'tcp_peer') {
     const collective = await connectChannel(address, join(options, null));
     try {
-      const { links, sockets, processesOnHost } = await openMeshLinks(collective, address, options, owner, timeoutMs);
-      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost };
+      const { links, sockets, processesOnHost, nativePlane } = await openMeshLinks(collective, address, options, owner, timeoutMs);
+      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane };
     } catch (error) {
       collective.destroy();
       throw error;
@@ -65,6 +69,7 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
     links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
     sockets: channels.map((channel) => channel.socket),
     processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
+    nativePlane: null,
   };
 }
 
@@ -95,7 +100,7 @@ async function openMeshLinks(
   options: ResolvedSessionOptions,
   owner: RailOwner,
   timeoutMs: () => number,
-): Promise<{ links: MeshLinks; sockets: Socket[]; processesOnHost: number }> {
+): Promise<{ links: MeshLinks; sockets: Socket[]; processesOnHost: number; nativePlane: NativePlane | null }> {
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
@@ -105,15 +110,17 @@ async function openMeshLinks(
   for (const server of listeners.servers) warnIfUnauthenticated((server.address() as AddressInfo).address, options.secret, 'direct peer listener');
   let control: RailClient | null = null;
   try {
-    const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints), options);
-    const processesOnHost = meshProcessesOnHost(table, rank);
+    const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints, dataPlaneOffer(options.dataPlane)), options);
+    const processesOnHost = meshProcessesOnHost(table.endpoints, rank);
     const controlChannel = await connectChannel(address, join(options, 0));
     control = new RailClient(controlChannel, owner, 0);
     let mesh: PeerMesh;
     try {
+      // Decided alike on every rank, before a link is dialled.
+      const dataLinks = usesNativeDataPlane(table.dataPlanes, processesOnHost);
       mesh = await PeerMesh.connect({
-        identity: { uniqueId, rank, worldSize, rails, dataLinks: usesNativeDataPlane(options.dataPlane, processesOnHost, worldSize) },
-        endpoints: table,
+        identity: { uniqueId, rank, worldSize, rails, dataLinks },
+        endpoints: table.endpoints,
         incoming,
         timeoutMs: options.timeoutMs,
         scheduler: options.scheduler,
@@ -126,11 +133,12 @@ async function openMeshLinks(
       throw error;
     }
     mesh.failureHandler = (error) => owner.failure.fail(error);
-    const dataLinks = mesh.dataLinks;
+    const sockets = mesh.dataLinks;
     return {
-      links: new MeshLinks(mesh, control, owner.failure, timeoutMs, dataLinks === null ? null : DataPlane.open(nativeEngine(), rank, worldSize, dataLinks)),
+      links: new MeshLinks(mesh, control, owner.failure, timeoutMs),
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,
+      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets), rank, worldSize),
     };
   } catch (error) {
     control?.close();
@@ -157,7 +165,7 @@ async function exchangeEndpoints(collective: FrameChannel, endpoints: string, op
   if (h.opcode !== Opcode.PeerEndpoint || h.elementType !== ElementType.U8 || h.tag !== BigInt(rails) || h.elementCount !== response.payload.length) {
     throw new ConfigurationError('coordinator returned an invalid direct peer endpoint table');
   }
-  return parseEndpointTable(frameText(response), worldSize, rails);
+  return readEndpointTable(frameText(response), worldSize, rails);
 }
 
 /** The addon's data-plane engine (resolving `dataPlane: 'native'` checked that it loads). */

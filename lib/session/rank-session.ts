@@ -2,8 +2,11 @@ import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable
 import { defer, lastValueFrom, map, mergeMap, Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { PIECE_BYTES } from '../collectives/peer-data.js';
-import { agreeBeforeCoordinator } from '../collectives/native-collective.js';
-import { selectAlgorithm } from '../collectives/select.js';
+import { runRow } from '../collectives/run-scheduled.js';
+import type { NativePlane } from '../collectives/schedule/native-plane.js';
+import { agreeBeforeCoordinator } from '../collectives/schedule/plane-executor.js';
+import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
+import { type AlgorithmRow, type Plane, selectAlgorithm, sessionPlane } from '../collectives/select.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { validateReduction } from '../kernels/index.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
@@ -99,6 +102,8 @@ export interface SessionParts {
   readonly scheduler: SchedulerLike;
   /** Every rank on one host (default false): large all-reduces, all-gathers, reduce-scatters and broadcasts then go pairwise under `auto`. */
   readonly ranksShareHost?: boolean;
+  /** The native data plane (tcp_peer), where the job runs one; default none (the JS plane). */
+  readonly nativePlane?: NativePlane | null;
 }
 
 /**
@@ -131,8 +136,10 @@ export class RankSession {
   private readonly deadlines: LazyDeadlines;
   private closed = false;
   private meshSequence = 0n;
-  /** The links have the native data plane (see `Situation`). */
-  private readonly nativeDataPlane: boolean;
+  /** Where this session's scheduled collectives run (see `Situation`). */
+  private readonly plane: Plane;
+  /** The (collective, algorithm, plane) choices already named on the debug log. */
+  private readonly named = new Set<string>();
   /** Ordered operations submitted so far: the next one's `sequence` in events. */
   private submitted = 0;
   /**
@@ -157,12 +164,16 @@ export class RankSession {
     scratch: BufferPool,
     /** Every rank shares this rank's host (see `Situation`). */
     private readonly ranksShareHost: boolean,
+    /** The native data plane, where the job runs one. */
+    private readonly nativePlane: NativePlane | null,
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
-    this.nativeDataPlane = Boolean(links.dataPlane);
+    this.plane = sessionPlane(transport, nativePlane !== null);
     failure.failure$.subscribe({
       error: (error: unknown) => {
+        // A native collective ends with the session, at once.
+        nativePlane?.end();
         if (this.events.observed) this.events.next({ type: 'failed', error });
       },
     });
@@ -173,9 +184,8 @@ export class RankSession {
       worldSize,
       // In a native session the ranks meet on the data links first (`agreeBeforeCoordinator`).
       coordinate: (request, parts, useScratch) => {
-        const plane = links.dataPlane;
-        if (!plane || worldSize === 1) return coordinator.exchange(request, parts, useScratch);
-        return agreeBeforeCoordinator(plane, this.context, request).pipe(mergeMap(() => coordinator.exchange(request, parts, useScratch)));
+        if (nativePlane === null || worldSize === 1) return coordinator.exchange(request, parts, useScratch);
+        return agreeBeforeCoordinator(nativePlane, this.context, request).pipe(mergeMap(() => coordinator.exchange(request, parts, useScratch)));
       },
       scratch,
       ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
@@ -185,7 +195,9 @@ export class RankSession {
       nextMeshSequence: () => this.meshSequence++,
       timeoutMs: () => timeout.ms,
       deadlines: this.deadlines,
-      abort: (reason) => void links.abort(reason),
+      abort: (reason) => void this.abortLinks(reason),
+      nativePlane,
+      schedules: new ScheduleCache(),
     };
   }
 
@@ -193,11 +205,11 @@ export class RankSession {
     const failure = new SessionFailure();
     const timeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost } = await openLinks(options, failure, () => timeout.ms);
+    const { collective, links, sockets, processesOnHost, nativePlane } = await openLinks(options, failure, () => timeout.ms);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
-        `(${options.transport}, ${links.rails} rails, busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
+        `(${options.transport}, ${links.rails} rails, ${dataPlaneText(options.transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
     // One pool for the session's scratch and the staged responses it reduces, so that a reduction
@@ -218,6 +230,7 @@ export class RankSession {
       options.scheduler,
       scratch,
       options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
+      nativePlane,
     );
     logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
@@ -228,7 +241,8 @@ export class RankSession {
   static over(parts: SessionParts): RankSession {
     const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
     const shared = parts.ranksShareHost ?? false;
-    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], new EventLoopHold([]), scheduler, new BufferPool(), shared);
+    const hold = new EventLoopHold([]);
+    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], hold, scheduler, new BufferPool(), shared, parts.nativePlane ?? null);
   }
 
   /**
@@ -650,7 +664,7 @@ export class RankSession {
   async abort(message: string): Promise<void> {
     const text = String(message);
     if (text.length === 0) throw new ConfigurationError('abort message must not be empty');
-    if (this.links.abort(text) === 0) throw new ChannelClosedError(`rank ${this.rank} could not send its abort: every rail is closed`);
+    if (this.abortLinks(text) === 0) throw new ChannelClosedError(`rank ${this.rank} could not send its abort: every rail is closed`);
   }
 
   /**
@@ -667,6 +681,7 @@ export class RankSession {
       this.stopLeavingOnExit();
       this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
       this.queue.close();
+      this.nativePlane?.close();
       this.links.close();
       this.coordinator.close();
       this.deadlines.stop();
@@ -683,7 +698,11 @@ export class RankSession {
   /** Probes the links and makes the best ring of what was measured this session's ring (GX1_TOPOLOGY_LINKS=probe). */
   private async useProbedRing(): Promise<void> {
     const topology = await this.probeTopology();
-    if (this.tuning.ringOrder === null) (this.context as { ringOrder: readonly number[] }).ringOrder = bestRingOrder(topology);
+    if (this.tuning.ringOrder !== null) return;
+    (this.context as { ringOrder: readonly number[] }).ringOrder = bestRingOrder(topology);
+    // Schedules written for the old ring are stale.
+    this.context.schedules.clear();
+    this.nativePlane?.forget();
   }
 
   /**
@@ -732,15 +751,16 @@ export class RankSession {
       return throwError(() => error);
     }
     const size = typeof bytes === 'number' ? bytes : bytes();
-    const row = selectAlgorithm(collective, { transport: this.transport, worldSize: this.worldSize, bytes: size, tuning: this.tuning, ranksShareHost: this.ranksShareHost, nativeDataPlane: this.nativeDataPlane });
+    const row = selectAlgorithm(collective, { transport: this.transport, plane: this.plane, worldSize: this.worldSize, bytes: size, tuning: this.tuning, ranksShareHost: this.ranksShareHost });
+    this.nameChoice(collective, row, size);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
-    // only takes a core from it (2 ranks, 8 B: 85 us a call without, 170 us with).
-    const busyPoll = row.family !== 'native';
+    // only takes a core from it.
+    const busyPoll = row.plane !== 'native';
     return this.queued((sequence) => {
-      const run = row.run(this.links, request, this.context);
+      const run = runRow(collective, row, this.links, request, this.context);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!this.events.observed) return run;
-      const base = { sequence, collective, algorithm: row.name };
+      const base = { sequence, collective, algorithm: row.name, plane: row.plane };
       this.events.next({ type: 'collective-started', ...base, bytes: size });
       const started = performance.now();
       return run.pipe(
@@ -750,6 +770,24 @@ export class RankSession {
         }),
       );
     }, busyPoll);
+  }
+
+  /**
+   * Says on the debug log (info) which algorithm and plane a collective takes, the first time it
+   * takes them (a size that changes the choice says so again).
+   */
+  private nameChoice(collective: CollectiveName, row: AlgorithmRow<CollectiveName>, bytes: number): void {
+    if (!debugLog.enabled('info')) return;
+    const choice = `${collective} ${row.name} ${row.plane}`;
+    if (this.named.has(choice)) return;
+    this.named.add(choice);
+    debugLog.info(`rank ${this.rank} ${collective} of ${bytes} bytes runs ${row.name} on the ${row.plane === 'js' ? 'JS' : row.plane} plane`);
+  }
+
+  /** Tells every rank to end the job, and stops this rank's own native collective now (not when the abort comes back). */
+  private abortLinks(reason: string): number {
+    this.nativePlane?.end();
+    return this.links.abort(reason);
   }
 
   /**
@@ -778,6 +816,12 @@ export class RankSession {
     const rail = options?.rail;
     return rail === undefined ? Number(tag % BigInt(this.rails)) : checkRail(rail, this.rails);
   }
+}
+
+/** What the join line says of the data plane: tcp_peer has one, native or JS. */
+function dataPlaneText(transport: CollectiveTransport, nativePlane: NativePlane | null): string {
+  if (transport !== 'tcp_peer') return '';
+  return nativePlane === null ? 'JS data plane, ' : 'native data plane, ';
 }
 
 function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {

@@ -19,4 +19,6 @@ export * from './program.js';
 export * from './faults.js';
 export { memoryJob, type MemoryJob, type MemoryJobOptions, type MemoryRank, type MemoryTraffic } from './memory-job.js';
 export * from './simulate-job.js';
+export { type ModelMemory, runScheduleModel, ScheduleModelError, type ScheduleModelResult } from './schedule-model.js';
+export { MEMORY_DATA_LINK_TAG, memoryDataPlane } from './memory-data-plane.js';
 export * from './verdict.js';

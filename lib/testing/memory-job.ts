@@ -28,6 +28,9 @@ import { SessionFailure } from '../transport/session-failure.js';
 import { TagMatcher } from '../transport/tag-matcher.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { concatBytes } from './bytes.js';
+import { memoryDataPlane } from './memory-data-plane.js';
+import type { NativePlane } from '../collectives/schedule/native-plane.js';
+import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
 import { flipBit } from './arbitraries/corruptions.js';
 import type { LinkFault } from './faults.js';
 
@@ -70,6 +73,8 @@ interface Posted {
 export interface MemoryRank {
   readonly links: SessionLinks;
   readonly context: CollectiveContext;
+  /** The model of the native data plane (`dataPlane: 'native'`), else null. */
+  readonly nativePlane: NativePlane | null;
   /** This rank's one failure: an abort from any rank, a timeout, a link error. */
   readonly failure: SessionFailure;
 }
@@ -84,6 +89,11 @@ export interface MemoryJobOptions {
   /** The clock of every timeout (default asyncScheduler; a VirtualTimeScheduler makes them exact). */
   readonly scheduler?: SchedulerLike;
   readonly agreement?: CollectiveContext['agreement'];
+  /**
+   * `native`: every rank has a model of the native data plane (`memoryDataPlane`) over the links,
+   * as a tcp_peer job on one host has by default; default `js`, none.
+   */
+  readonly dataPlane?: 'native' | 'js';
   /** Per-rank changes to the context (say, a rank configured with another ring). */
   readonly contextOf?: (rank: number) => Partial<CollectiveContext>;
   /** Drops, delays and corruptions of messages between ranks. */
@@ -282,6 +292,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       close: () => undefined,
     };
     const meshSequence = { next: 0n };
+    const nativePlane = options.dataPlane === 'native' ? memoryDataPlane(links, deadlines) : null;
     const context: CollectiveContext = {
       rank,
       worldSize,
@@ -295,9 +306,11 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       timeoutMs: () => timeoutMs,
       deadlines,
       abort: (reason) => abort(reason, rank),
+      nativePlane,
+      schedules: new ScheduleCache(),
       ...options.contextOf?.(rank),
     };
-    return { links, context, failure };
+    return { links, context, failure, nativePlane };
   });
 
   return {

@@ -48,6 +48,12 @@ export interface SimulateJobOptions {
   /** Parallel links between every pair of ranks (default 1). */
   readonly rails?: number;
   readonly transport: CollectiveTransport;
+  /**
+   * tcp_peer: who moves collective data. `native` (the default, as on one host) runs every
+   * scheduled collective on a model of the native data plane (`memoryDataPlane`); `js` on the
+   * event loop over the links.
+   */
+  readonly dataPlane?: 'native' | 'js';
   /** GX1_COLLECTIVE_ALGORITHM: auto (default), direct or ring. */
   readonly algorithm?: Exclude<AlgorithmPolicy, 'hierarchical'>;
   readonly ringOrder?: readonly number[];
@@ -94,7 +100,9 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
   const faults = options.faults ?? [];
   const clock = new VirtualTimeScheduler();
   const timeoutMs = options.timeoutMs ?? 60_000;
+  const dataPlane = transport === 'tcp_peer' ? (options.dataPlane ?? 'native') : 'js';
   const job = memoryJob(worldSize, {
+    dataPlane,
     rails: options.rails ?? 1,
     scheduler: clock,
     timeoutMs,
@@ -120,8 +128,11 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
     virtualTimeMs = clock.now();
   };
 
-  const sessions = job.ranks.map(({ links, context, failure }, rank) => {
+  const sessions = job.ranks.map(({ links, context, failure, nativePlane }, rank) => {
     const session = RankSession.over({
+      nativePlane,
+      // One host, as a job simulated in one process stands for.
+      ranksShareHost: true,
       rank,
       worldSize,
       transport,

@@ -27,15 +27,18 @@ export interface NativeOutcome {
 }
 
 /**
- * One session's engine in the addon: one collective at a time, its outcome to `done` on the JS
- * thread, before the call returns when it was over within a moment (a small one runs on the
- * calling thread first, for at most 1 ms), else later.
+ * One session's engine in the addon (native/data_plane_entry.cc): the schedules it was given, and
+ * one collective at a time, its outcome to `done` on the JS thread, before the call returns when it
+ * was over within a moment (a small one runs on the calling thread first, for at most 1 ms), else
+ * later.
  */
 export interface NativeDataPlane {
-  /** `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
-  allReduce(pairwise: boolean, scatter: boolean, dtype: number, op: number, input: Uint8Array, output: Uint8Array, count: number, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
-  /** One message each way with every peer: `sends[p]` to p, p's into `receives[p]` (a missing entry: header only), `sends[q]` relaying `receives[forwards[q]]`. */
-  exchange(sends: readonly (Uint8Array | undefined)[], receives: readonly (Uint8Array | undefined)[], forwards: readonly number[], header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
+  /** Decodes and keeps a schedule (`encodeProgram` in lib/collectives/schedule/plane-executor.ts); returns its id. */
+  compile(program: Float64Array): number;
+  /** Forgets a compiled schedule. */
+  release(program: number): void;
+  /** Runs compiled schedule `program` over `input` and `output`; `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
+  run(program: number, input: Uint8Array, output: Uint8Array, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
   /** Ends the running collective and every later one with "aborted". */
   wake(): void;
   /** Wakes, then waits for the engine's thread; the sockets stay open. */
@@ -53,47 +56,15 @@ export interface PlaneCall {
   readonly timeoutMs: number;
 }
 
-/** One all-reduce for the engine: element codes as on the wire. */
-export interface NativeAllReduce extends PlaneCall {
-  /** Reduce-scatter + all-gather between every pair (large tensors); else every rank sends all its data to all. */
-  readonly pairwise: boolean;
-  /**
-   * A reduce-scatter (pairwise only, a count the world size divides): the pairwise schedule's
-   * first step alone, `output` this rank's reduced segment (count / W elements; it may be that
-   * segment of the input).
-   */
-  readonly scatter?: boolean;
-  readonly elementType: number;
-  readonly reduceOp: number;
-  readonly input: Uint8Array;
-  /** Exactly the result's size; may be the input itself (its own segment, for a reduce-scatter). */
-  readonly output: Uint8Array;
-  readonly count: number;
-}
-
-/**
- * One message each way between this rank and every peer (native/data_plane.h `ExchangeJob`): the
- * header then `sends[p]` to rank p, rank p's header then its payload straight into `receives[p]`.
- * A missing entry is a header-only message; the sizes are what both sides' descriptors imply.
- * Receives must not overlap each other or a send, unless the send forwards it.
- */
-export interface NativeExchange extends PlaneCall {
-  readonly sends: readonly (Uint8Array | undefined)[];
-  readonly receives: readonly (Uint8Array | undefined)[];
-  /**
-   * By peer: `forwards[q] = f` makes `sends[q]` a relay of `receives[f]` (the same bytes), sent on
-   * as far as they have arrived (a chain's middle rank); default none.
-   */
-  readonly forwards?: readonly number[];
-}
+/** Compiled schedules a plane keeps: a collective's shapes repeat, so each is compiled once. */
+export const PLANE_PROGRAMS = 64;
 
 /**
  * The native data plane of a tcp_peer session (docs/architecture.md, "The native data plane"): a
- * C++ thread that runs a collective's data phase over the session's data links (the sockets
- * `PeerMesh` opened for it and stopped reading), one collective at a time, without the event loop
- * in between its messages. Nothing here knows what a collective means: the algorithms
- * (lib/collectives/<collective>/native.ts) build the job and turn its `NativeOutcome` into the
- * session's errors.
+ * C++ thread that runs collective schedules over the session's data links (the sockets `PeerMesh`
+ * opened for it and stopped reading), one collective at a time, without the event loop in between
+ * its messages. Nothing here knows what a collective means: lib/collectives/schedule/plane-executor.ts
+ * compiles the schedules and turns a `NativeOutcome` into the session's errors.
  *
  * `end()` (the session failed, aborted or is closing) stops a running collective at once and every
  * later one; `close()` also closes the data links, once the engine let go of them.
@@ -103,6 +74,8 @@ export class DataPlane {
   private closing = false;
   /** Where each collective's header is encoded: the engine copies it, so one serves every call. */
   private readonly header = new Uint8Array(DESCRIPTOR_BYTES);
+  /** Compiled schedules by the caller's key, oldest first. */
+  private readonly programs = new Map<string, number>();
 
   private constructor(
     private readonly engine: NativeDataPlane,
@@ -124,27 +97,40 @@ export class DataPlane {
   }
 
   /**
-   * Cold: runs the all-reduce on subscribe and emits how it ended: undefined when it is done,
-   * else the engine's outcome. The buffers must stay untouched until then; a subscriber that
-   * leaves early (the session failed: `end()` follows) gets nothing.
+   * The compiled schedule known as `key`, compiled from `encode()` the first time (the oldest of
+   * more than PLANE_PROGRAMS is forgotten).
    */
-  allReduce(job: NativeAllReduce): Observable<NativeOutcome | undefined> {
-    return this.run(job, (header, done) => this.engine.allReduce(job.pairwise, job.scatter === true, job.elementType, job.reduceOp, job.input, job.output, job.count, header, job.timeoutMs, done));
+  program(key: string, encode: () => Float64Array): number {
+    const known = this.programs.get(key);
+    if (known !== undefined) return known;
+    const program = this.engine.compile(encode());
+    this.programs.set(key, program);
+    if (this.programs.size > PLANE_PROGRAMS) {
+      const [oldestKey, oldest] = this.programs.entries().next().value as [string, number];
+      this.programs.delete(oldestKey);
+      this.engine.release(oldest);
+    }
+    return program;
   }
 
-  /** Cold: runs the exchange on subscribe, as `allReduce`. */
-  exchange(job: NativeExchange): Observable<NativeOutcome | undefined> {
-    return this.run(job, (header, done) => this.engine.exchange(job.sends, job.receives, job.forwards ?? [], header, job.timeoutMs, done));
+  /** Forgets every compiled schedule (the schedules' inputs changed: a new ring order). */
+  forgetPrograms(): void {
+    for (const program of this.programs.values()) this.engine.release(program);
+    this.programs.clear();
   }
 
-  /** Starts one engine call with `call`'s header encoded, and emits its outcome. */
-  private run(call: PlaneCall, start: (header: Uint8Array, done: (outcome?: NativeOutcome) => void) => void): Observable<NativeOutcome | undefined> {
+  /**
+   * Cold: runs compiled schedule `program` on subscribe and emits how it ended: undefined when it
+   * is done, else the engine's outcome. The buffers must stay untouched until then; a subscriber
+   * that leaves early (the session failed: `end()` follows) gets nothing.
+   */
+  run(program: number, input: Uint8Array, output: Uint8Array, call: PlaneCall): Observable<NativeOutcome | undefined> {
     return new Observable<NativeOutcome | undefined>((subscriber) => {
       encodeDescriptor(call.descriptor, call.sequence, this.header);
-      // `done` may come before `start` returns: a small collective runs on this thread first.
+      // `done` may come before `run` returns: a small collective runs on this thread first.
       this.running = true;
       try {
-        start(this.header, (outcome) => {
+        this.engine.run(program, input, output, this.header, call.timeoutMs, (outcome) => {
           this.running = false;
           if (this.closing) this.release();
           subscriber.next(outcome);

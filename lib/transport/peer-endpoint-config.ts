@@ -268,33 +268,71 @@ function usesSharedEndpoint(endpoints: readonly SocketAddressText[]): boolean {
 }
 
 /**
- * A rank's own endpoints as it publishes them to the coordinator: one line when every rail
- * shares one endpoint, else one line per rail.
+ * What a rank offers beyond its endpoints: the native data plane (docs/protocol.md 8.3, 9.9), as
+ * `auto` (it runs the plane where the job decides for it) or `native` (it asks for it). A rank that
+ * offers nothing (GX1_DATA_PLANE=js, TLS, no addon, another GX1 implementation) runs the JS plane,
+ * and so does the whole job with it.
  */
-export function formatRankEndpoints(endpoints: readonly SocketAddressText[]): string {
-  const published = usesSharedEndpoint(endpoints) ? endpoints.slice(0, 1) : endpoints;
-  return published.map(formatEndpoint).join('\n');
+export type DataPlaneOffer = 'auto' | 'native';
+
+const DATA_PLANE_ATTRIBUTE = 'data-plane=';
+
+/** A rank's entry in the endpoint table: an endpoint per rail, and its data-plane offer. */
+export interface RankEndpoints {
+  readonly endpoints: readonly SocketAddressText[];
+  readonly dataPlane: DataPlaneOffer | null;
+}
+
+/** The table every rank gets: `endpoints[rank][rail]`, and each rank's offer. */
+export interface EndpointTable {
+  readonly endpoints: SocketAddressText[][];
+  readonly dataPlanes: (DataPlaneOffer | null)[];
+}
+
+/** A rank's first line carries its offer, after a space. */
+function withOffer(line: string, offer: DataPlaneOffer | null): string {
+  return offer === null ? line : `${line} ${DATA_PLANE_ATTRIBUTE}${offer}`;
+}
+
+/** One line of a publication or table: the endpoint, and the offer where the line may carry one. */
+function readLine(line: string, mayOffer: boolean, where: string): { endpoint: SocketAddressText | undefined; offer: DataPlaneOffer | null } {
+  const [address = '', ...attributes] = line.split(' ');
+  let offer: DataPlaneOffer | null = null;
+  for (const attribute of attributes) {
+    const value = attribute.startsWith(DATA_PLANE_ATTRIBUTE) ? attribute.slice(DATA_PLANE_ATTRIBUTE.length) : undefined;
+    if (!mayOffer || offer !== null || (value !== 'auto' && value !== 'native')) {
+      throw new ConfigurationError(`${where} ${JSON.stringify(line)} has an attribute it cannot carry: ${JSON.stringify(attribute)} (only a rank's first line may carry data-plane=auto or data-plane=native)`);
+    }
+    offer = value;
+  }
+  return { endpoint: socketAddressOf(address), offer };
 }
 
 /**
- * What the coordinator makes of rank `rank`'s published endpoints: one shared line or `rails`
- * lines, no port zero, and an unspecified address replaced by `peerHost`, the address the
- * rank's control connection came from. Returns one endpoint per rail.
+ * A rank's own endpoints as it publishes them to the coordinator: one line when every rail
+ * shares one endpoint, else one line per rail; the first carries its data-plane offer.
  */
-export function parseRankEndpoints(
-  text: string,
-  rank: number,
-  rails: number,
-  peerHost: string,
-): SocketAddressText[] {
+export function formatRankEndpoints(endpoints: readonly SocketAddressText[], dataPlane: DataPlaneOffer | null = null): string {
+  const published = usesSharedEndpoint(endpoints) ? endpoints.slice(0, 1) : endpoints;
+  return published.map((endpoint, line) => (line === 0 ? withOffer(formatEndpoint(endpoint), dataPlane) : formatEndpoint(endpoint))).join('\n');
+}
+
+/**
+ * What the coordinator makes of rank `rank`'s publication: one shared line or `rails` lines, no
+ * port zero, an unspecified address replaced by `peerHost`, the address the rank's control
+ * connection came from; one endpoint per rail, and the rank's offer.
+ */
+export function readRankPublication(text: string, rank: number, rails: number, peerHost: string): RankEndpoints {
   const entries = lines(text);
   if (entries.length !== 1 && entries.length !== rails) {
     throw new ConfigurationError(
       `rank ${rank} published ${entries.length} direct peer endpoints, expected one shared endpoint or ${rails} rail endpoints`,
     );
   }
+  let dataPlane: DataPlaneOffer | null = null;
   const endpoints = entries.map((entry, rail) => {
-    const endpoint = socketAddressOf(entry);
+    const { endpoint, offer } = readLine(entry, rail === 0, `rank ${rank} direct peer endpoint line`);
+    if (rail === 0) dataPlane = offer;
     if (endpoint === undefined) {
       throw new ConfigurationError(
         `rank ${rank} direct peer endpoint ${JSON.stringify(entry)} for rail ${rail} is invalid: ${SOCKET_ADDRESS_SYNTAX}`,
@@ -306,43 +344,56 @@ export function parseRankEndpoints(
     if (!isUnspecified(endpoint.host)) return endpoint;
     return { host: canonicalIp(peerHost) ?? peerHost, port: endpoint.port };
   });
-  return endpoints.length === 1 ? Array.from({ length: rails }, () => endpoints[0]!) : endpoints;
+  return { endpoints: endpoints.length === 1 ? Array.from({ length: rails }, () => endpoints[0]!) : endpoints, dataPlane };
+}
+
+/** `readRankPublication`'s endpoints alone. */
+export function parseRankEndpoints(text: string, rank: number, rails: number, peerHost: string): SocketAddressText[] {
+  return [...readRankPublication(text, rank, rails, peerHost).endpoints];
 }
 
 /**
- * The table the coordinator returns to every rank, `table[rank][rail]`. While every rank uses
- * one shared endpoint it keeps the original one-line-per-rank layout, so deployments with a
- * scalar GX1_P2P_LISTEN_ADDR keep their wire form; otherwise it lists every rank's rails in turn.
+ * The table the coordinator returns to every rank. While every rank uses one shared endpoint it
+ * keeps the original one-line-per-rank layout, so deployments with a scalar GX1_P2P_LISTEN_ADDR
+ * keep their wire form; otherwise it lists every rank's rails in turn. Each rank's first line
+ * carries its offer.
  */
-export function formatEndpointTable(table: readonly (readonly SocketAddressText[])[]): string {
-  const compact = table.every(usesSharedEndpoint);
-  return table
-    .flatMap((endpoints) => (compact ? endpoints.slice(0, 1) : endpoints))
-    .map(formatEndpoint)
+export function formatEndpointTable(table: readonly (RankEndpoints | readonly SocketAddressText[])[]): string {
+  const entries = table.map((entry): RankEndpoints => ('endpoints' in entry ? entry : { endpoints: entry, dataPlane: null }));
+  const compact = entries.every((entry) => usesSharedEndpoint(entry.endpoints));
+  return entries
+    .flatMap(({ endpoints, dataPlane }) => (compact ? endpoints.slice(0, 1) : endpoints).map((endpoint, line) => (line === 0 ? withOffer(formatEndpoint(endpoint), dataPlane) : formatEndpoint(endpoint))))
     .join('\n');
 }
 
-/** Reads either layout of `formatEndpointTable` back into `table[rank][rail]`. */
-export function parseEndpointTable(text: string, worldSize: number, rails: number): SocketAddressText[][] {
-  const flat = lines(text).map((entry) => {
-    const endpoint = socketAddressOf(entry);
-    if (endpoint === undefined) {
-      throw new ConfigurationError(
-        `direct peer endpoint ${JSON.stringify(entry)} is invalid: ${SOCKET_ADDRESS_SYNTAX}`,
-      );
-    }
-    return endpoint;
-  });
-  if (flat.length === worldSize) {
-    return flat.map((endpoint) => Array.from({ length: rails }, () => endpoint));
-  }
-  const expected = worldSize * rails;
-  if (flat.length !== expected) {
+/** Reads either layout of `formatEndpointTable` back: every rank's endpoints by rail, and its offer. */
+export function readEndpointTable(text: string, worldSize: number, rails: number): EndpointTable {
+  const entries = lines(text);
+  const perRank = entries.length === worldSize ? 1 : rails;
+  if (entries.length !== worldSize && entries.length !== worldSize * rails) {
     throw new ConfigurationError(
-      `coordinator returned ${flat.length} direct peer endpoints, expected ${worldSize} shared endpoints or ${expected} rail endpoints`,
+      `coordinator returned ${entries.length} direct peer endpoints, expected ${worldSize} shared endpoints or ${worldSize * rails} rail endpoints`,
     );
   }
-  return Array.from({ length: worldSize }, (_, rank) => flat.slice(rank * rails, (rank + 1) * rails));
+  const read = entries.map((entry, index) => {
+    const { endpoint, offer } = readLine(entry, index % perRank === 0, 'direct peer endpoint');
+    if (endpoint === undefined) {
+      throw new ConfigurationError(`direct peer endpoint ${JSON.stringify(entry)} is invalid: ${SOCKET_ADDRESS_SYNTAX}`);
+    }
+    return { endpoint, offer };
+  });
+  return {
+    endpoints: Array.from({ length: worldSize }, (_, rank) => {
+      const own = read.slice(rank * perRank, (rank + 1) * perRank).map(({ endpoint }) => endpoint);
+      return perRank === 1 ? Array.from({ length: rails }, () => own[0]!) : own;
+    }),
+    dataPlanes: Array.from({ length: worldSize }, (_, rank) => read[rank * perRank]!.offer),
+  };
+}
+
+/** `readEndpointTable`'s endpoints alone, `table[rank][rail]`. */
+export function parseEndpointTable(text: string, worldSize: number, rails: number): SocketAddressText[][] {
+  return readEndpointTable(text, worldSize, rails).endpoints;
 }
 
 /** Lines as Rust's `str::lines` splits them: `\n` or `\r\n`, no empty line after a final break. */

@@ -461,7 +461,10 @@ export class PeerMesh {
   private checkHello(frame: Frame, peer: number, rail: number): void {
     const h = frame.header;
     const { uniqueId, rank, worldSize, rails } = this.identity;
-    if (h.opcode === Opcode.Abort) throw new RemoteAbortError(abortReason(frame));
+    if (h.opcode === Opcode.Abort) {
+      const reason = abortReason(frame);
+      throw new RemoteAbortError(reason, `direct peer rank ${peer} aborted: ${reason}`);
+    }
     secretRequired(frame, `direct peer rank ${peer}`);
     if (h.opcode !== Opcode.PeerHello) throw new ProtocolError(`direct peer link opened with ${opcodeName(h.opcode)}, expected PeerHello`);
     if (!h.uniqueId.equals(uniqueId)) throw new ProtocolError('direct peer link belongs to another session (unique id mismatch)');

@@ -1,7 +1,7 @@
 /** pieceWork: the hand-run group of sends, receives and kernels under the ring and chain algorithms. */
 import { EMPTY, NEVER, Observable, of, Subject, throwError } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { pieceWork } from '../../lib/collectives/piece-work.js';
+import { pieceWork } from '../../lib/collectives/schedule/piece-work.js';
 
 /** A source that records whether it is subscribed. */
 function tracked<T>(source: Observable<T>) {

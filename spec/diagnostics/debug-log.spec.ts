@@ -71,8 +71,8 @@ describe('DebugLog', () => {
     const trace = capture('trace');
     logSessionEvents(events, 3, trace.log);
     expect(events.observed).toBe(true);
-    events.next({ type: 'collective-finished', sequence: 4, collective: 'allReduce', algorithm: 'ring', bytes: 4096, durationMs: 1.5 });
-    expect(trace.lines).toEqual(['trace rank 3: collective sequence 4 allReduce (ring) 4096 bytes in 1.500 ms']);
+    events.next({ type: 'collective-finished', sequence: 4, collective: 'allReduce', algorithm: 'ring', plane: 'js', bytes: 4096, durationMs: 1.5 });
+    expect(trace.lines).toEqual(['trace rank 3: collective sequence 4 allReduce (ring, js) 4096 bytes in 1.500 ms']);
   });
 });
 
@@ -84,12 +84,14 @@ describe('a job run with GX1_DEBUG=trace', () => {
     expect(log).toMatch(/\[rank 1\] rxccl\[\d+\] INFO rank 1 of 2 joined through coordinator 127\.0\.0\.1:\d+ \(tcp_host_staged, 1 rails, busy-poll \d+ us\) in [\d.]+ ms/);
     expect(log).toMatch(/rxccl\[\d+\] INFO coordinator: rank 0 joined \(collective\)/);
     expect(log).toMatch(/INFO coordinator: every rank joined \(rail 0\)/);
-    expect(log).toMatch(/\[rank 0\] rxccl\[\d+\] TRACE rank 0: collective sequence 0 allReduce \(\w+\) 256 bytes in [\d.]+ ms/);
-    expect(log).toMatch(/TRACE rank 1: collective sequence 1 broadcast \(\w+\) 64 bytes in [\d.]+ ms/);
+    expect(log).toMatch(/\[rank 0\] rxccl\[\d+\] TRACE rank 0: collective sequence 0 allReduce \(staged, coordinator\) 256 bytes in [\d.]+ ms/);
+    expect(log).toMatch(/TRACE rank 1: collective sequence 1 broadcast \(staged, coordinator\) 64 bytes in [\d.]+ ms/);
     expect(log).toMatch(/TRACE coordinator: collective sequence 0 AllReduce 512 bytes in [\d.]+ ms/);
     expect(log).toMatch(/TRACE coordinator: point-to-point rank 0 -> rank 1 tag 11 rail 0: 32 bytes/);
     expect(log).toMatch(/TRACE rank 1: received 32 bytes from rank 0 tag 11 rail 0 in [\d.]+ ms/);
     expect(log).toMatch(/INFO coordinator: every rank left/);
+    // Which algorithm and plane each collective takes, named once.
+    expect(log).toMatch(/INFO rank 0 allReduce of 256 bytes runs staged on the coordinator plane/);
     // The payload pattern in any notation a formatter might use.
     const pattern = 0x5eedc0de;
     for (const text of [String(pattern), pattern.toString(16), 'de c0 ed 5e', 'dec0ed5e']) expect(log.toLowerCase()).not.toContain(text);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { loadAddon } from '../../lib/kernels/addon.js';
 import { kernelBackend, reduceSlices, scheduleAccumulate, scheduleReduce, SYNC_CROSSOVER_BYTES } from '../../lib/kernels/index.js';
 import { referenceReduceSlices } from '../../lib/kernels/reference.js';
-import { FOLD_IN_PLACE_BYTES } from '../../lib/collectives/ring-pass.js';
+import { FOLD_IN_PLACE_BYTES } from '../../lib/collectives/schedule/links-executor.js';
 import type { DType } from '../../lib/protocol/element-type.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { elements, firstDifference } from './support.js';

@@ -6,17 +6,31 @@
  */
 import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
-import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
-import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
-import { layoutHash, pieceTag } from '../../lib/collectives/peer-data.js';
+import type { Algorithm, Collectives } from '../../lib/collectives/algorithm.js';
+import { pairwiseAllReduce as pairwiseAllReduceSchedule } from '../../lib/collectives/all-reduce/pairwise.js';
+import { ringAllReduce as ringAllReduceSchedule } from '../../lib/collectives/all-reduce/ring.js';
+import { pairwiseBroadcast as pairwiseBroadcastSchedule } from '../../lib/collectives/broadcast/pairwise.js';
+import { runScheduled } from '../../lib/collectives/run-scheduled.js';
+import type { ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import type { ScheduledName } from '../../lib/collectives/scheduled-call.js';
+import { pieceTag } from '../../lib/collectives/peer-data.js';
+import { layoutHash } from '../../lib/protocol/layout-hash.js';
 import { viewTensor } from '../../lib/tensor.js';
-import { descriptorOf } from '../../lib/collectives/exchange-message.js';
+import { descriptorOf } from '../../lib/collectives/descriptor.js';
 import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { reduceOpCode } from '../../lib/protocol/reduce-op.js';
 import { memoryJob } from '../../lib/testing/index.js';
+
+/** A schedule on the JS plane (the wire this document describes), as an algorithm of the links. */
+function onLinks<N extends ScheduledName>(collective: N, name: string, schedule: ScheduleOf): Algorithm<Collectives[N][0], Collectives[N][1]> {
+  return (links, request, context) => runScheduled(collective, name, schedule, 'js', links, request, context);
+}
+
+const ringAllReduce = onLinks('allReduce', 'ring', ringAllReduceSchedule);
+const pairwiseAllReduce = onLinks('allReduce', 'pairwise', pairwiseAllReduceSchedule);
+const pairwiseBroadcast = onLinks('broadcast', 'pairwise', pairwiseBroadcastSchedule);
 
 interface Sent {
   readonly rail: number;

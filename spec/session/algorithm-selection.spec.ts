@@ -6,7 +6,7 @@
 import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
+import { ALL_PAIRS_BELOW_BYTES, CHAIN_FROM_BYTES, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -199,7 +199,7 @@ describe('algorithm selection in sessions', () => {
 describe('selectAlgorithm (lib/collectives/select.ts)', () => {
   it('takes the pairwise family for large tensors only where every rank shares a host, from 3 ranks, with the ring untuned', () => {
     const tuning = resolveTuning({}, 4, {});
-    const base = { transport: 'tcp_peer' as const, worldSize: 4, bytes: 1 << 20, tuning, ranksShareHost: true };
+    const base = { transport: 'tcp_peer' as const, plane: 'js' as const, worldSize: 4, bytes: 1 << 20, tuning, ranksShareHost: true };
     const name = (changes: Partial<Situation>) => selectAlgorithm('allReduce', { ...base, ...changes }).name;
     expect(name({})).toBe('pairwise');
     expect(name({ worldSize: 3 })).toBe('pairwise');
@@ -211,12 +211,39 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(name({ tuning: { ...tuning, ringChannels: 2 } })).toBe('ring');
     expect(name({ tuning: { ...tuning, algorithm: 'ring' } })).toBe('ring');
     expect(name({ tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged');
-    expect(name({ transport: 'tcp_host_staged' })).toBe('staged');
+    expect(name({ transport: 'tcp_host_staged', plane: 'coordinator' })).toBe('staged');
     expect(selectAlgorithm('broadcast', base).name).toBe('pairwise');
     expect(selectAlgorithm('broadcast', { ...base, ranksShareHost: false }).name).toBe('chain');
     expect(selectAlgorithm('allGather', base).name).toBe('pairwise');
     expect(selectAlgorithm('reduceScatter', base).name).toBe('pairwise');
     expect(selectAlgorithm('allGather', { ...base, ranksShareHost: false }).name).toBe('ring');
+  });
+
+  it('on the native plane: all-pairs under 64 KiB, pairwise above; the ring where one is asked for or a rank is elsewhere; the chain from 1 MiB at 3 ranks', () => {
+    const tuning = resolveTuning({}, 4, {});
+    const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 8, tuning, ranksShareHost: true };
+    const choice = (collective: 'allReduce' | 'broadcast' | 'reduceScatter' | 'allGather' | 'reduce', changes: Partial<Situation> = {}) => {
+      const row = selectAlgorithm(collective, { ...base, ...changes });
+      return `${row.name} on ${row.plane}`;
+    };
+    expect(choice('allReduce')).toBe('all-pairs on native');
+    expect(choice('allReduce', { bytes: ALL_PAIRS_BELOW_BYTES - 1 })).toBe('all-pairs on native');
+    expect(choice('allReduce', { bytes: ALL_PAIRS_BELOW_BYTES })).toBe('pairwise on native');
+    expect(choice('allReduce', { bytes: 64 << 20, worldSize: 2 })).toBe('pairwise on native');
+    expect(choice('allReduce', { bytes: 1 << 20, ranksShareHost: false })).toBe('ring on native');
+    expect(choice('allReduce', { bytes: 1 << 20, tuning: { ...tuning, ringOrder: [0, 2, 1, 3] } })).toBe('ring on native');
+    expect(choice('reduceScatter', { bytes: 1 << 20, tuning: { ...tuning, ringChannels: 2 } })).toBe('ring on native');
+    expect(choice('allGather', { bytes: 8 })).toBe('pairwise on native');
+    expect(choice('reduce', { bytes: 64 << 20 })).toBe('pairwise on native');
+    expect(choice('broadcast', { bytes: CHAIN_FROM_BYTES - 1 })).toBe('pairwise on native');
+    expect(choice('broadcast', { bytes: CHAIN_FROM_BYTES })).toBe('chain on native');
+    expect(choice('broadcast', { bytes: CHAIN_FROM_BYTES, worldSize: 2 })).toBe('pairwise on native');
+    // GX1_COLLECTIVE_ALGORITHM=ring takes the plane's ring-family row at any size; direct the coordinator.
+    expect(choice('allReduce', { tuning: { ...tuning, algorithm: 'ring' } })).toBe('ring on native');
+    expect(choice('broadcast', { tuning: { ...tuning, algorithm: 'ring' } })).toBe('chain on native');
+    expect(choice('allReduce', { tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged on coordinator');
+    // One rank: the coordinator.
+    expect(choice('allReduce', { worldSize: 1 })).toBe('staged on coordinator');
   });
 });
 

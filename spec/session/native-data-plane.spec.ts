@@ -12,7 +12,7 @@ import type { SessionEvent } from '../../lib/session/events.js';
 import { DTYPES } from '../../lib/protocol/element-type.js';
 import { type Tensor, viewTensor } from '../../lib/tensor.js';
 import { buildCase, describeCase, hex, modelCollective, opsFor, runCollective, seededRandom, tensorOf } from '../../lib/testing/index.js';
-import { NATIVE_CHAIN_MIN_BYTES } from '../../lib/collectives/broadcast/native.js';
+import { CHAIN_FROM_BYTES as NATIVE_CHAIN_MIN_BYTES } from '../../lib/collectives/select.js';
 import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
 
 const available = dataPlaneEngine() !== null;
@@ -31,11 +31,11 @@ async function nativeJob(worldSize: number, timeoutMs = 5_000): Promise<{ job: T
   return { job, sessions };
 }
 
-/** The algorithm each collective ran with, as the session's events say. */
+/** The plane each collective ran on, and by which algorithm, as the session's events say. */
 function algorithmsOf(session: RankSession): string[] {
   const names: string[] = [];
   session.events$.subscribe((event: SessionEvent) => {
-    if (event.type === 'collective-started') names.push(event.algorithm);
+    if (event.type === 'collective-started') names.push(`${event.algorithm} on ${event.plane}`);
   });
   return names;
 }
@@ -86,7 +86,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
           expect(arrived, `rank ${rank} left the barrier before every rank came`).toHaveLength(worldSize);
         }),
       );
-      expect(new Set(algorithms)).toEqual(new Set(['native']));
+      expect(new Set(algorithms)).toEqual(new Set(['all-pairs on native', 'pairwise on native']));
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
   }, 240_000);
@@ -138,7 +138,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
       for (const result of broadcastInPlace) expect(Array.from(result)).toEqual([worldSize - 1, (worldSize - 1) * 2]);
       const factor = (worldSize * (worldSize + 1)) / 2;
       scattered.forEach((tensor, rank) => expect(Array.from(tensor.subarray(2 * rank, 2 * rank + 2))).toEqual([2 * rank * factor, (2 * rank + 1) * factor]));
-      expect(new Set(algorithms)).toEqual(new Set(['native']));
+      expect(algorithms.every((name) => name.endsWith(' on native'))).toBe(true);
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
   }, 240_000);
@@ -146,8 +146,8 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
   it('ranks naming different roots, or one in a relayed broadcast and one in an all-gather, fail at once naming both descriptors', async () => {
     const large = 1 << 20;
     for (const [calls, first, second] of [
-      [[(s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 1), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0)], '{Broadcast F32 root 0 count 2 op none layout 0}', '{Broadcast F32 root 1 count 2 op none layout 0}'],
-      [[(s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.allGather(new Float32Array(large))], `{Broadcast F32 root 0 count ${large} op none layout 0}`, `{AllGather F32 root ANY count ${large} op none layout 0}`],
+      [[(s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 1), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0)], '{Broadcast F32 root 0 count 2 op none layout "pairwise"}', '{Broadcast F32 root 1 count 2 op none layout "pairwise"}'],
+      [[(s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.allGather(new Float32Array(large))], `{Broadcast F32 root 0 count ${large} op none layout "chain 0,1,2"}`, `{AllGather F32 root ANY count ${large} op none layout "pairwise"}`],
     ] as const) {
       const { sessions } = await nativeJob(3);
       const started = Date.now();
@@ -187,7 +187,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
       rejection(one.allReduce(Float32Array.of(1, 2, 3, 4, 5))),
       rejection(two.allReduce(Float32Array.of(1, 2, 3, 4))),
     ]);
-    const mismatch = /collective sequence 0 mismatch: rank (0|1) submitted \{AllReduce F32 root ANY count [45] op sum layout 0\}, rank (1|2) submitted \{AllReduce F32 root ANY count [45] op sum layout 0\}/;
+    const mismatch = /collective sequence 0 mismatch: rank (0|1) submitted \{AllReduce F32 root ANY count [45] op sum layout "all-pairs"\}, rank (1|2) submitted \{AllReduce F32 root ANY count [45] op sum layout "all-pairs"\}/;
     // The ranks that saw rank 1's header name it; any rank may instead end with the abort that carries it.
     for (const error of errors) expect(error.message).toMatch(mismatch);
     await expect(job.coordinator.done).rejects.toThrow(mismatch);
@@ -198,14 +198,14 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     const errors = await Promise.all([rejection(sessions[0]!.barrier()), rejection(sessions[1]!.allReduce(Float32Array.of(1, 2)))]);
     // Each rank names it, unless the other's abort, which carries the same text, came first.
     for (const error of errors) {
-      expect(error.message).toContain('collective sequence 0 mismatch: rank 0 submitted {Barrier None root ANY count 0 op none layout 0}, rank 1 submitted {AllReduce F32 root ANY count 2 op sum layout 0}');
+      expect(error.message).toContain('collective sequence 0 mismatch: rank 0 submitted {Barrier None root ANY count 0 op none layout "pairwise"}, rank 1 submitted {AllReduce F32 root ANY count 2 op sum layout "all-pairs"}');
     }
   });
 
-  it('a rank in a native collective and a rank in one that is not (a reduce on the mesh; a scatter or setTimeout at the coordinator; 2 or 3 ranks) are named as a mismatch, at once', async () => {
+  it('a rank in a native collective and a rank in another (a reduce, on the plane too; a scatter or setTimeout at the coordinator; 2 or 3 ranks) are named as a mismatch, at once', async () => {
     for (const [worldSize, other, described] of [
-      [2, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout 0}'],
-      [3, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout 0}'],
+      [2, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout "pairwise"}'],
+      [3, (session: RankSession) => session.reduce(Float32Array.of(1, 2), 'sum', 0), '{Reduce F32 root 0 count 2 op sum layout "pairwise"}'],
       [3, (session: RankSession) => session.reduce(new Float32Array(1000), 'max', 2), '{Reduce F32 root 2 count 1000 op max layout'],
       // Agreed at the coordinator (staged): its opcode and root meet the others on the data links first.
       [2, (session: RankSession) => session.scatter(Float32Array.of(1, 2), 0, 1), '{Scatter None root 0 count 0 op none layout'],
@@ -217,7 +217,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
       const errors = await Promise.all(sessions.map((session, rank) => rejection(rank === 0 ? other(session) : session.allReduce(Float32Array.of(1, 2)))));
       for (const error of errors) {
         expect(error.message).toContain(`collective sequence 0 mismatch: rank 0 submitted ${described}`);
-        expect(error.message).toContain('submitted {AllReduce F32 root ANY count 2 op sum layout 0}');
+        expect(error.message).toContain('submitted {AllReduce F32 root ANY count 2 op sum layout "all-pairs"}');
       }
       expect(Date.now() - started).toBeLessThan(2_000);
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
@@ -271,7 +271,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect((await pending).message).toMatch(/closed|left|abort/i);
   });
 
-  it('a rank without the native data plane refuses the others’ data links by name: the job fails to open, it does not hang', async () => {
+  it('a rank asking for the native data plane where another does not offer it fails at set-up, naming it, and so does the job: it does not hang', async () => {
     const job = await startCoordinator(2, { transport: 'tcp_peer', timeoutMs: 5_000 });
     jobs.push(job);
     const started = Date.now();
@@ -283,7 +283,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
         (error: unknown) => error as Error,
       ),
     ]);
-    const refusal = /rank 1 does not use the native data plane \(GX1_DATA_PLANE must be the same on every rank\)/;
+    const refusal = /ranks \[0\] ask for the native data plane \(GX1_DATA_PLANE=native\), but ranks \[1\] do not offer it/;
     expect(native.message).toMatch(refusal);
     expect(js.message).toMatch(refusal);
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -297,11 +297,11 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     };
     const together = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
     jobs.push(together);
-    expect(await allReduceOf(await Promise.all([0, 1, 2].map((rank) => together.openRank(rank))))).toEqual(['native']);
+    expect(await allReduceOf(await Promise.all([0, 1, 2].map((rank) => together.openRank(rank))))).toEqual(['all-pairs on native']);
     const apart = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
     jobs.push(apart);
     const sessions = await Promise.all([0, 1, 2].map((rank) => apart.openRank(rank, rank === 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {})));
-    expect(await allReduceOf(sessions)).toEqual(['exchange']);
+    expect(await allReduceOf(sessions)).toEqual(['exchange on js']);
   });
 
   it('dataPlane: a bad value, or native with TLS, is refused by name', async () => {
@@ -315,9 +315,13 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(resolveDataPlane(undefined, undefined, false)).toBe('auto');
     expect(resolveDataPlane(undefined, undefined, true)).toBe('js');
     expect(resolveDataPlane('auto', undefined, false, () => false)).toBe('js');
-    expect(usesNativeDataPlane('auto', 4, 4)).toBe(true);
-    expect(usesNativeDataPlane('auto', 3, 4)).toBe(false);
-    expect(usesNativeDataPlane('native', 3, 4)).toBe(true);
-    expect(usesNativeDataPlane('js', 4, 4)).toBe(false);
+    // Decided from every rank's offer and who shares a host, alike on every rank.
+    expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'], 4)).toBe(true);
+    expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'], 3)).toBe(false);
+    expect(usesNativeDataPlane(['auto', 'native', 'auto', 'auto'], 3)).toBe(true);
+    expect(usesNativeDataPlane(['auto', null, 'auto', 'auto'], 4)).toBe(false);
+    expect(() => usesNativeDataPlane(['native', null, 'auto', null], 4)).toThrow(
+      'ranks [0] ask for the native data plane (GX1_DATA_PLANE=native), but ranks [1,3] do not offer it (GX1_DATA_PLANE=js, TLS, no native addon, or another GX1 implementation): use auto or js on every rank',
+    );
   });
 });

@@ -1,9 +1,10 @@
 /**
- * The native data plane's engine (native/data_plane.cc through lib/transport/data-plane.ts) as rank
- * 0 of 2 (or 1 of 3, for a relay), against peers played here over real loopback connections: what it sends, that it
- * reads the peer's bytes however TCP cuts them, and how each failure ends a collective (a wrong
- * header before its payload is read, a peer that leaves, silence past the timeout, the session's
- * end) with the error `settleNative` makes of it.
+ * The native data plane's engine (native/data_plane.cc through lib/transport/data-plane.ts), an
+ * executor of schedules, as rank 0 of 2 (or 1 of 3, for a relay), against peers played here over
+ * real loopback connections: what it sends for a schedule, that it reads the peer's bytes however
+ * TCP cuts them, how each failure ends a collective (a wrong header before its payload is read, a
+ * peer that leaves, silence past the timeout, the session's end) with the error `settleNative`
+ * makes of it, and that it refuses a malformed program by name.
  */
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
@@ -11,14 +12,21 @@ import fc from 'fast-check';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
-import { type NativeCollective, nativeCollective, settleNative } from '../../lib/collectives/native-collective.js';
-import { descriptorOf } from '../../lib/collectives/exchange-message.js';
+import { allPairsAllReduce } from '../../lib/collectives/all-reduce/all-pairs.js';
+import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
+import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
+import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
+import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pairwise.js';
+import { descriptorOf } from '../../lib/collectives/descriptor.js';
+import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
+import { encodeProgram, type NativeCollective, nativeCollective, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
+import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
-import { DataPlane, type NativeExchange } from '../../lib/transport/data-plane.js';
+import { DataPlane, type NativeOutcome, PLANE_PROGRAMS } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 
 const engine = dataPlaneEngine();
@@ -125,9 +133,9 @@ function recordingContext(): { context: CollectiveContext; aborts: string[] } {
 
 const i32 = (values: number[]) => new Uint8Array(Int32Array.from(values).buffer);
 
-/** An i32 sum all-reduce of `count` elements as mesh collective `sequence`. */
-function collectiveFor(count: number, sequence = 0n, elementType = ElementType.I32): NativeCollective {
-  return { number: sequence, own: descriptorOf({ opcode: Opcode.AllReduce, elementType, elementCount: count, reduceOp: 1 }, '') };
+/** An i32 sum all-reduce of `count` elements as mesh collective `sequence`, by `layout`. */
+function collectiveFor(count: number, sequence = 0n, layout = 'all-pairs', elementType = ElementType.I32): NativeCollective {
+  return { number: sequence, own: descriptorOf({ opcode: Opcode.AllReduce, elementType, elementCount: count, reduceOp: 1 }, layout) };
 }
 
 /** The header every message of `collective` carries. */
@@ -137,13 +145,25 @@ function headerOf(collective: NativeCollective): Uint8Array {
   return header;
 }
 
-function allReduceJob(values: number[], collective: NativeCollective, timeoutMs = 5_000, pairwise = false) {
-  const input = i32(values);
-  return { pairwise, elementType: ElementType.I32, reduceOp: 1, input, output: new Uint8Array(input.length), count: values.length, descriptor: collective.own, sequence: collective.number, timeoutMs };
+/** What a schedule is written from, for rank `rank` of `worldSize`: i32 sum unless said. */
+function inputOf(rank: number, worldSize: number, count: number, changes: Partial<ScheduleInput> = {}): ScheduleInput {
+  return { rank, worldSize, count, width: 4, op: 'sum', root: null, ringOrder: Array.from({ length: worldSize }, (_, r) => r), ringChannels: 1, inPlace: false, ...changes };
+}
+
+/** Compiles `write`'s schedule for `input` (with the plane's header exchange) and runs it over `memory`. */
+function runOn(plane: DataPlane, write: ScheduleOf, input: ScheduleInput, memory: { input: Uint8Array; output: Uint8Array }, collective: NativeCollective, timeoutMs = 5_000) {
+  const program = plane.program(JSON.stringify(input) + write.name, () => encodeProgram(withHeaderExchange(write(input), input.worldSize, input.rank), ElementType.I32));
+  return firstValueFrom(plane.run(program, memory.input, memory.output, { descriptor: collective.own, sequence: collective.number, timeoutMs }));
+}
+
+/** An all-pairs i32 sum all-reduce of `values` at rank 0 of 2: its outcome, and its output. */
+function allReduce(plane: DataPlane, values: number[], collective: NativeCollective, timeoutMs = 5_000): { outcome: Promise<NativeOutcome | undefined>; output: Uint8Array } {
+  const output = new Uint8Array(values.length * 4);
+  return { outcome: runOn(plane, allPairsAllReduce, inputOf(0, 2, values.length), { input: i32(values), output }, collective, timeoutMs), output };
 }
 
 describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
-  it('all-pairs and pairwise sum of i32 with a peer whose bytes arrive cut anywhere: the peer gets the documented messages, rank 0 the sum', async () => {
+  it('the all-pairs and pairwise all-reduce schedules with a peer whose bytes arrive cut anywhere: the peer gets the documented messages, rank 0 the sum', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 16_384, max: 40_000 })),
@@ -154,26 +174,26 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
           const readExactly = reader(peer);
           const ours = Array.from({ length: count }, (_, i) => i * 3 - 7);
           const theirs = Array.from({ length: count }, (_, i) => 1000 - i);
-          const collective = collectiveFor(count);
+          const collective = collectiveFor(count, 0n, pairwise ? 'pairwise' : 'all-pairs');
           const header = headerOf(collective);
-          const job = allReduceJob(ours, collective, 10_000, pairwise);
-          const outcome = firstValueFrom(plane.allReduce(job));
+          const output = new Uint8Array(count * 4);
+          const outcome = runOn(plane, pairwise ? pairwiseAllReduce : allPairsAllReduce, inputOf(0, 2, count), { input: i32(ours), output }, collective, 10_000);
           const sum = ours.map((value, i) => value + theirs[i]!);
           if (!pairwise) {
             // One message each way: header, then the whole tensor.
             const [received] = await Promise.all([readExactly(32 + count * 4), writeInPieces(peer, concat(header, i32(theirs)), pieces)]);
             expect(received).toEqual(concat(header, i32(ours)));
           } else {
-            // Rank 0 owns elements [0, count/2), rank 1 the rest: each sends the other's part, the
-            // owner sends back its reduced part.
-            const half = Math.floor(count / 2);
+            // Rank 0 owns elements [0, ceil(count/2)), rank 1 the rest: each sends the other's part,
+            // the owner sends back its reduced part.
+            const half = Math.ceil(count / 2);
             const [scattered] = await Promise.all([readExactly(32 + (count - half) * 4), writeInPieces(peer, concat(header, i32(theirs.slice(0, half))), pieces)]);
             expect(scattered).toEqual(concat(header, i32(ours.slice(half))));
             const [gathered] = await Promise.all([readExactly(32 + half * 4), writeInPieces(peer, concat(header, i32(sum.slice(half))), pieces)]);
             expect(gathered).toEqual(concat(header, i32(sum.slice(0, half))));
           }
           expect(await outcome).toBeUndefined();
-          expect(Array.from(new Int32Array(job.output.buffer))).toEqual(sum);
+          expect(Array.from(new Int32Array(output.buffer))).toEqual(sum);
           await cleanups.pop()!();
         },
       ),
@@ -181,7 +201,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     );
   }, 60_000);
 
-  it('a reduce-scatter is the pairwise first step alone: the peer gets its shard of ours, rank 0 the sum of its own, in place or not', async () => {
+  it('the pairwise reduce-scatter: the peer gets its shard of ours, rank 0 the sum of its own, in place or not', async () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 150_000 }), fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 4 }), fc.boolean(), async (shard, pieces, inPlace) => {
         const { plane, peer } = await engineAndPeer();
@@ -189,11 +209,11 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
         const count = 2 * shard;
         const ours = Array.from({ length: count }, (_, i) => i - 5);
         const theirs = Array.from({ length: count }, (_, i) => 3 * i);
-        const collective = { number: 0n, own: descriptorOf({ opcode: Opcode.ReduceScatter, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }, '') };
+        const collective = { number: 0n, own: descriptorOf({ opcode: Opcode.ReduceScatter, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }, 'pairwise') };
         const header = headerOf(collective);
         const input = i32(ours);
         const output = inPlace ? input.subarray(0, shard * 4) : new Uint8Array(shard * 4);
-        const outcome = firstValueFrom(plane.allReduce({ pairwise: true, scatter: true, elementType: ElementType.I32, reduceOp: 1, input, output, count, descriptor: collective.own, sequence: 0n, timeoutMs: 10_000 }));
+        const outcome = runOn(plane, pairwiseReduceScatter, inputOf(0, 2, count, { inPlace }), { input, output }, collective, 10_000);
         const [sent] = await Promise.all([readExactly(32 + shard * 4), writeInPieces(peer, concat(header, i32(theirs.slice(0, shard))), pieces)]);
         expect(Buffer.compare(sent, concat(header, i32(ours.slice(shard))))).toBe(0);
         expect(await outcome).toBeUndefined();
@@ -204,18 +224,19 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     );
   }, 60_000);
 
-  it('builds the headers docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum, and Broadcast of 2 f32 from root 0, as mesh collective 5', () => {
-    expect(Buffer.from(headerOf(collectiveFor(2, 5n, ElementType.F32))).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000500000000000000');
-    const broadcast = { number: 5n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, '') };
-    expect(Buffer.from(headerOf(broadcast)).toString('hex')).toBe('060b000000000000020000000000000000000000000000000500000000000000');
+  it('builds the headers docs/protocol.md 9.9 shows: AllReduce of 2 f32 with sum (all-pairs), and Broadcast of 2 f32 from root 0 (pairwise), as mesh collective 5', () => {
+    expect(Buffer.from(headerOf(collectiveFor(2, 5n, 'all-pairs', ElementType.F32))).toString('hex')).toBe('0b0b0100ffffffff0200000000000000f8cdd01431466a340500000000000000');
+    const broadcast = { number: 5n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, 'pairwise') };
+    expect(Buffer.from(headerOf(broadcast)).toString('hex')).toBe('060b0000000000000200000000000000e9c16d8224cd68d20500000000000000');
   });
 
   it('the broadcast vector of docs/protocol.md 9.9 on the wire: the root sends header and tensor, and takes the peer’s header alone', async () => {
     const { plane, peer } = await engineAndPeer();
     const readExactly = reader(peer);
-    const own = descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, '');
-    const header = Buffer.from('060b000000000000020000000000000000000000000000000500000000000000', 'hex');
-    const outcome = firstValueFrom(plane.exchange({ descriptor: own, sequence: 5n, timeoutMs: 5_000, sends: [undefined, new Uint8Array(Float32Array.of(1, 2).buffer)], receives: [] }));
+    const own = descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, 'pairwise');
+    const header = Buffer.from('060b0000000000000200000000000000e9c16d8224cd68d20500000000000000', 'hex');
+    const input = new Uint8Array(Float32Array.of(1, 2).buffer);
+    const outcome = runOn(plane, pairwiseBroadcast, inputOf(0, 2, 2, { root: 0 }), { input, output: new Uint8Array(8) }, { number: 5n, own });
     peer.write(header);
     expect(Buffer.from(await readExactly(40)).toString('hex')).toBe(`${header.toString('hex')}0000803f00000040`);
     expect(await outcome).toBeUndefined();
@@ -224,8 +245,8 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('a header that disagrees stops the collective before its payload is read, and names both ranks and both descriptors', async () => {
     const { plane, peer } = await engineAndPeer();
     const { context, aborts } = recordingContext();
-    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 });
-    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective)));
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 }, 'all-pairs');
+    const { outcome } = allReduce(plane, [1, 2, 3, 4], collective);
     // The peer says 5 elements, and sends them.
     peer.write(concat(headerOf(collectiveFor(5)), i32([1, 2, 3, 4, 5])));
     const ended = (await outcome)!;
@@ -235,7 +256,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
     expect(error).toBeInstanceOf(ProtocolError);
     expect((error as Error).message).toBe(
-      'collective sequence 0 mismatch: rank 0 submitted {AllReduce I32 root ANY count 4 op sum layout 0}, rank 1 submitted {AllReduce I32 root ANY count 5 op sum layout 0}',
+      'collective sequence 0 mismatch: rank 0 submitted {AllReduce I32 root ANY count 4 op sum layout "all-pairs"}, rank 1 submitted {AllReduce I32 root ANY count 5 op sum layout "all-pairs"}',
     );
     expect(aborts).toEqual([(error as Error).message]);
   });
@@ -247,8 +268,8 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     ] as const) {
       const { plane, peer } = await engineAndPeer();
       const { context } = recordingContext();
-      const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 });
-      const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2, 3, 4], collective)));
+      const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 }, 'all-pairs');
+      const { outcome } = allReduce(plane, [1, 2, 3, 4], collective);
       peer.write(theirs);
       const error = await lastValueFrom(settleNative(await outcome, context, collective, () => null)).catch((failure: unknown) => failure as Error);
       expect((error as Error).message).toBe(expected);
@@ -258,8 +279,8 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('a peer that closes mid-payload ends the collective naming it', async () => {
     const { plane, peer } = await engineAndPeer();
     const { context, aborts } = recordingContext();
-    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 1000, reduceOp: 1 });
-    const outcome = firstValueFrom(plane.allReduce(allReduceJob(new Array(1000).fill(1), collective)));
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 1000, reduceOp: 1 }, 'all-pairs');
+    const { outcome } = allReduce(plane, new Array(1000).fill(1), collective);
     peer.end(concat(headerOf(collective), new Uint8Array(100)));
     const ended = (await outcome)!;
     expect(ended.kind).toBe('peer-closed');
@@ -273,9 +294,9 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('a silent peer: the collective times out after its timeout, naming it as missing', async () => {
     const { plane } = await engineAndPeer();
     const { context } = recordingContext();
-    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 });
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 }, 'all-pairs');
     const started = performance.now();
-    const ended = (await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 300))))!;
+    const ended = (await allReduce(plane, [1, 2], collective, 300).outcome)!;
     const elapsed = performance.now() - started;
     expect(ended.kind).toBe('timed-out');
     expect(ended.missing).toEqual([1]);
@@ -289,15 +310,15 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('end() wakes a collective waiting on a silent peer in under 1 s; later ones end at once; settleNative leaves the error to the session', async () => {
     const { plane } = await engineAndPeer();
     const { context, aborts } = recordingContext();
-    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 });
-    const outcome = firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 60_000)));
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 }, 'all-pairs');
+    const { outcome } = allReduce(plane, [1, 2], collective, 60_000);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const started = performance.now();
     plane.end();
     const ended = (await outcome)!;
     expect(ended.kind).toBe('aborted');
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect((await firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 60_000))))?.kind).toBe('aborted');
+    expect((await allReduce(plane, [1, 2], collective, 60_000).outcome)?.kind).toBe('aborted');
     // Nothing is emitted and nothing announced: the session's own failure ends the collective.
     let emitted = false;
     settleNative(ended, context, collective, () => null).subscribe({ next: () => (emitted = true), error: () => (emitted = true), complete: () => (emitted = true) }).unsubscribe();
@@ -305,18 +326,19 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(aborts).toEqual([]);
   });
 
-  it('an exchange relays a receive to the next rank as it arrives, however TCP cuts it, and sends header-only messages elsewhere', async () => {
+  it('a chain relays a receive to the next rank as it arrives, however TCP cuts it, and exchanges headers alone with the rest', async () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 700_000 }), fc.array(fc.integer({ min: 1, max: 300_000 }), { minLength: 1, maxLength: 4 }), async (bytes, pieces) => {
         const { plane, peers } = await engineBetweenPeers();
         const [zero, two] = peers;
         const fromZero = reader(zero);
         const fromTwo = reader(two);
-        const collective = { number: 3n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.U8, elementCount: bytes, rootRank: 0 }, '') };
+        const collective = { number: 3n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.U8, elementCount: bytes, rootRank: 0 }, 'chain 0,1,2') };
         const header = headerOf(collective);
         const payload = Uint8Array.from({ length: bytes }, (_, i) => (i * 7 + 3) & 0xff);
         const result = new Uint8Array(bytes);
-        const outcome = firstValueFrom(plane.exchange({ descriptor: collective.own, sequence: 3n, timeoutMs: 10_000, sends: [undefined, undefined, result], receives: [result], forwards: [-1, -1, 0] }));
+        const input = inputOf(1, 3, bytes, { width: 1, op: null, root: 0 });
+        const outcome = runOn(plane, chainBroadcast, input, { input: new Uint8Array(bytes), output: result }, collective, 10_000);
         // Rank 0 sends the payload, rank 2 only its header; rank 2 must get rank 0's payload relayed.
         const [relayed, toZero] = await Promise.all([fromTwo(32 + bytes), fromZero(32), writeInPieces(zero, concat(header, payload), pieces), two.write(header)]);
         expect(Buffer.from(relayed.subarray(0, 32))).toEqual(Buffer.from(header));
@@ -330,15 +352,23 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     );
   }, 60_000);
 
-  it('refuses an exchange whose receives overlap each other or a send, or whose forward is not its receive', async () => {
+  it('refuses a malformed program by name, and memory smaller than the program needs', async () => {
     const { plane } = await engineBetweenPeers();
-    const call = { descriptor: collectiveFor(4).own, sequence: 0n, timeoutMs: 1_000 };
-    const memory = new Uint8Array(64);
-    const exchange = (job: Partial<NativeExchange>) => firstValueFrom(plane.exchange({ ...call, sends: [], receives: [], ...job }));
-    await expect(exchange({ receives: [memory.subarray(0, 16), undefined, memory.subarray(8, 24)] })).rejects.toThrow('data plane receives overlap each other or a send');
-    await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 16)] })).rejects.toThrow('data plane receives overlap each other or a send');
-    await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 8)], forwards: [-1, -1, 0] })).rejects.toThrow('data plane forward 2 <- 0 is not the receive it forwards');
-    await expect(exchange({ receives: [memory.subarray(0, 16)], sends: [undefined, undefined, memory.subarray(0, 16)], forwards: [-1, -1, 1] })).rejects.toThrow('data plane forward 2 <- 1 is not the receive it forwards');
+    const compile = (numbers: number[]) => () => plane.program(String(Math.random()), () => Float64Array.from(numbers));
+    // element type, scratch bytes; sends (peer, memory, offset, bytes, gate kind, gate index); receives; folds.
+    expect(compile([6, 0, 1, 1, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
+    expect(compile([6, 0, 1, 3, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
+    expect(compile([6, 0, 1, 2, 0, 0, 4, 1, 0, 0, 0])).toThrow('data plane program send waits for a producer it does not have');
+    expect(compile([6, 0, 0, 1, 0, 2, 0, 8, 0])).toThrow('data plane program span lies outside its scratch');
+    expect(compile([6, 0, 0, 0, 0, 7])).toThrow('data plane program has numbers after its last fold');
+    expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 0])).toThrow('data plane program fold has no source');
+    expect(compile([11, 0, 0, 0, 1, 1, 0, 4, 6, 1, 2, 0, 0, 0, 0, 0])).toThrow('data plane program fold op is not defined on its element type');
+    expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 1, 0, 0, 1, 2, 5])).toThrow('data plane program fold waits for a producer it does not have');
+    expect(compile([6, 0, 2])).toThrow('data plane program ends before its send peer');
+    expect(() => plane.program('not numbers', () => new Float32Array(3) as unknown as Float64Array)).toThrow('data plane program must be a Float64Array');
+    const program = plane.program('sends 8 bytes', () => Float64Array.from([6, 0, 1, 2, 0, 0, 8, 0, 0, 0, 0]));
+    const call = { descriptor: collectiveFor(2).own, sequence: 0n, timeoutMs: 1_000 };
+    await expect(firstValueFrom(plane.run(program, new Uint8Array(4), new Uint8Array(0), call))).rejects.toThrow('data plane input is smaller than its program reads');
   });
 
   it('a small collective whose peer is there runs on the calling thread: its outcome comes before the call returns, unless another plane is open in the process', async () => {
@@ -348,11 +378,12 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     // The peer's message is waiting in the socket before the call.
     peer.write(concat(headerOf(collective), i32([10, 20])));
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const job = allReduceJob([1, 2], collective);
+    const output = new Uint8Array(8);
     let outcome: unknown = 'pending';
-    plane.allReduce(job).subscribe((ended) => (outcome = ended));
+    const program = plane.program('all-pairs 2', () => encodeProgram(allPairsAllReduce(inputOf(0, 2, 2)), ElementType.I32));
+    plane.run(program, i32([1, 2]), output, { descriptor: collective.own, sequence: 0n, timeoutMs: 5_000 }).subscribe((ended) => (outcome = ended));
     expect(outcome).toBeUndefined();
-    expect(Array.from(new Int32Array(job.output.buffer))).toEqual([11, 22]);
+    expect(Array.from(new Int32Array(output.buffer))).toEqual([11, 22]);
     expect(await readExactly(40)).toEqual(concat(headerOf(collective), i32([1, 2])));
     // With a second plane in the process (ranks sharing it: the peer may be this very thread), the
     // engine's thread runs it: the outcome comes later, and is the same.
@@ -360,22 +391,37 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(other).toBeDefined();
     peer.write(concat(headerOf(collectiveFor(2, 1n)), i32([5, 5])));
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const second = allReduceJob([1, 2], collectiveFor(2, 1n));
+    const second = new Uint8Array(8);
     let later: unknown = 'pending';
-    const done = new Promise<void>((resolve) => plane.allReduce(second).subscribe({ next: (ended) => (later = ended), complete: resolve }));
+    const done = new Promise<void>((resolve) =>
+      plane.run(program, i32([1, 2]), second, { descriptor: collective.own, sequence: 1n, timeoutMs: 5_000 }).subscribe({ next: (ended) => (later = ended), complete: resolve }),
+    );
     expect(later).toBe('pending');
     await done;
     expect(later).toBeUndefined();
-    expect(Array.from(new Int32Array(second.output.buffer))).toEqual([6, 7]);
+    expect(Array.from(new Int32Array(second.buffer))).toEqual([6, 7]);
   });
 
-  it('refuses a second collective while one runs, and arguments that do not fit', async () => {
+  it('refuses a second collective while one runs', async () => {
     const { plane } = await engineAndPeer();
     const collective = collectiveFor(2);
-    const first = firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective, 60_000)));
-    await expect(firstValueFrom(plane.allReduce(allReduceJob([1, 2], collective)))).rejects.toThrow(/running a collective already/);
+    const first = allReduce(plane, [1, 2], collective, 60_000).outcome;
+    await expect(allReduce(plane, [1, 2], collective).outcome).rejects.toThrow(/running a collective already/);
     plane.end();
     await first;
-    await expect(firstValueFrom(plane.allReduce({ ...allReduceJob([1, 2], collective), count: 3 }))).rejects.toThrow(/input/);
+  });
+
+  it('compiles each shape once and forgets the oldest past its limit', () => {
+    const engine = { compiled: 0, released: [] as number[] };
+    const fake = { compile: () => engine.compiled++, release: (id: number) => engine.released.push(id), run: () => undefined, wake: () => undefined, close: () => undefined };
+    const plane = DataPlane.open(function Engine() { return fake; } as never, 0, 1, { send: [undefined], receive: [undefined] });
+    const encode = () => new Float64Array(0);
+    expect(plane.program('a', encode)).toBe(0);
+    expect(plane.program('a', encode)).toBe(0);
+    for (let shape = 1; shape <= PLANE_PROGRAMS; shape++) plane.program(`shape ${shape}`, encode);
+    expect(engine.compiled).toBe(PLANE_PROGRAMS + 1);
+    expect(engine.released).toEqual([0]);
+    plane.forgetPrograms();
+    expect(engine.released).toHaveLength(PLANE_PROGRAMS + 1);
   });
 });

@@ -14,6 +14,8 @@ import {
   parseRankEndpoints,
   parseSocketAddress,
   peerEndpointConfigurationFromEnvironment,
+  readEndpointTable,
+  readRankPublication,
   type SocketAddressText,
   validatePeerEndpointConfiguration,
 } from '../../lib/transport/peer-endpoint-config.js';
@@ -316,5 +318,28 @@ describe('direct peer endpoint tables', () => {
     expect(() => parseRankEndpoints('x', 1, 1, '1.1.1.1')).toThrow(
       'rank 1 direct peer endpoint "x" for rail 0 is invalid: invalid socket address syntax',
     );
+  });
+
+  it('carry each rank’s data-plane offer on its first line, through the coordinator’s table, in both layouts; a publication without one offers nothing', () => {
+    const shared = [{ host: '10.0.0.1', port: 1 }, { host: '10.0.0.1', port: 1 }];
+    const perRail = [{ host: '10.0.0.2', port: 2 }, { host: '10.0.0.2', port: 3 }];
+    expect(formatRankEndpoints(shared, 'auto')).toBe('10.0.0.1:1 data-plane=auto');
+    expect(formatRankEndpoints(perRail, 'native')).toBe('10.0.0.2:2 data-plane=native\n10.0.0.2:3');
+    expect(readRankPublication('10.0.0.1:1 data-plane=auto', 0, 2, '10.0.0.1')).toEqual({ endpoints: shared, dataPlane: 'auto' });
+    // What another implementation written before offers existed publishes: nothing offered.
+    expect(readRankPublication('10.0.0.1:1', 0, 2, '10.0.0.1')).toEqual({ endpoints: shared, dataPlane: null });
+    const compact = formatEndpointTable([{ endpoints: shared, dataPlane: 'auto' }, { endpoints: shared, dataPlane: null }]);
+    expect(compact).toBe('10.0.0.1:1 data-plane=auto\n10.0.0.1:1');
+    expect(readEndpointTable(compact, 2, 2)).toEqual({ endpoints: [shared, shared], dataPlanes: ['auto', null] });
+    const full = formatEndpointTable([{ endpoints: shared, dataPlane: null }, { endpoints: perRail, dataPlane: 'native' }]);
+    expect(full).toBe('10.0.0.1:1\n10.0.0.1:1\n10.0.0.2:2 data-plane=native\n10.0.0.2:3');
+    expect(readEndpointTable(full, 2, 2)).toEqual({ endpoints: [shared, perRail], dataPlanes: [null, 'native'] });
+    // Only a rank's first line may offer, one offer, of a known kind.
+    expect(() => readRankPublication('10.0.0.2:2\n10.0.0.2:3 data-plane=auto', 1, 2, '10.0.0.2')).toThrow(
+      'rank 1 direct peer endpoint line "10.0.0.2:3 data-plane=auto" has an attribute it cannot carry: "data-plane=auto" (only a rank\'s first line may carry data-plane=auto or data-plane=native)',
+    );
+    expect(() => readRankPublication('10.0.0.2:2 data-plane=fast', 1, 1, '10.0.0.2')).toThrow(/has an attribute it cannot carry: "data-plane=fast"/);
+    expect(() => readRankPublication('10.0.0.2:2 data-plane=auto data-plane=auto', 1, 1, '10.0.0.2')).toThrow(/cannot carry/);
+    expect(() => readEndpointTable('10.0.0.1:1 colour=blue', 1, 1)).toThrow(/has an attribute it cannot carry: "colour=blue"/);
   });
 });

@@ -1,37 +1,24 @@
-import { concat, defer, mergeMap, type Observable } from 'rxjs';
-import { Opcode } from '../../protocol/opcode.js';
-import { dtypeWidth } from '../../tensor.js';
-import type { Links } from '../../transport/links/links.js';
-import type { CollectiveContext, RootedRequest } from '../algorithm.js';
-import { pairwisePieces, PairwiseSteps } from '../pairwise-steps.js';
-import { agreeOnPeerData } from '../peer-agreement.js';
-import { pieceWork } from '../piece-work.js';
-import { shaped } from '../staged.js';
-import { broadcastResult } from './broadcast-result.js';
+import { FROM_OWNER, PAIRWISE, peersFrom } from '../pairwise-family.js';
+import type { Schedule, ScheduleInput } from '../schedule/schedule.js';
+import { span } from '../schedule/schedule.js';
+import { ScheduleBuilder } from '../schedule/schedule-builder.js';
 
 /**
  * Broadcast in one direct step (step 1 of the pairwise algorithms, from the root alone): the root
- * sends its tensor to every other rank at once and each receives it straight into its result.
- * The chain's bytes (W-1 copies of the tensor) with no rank forwarding: chosen where every rank
- * shares one host (`pairwiseFits`), where a rank in the middle of a chain has to be scheduled for
- * every piece it passes on. At 4 ranks on 2 cores, six alternating runs each: 1 MiB 3.1 -> 2.6 ms,
- * 64 MiB 97 -> 79 ms (bench/README.md).
- *
- * Emits the result in `request.output` (in place when that is the tensor itself), else in fresh
- * memory (the root's a copy of its tensor).
+ * sends its tensor to every other rank at once, each receives it straight into its result. The
+ * chain's bytes with no rank forwarding: where ranks share cores, a middle rank of a chain has to
+ * be scheduled for everything it passes on.
  */
-export function pairwiseBroadcast(links: Links, request: RootedRequest, context: CollectiveContext): Observable<Uint8Array> {
-  const { view, root } = request;
-  return agreeOnPeerData(links, context, shaped(Opcode.Broadcast, view, { rootRank: root }), 'pairwise').pipe(
-    mergeMap((sequence) => {
-      const result = broadcastResult(request, links.rank);
-      const pieces = pairwisePieces(result, dtypeWidth(view.dtype), { start: 0, count: view.count }, context.pieceBytes);
-      const work = pieceWork((start) => {
-        const steps = new PairwiseSteps(links, start, sequence, view.elementType);
-        if (links.rank === root) for (const piece of pieces) steps.sendToAll(piece);
-        else steps.gather((peer) => (peer === root ? pieces : []));
-      });
-      return concat(work, defer(() => [result]));
-    }),
-  );
+export function pairwiseBroadcast(input: ScheduleInput): Schedule {
+  const { rank, worldSize, count, width, inPlace } = input;
+  const root = input.root ?? 0;
+  const schedule = new ScheduleBuilder(PAIRWISE);
+  const result = span('output', 0, count * width);
+  if (rank !== root) {
+    schedule.receive(root, result, FROM_OWNER);
+    return schedule.build();
+  }
+  if (!inPlace) schedule.copy(result, span('input', 0, count * width));
+  for (const peer of peersFrom(rank, worldSize)) schedule.send(peer, span('input', 0, count * width), FROM_OWNER);
+  return schedule.build();
 }

@@ -1,6 +1,5 @@
 import type { Observable } from 'rxjs';
 import type { ElementType } from '../../protocol/element-type.js';
-import type { DataPlane } from '../data-plane.js';
 
 /** What a message carries, as its header declares it. */
 export interface MessageShape {
@@ -59,11 +58,6 @@ export interface Links {
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array, waitMs?: number): Observable<Uint8Array>;
   /** Takes back a received payload's memory once its consumer is done with it (never required). */
   release(bytes: Uint8Array): void;
-  /**
-   * The native data plane (tcp_peer with `dataPlane: 'native'`): data links of its own that a C++
-   * thread drives; algorithms of the `native` family run on it. Absent or null elsewhere.
-   */
-  readonly dataPlane?: DataPlane | null;
 }
 
 /** The links a session owns: data movement plus the job-wide signals that travel beside it. */

@@ -1,7 +1,6 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { Frame } from '../../protocol/frame.js';
-import type { DataPlane } from '../data-plane.js';
 import type { MessageOutcome, PeerMesh, Withdraw } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
@@ -20,18 +19,13 @@ export class MeshLinks implements SessionLinks {
     private readonly control: RailClient,
     failure: SessionFailure,
     private readonly timeoutMs: () => number,
-    /** The native data plane over the session's data links, where it uses one. */
-    readonly dataPlane: DataPlane | null = null,
   ) {
     // A failure the mesh finds on its own (a peer over its unmatched budget, a corrupt frame)
     // reaches every rank the way a failed send or receive does: on both planes.
     mesh.detectedFailureHandler = (error) => this.abort(failureText(error));
     // And a failure of the session (an abort on the control channel) fails the mesh, once the
     // session's operations ended with it: one handler for the session, none per message.
-    failure.onceFailed((error) => {
-      mesh.fail(error);
-      dataPlane?.end();
-    });
+    failure.onceFailed((error) => mesh.fail(error));
   }
 
   get rank(): number {
@@ -65,13 +59,10 @@ export class MeshLinks implements SessionLinks {
   }
 
   abort(message: string): number {
-    // This rank's own native collective stops now, not when the abort comes back.
-    this.dataPlane?.end();
     return tryEach([() => this.control.abort(message), () => this.mesh.abort(message)]);
   }
 
   close(): void {
-    this.dataPlane?.close();
     this.mesh.close();
     this.control.close();
   }

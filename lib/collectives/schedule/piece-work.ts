@@ -8,7 +8,7 @@ import { Observable, type Subscription } from 'rxjs';
 export type StartWork = <T>(source: Observable<T>, then?: (last: T) => void) => void;
 
 /**
- * The pieces of a pipelined collective (a ring's passes, a chain's forwards), run by hand: `launch`
+ * The pieces of a scheduled collective on the JS plane (./links-executor.ts), run by hand: `launch`
  * starts the first sends and receives with `start`, each one's `then` starts what depends on it,
  * and the whole completes once every started one has completed, errors with the first error, and
  * tears down whatever still runs when it ends or is unsubscribed (then `launch`'s own teardown).

@@ -1,0 +1,75 @@
+import { concat, defer, mergeMap, type Observable } from 'rxjs';
+import { ConfigurationError } from '../errors.js';
+import type { Links } from '../transport/links/links.js';
+import type { CollectiveContext, CollectiveName, Collectives } from './algorithm.js';
+import { agreeOnPeerData } from './peer-agreement.js';
+import { runOnLinks } from './schedule/links-executor.js';
+import { runOnPlane } from './schedule/plane-executor.js';
+import type { ScheduleInput, ScheduleOf } from './schedule/schedule.js';
+import { SCHEDULED_CALLS, type ScheduledCall, type ScheduledName } from './scheduled-call.js';
+import type { AlgorithmRow } from './select.js';
+
+/** Where a scheduled algorithm runs: the event loop over the links, or the native data plane. */
+export type SchedulePlane = 'js' | 'native';
+
+/**
+ * Runs one call of `collective` by the algorithm whose schedule `write` writes, on `plane`; emits
+ * the call's result. The schedule is written once per call shape (`context.schedules`).
+ *
+ * - native: one run of the plane; every message carries the collective's header (its descriptor,
+ *   the schedule's layout included, and its mesh number), which is the agreement.
+ * - js: the agreement first (`agreeOnPeerData`: on the mesh, or at the coordinator), then the
+ *   schedule over the links, its messages tagged with the agreed sequence.
+ */
+export function runScheduled<N extends ScheduledName>(
+  collective: N,
+  name: string,
+  write: ScheduleOf,
+  plane: SchedulePlane,
+  links: Links,
+  request: Collectives[N][0],
+  context: CollectiveContext,
+): Observable<Collectives[N][1]> {
+  return defer(() => {
+    const { rank, worldSize } = context;
+    const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
+    const key = `${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
+    const input: ScheduleInput = {
+      rank,
+      worldSize,
+      count: call.count,
+      width: call.width,
+      op: call.op,
+      root: call.root,
+      ringOrder: context.ringOrder,
+      ringChannels: context.ringChannels,
+      inPlace: call.inPlace,
+    };
+    const { schedule, descriptor } = context.schedules.get(key, call.request, () => write(input));
+    if (plane === 'native') {
+      const native = context.nativePlane;
+      if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);
+      const run = { key, schedule: () => schedule, elementType: call.elementType, memory: call };
+      return runOnPlane(native, context, { number: context.nextMeshSequence(), own: descriptor }, run, () => call.result());
+    }
+    return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(
+      mergeMap((sequence) => {
+        const scratch = context.scratch.take(schedule.scratchBytes);
+        const wiring = { sequence, elementType: call.elementType, dtype: call.view?.dtype ?? null, width: call.width, pieceBytes: context.pieceBytes };
+        return concat(
+          runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
+          defer(() => {
+            context.scratch.give(scratch);
+            return [call.result()];
+          }),
+        );
+      }),
+    );
+  });
+}
+
+/** Runs one call by a row of the algorithm table: its own `run`, or its schedule on its plane. */
+export function runRow<N extends CollectiveName>(collective: N, row: AlgorithmRow<N>, links: Links, request: Collectives[N][0], context: CollectiveContext): Observable<Collectives[N][1]> {
+  if (row.run !== undefined) return row.run(links, request, context);
+  return runScheduled(collective as ScheduledName, row.name, row.schedule, row.plane === 'native' ? 'native' : 'js', links, request as never, context) as Observable<Collectives[N][1]>;
+}

@@ -1,0 +1,176 @@
+import { concat, defer, EMPTY, type Observable } from 'rxjs';
+import { ProtocolError } from '../../errors.js';
+import { scheduleReduceSpans } from '../../kernels/index.js';
+import type { DType, ElementType } from '../../protocol/element-type.js';
+import type { Links } from '../../transport/links/links.js';
+import { receiveInto } from '../../transport/links/receive-into.js';
+import { MAX_PIECES, PIECE_BYTES, pieceTag } from '../peer-data.js';
+import { pieceWork, type StartWork } from './piece-work.js';
+import type { Dependency, Schedule, ScheduledMessage, Span } from './schedule.js';
+
+/** The caller's memory a schedule's spans are bytes of. */
+export interface ScheduleMemory {
+  readonly input: Uint8Array;
+  readonly output: Uint8Array;
+  readonly scratch: Uint8Array;
+}
+
+/** What the JS plane needs beyond the schedule: the tags' sequence, the messages' element type, the piece size. */
+export interface LinksWiring {
+  /** The collective's agreed number: its messages' tags carry it (docs/protocol.md 9.6). */
+  readonly sequence: bigint;
+  /** The tensor's element type (the messages' shape), and its dtype where the schedule folds. */
+  readonly elementType: ElementType;
+  readonly dtype: DType | null;
+  readonly width: number;
+  /** The session's piece size (PIECE_BYTES; tests make it tiny), times the schedule's `pieceScale`. */
+  readonly pieceBytes: number;
+}
+
+/**
+ * A fold reading up to this many bytes runs on the JS thread: a worker round trip costs more than
+ * the fold itself there and takes CPU from the transfers it should overlap with. Larger folds (a
+ * tuned-up piece size) still go to a worker.
+ */
+export const FOLD_IN_PLACE_BYTES = 4 * PIECE_BYTES;
+
+/**
+ * Runs `schedule` on the JS plane: over `links`, on the event loop. Every message travels as
+ * pieces of about `pieceBytes x pieceScale` (at most 4095 of them; a message of no bytes is one
+ * empty piece), each a message of the links tagged with the algorithm's prefix, the sequence, the
+ * message's channel and step and the piece's index, on rail (channel + piece) mod rails. Piece k of
+ * a span waits for piece k of what it depends on, so every piece runs as its own pipeline: a ring's
+ * steps overlap, a chain forwards piece by piece, an owner sends what it has reduced. Sends start
+ * piece by piece across the schedule's sends (every link gets its first piece first); receives are
+ * posted at once, straight into their spans where the links can.
+ *
+ * Completes once every piece was sent, received and folded; errors with the first failure.
+ */
+export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMemory, wiring: LinksWiring): Observable<never> {
+  const { width } = wiring;
+  const perPiece = Math.max(1, Math.floor((wiring.pieceBytes * schedule.pieceScale) / width));
+  const cut = (bytes: number) => {
+    const elements = bytes / width;
+    const size = Math.max(perPiece, Math.ceil(elements / MAX_PIECES));
+    return { size, count: Math.max(1, Math.ceil(elements / size)) };
+  };
+  const view = (of: Span, piece: number) => {
+    const { size } = cut(of.bytes);
+    const start = Math.min(of.bytes, piece * size * width);
+    return memory[of.memory].subarray(of.offset + start, of.offset + Math.min(of.bytes, start + size * width));
+  };
+  const tagOf = (message: ScheduledMessage, piece: number) => pieceTag(schedule.tagPrefix, wiring.sequence, message.channel, message.step, piece);
+  const railOf = (message: ScheduledMessage, piece: number) => (message.channel + piece) % links.rails;
+  const shapeOf = (bytes: Uint8Array) => ({ elementType: wiring.elementType, count: bytes.length / width });
+  const piecesOf = (bytes: number) => cut(bytes).count;
+
+  const expected = schedule.sends.reduce((sum, send) => sum + piecesOf(send.span.bytes), 0) + schedule.folds.reduce((sum, fold) => sum + piecesOf(fold.target.bytes), 0);
+  let finished = 0;
+  const work = pieceWork((start) => {
+    const progress = new DependencyProgress(schedule, piecesOf);
+    schedule.folds.forEach((fold, index) => {
+      for (let piece = 0; piece < piecesOf(fold.target.bytes); piece++) {
+        progress.whenAll(fold.after, piece, () =>
+          runFold(start, wiring.dtype, fold.op, fold.divisor, view(fold.target, piece), fold.sources.map((source) => view(source, piece)), () => {
+            finished += 1;
+            progress.done({ fold: index }, piece);
+          }),
+        );
+      }
+    });
+    // Piece by piece across the sends: every link gets its first piece before any gets a second.
+    const mostPieces = Math.max(0, ...schedule.sends.map((send) => piecesOf(send.span.bytes)));
+    for (let piece = 0; piece < mostPieces; piece++) {
+      schedule.sends.forEach((send, index) => {
+        if (piece >= piecesOf(send.span.bytes)) return;
+        const bytes = view(send.span, piece);
+        progress.whenAll(send.after === null ? [] : [send.after], piece, () =>
+          start(links.send(railOf(send, piece), send.peer, tagOf(send, piece), bytes, shapeOf(bytes)), () => {
+            finished += 1;
+            progress.done({ send: index }, piece);
+          }),
+        );
+      });
+    }
+    schedule.receives.forEach((receive, index) => {
+      for (let piece = 0; piece < piecesOf(receive.span.bytes); piece++) {
+        const bytes = view(receive.span, piece);
+        start(receiveInto(links, railOf(receive, piece), receive.peer, tagOf(receive, piece), shapeOf(bytes), bytes), () => progress.done({ receive: index }, piece));
+      }
+    });
+  });
+  // Everything a schedule starts hangs off its receives and its unconditional sends and folds: a
+  // piece left waiting when all of that is over is a schedule that waits on itself.
+  const check = defer(() => {
+    if (finished === expected) return EMPTY;
+    throw new ProtocolError(`rank ${links.rank} ${schedule.algorithm} schedule ended with ${expected - finished} of its ${expected} sends and folds never started: it waits on itself`);
+  });
+  return concat(work, check);
+}
+
+/** Which pieces of each receive, fold and send are done, and who waits for the rest. */
+class DependencyProgress {
+  private readonly receives: PieceWaiters[];
+  private readonly folds: PieceWaiters[];
+  private readonly sends: PieceWaiters[];
+
+  constructor(schedule: Schedule, piecesOf: (bytes: number) => number) {
+    this.receives = schedule.receives.map((receive) => new PieceWaiters(piecesOf(receive.span.bytes)));
+    this.folds = schedule.folds.map((fold) => new PieceWaiters(piecesOf(fold.target.bytes)));
+    this.sends = schedule.sends.map((send) => new PieceWaiters(piecesOf(send.span.bytes)));
+  }
+
+  /** Runs `then` once piece `piece` of every dependency in `after` is done (at once if none). */
+  whenAll(after: readonly Dependency[], piece: number, then: () => void): void {
+    let waiting = after.length;
+    if (waiting === 0) return then();
+    for (const dependency of after) {
+      this.of(dependency).when(piece, () => {
+        if (--waiting === 0) then();
+      });
+    }
+  }
+
+  done(dependency: Dependency, piece: number): void {
+    this.of(dependency).done(piece);
+  }
+
+  private of(dependency: Dependency): PieceWaiters {
+    if ('receive' in dependency) return this.receives[dependency.receive]!;
+    return 'fold' in dependency ? this.folds[dependency.fold]! : this.sends[dependency.send]!;
+  }
+}
+
+class PieceWaiters {
+  private readonly finished: Uint8Array;
+  private readonly waiting: ((() => void)[] | undefined)[];
+
+  constructor(pieces: number) {
+    this.finished = new Uint8Array(pieces);
+    this.waiting = new Array(pieces);
+  }
+
+  when(piece: number, then: () => void): void {
+    if (this.finished[piece] === 1) return then();
+    (this.waiting[piece] ??= []).push(then);
+  }
+
+  done(piece: number): void {
+    this.finished[piece] = 1;
+    const waiting = this.waiting[piece];
+    this.waiting[piece] = undefined;
+    if (waiting !== undefined) for (const then of waiting) then();
+  }
+}
+
+/** One piece of a fold: a copy in place, else the reduction kernel (on a worker when large). */
+function runFold(start: StartWork, dtype: DType | null, op: Schedule['folds'][number]['op'], divisor: number, target: Uint8Array, sources: Uint8Array[], then: () => void): void {
+  if (sources.length === 1 && op !== 'avg') {
+    const source = sources[0]!;
+    if (source.buffer !== target.buffer || source.byteOffset !== target.byteOffset) target.set(source);
+    then();
+    return;
+  }
+  if (dtype === null) throw new ProtocolError('a schedule folds a collective that has no element type');
+  start(scheduleReduceSpans({ dtype, op, sources, output: target, divisor }, FOLD_IN_PLACE_BYTES), then);
+}

@@ -1,0 +1,30 @@
+import type { Observable } from 'rxjs';
+import type { ElementType } from '../../protocol/element-type.js';
+import type { NativeOutcome, PlaneCall } from '../../transport/data-plane.js';
+import type { Schedule } from './schedule.js';
+
+/**
+ * The native data plane as the collectives see it: something that runs a schedule over the
+ * caller's memory, every message under one header, and says how it ended. The addon's engine is
+ * one (`addonPlane`); rxccl/testing's memory jobs have a model of it.
+ */
+export interface NativePlane {
+  /**
+   * Cold: runs `schedule()` (the same for the same `key`: a plane may compile it once) over
+   * `memory`, with `call`'s header on every message; emits undefined once it is done, else how it
+   * failed. `elementType` is the tensor's (the folds').
+   */
+  run(key: string, schedule: () => Schedule, elementType: ElementType, memory: PlaneMemory, call: PlaneCall): Observable<NativeOutcome | undefined>;
+  /** Ends a running collective (its outcome is "aborted") and every later one. */
+  end(): void;
+  /** Ends, then lets go of the data links. */
+  close(): void;
+  /** Forgets what it compiled (the schedules' inputs changed: a new ring order). */
+  forget(): void;
+}
+
+export interface PlaneMemory {
+  readonly input: Uint8Array;
+  readonly output: Uint8Array;
+}
+

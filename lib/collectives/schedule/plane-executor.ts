@@ -1,0 +1,176 @@
+import { defer, NEVER, Observable, of, throwError } from 'rxjs';
+import { failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../../errors.js';
+import type { OperationDescriptor } from '../../protocol/agreement.js';
+import type { ElementType } from '../../protocol/element-type.js';
+import { opcodeName } from '../../protocol/opcode.js';
+import { reduceOpCode } from '../../protocol/reduce-op.js';
+import type { CollectiveRequest } from '../../transport/collective-channel.js';
+import type { DataPlane, NativeOutcome, PlaneCall } from '../../transport/data-plane.js';
+import type { NativePlane, PlaneMemory } from './native-plane.js';
+import type { CollectiveContext } from '../algorithm.js';
+import { checkAgreement, descriptorOf } from '../descriptor.js';
+import { withHeaderExchange } from './header-exchange.js';
+import type { Dependency, Schedule, Span } from './schedule.js';
+
+/** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its header exchange. */
+export function addonPlane(plane: DataPlane, rank: number, worldSize: number): NativePlane {
+  return {
+    run: (key, schedule, elementType, memory, call) => {
+      const program = plane.program(key, () => encodeProgram(withHeaderExchange(schedule(), worldSize, rank), elementType));
+      return plane.run(program, memory.input, memory.output, call);
+    },
+    end: () => plane.end(),
+    close: () => plane.close(),
+    forget: () => plane.forgetPrograms(),
+  };
+}
+
+const MEMORY_CODES = { input: 0, output: 1, scratch: 2 } as const;
+
+/**
+ * A schedule as the engine decodes it (native/schedule_program.cc), numbers in a Float64Array:
+ * element type, scratch bytes; the sends (peer, memory, offset, bytes, gate kind, gate index),
+ * then the receives (peer, memory, offset, bytes), then the folds (memory, offset, bytes, op,
+ * divisor, source count, (memory, offset) per source, gate count, (kind, index) per gate), each
+ * list after its length. Memories: 0 input, 1 output, 2 scratch; gate kinds: 0 none, 1 a receive,
+ * 2 a fold, 3 a send.
+ */
+export function encodeProgram(schedule: Schedule, elementType: ElementType): Float64Array {
+  const numbers: number[] = [elementType, schedule.scratchBytes];
+  const spanOf = (of: Span, sized = true) => (sized ? numbers.push(MEMORY_CODES[of.memory], of.offset, of.bytes) : numbers.push(MEMORY_CODES[of.memory], of.offset));
+  const gate = (dependency: Dependency | null) => {
+    if (dependency === null) numbers.push(0, 0);
+    else if ('receive' in dependency) numbers.push(1, dependency.receive);
+    else if ('fold' in dependency) numbers.push(2, dependency.fold);
+    else numbers.push(3, dependency.send);
+  };
+  numbers.push(schedule.sends.length);
+  for (const send of schedule.sends) {
+    numbers.push(send.peer);
+    spanOf(send.span);
+    gate(send.after);
+  }
+  numbers.push(schedule.receives.length);
+  for (const receive of schedule.receives) {
+    numbers.push(receive.peer);
+    spanOf(receive.span);
+  }
+  numbers.push(schedule.folds.length);
+  for (const fold of schedule.folds) {
+    spanOf(fold.target);
+    numbers.push(reduceOpCode(fold.op), fold.divisor, fold.sources.length);
+    for (const source of fold.sources) spanOf(source, false);
+    numbers.push(fold.after.length);
+    for (const dependency of fold.after) gate(dependency);
+  }
+  return Float64Array.from(numbers);
+}
+
+/**
+ * A collective on the native data plane: its mesh number (the session's count of mesh-agreed
+ * collectives, shared with the exchange) and descriptor, which every one of its messages carries
+ * as its header (docs/protocol.md 9.9).
+ */
+export interface NativeCollective {
+  readonly number: bigint;
+  readonly own: OperationDescriptor;
+}
+
+/** Takes the next mesh collective number for `request` with `layout`. */
+export function nativeCollective(context: CollectiveContext, request: CollectiveRequest, layout: string): NativeCollective {
+  return { number: context.nextMeshSequence(), own: descriptorOf(request, layout) };
+}
+
+/**
+ * Runs `schedule` on the plane for `collective` and settles how it ended (`settleNative`): emits
+ * `result()` once it is done.
+ */
+export function runOnPlane<T>(
+  plane: NativePlane,
+  context: CollectiveContext,
+  collective: NativeCollective,
+  run: { readonly key: string; readonly schedule: () => Schedule; readonly elementType: ElementType; readonly memory: PlaneMemory },
+  result: () => T,
+): Observable<T> {
+  const call: PlaneCall = { descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
+  // Hand-written rather than mergeMap + of: every small collective passes here, and a done one
+  // (nearly all) needs no inner Observable.
+  return new Observable<T>((subscriber) =>
+    plane.run(run.key, run.schedule, run.elementType, run.memory, call).subscribe({
+      next: (outcome) => {
+        if (outcome !== undefined && outcome.kind !== 'done') {
+          subscriber.add(settleNative(outcome, context, collective, result).subscribe(subscriber));
+          return;
+        }
+        subscriber.next(result());
+        subscriber.complete();
+      },
+      error: (error: unknown) => subscriber.error(error),
+    }),
+  );
+}
+
+const NO_SCHEDULE = (): Schedule => ({ algorithm: 'headers', layout: '', tagPrefix: 0, pieceScale: 1, scratchBytes: 0, sends: [], receives: [], folds: [] });
+const NO_MEMORY: PlaneMemory = { input: new Uint8Array(0), output: new Uint8Array(0) };
+
+/**
+ * What a collective agreed at the coordinator (staged, `session.exchange`, `setTimeout`) says on
+ * the data links of a native session before it goes there: its opcode and root alone (layout
+ * "coordinator"), since ranks of one such collective may legitimately differ in the rest (a
+ * scatter's non-roots may not know the type) and the coordinator checks it all. A header exchange
+ * between every pair: a rank in it and a rank in a collective of the plane are named as a
+ * mismatch at once, rather than each timing out on the other. Emits the collective's mesh number.
+ */
+export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveContext, request: CollectiveRequest): Observable<bigint> {
+  return defer(() => {
+    const collective = nativeCollective(context, { opcode: request.opcode, rootRank: request.rootRank }, 'coordinator');
+    return runOnPlane(plane, context, collective, { key: 'headers', schedule: NO_SCHEDULE, elementType: 0, memory: NO_MEMORY }, () => collective.number);
+  });
+}
+
+/**
+ * How the engine's outcome ends the collective: `result` when it is done (no outcome); else the
+ * error the mesh exchange would give for the same failure, after telling every rank (the job is
+ * over):
+ * - mismatch: the peer's header is checked as a mesh agreement message, so a different operation
+ *   names both ranks and both descriptors, a different sequence both numbers; a header that is
+ *   neither (a corrupt byte) is a ProtocolError with its bytes;
+ * - timed out: the missing ranks, by number;
+ * - a peer that closed its link: `direct peer rank N left`, as the mesh says it;
+ * - aborted: nothing; the session's failure, which woke the engine, ends the collective.
+ */
+export function settleNative<T>(outcome: NativeOutcome | undefined, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
+  const { rank } = context;
+  const { number, own } = collective;
+  if (outcome === undefined || outcome.kind === 'done') return of(result());
+  let error: Error;
+  switch (outcome.kind) {
+    case 'aborted':
+      return NEVER;
+    case 'mismatch':
+      try {
+        checkAgreement(outcome.header, outcome.peer, rank, own, number);
+        error = new ProtocolError(`rank ${outcome.peer} sent a native data link header that is not collective ${number}'s: ${hex(outcome.header)}`);
+      } catch (mismatch) {
+        error = mismatch as Error;
+      }
+      break;
+    case 'timed-out':
+      error = new TimeoutError(`rank ${rank} collective ${number} (${opcodeName(own.opcode)}) on the native data plane; missing ranks [${outcome.missing.join(',')}]`);
+      break;
+    case 'peer-closed': {
+      const text = `direct peer rank ${outcome.peer} left`;
+      error = new RemoteAbortError(text, outcome.what === '' ? text : `${text} (${outcome.what})`);
+      break;
+    }
+    default:
+      error = new ProtocolError(`rank ${rank} native data link ${outcome.peer < 0 ? '' : `with rank ${outcome.peer} `}failed: ${outcome.what}`);
+  }
+  context.abort(failureText(error));
+  return throwError(() => error);
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join(' ');
+}
+

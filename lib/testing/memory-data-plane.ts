@@ -1,0 +1,218 @@
+/**
+ * A model of the native data plane (native/data_plane.cc) for memory jobs: it runs a schedule
+ * under the plane's rules over the job's in-memory links, so simulated jobs run what users run by
+ * default on one host. The rules it keeps: every pair exchanges at least one message each way
+ * (`withHeaderExchange`); messages between two ranks go one after the other; each starts with the
+ * collective's header, which the receiver compares byte for byte with its own before it takes the
+ * payload (a different one ends the collective as a mismatch, naming the peer); a send goes once
+ * what produces it is there; folds run as their producers complete; a collective that is not
+ * over within its timeout names the peers it still waits for; `end()` stops it.
+ *
+ * Whole messages move at once (the engine streams them): the order of events differs, what
+ * arrives where and the outcomes do not.
+ */
+import { Observable, type Subscription } from 'rxjs';
+import { scheduleReduceSpans } from '../kernels/index.js';
+import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { dtypeOfElementType, ElementType } from '../protocol/element-type.js';
+import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
+import type { Links } from '../transport/links/links.js';
+import type { NativeOutcome } from '../transport/data-plane.js';
+import { withHeaderExchange } from '../collectives/schedule/header-exchange.js';
+import type { NativePlane } from '../collectives/schedule/native-plane.js';
+import type { Dependency, Schedule, ScheduledMessage, Span } from '../collectives/schedule/schedule.js';
+import { concatBytes } from './bytes.js';
+
+/** The tag the model's messages travel under on rail 0 ("DATA"): FIFO per link, as a data link is. */
+export const MEMORY_DATA_LINK_TAG = 0x44415441n << 32n;
+
+const ANY_LENGTH = { elementType: ElementType.U8, count: null };
+
+/** A native plane for rank `links.rank` of a memory job, timed by `deadlines`. */
+export function memoryDataPlane(links: Links, deadlines: LazyDeadlines): NativePlane {
+  let ended = false;
+  let running: (() => void) | null = null;
+  return {
+    run: (_key, write, elementType, memory, call) =>
+      new Observable<NativeOutcome | undefined>((subscriber) => {
+        if (ended) {
+          subscriber.next(outcome('aborted'));
+          subscriber.complete();
+          return undefined;
+        }
+        const header = new Uint8Array(DESCRIPTOR_BYTES);
+        encodeDescriptor(call.descriptor, call.sequence, header);
+        const schedule = withHeaderExchange(write(), links.worldSize, links.rank);
+        const run = new ModelRun(links, schedule, elementType, { ...memory, scratch: new Uint8Array(schedule.scratchBytes) }, header, (result) => {
+          running = null;
+          subscriber.next(result);
+          subscriber.complete();
+        });
+        const due = deadlines.add(call.timeoutMs, () => run.timeOut());
+        running = () => run.finish(outcome('aborted'));
+        run.start();
+        return () => {
+          deadlines.remove(due);
+          run.stop();
+        };
+      }),
+    end: () => {
+      ended = true;
+      running?.();
+    },
+    close: () => {
+      ended = true;
+      running?.();
+    },
+    forget: () => undefined,
+  };
+}
+
+function outcome(kind: NativeOutcome['kind'], fields: Partial<NativeOutcome> = {}): NativeOutcome {
+  return { kind, peer: -1, error: 0, what: '', missing: [], header: new Uint8Array(DESCRIPTOR_BYTES), ...fields };
+}
+
+/** One collective of the model: its links' progress, its folds, its end. */
+class ModelRun {
+  private readonly sendsTo = new Map<number, number[]>();
+  private readonly receivesFrom = new Map<number, number[]>();
+  private readonly sentUpTo = new Map<number, number>();
+  private readonly receivedUpTo = new Map<number, number>();
+  private readonly received: boolean[];
+  private readonly folded: boolean[];
+  private readonly sent: boolean[];
+  private readonly subscriptions: Subscription[] = [];
+  private over = false;
+  private settling = false;
+  private again = false;
+
+  constructor(
+    private readonly links: Links,
+    private readonly schedule: Schedule,
+    private readonly elementType: ElementType,
+    private readonly memory: { readonly input: Uint8Array; readonly output: Uint8Array; readonly scratch: Uint8Array },
+    private readonly header: Uint8Array,
+    private readonly done: (outcome: NativeOutcome | undefined) => void,
+  ) {
+    schedule.sends.forEach((send, index) => this.listed(this.sendsTo, send).push(index));
+    schedule.receives.forEach((receive, index) => this.listed(this.receivesFrom, receive).push(index));
+    this.received = schedule.receives.map(() => false);
+    this.folded = schedule.folds.map(() => false);
+    this.sent = schedule.sends.map(() => false);
+  }
+
+  start(): void {
+    for (const peer of this.receivesFrom.keys()) this.receiveNext(peer);
+    this.settle();
+  }
+
+  stop(): void {
+    this.over = true;
+    for (const subscription of this.subscriptions) subscription.unsubscribe();
+  }
+
+  timeOut(): void {
+    const waiting = (of: Map<number, number[]>, upTo: Map<number, number>) => [...of.entries()].filter(([peer, list]) => (upTo.get(peer) ?? 0) < list.length).map(([peer]) => peer);
+    const missing = waiting(this.receivesFrom, this.receivedUpTo);
+    this.finish(outcome('timed-out', { missing: (missing.length > 0 ? missing : waiting(this.sendsTo, this.sentUpTo)).sort((a, b) => a - b) }));
+  }
+
+  finish(result: NativeOutcome | undefined): void {
+    if (this.over) return;
+    this.stop();
+    this.done(result);
+  }
+
+  private listed(by: Map<number, number[]>, message: ScheduledMessage): number[] {
+    const list = by.get(message.peer) ?? [];
+    by.set(message.peer, list);
+    return list;
+  }
+
+  private view(span: Span): Uint8Array {
+    return this.memory[span.memory].subarray(span.offset, span.offset + span.bytes);
+  }
+
+  private isDone(dependency: Dependency | null): boolean {
+    if (dependency === null) return true;
+    if ('receive' in dependency) return this.received[dependency.receive]!;
+    return 'fold' in dependency ? this.folded[dependency.fold]! : this.sent[dependency.send]!;
+  }
+
+  private receiveNext(peer: number): void {
+    const list = this.receivesFrom.get(peer)!;
+    const at = this.receivedUpTo.get(peer) ?? 0;
+    if (at === list.length) return;
+    const index = list[at]!;
+    const into = this.view(this.schedule.receives[index]!.span);
+    this.subscriptions.push(
+      this.links.receive(0, peer, MEMORY_DATA_LINK_TAG, ANY_LENGTH, undefined, Number.MAX_SAFE_INTEGER).subscribe({
+        next: (message) => {
+          const theirs = message.subarray(0, DESCRIPTOR_BYTES);
+          if (theirs.length < DESCRIPTOR_BYTES || theirs.some((byte, offset) => byte !== this.header[offset])) {
+            this.finish(outcome('mismatch', { peer, header: Uint8Array.from(theirs) }));
+            return;
+          }
+          if (message.length !== DESCRIPTOR_BYTES + into.length) {
+            this.finish(outcome('system', { peer, what: `rank ${peer} sent ${message.length - DESCRIPTOR_BYTES} payload bytes where ${into.length} were due` }));
+            return;
+          }
+          into.set(message.subarray(DESCRIPTOR_BYTES));
+          this.links.release(message);
+          this.received[index] = true;
+          this.receivedUpTo.set(peer, at + 1);
+          this.receiveNext(peer);
+          this.settle();
+        },
+        // The links fail with the session: the session's failure ends the collective.
+        error: () => this.finish(outcome('aborted')),
+      }),
+    );
+  }
+
+  /**
+   * Runs what can run, sends what can go, and ends the collective once everything has. A send may
+   * deliver at once and bring a peer's answer back into this very call: that settles again after.
+   */
+  private settle(): void {
+    if (this.settling) {
+      this.again = true;
+      return;
+    }
+    this.settling = true;
+    do {
+      this.again = false;
+      this.settleOnce();
+    } while (this.again && !this.over);
+    this.settling = false;
+  }
+
+  private settleOnce(): void {
+    for (let moved = true; moved && !this.over; ) {
+      moved = false;
+      this.schedule.folds.forEach((fold, index) => {
+        if (this.folded[index] || !fold.after.every((dependency) => this.isDone(dependency))) return;
+        const target = this.view(fold.target);
+        const sources = fold.sources.map((source) => this.view(source));
+        if (sources.length === 1 && fold.op !== 'avg') target.set(sources[0]!.slice());
+        else scheduleReduceSpans({ dtype: dtypeOfElementType(this.elementType), op: fold.op, sources, output: target, divisor: fold.divisor }, Number.POSITIVE_INFINITY).subscribe();
+        this.folded[index] = true;
+        moved = true;
+      });
+    }
+    for (const [peer, list] of this.sendsTo) {
+      for (let at = this.sentUpTo.get(peer) ?? 0; at < list.length && !this.over && this.isDone(this.schedule.sends[list[at]!]!.after); at++) {
+        const index = list[at]!;
+        const message = concatBytes([this.header, this.view(this.schedule.sends[index]!.span)]);
+        this.sentUpTo.set(peer, at + 1);
+        // The message is a copy: its memory is free at once (the engine's once the socket took it).
+        this.sent[index] = true;
+        this.subscriptions.push(this.links.send(0, peer, MEMORY_DATA_LINK_TAG, message, { elementType: ElementType.U8, count: message.length }).subscribe({ error: () => this.finish(outcome('aborted')) }));
+        this.again = true;
+      }
+    }
+    if (this.over) return;
+    const sent = [...this.sendsTo].every(([peer, list]) => this.sentUpTo.get(peer) === list.length);
+    if (sent && this.received.every(Boolean) && this.folded.every(Boolean)) this.finish(undefined);
+  }
+}

@@ -1,0 +1,136 @@
+#include "schedule_program.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dispatch.h"
+
+namespace rxccl {
+namespace {
+
+constexpr double kMaxSafeInteger = 9007199254740991.0;
+
+// Reads the encoding front to back; the first problem sticks.
+class Reader {
+ public:
+  Reader(const double* data, size_t length) : data_(data), length_(length) {}
+
+  size_t Count(const char* what) {
+    if (!error_.empty()) return 0;
+    if (at_ >= length_) return Fail(std::string("program ends before its ") + what);
+    const double value = data_[at_++];
+    if (!(value >= 0 && value <= kMaxSafeInteger && value == std::floor(value))) return Fail(std::string("program ") + what + " is not a count");
+    return size_t(value);
+  }
+
+  size_t Fail(const std::string& what) {
+    if (error_.empty()) error_ = what;
+    return 0;
+  }
+
+  bool Finished() const { return at_ == length_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  const double* data_;
+  size_t length_;
+  size_t at_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+bool DecodeProgram(const double* data, size_t length, int rank, int world_size, Program& program, std::string& error) {
+  Reader in(data, length);
+  const size_t type = in.Count("element type");
+  if (type != 0 && (type < size_t(DType::kU8) || type > size_t(DType::kF64))) in.Fail("program element type is not 0 or 1..12");
+  program.type = type == 0 ? DType::kU8 : DType(int(type));
+  program.width = ElementWidth(program.type);
+  program.scratch_bytes = in.Count("scratch bytes");
+  auto peer = [&](const char* what) {
+    const size_t value = in.Count(what);
+    if (value >= size_t(world_size) || int(value) == rank) in.Fail(std::string("program ") + what + " is not another rank");
+    return int(value);
+  };
+  auto span = [&](bool sized) {
+    SpanRef ref;
+    ref.memory = int(in.Count("memory"));
+    if (ref.memory > 2) in.Fail("program memory is not 0, 1 or 2");
+    ref.offset = in.Count("offset");
+    if (sized) ref.size = in.Count("size");
+    return ref;
+  };
+  auto gate = [&]() {
+    Gate g;
+    const size_t kind = in.Count("gate kind");
+    if (kind > 3) in.Fail("program gate kind is not 0..3");
+    g.kind = Gate::Kind(kind);
+    g.index = in.Count("gate index");
+    return g;
+  };
+  program.sends.resize(std::min(in.Count("send count"), length));
+  for (ProgramSend& send : program.sends) {
+    send.peer = peer("send peer");
+    send.span = span(true);
+    send.after = gate();
+  }
+  program.receives.resize(std::min(in.Count("receive count"), length));
+  for (ProgramReceive& receive : program.receives) {
+    receive.peer = peer("receive peer");
+    receive.span = span(true);
+  }
+  program.folds.resize(std::min(in.Count("fold count"), length));
+  for (ProgramFold& fold : program.folds) {
+    fold.target = span(true);
+    const size_t op = in.Count("fold op");
+    if (op < size_t(Op::kSum) || op > size_t(Op::kBxor)) in.Fail("program fold op is not 1..8");
+    fold.op = Op(int(op));
+    fold.divisor = in.Count("fold divisor");
+    if (fold.divisor == 0) in.Fail("program fold divisor is 0");
+    fold.sources.resize(std::min(in.Count("fold source count"), length));
+    if (fold.sources.empty()) in.Fail("program fold has no source");
+    for (SpanRef& source : fold.sources) {
+      source = span(false);
+      source.size = fold.target.size;
+    }
+    fold.after.resize(std::min(in.Count("fold gate count"), length));
+    for (Gate& g : fold.after) g = gate();
+    const bool copy = fold.sources.size() == 1 && fold.op != Op::kAvg;
+    if (!copy && ReduceSlicesBody(program.type, fold.op) == nullptr) in.Fail("program fold op is not defined on its element type");
+    if (fold.target.size % program.width != 0) in.Fail("program fold is not whole elements");
+  }
+  if (in.error().empty() && !in.Finished()) in.Fail("program has numbers after its last fold");
+  // Every gate names a producer that exists; every span fits its memory.
+  auto valid = [&](const Gate& g) {
+    switch (g.kind) {
+      case Gate::Kind::kNone: return true;
+      case Gate::Kind::kReceive: return g.index < program.receives.size();
+      case Gate::Kind::kFold: return g.index < program.folds.size();
+      case Gate::Kind::kSend: return g.index < program.sends.size();
+    }
+    return false;
+  };
+  auto fit = [&](const SpanRef& ref) {
+    const size_t end = ref.offset + ref.size;
+    if (end < ref.offset) return in.Fail("program span overflows"), void();
+    if (ref.memory == 0) program.input_bytes = std::max(program.input_bytes, end);
+    if (ref.memory == 1) program.output_bytes = std::max(program.output_bytes, end);
+    if (ref.memory == 2 && end > program.scratch_bytes) in.Fail("program span lies outside its scratch");
+  };
+  for (const ProgramSend& send : program.sends) {
+    if (!valid(send.after)) in.Fail("program send waits for a producer it does not have");
+    fit(send.span);
+  }
+  for (const ProgramReceive& receive : program.receives) fit(receive.span);
+  for (const ProgramFold& fold : program.folds) {
+    for (const Gate& g : fold.after) {
+      if (!valid(g)) in.Fail("program fold waits for a producer it does not have");
+    }
+    fit(fold.target);
+    for (const SpanRef& source : fold.sources) fit(source);
+  }
+  error = in.error();
+  return error.empty();
+}
+
+}  // namespace rxccl

@@ -1,0 +1,68 @@
+// A collective's schedule as the native data plane runs it (lib/collectives/schedule/schedule.ts):
+// the messages on each link and the folds, with the producers each waits for, over three memories
+// bound at run time. JavaScript writes the schedule (every algorithm lives there) and encodes it
+// once per shape (lib/transport/data-plane.ts `encodeProgram`); this decodes and checks it, and
+// the data plane runs it on every call of that shape. No algorithm lives here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codes.h"
+
+namespace rxccl {
+
+// What a send or fold waits for: a receive or a fold (what produces its bytes), or a send (done once
+// its bytes have left, so memory it read may be overwritten).
+struct Gate {
+  enum class Kind : uint8_t { kNone = 0, kReceive = 1, kFold = 2, kSend = 3 };
+  Kind kind = Kind::kNone;
+  size_t index = 0;
+};
+
+// Bytes [offset, offset + size) of memory 0 (the caller's input), 1 (its output) or 2 (scratch).
+struct SpanRef {
+  int memory = 0;
+  size_t offset = 0;
+  size_t size = 0;
+};
+
+struct ProgramSend {
+  int peer = 0;
+  SpanRef span;
+  Gate after;
+};
+
+struct ProgramReceive {
+  int peer = 0;
+  SpanRef span;
+};
+
+// target = op over sources, folded left in order (avg: the sum divided by `divisor`); a single
+// source with another op than avg is a copy.
+struct ProgramFold {
+  SpanRef target;
+  std::vector<SpanRef> sources;
+  std::vector<Gate> after;
+  Op op = Op::kSum;
+  uint64_t divisor = 1;
+};
+
+struct Program {
+  DType type = DType::kU8;
+  size_t width = 1;
+  size_t scratch_bytes = 0;
+  // The smallest input and output every span fits in.
+  size_t input_bytes = 0, output_bytes = 0;
+  std::vector<ProgramSend> sends;
+  std::vector<ProgramReceive> receives;
+  std::vector<ProgramFold> folds;
+};
+
+// Decodes `length` numbers (the encoding in lib/transport/data-plane.ts) for `rank` of
+// `world_size` ranks. On a malformed program returns false with `error` saying what.
+bool DecodeProgram(const double* data, size_t length, int rank, int world_size, Program& program, std::string& error);
+
+}  // namespace rxccl

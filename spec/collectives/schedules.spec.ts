@@ -1,0 +1,201 @@
+/**
+ * Every schedule of the algorithm table, for every rank of worlds 1..16, run together in the
+ * schedule model (rxccl/testing `runScheduleModel`), its events in random orders: the invariants
+ * every algorithm must keep, whichever plane runs it.
+ * - Well formed: spans inside their memories, the messages of each link paired in size and label.
+ * - No rank waits on a send that is never made (the native plane's one-message-at-a-time links).
+ * - No memory is written while a send still reads it or before a fold that reads it has run.
+ * - Every rank gets exactly the contributions it needs: the symbol of each result element names
+ *   them; reductions fold in rank order (the staged path's bits), rings in ring order with every
+ *   rank exactly once, avg divides once, at the end.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { CollectiveName } from '../../lib/collectives/algorithm.js';
+import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import { ALGORITHMS } from '../../lib/collectives/select.js';
+import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
+import { arbRingOrder, type ModelMemory, runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
+
+/** Every (collective, algorithm) with a schedule, once (a schedule serving both planes is one). */
+const SCHEDULED = (Object.keys(ALGORITHMS) as CollectiveName[]).flatMap((collective) => {
+  const seen = new Set<ScheduleOf>();
+  return ALGORITHMS[collective].flatMap((row) => {
+    if (row.schedule === undefined || seen.has(row.schedule)) return [];
+    seen.add(row.schedule);
+    return [{ collective, name: row.name, family: row.family, schedule: row.schedule }];
+  });
+});
+
+const REDUCING = new Set<CollectiveName>(['allReduce', 'reduce', 'reduceScatter']);
+const SHARDED = new Set<CollectiveName>(['reduceScatter', 'allToAll']);
+const IN_PLACE: Partial<Record<CollectiveName, ModelMemory['inPlace']>> = {
+  allReduce: 'same',
+  broadcast: 'same',
+  allGather: 'input is output slot',
+  reduceScatter: 'output is input slot',
+};
+
+/** The result elements rank `rank` must hold, as symbols, folded in rank order. */
+function expected(collective: CollectiveName, rank: number, worldSize: number, count: number, root: number, op: ReduceOp): string[] {
+  const ranks = Array.from({ length: worldSize }, (_, r) => r);
+  const fold = (element: number) => {
+    const folded = ranks.map((r) => `${r}@${element}`).reduce((left, right) => `(${left}+${right})`);
+    return op === 'avg' && worldSize > 1 ? `${folded}/${worldSize}` : folded;
+  };
+  const shard = count / worldSize;
+  const indices = (length: number) => Array.from({ length }, (_, i) => i);
+  switch (collective) {
+    case 'barrier':
+      return [];
+    case 'allReduce':
+      return indices(count).map(fold);
+    case 'reduce':
+      return rank === root ? indices(count).map(fold) : [];
+    case 'reduceScatter':
+      return indices(shard).map((j) => fold(rank * shard + j));
+    case 'broadcast':
+      return indices(count).map((i) => `${root}@${i}`);
+    case 'allGather':
+      return indices(count * worldSize).map((i) => `${Math.floor(i / count)}@${i % count}`);
+    case 'gather':
+      return rank === root ? indices(count * worldSize).map((i) => `${Math.floor(i / count)}@${i % count}`) : [];
+    case 'allToAll':
+      return indices(count).map((i) => `${Math.floor(i / shard)}@${rank * shard + (i % shard)}`);
+    default:
+      throw new Error(`${collective} has no schedule`);
+  }
+}
+
+/** A ring's fold: every rank's contribution exactly once, avg's division once, at the end. */
+function expectRingFold(actual: string, wanted: string, worldSize: number, op: ReduceOp): void {
+  const divisor = `/${worldSize}`;
+  const divides = op === 'avg' && worldSize > 1;
+  const strip = (symbol: string) => (divides ? symbol.slice(0, -divisor.length) : symbol);
+  if (divides) expect(actual.endsWith(divisor) && actual.indexOf('/') === actual.length - divisor.length).toBe(true);
+  const leaves = (symbol: string) => strip(symbol).replace(/[()]/g, '').split('+').sort();
+  expect(leaves(actual)).toEqual(leaves(wanted));
+}
+
+const arbCase = fc.integer({ min: 1, max: 16 }).chain((worldSize) =>
+  fc.record({
+    worldSize: fc.constant(worldSize),
+    scheduled: fc.constantFrom(...SCHEDULED),
+    count: fc.integer({ min: 0, max: 23 }),
+    width: fc.constantFrom(1, 2, 4, 8),
+    op: fc.constantFrom<ReduceOp>('sum', 'avg', 'max'),
+    root: fc.integer({ min: 0, max: worldSize - 1 }),
+    order: arbRingOrder(worldSize),
+    channels: fc.integer({ min: 1, max: 3 }),
+    inPlace: fc.boolean(),
+    seed: fc.integer(),
+  }),
+);
+
+describe('every schedule of the table, in the model (lib/testing/schedule-model.ts)', () => {
+  it('covers every collective but scatter and all-to-all-v, with its ring, pairwise and all-pairs forms', () => {
+    expect(SCHEDULED.map(({ collective, name }) => `${collective} ${name}`).sort()).toEqual(
+      [
+        'allGather pairwise',
+        'allGather ring',
+        'allReduce all-pairs',
+        'allReduce pairwise',
+        'allReduce ring',
+        'allToAll pairwise',
+        'barrier pairwise',
+        'broadcast chain',
+        'broadcast pairwise',
+        'gather pairwise',
+        'reduce pairwise',
+        'reduceScatter pairwise',
+        'reduceScatter ring',
+      ].sort(),
+    );
+  });
+
+  it('is well formed, never waits on itself, races no memory, and delivers exactly every contribution (rank order, or ring order once each)', () => {
+    fc.assert(
+      fc.property(arbCase, ({ worldSize, scheduled, count: base, width, op, root, order, channels, inPlace, seed }) => {
+        const { collective, family, schedule } = scheduled;
+        const count = collective === 'barrier' ? 0 : SHARDED.has(collective) ? base * worldSize : base;
+        const placement = inPlace ? (IN_PLACE[collective] ?? 'none') : 'none';
+        const input = (rank: number): ScheduleInput => ({
+          rank,
+          worldSize,
+          count,
+          width,
+          op: REDUCING.has(collective) ? op : null,
+          root: collective === 'broadcast' || collective === 'gather' || collective === 'reduce' ? root : null,
+          ringOrder: order,
+          ringChannels: channels,
+          inPlace: placement !== 'none',
+        });
+        const outputElements = (rank: number) => expected(collective, rank, worldSize, count, root, op).length;
+        const schedules = Array.from({ length: worldSize }, (_, rank) => schedule(input(rank)));
+        // Only the input's length and the in-place form describe every rank's memory alike.
+        const outputs = schedules.map((_, rank) => rank);
+        const perRank = outputs.map((rank) => {
+          const memory: ModelMemory = { inputElements: count, outputElements: outputElements(rank), inPlace: placement };
+          return memory;
+        });
+        // Ranks whose outputs differ in length (a root's) run with their own: the model takes one
+        // description, so the widest, and each rank's result is read to its own length.
+        const widest = perRank.reduce((a, b) => (a.outputElements >= b.outputElements ? a : b));
+        const { outputs: results } = runScheduleModel(schedules, input, widest, seededRandom(seed));
+        results.forEach((result, rank) => {
+          const wanted = expected(collective, rank, worldSize, count, root, op);
+          const actual = result.slice(0, wanted.length);
+          if (family !== 'ring' || !REDUCING.has(collective)) {
+            expect(actual, `${collective} ${scheduled.name} rank ${rank}`).toEqual(wanted);
+            return;
+          }
+          actual.forEach((symbol, element) => expectRingFold(symbol, wanted[element]!, worldSize, op));
+          // Every rank of a ring all-reduce ends with the identical fold.
+          if (collective === 'allReduce') expect(actual).toEqual(results[0]!.slice(0, wanted.length));
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('the model finds a deadlock, a race and a malformed link', () => {
+    const run = (write: ScheduleOf, worldSize = 2) =>
+      runScheduleModel(
+        Array.from({ length: worldSize }, (_, rank) => write({ rank, worldSize, count: 4, width: 1, op: 'sum', root: 0, ringOrder: [0, 1], ringChannels: 1, inPlace: false })),
+        (rank) => ({ rank, worldSize, count: 4, width: 1, op: 'sum', root: 0, ringOrder: [0, 1], ringChannels: 1, inPlace: false }),
+        { inputElements: 4, outputElements: 4, inPlace: 'none' },
+        seededRandom(1),
+      );
+    const base = { algorithm: 'test', layout: 'test', tagPrefix: 0, pieceScale: 1, scratchBytes: 0 };
+    const whole = (memory: 'input' | 'output') => ({ memory, offset: 0, bytes: 4 });
+    // Each rank sends only once it has received: nobody goes first.
+    const waiting: ScheduleOf = ({ rank }) => ({
+      ...base,
+      sends: [{ peer: 1 - rank, span: whole('output'), step: 0, channel: 0, after: { receive: 0 } }],
+      receives: [{ peer: 1 - rank, span: whole('output'), step: 0, channel: 0 }],
+      folds: [],
+    });
+    expect(() => run(waiting)).toThrow(ScheduleModelError);
+    expect(() => run(waiting)).toThrow(/deadlock: rank 0 waits for message 0 from rank 1/);
+    // Receiving into the memory a send is still reading.
+    const overwriting: ScheduleOf = ({ rank }) => ({
+      ...base,
+      sends: [{ peer: 1 - rank, span: whole('output'), step: 0, channel: 0, after: null }],
+      receives: [{ peer: 1 - rank, span: whole('output'), step: 0, channel: 0 }],
+      folds: [],
+    });
+    expect(() => {
+      for (let seed = 0; seed < 20; seed++) {
+        runScheduleModel([overwriting, overwriting].map((write, rank) => write({ rank, worldSize: 2, count: 4, width: 1, op: null, root: null, ringOrder: [0, 1], ringChannels: 1, inPlace: false })), (rank) => ({ rank, worldSize: 2, count: 4, width: 1, op: null, root: null, ringOrder: [0, 1], ringChannels: 1, inPlace: false }), { inputElements: 4, outputElements: 4, inPlace: 'none' }, seededRandom(seed));
+      }
+    }).toThrow(/race: rank \d receive 0 writes output\[0, 4\) while its send of output\[0, 4\) to rank \d is in flight/);
+    // A message of 4 bytes received as 2.
+    const mismatched: ScheduleOf = ({ rank }) => ({
+      ...base,
+      sends: rank === 0 ? [{ peer: 1, span: whole('input'), step: 0, channel: 0, after: null }] : [],
+      receives: rank === 1 ? [{ peer: 0, span: { memory: 'output', offset: 0, bytes: 2 }, step: 0, channel: 0 }] : [],
+      folds: [],
+    });
+    expect(() => run(mismatched)).toThrow("rank 0's message 0 to rank 1 has 4 bytes, rank 1 receives 2");
+  });
+});

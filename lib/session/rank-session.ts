@@ -1,23 +1,18 @@
-import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
-import { defer, lastValueFrom, map, mergeMap, Observable, type SchedulerLike, Subject, tap, throwError } from 'rxjs';
-import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
-import { PIECE_BYTES } from '../collectives/peer-data.js';
-import { runRow } from '../collectives/run-scheduled.js';
+import type { AsyncIterableX } from 'ix/asynciterable';
+import { defer, lastValueFrom, type Observable, type SchedulerLike, Subject } from 'rxjs';
+import type { CollectiveContext } from '../collectives/algorithm.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
-import { agreeBeforeCoordinator } from '../collectives/schedule/plane-executor.js';
-import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
-import { type AlgorithmRow, type Plane, selectAlgorithm, sessionPlane } from '../collectives/select.js';
+import { sessionPlane } from '../collectives/select.js';
+import type { CollectiveTuning } from '../collectives/tuning.js';
 import { debugLog } from '../diagnostics/debug-log.js';
-import { validateReduction } from '../kernels/index.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
-import { ANY_RANK } from '../protocol/constants.js';
-import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
+import type { DType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
-import { type Tensor, tensorFromBytes, type TensorOf, type TensorView, viewTensor } from '../tensor.js';
+import type { Tensor, TensorOf } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
-import { CollectiveTopology } from '../topology/collective-topology.js';
+import type { CollectiveTopology } from '../topology/collective-topology.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
 import { BufferPool } from '../transport/buffer-pool.js';
@@ -27,58 +22,18 @@ import type { SessionLinks } from '../transport/links/links.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { validateTimeout } from '../transport/transport-kind.js';
-import { checkCount, checkDivisible, checkRail, checkRank, checkReduceOp, checkShape, checkTag } from './arguments.js';
-import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
-import { CollectiveQueue } from './collective-queue.js';
 import { busyPollMicros } from './busy-poll.js';
+import { type BroadcastOptions, CollectiveRequests, type OutputOptions, type ReductionOptions } from './collective-requests.js';
+import { CollectiveRunner } from './collective-runner.js';
 import { EventLoopHold } from './event-loop-hold.js';
-import { leaveBeforeExit } from './leave-before-exit.js';
 import type { SessionEvent } from './events.js';
+import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
+import { leaveBeforeExit } from './leave-before-exit.js';
 import { logSessionEvents } from './log-session-events.js';
 import { openLinks } from './open-links.js';
+import { PointToPoint, type RailOption, type ReceiveShape } from './point-to-point.js';
 import type { ResolvedSessionOptions } from './session-options.js';
-import type { CollectiveTuning } from '../collectives/tuning.js';
-
-/** The shape of a point-to-point receive: what the matching send must carry. */
-export interface ReceiveShape<D extends DType = DType> {
-  readonly dtype: D;
-  readonly count: number;
-}
-
-export interface ReductionOptions<T extends Tensor = Tensor> {
-  /** Write the result into the input tensor and return it (no new memory). */
-  readonly inPlace?: boolean;
-  /**
-   * Write the result into `output` and return it (no new memory; the input stays as it is): a
-   * tensor of the input's type and length that does not overlap it. Not with `inPlace`.
-   */
-  readonly output?: T;
-}
-
-export interface BroadcastOptions<T extends Tensor = Tensor> {
-  /** Receive the root's tensor into this rank's `data` and return it (no new memory; the root's stays as it is). */
-  readonly inPlace?: boolean;
-  /**
-   * Write the root's tensor into `output` and return it (no new memory; `data` stays as it is): a
-   * tensor of `data`'s type and length that does not overlap it. Not with `inPlace`.
-   */
-  readonly output?: T;
-}
-
-export interface OutputOptions<T extends Tensor> {
-  /**
-   * Write the result into `output` and return it (no new memory): a tensor of the input's type
-   * with the result's length (W times the input's for allGather, a W-th of it for reduceScatter).
-   * It must not overlap the input, except as NCCL's in-place forms: allGather's input may be this
-   * rank's slot of the output, reduceScatter's output this rank's slot of the input.
-   */
-  readonly output?: T;
-}
-
-export interface RailOption {
-  /** The P2P rail to use; default `tag % rails`. */
-  readonly rail?: number;
-}
+import { sessionContext } from './session-context.js';
 
 /** What a session holds beyond its connections: work its `close()` also waits for. */
 export interface SessionHolds {
@@ -131,17 +86,13 @@ export class RankSession {
    */
   readonly events$: Observable<SessionEvent>;
   private readonly events = new Subject<SessionEvent>();
-  private readonly queue = new CollectiveQueue();
   private readonly context: CollectiveContext;
   private readonly deadlines: LazyDeadlines;
+  private readonly runner: CollectiveRunner;
+  private readonly requests: CollectiveRequests;
+  private readonly messaging: PointToPoint;
   private closed = false;
   private meshSequence = 0n;
-  /** Where this session's scheduled collectives run (see `Situation`). */
-  private readonly plane: Plane;
-  /** The (collective, algorithm, plane) choices already named on the debug log. */
-  private readonly named = new Set<string>();
-  /** Ordered operations submitted so far: the next one's `sequence` in events. */
-  private submitted = 0;
   /**
    * A process whose only work left is this idle session (its sockets hold nothing) is about to
    * exit: the session leaves first, so the others see a LEAVE, not a dropped connection.
@@ -163,13 +114,12 @@ export class RankSession {
     /** Memory for buffers that live for one collective: also where the coordinator's responses that feed a kernel are assembled. */
     scratch: BufferPool,
     /** Every rank shares this rank's host (see `Situation`). */
-    private readonly ranksShareHost: boolean,
+    ranksShareHost: boolean,
     /** The native data plane, where the job runs one. */
     private readonly nativePlane: NativePlane | null,
   ) {
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
-    this.plane = sessionPlane(transport, nativePlane !== null);
     failure.failure$.subscribe({
       error: (error: unknown) => {
         // A native collective ends with the session, at once.
@@ -178,27 +128,23 @@ export class RankSession {
       },
     });
     this.deadlines = new LazyDeadlines(scheduler);
-    const identity = Array.from({ length: worldSize }, (_, index) => index);
-    this.context = {
+    this.context = sessionContext({
       rank,
       worldSize,
-      // In a native session the ranks meet on the data links first (`agreeBeforeCoordinator`).
-      coordinate: (request, parts, useScratch) => {
-        if (nativePlane === null || worldSize === 1) return coordinator.exchange(request, parts, useScratch);
-        return agreeBeforeCoordinator(nativePlane, this.context, request).pipe(mergeMap(() => coordinator.exchange(request, parts, useScratch)));
-      },
+      transport,
+      tuning,
+      coordinator,
       scratch,
-      ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
-      ringChannels: tuning.ringChannels,
-      pieceBytes: PIECE_BYTES,
-      agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
-      nextMeshSequence: () => this.meshSequence++,
+      nativePlane,
       timeoutMs: () => timeout.ms,
+      nextMeshSequence: () => this.meshSequence++,
       deadlines: this.deadlines,
       abort: (reason) => void this.abortLinks(reason),
-      nativePlane,
-      schedules: new ScheduleCache(),
-    };
+    });
+    const plane = sessionPlane(transport, nativePlane !== null);
+    this.runner = new CollectiveRunner({ transport, links, context: this.context, tuning, plane, ranksShareHost, failure, loop, events: this.events });
+    this.requests = new CollectiveRequests(this.runner, rank, worldSize);
+    this.messaging = new PointToPoint(links, failure, loop, this.events);
   }
 
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
@@ -288,7 +234,7 @@ export class RankSession {
    * session.barrier$().subscribe({ complete: () => console.log('all ranks here') });
    */
   barrier$(): Observable<void> {
-    return this.submit('barrier', () => ({}), 0);
+    return this.requests.barrier();
   }
 
   /**
@@ -308,7 +254,7 @@ export class RankSession {
    * const mean = await lastValueFrom(session.allReduce$(gradients, 'avg'));
    */
   allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'allReduce', T>('allReduce', data, (view, output) => ({ view, op: this.reducible(view, op), output }), resultMemory(data, options));
+    return this.requests.allReduce(data, op, options);
   }
 
   /**
@@ -326,7 +272,7 @@ export class RankSession {
    * session.reduce$(Int32Array.of(hits), 'sum', 0).subscribe((total) => total && console.log(total[0]));
    */
   reduce$<T extends Tensor>(data: T, op: ReduceOp, root: number): Observable<T | null> {
-    return this.tensorCollective<'reduce', T | null>('reduce', data, (view) => ({ view, op: this.reducible(view, op), root: checkRank(root, this.worldSize, 'root') }));
+    return this.requests.reduce(data, op, root);
   }
 
   /**
@@ -346,12 +292,7 @@ export class RankSession {
    * const weights = await lastValueFrom(session.broadcast$(buffer, 0));
    */
   broadcast$<T extends Tensor>(data: T, root: number, options: BroadcastOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'broadcast', T>(
-      'broadcast',
-      data,
-      (view, output) => ({ view, root: checkRank(root, this.worldSize, 'root'), output }),
-      resultMemory(data, options),
-    );
+    return this.requests.broadcast(data, root, options);
   }
 
   /**
@@ -371,7 +312,7 @@ export class RankSession {
    * const all = await lastValueFrom(session.allGather$(Float64Array.of(metric)));
    */
   allGather$<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'allGather', T>('allGather', data, (view, output) => ({ view, output }), resultMemory(data, { output: options?.output }), (count) => count * this.worldSize);
+    return this.requests.allGather(data, options);
   }
 
   /**
@@ -389,7 +330,7 @@ export class RankSession {
    * const losses = await lastValueFrom(session.gather$(Float32Array.of(loss), 0));
    */
   gather$<T extends Tensor>(data: T, root: number): Observable<T | null> {
-    return this.tensorCollective<'gather', T | null>('gather', data, (view) => ({ view, root: checkRank(root, this.worldSize, 'root') }));
+    return this.requests.gather(data, root);
   }
 
   /**
@@ -408,20 +349,7 @@ export class RankSession {
    * const shard = await lastValueFrom(session.reduceScatter$(gradients));
    */
   reduceScatter$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: OutputOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'reduceScatter', T>(
-      'reduceScatter',
-      data,
-      (view, output) => {
-        const request = { view, op: this.reducible(view, op), output };
-        checkDivisible(view.count, this.worldSize, 'reduce-scatter');
-        return request;
-      },
-      resultMemory(data, { output: options?.output }),
-      (count) => {
-        checkDivisible(count, this.worldSize, 'reduce-scatter');
-        return count / this.worldSize;
-      },
-    );
+    return this.requests.reduceScatter(data, op, options);
   }
 
   /**
@@ -441,15 +369,7 @@ export class RankSession {
    * const received = await lastValueFrom(session.allToAll$(outgoing));
    */
   allToAll$<T extends Tensor>(data: T, options: OutputOptions<T> = {}): Observable<T> {
-    return this.tensorCollective<'allToAll', T>(
-      'allToAll',
-      data,
-      (view, output) => {
-        checkDivisible(view.count, this.worldSize, 'all-to-all');
-        return { view, output };
-      },
-      resultMemory(data, { output: options?.output }),
-    );
+    return this.requests.allToAll(data, options);
   }
 
   /**
@@ -467,28 +387,7 @@ export class RankSession {
    * const mine = await lastValueFrom(session.scatter$(session.rank === 0 ? batches : null, 0, batchSize));
    */
   scatter$<T extends Tensor>(data: T | null, root: number, countPerRank: number): Observable<T> {
-    let view: TensorView | null = null;
-    return this.submit(
-      'scatter',
-      () => {
-        checkRank(root, this.worldSize, 'root');
-        checkCount(countPerRank, 'countPerRank');
-        view = data === null ? null : viewTensor(data);
-        const total = countPerRank * this.worldSize;
-        if (this.rank === root && view === null) throw new ConfigurationError(`scatter root rank ${root} must pass data`);
-        if (view !== null && view.count !== total) {
-          throw new ConfigurationError(`scatter data has ${view.count} elements, expected countPerRank ${countPerRank} x world size ${this.worldSize} = ${total}`);
-        }
-        return { view, root, countPerRank };
-      },
-      0,
-    ).pipe(
-      map(({ dtype, bytes }) => {
-        // A rank that passed null learnt the type from the wire: f16/bf16 come tagged.
-        const tagged = view?.tagged ?? (dtype === 'f16' || dtype === 'bf16');
-        return tensorFromBytes(dtype, bytes, tagged) as T;
-      }),
-    );
+    return this.requests.scatter(data, root, countPerRank);
   }
 
   /**
@@ -507,21 +406,7 @@ export class RankSession {
    * const { data, counts } = await lastValueFrom(session.allToAllV$(outgoing, sendCounts));
    */
   allToAllV$<T extends Tensor>(data: T, sendCounts: readonly number[]): Observable<{ data: T; counts: number[] }> {
-    let view: TensorView | null = null;
-    return this.submit(
-      'allToAllV',
-      () => {
-        view = viewTensor(data);
-        if (!Array.isArray(sendCounts) || sendCounts.length !== this.worldSize) {
-          throw new ConfigurationError(`all-to-all-v needs ${this.worldSize} send counts, got ${Array.isArray(sendCounts) ? sendCounts.length : typeof sendCounts}`);
-        }
-        sendCounts.forEach((count, rank) => checkCount(count, `sendCounts[${rank}]`));
-        const total = sendCounts.reduce((sum, count) => sum + count, 0);
-        if (total !== view.count) throw new ConfigurationError(`all-to-all-v send counts sum to ${total}, data has ${view.count} elements`);
-        return { view, sendCounts };
-      },
-      0,
-    ).pipe(map(({ bytes, counts }) => ({ data: tensorFromBytes(view!.dtype, bytes, view!.tagged) as T, counts })));
+    return this.requests.allToAllV(data, sendCounts);
   }
 
   /**
@@ -534,7 +419,7 @@ export class RankSession {
   async exchange(options: ExchangeOptions, payload: Uint8Array = new Uint8Array(0)): Promise<Frame> {
     const request = exchangeRequest(options, this.worldSize);
     if (!(payload instanceof Uint8Array)) throw new ConfigurationError(`exchange payload must be a Uint8Array, got ${typeof payload}`);
-    return lastValueFrom(this.queued(() => this.context.coordinate(request, payload.length > 0 ? [payload] : [])));
+    return lastValueFrom(this.runner.queued(() => this.context.coordinate(request, payload.length > 0 ? [payload] : [])));
   }
 
   /**
@@ -545,7 +430,7 @@ export class RankSession {
   async setTimeout(ms: number): Promise<void> {
     validateTimeout(ms, 'collective timeout');
     const milliseconds = BigInt(Math.max(1, Math.round(ms)));
-    await lastValueFrom(this.queued(() => this.context.coordinate({ opcode: Opcode.SetTimeout, tag: milliseconds }, [])));
+    await lastValueFrom(this.runner.queued(() => this.context.coordinate({ opcode: Opcode.SetTimeout, tag: milliseconds }, [])));
     this.timeout.ms = Number(milliseconds);
   }
 
@@ -556,22 +441,8 @@ export class RankSession {
    * @example
    * await session.send(1, 7, Float32Array.of(1, 2, 3));
    */
-  async send(destination: number, tag: number | bigint, data: Tensor, options: RailOption | null = {}): Promise<void> {
-    checkRank(destination, this.worldSize, 'destination');
-    const wireTag = checkTag(tag);
-    const view = viewTensor(data);
-    const rail = this.rail(wireTag, options);
-    const started = performance.now();
-    await lastValueFrom(
-      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(
-        this.failure.untilEnded(),
-        this.loop.during(),
-      ),
-      { defaultValue: undefined },
-    );
-    if (this.events.observed) {
-      this.events.next({ type: 'p2p-sent', destination, tag: wireTag, rail, bytes: view.bytes.length, durationMs: performance.now() - started });
-    }
+  send(destination: number, tag: number | bigint, data: Tensor, options: RailOption | null = {}): Promise<void> {
+    return this.messaging.send(destination, tag, data, options);
   }
 
   /**
@@ -581,22 +452,8 @@ export class RankSession {
    * @example
    * const weights = await session.receive(0, 7, { dtype: 'f32', count: 1024 }); // Float32Array
    */
-  async receive<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null = {}): Promise<TensorOf<D>> {
-    if (source !== null) checkRank(source, this.worldSize, 'source');
-    const wireTag = checkTag(tag);
-    const { dtype, count } = checkShape(like);
-    const rail = this.rail(wireTag, options);
-    const started = performance.now();
-    const payload = await lastValueFrom(
-      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
-        this.failure.untilEnded(),
-        this.loop.during(),
-      ),
-    );
-    if (this.events.observed) {
-      this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
-    }
-    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16') as TensorOf<D>;
+  receive<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null = {}): Promise<TensorOf<D>> {
+    return this.messaging.receive(source, tag, like, options);
   }
 
   /**
@@ -606,15 +463,7 @@ export class RankSession {
    * for await (const gradient of session.messages(null, 3, { dtype: 'f32', count: 256 })) apply(gradient);
    */
   messages<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>): AsyncIterableX<TensorOf<D>> {
-    if (source !== null) checkRank(source, this.worldSize, 'source');
-    checkTag(tag);
-    checkShape(like);
-    const session = this;
-    return asyncIterableFrom(
-      (async function* () {
-        for (;;) yield await session.receive(source, tag, like);
-      })(),
-    );
+    return this.messaging.messages(source, tag, like);
   }
 
   /**
@@ -680,7 +529,7 @@ export class RankSession {
       this.closed = true;
       this.stopLeavingOnExit();
       this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
-      this.queue.close();
+      this.runner.close();
       this.nativePlane?.close();
       this.links.close();
       this.coordinator.close();
@@ -705,84 +554,8 @@ export class RankSession {
     this.nativePlane?.forget();
   }
 
-  /**
-   * A tensor collective whose result has the input's dtype and form. With `output` (the caller's tensor of the result's length,
-   * `resultCount` of the input's: the input itself for in-place calls), the algorithm writes the
-   * result there (or the session copies it there) and `output` itself is the result.
-   */
-  private tensorCollective<N extends CollectiveName, Out>(
-    collective: N,
-    data: Tensor,
-    request: (view: TensorView, output: Uint8Array | undefined) => Collectives[N][0],
-    memory?: ResultMemory<Tensor>,
-    resultCount: (count: number) => number = (count) => count,
-  ): Observable<Out> {
-    let view: TensorView | null = null;
-    let into: Uint8Array | undefined;
-    return this.submit(
-      collective,
-      () => {
-        if (memory?.conflict === true) throw new ConfigurationError(`${collective} takes inPlace or an output, not both`);
-        view = viewTensor(data);
-        into = memory === undefined ? undefined : checkOutput(collective, view, viewTensor(memory.tensor), resultCount(view.count), memory.inPlace, this.rank);
-        return request(view, into);
-      },
-      () => view!.bytes.length,
-    ).pipe(
-      map((result) => {
-        if (into === undefined) return (result === null ? null : tensorFromBytes(view!.dtype, result as Uint8Array, view!.tagged)) as Out;
-        if (result !== into) into.set(result as Uint8Array);
-        return memory!.tensor as Out;
-      }),
-    );
-  }
 
-  /**
-   * Validates (now: a bad argument is an error of the returned Observable and nothing is sent),
-   * then queues the collective; when its turn comes the table picks the algorithm. Hot: the call
-   * submits it exactly once, whoever listens.
-   */
-  private submit<N extends CollectiveName>(collective: N, validate: () => Collectives[N][0], bytes: number | (() => number)): Observable<Collectives[N][1]> {
-    let request: Collectives[N][0];
-    try {
-      if (this.closed) throw new ChannelClosedError(`rank ${this.rank} session closed`);
-      request = validate();
-    } catch (error) {
-      return throwError(() => error);
-    }
-    const size = typeof bytes === 'number' ? bytes : bytes();
-    const row = selectAlgorithm(collective, { transport: this.transport, plane: this.plane, worldSize: this.worldSize, bytes: size, tuning: this.tuning, ranksShareHost: this.ranksShareHost });
-    this.nameChoice(collective, row, size);
-    // The native data plane's thread waits for the data itself: an event loop polling beside it
-    // only takes a core from it.
-    const busyPoll = row.plane !== 'native';
-    return this.queued((sequence) => {
-      const run = runRow(collective, row, this.links, request, this.context);
-      // Events cost an allocation and a clock read per collective: only when someone listens.
-      if (!this.events.observed) return run;
-      const base = { sequence, collective, algorithm: row.name, plane: row.plane };
-      this.events.next({ type: 'collective-started', ...base, bytes: size });
-      const started = performance.now();
-      return run.pipe(
-        tap({
-          complete: () => this.events.next({ type: 'collective-finished', ...base, bytes: size, durationMs: performance.now() - started }),
-          error: (error: unknown) => this.events.next({ type: 'collective-failed', ...base, error }),
-        }),
-      );
-    }, busyPoll);
-  }
 
-  /**
-   * Says on the debug log (info) which algorithm and plane a collective takes, the first time it
-   * takes them (a size that changes the choice says so again).
-   */
-  private nameChoice(collective: CollectiveName, row: AlgorithmRow<CollectiveName>, bytes: number): void {
-    if (!debugLog.enabled('info')) return;
-    const choice = `${collective} ${row.name} ${row.plane}`;
-    if (this.named.has(choice)) return;
-    this.named.add(choice);
-    debugLog.info(`rank ${this.rank} ${collective} of ${bytes} bytes runs ${row.name} on the ${row.plane === 'js' ? 'JS' : row.plane} plane`);
-  }
 
   /** Tells every rank to end the job, and stops this rank's own native collective now (not when the abort comes back). */
   private abortLinks(reason: string): number {
@@ -790,32 +563,8 @@ export class RankSession {
     return this.links.abort(reason);
   }
 
-  /**
-   * Runs `work` in the collective queue, ending with the session's failure if that comes first.
-   * `work` gets the operation's place in the call order (its `sequence` in events); `busyPoll`
-   * false keeps the event loop from polling while it runs (see `EventLoopHold`).
-   */
-  private queued<T>(work: (sequence: number) => Observable<T>, busyPoll = true): Observable<T> {
-    const sequence = this.submitted++;
-    // One hand-written layer for defer + loop.during() + failure.untilEnded(): every collective passes here.
-    return this.queue.submit(
-      new Observable<T>((subscriber) => {
-        this.loop.hold(subscriber, busyPoll);
-        this.failure.enroll(subscriber);
-        subscriber.add(work(sequence).subscribe(subscriber));
-      }),
-    );
-  }
 
-  private reducible(view: TensorView, op: ReduceOp): ReduceOp {
-    validateReduction(view.dtype, checkReduceOp(op));
-    return op;
-  }
 
-  private rail(tag: bigint, options: RailOption | null): number {
-    const rail = options?.rail;
-    return rail === undefined ? Number(tag % BigInt(this.rails)) : checkRail(rail, this.rails);
-  }
 }
 
 /** What the join line says of the data plane: tcp_peer has one, native or JS. */
@@ -827,46 +576,4 @@ function dataPlaneText(transport: CollectiveTransport, nativePlane: NativePlane 
 function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {
   const size = bytes.length / parts;
   return Array.from({ length: parts }, (_, index) => bytes.subarray(index * size, (index + 1) * size));
-}
-
-/** The bytes of a caller's output tensor, checked against the result it must hold. */
-function checkOutput(collective: CollectiveName, input: TensorView, output: TensorView, expected: number, inPlace: boolean, rank: number): Uint8Array {
-  if (output.dtype !== input.dtype || output.count !== expected) {
-    throw new ConfigurationError(`${collective} output is ${output.dtype} x ${output.count}, its result is ${input.dtype} x ${expected}`);
-  }
-  // In place, the algorithm gets the input's own view: it recognises it and writes no copy.
-  if (inPlace) return input.bytes;
-  // Results are written while the input is still being read. Besides in place, only the slots of
-  // NCCL's in-place forms may be shared: allGather's input as this rank's slot of the output,
-  // reduceScatter's output as this rank's slot of the input.
-  if (overlaps(input.bytes, output.bytes) && !sharesOwnSlot(collective, input.bytes, output.bytes, rank)) {
-    const hint = collective === 'allReduce' || collective === 'broadcast' ? ' (to write the result over the input, use { inPlace: true })' : '';
-    throw new ConfigurationError(`${collective} output overlaps its input${hint}`);
-  }
-  return output.bytes;
-}
-
-function overlaps(a: Uint8Array, b: Uint8Array): boolean {
-  return a.buffer === b.buffer && a.length > 0 && b.length > 0 && a.byteOffset < b.byteOffset + b.length && b.byteOffset < a.byteOffset + a.length;
-}
-
-/** Whether `output` and `input` share exactly this rank's slot (see `checkOutput`). */
-function sharesOwnSlot(collective: CollectiveName, input: Uint8Array, output: Uint8Array, rank: number): boolean {
-  const [whole, slot] = collective === 'allGather' ? [output, input] : collective === 'reduceScatter' ? [input, output] : [null, null];
-  return whole !== null && slot !== null && slot.byteOffset === whole.byteOffset + rank * slot.length;
-}
-
-/** Where an all-reduce's or a broadcast's result goes: the input itself (`inPlace`), the caller's `output`, else fresh memory (undefined). */
-function resultMemory<T extends Tensor>(data: T, options: { readonly inPlace?: boolean; readonly output?: T } | undefined): ResultMemory<T> | undefined {
-  if (options?.inPlace === true) return { tensor: data, inPlace: true, conflict: options.output !== undefined };
-  return options?.output === undefined ? undefined : { tensor: options.output, inPlace: false, conflict: false };
-}
-
-/** A result's memory chosen by the caller. */
-interface ResultMemory<T extends Tensor> {
-  readonly tensor: T;
-  /** The input's own memory. */
-  readonly inPlace: boolean;
-  /** Both `inPlace` and an `output` were given. */
-  readonly conflict: boolean;
 }

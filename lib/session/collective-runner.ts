@@ -1,0 +1,115 @@
+import { Observable, type Subject, tap, throwError } from 'rxjs';
+import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
+import { runRow } from '../collectives/run-scheduled.js';
+import { type AlgorithmRow, type Plane, selectAlgorithm } from '../collectives/select.js';
+import type { CollectiveTuning } from '../collectives/tuning.js';
+import { debugLog } from '../diagnostics/debug-log.js';
+import { ChannelClosedError } from '../errors.js';
+import type { SessionLinks } from '../transport/links/links.js';
+import type { SessionFailure } from '../transport/session-failure.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
+import { CollectiveQueue } from './collective-queue.js';
+import type { EventLoopHold } from './event-loop-hold.js';
+import type { SessionEvent } from './events.js';
+
+/** What a session's collectives run on. */
+export interface RunnerParts {
+  readonly transport: CollectiveTransport;
+  readonly links: SessionLinks;
+  readonly context: CollectiveContext;
+  readonly tuning: CollectiveTuning;
+  /** Where this session's scheduled collectives run. */
+  readonly plane: Plane;
+  /** Every rank shares this rank's host (see `Situation`). */
+  readonly ranksShareHost: boolean;
+  readonly failure: SessionFailure;
+  readonly loop: EventLoopHold;
+  readonly events: Subject<SessionEvent>;
+}
+
+/**
+ * A session's ordered operations: each collective (and `setTimeout`, `exchange`) queued in call
+ * order, run one at a time by the algorithm and plane the table picks for it, ended by the
+ * session's failure, and reported on the session's events.
+ */
+export class CollectiveRunner {
+  private readonly queue = new CollectiveQueue();
+  /** Ordered operations submitted so far: the next one's `sequence` in events. */
+  private submitted = 0;
+  /** The (collective, algorithm, plane) choices already named on the debug log. */
+  private readonly named = new Set<string>();
+  private closed = false;
+
+  constructor(private readonly parts: RunnerParts) {}
+
+  /**
+   * Validates (now: a bad argument is an error of the returned Observable and nothing is sent),
+   * then queues the collective; when its turn comes it runs by the row the table picks for its
+   * size. Hot: the call submits it exactly once, whoever listens.
+   */
+  submit<N extends CollectiveName>(collective: N, validate: () => Collectives[N][0], bytes: number | (() => number)): Observable<Collectives[N][1]> {
+    let request: Collectives[N][0];
+    try {
+      if (this.closed) throw new ChannelClosedError(`rank ${this.parts.context.rank} session closed`);
+      request = validate();
+    } catch (error) {
+      return throwError(() => error);
+    }
+    const { transport, plane, tuning, ranksShareHost, links, context, events } = this.parts;
+    const size = typeof bytes === 'number' ? bytes : bytes();
+    const row = selectAlgorithm(collective, { transport, plane, worldSize: context.worldSize, bytes: size, tuning, ranksShareHost });
+    this.nameChoice(collective, row, size);
+    // The native data plane's thread waits for the data itself: an event loop polling beside it
+    // only takes a core from it.
+    return this.queued((sequence) => {
+      const run = runRow(collective, row, links, request, context);
+      // Events cost an allocation and a clock read per collective: only when someone listens.
+      if (!events.observed) return run;
+      const base = { sequence, collective, algorithm: row.name, plane: row.plane };
+      events.next({ type: 'collective-started', ...base, bytes: size });
+      const started = performance.now();
+      return run.pipe(
+        tap({
+          complete: () => events.next({ type: 'collective-finished', ...base, bytes: size, durationMs: performance.now() - started }),
+          error: (error: unknown) => events.next({ type: 'collective-failed', ...base, error }),
+        }),
+      );
+    }, row.plane !== 'native');
+  }
+
+  /**
+   * Runs `work` in the collective queue, ending with the session's failure if that comes first.
+   * `work` gets the operation's place in the call order (its `sequence` in events); `busyPoll`
+   * false keeps the event loop from polling while it runs (see `EventLoopHold`).
+   */
+  queued<T>(work: (sequence: number) => Observable<T>, busyPoll = true): Observable<T> {
+    const sequence = this.submitted++;
+    const { loop, failure } = this.parts;
+    // One hand-written layer for defer + loop.during() + failure.untilEnded(): every collective passes here.
+    return this.queue.submit(
+      new Observable<T>((subscriber) => {
+        loop.hold(subscriber, busyPoll);
+        failure.enroll(subscriber);
+        subscriber.add(work(sequence).subscribe(subscriber));
+      }),
+    );
+  }
+
+  /** Takes no more collectives; what is queued ends with the session's failure. */
+  close(): void {
+    this.closed = true;
+    this.queue.close();
+  }
+
+  /**
+   * Says on the debug log (info) which algorithm and plane a collective takes, the first time it
+   * takes them (a size that changes the choice says so again).
+   */
+  private nameChoice(collective: CollectiveName, row: AlgorithmRow<CollectiveName>, bytes: number): void {
+    if (!debugLog.enabled('info')) return;
+    const choice = `${collective} ${row.name} ${row.plane}`;
+    if (this.named.has(choice)) return;
+    this.named.add(choice);
+    debugLog.info(`rank ${this.parts.context.rank} ${collective} of ${bytes} bytes runs ${row.name} on the ${row.plane === 'js' ? 'JS' : row.plane} plane`);
+  }
+}

@@ -1,0 +1,89 @@
+import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
+import { defer, lastValueFrom, type Subject } from 'rxjs';
+import { ANY_RANK } from '../protocol/constants.js';
+import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
+import { type Tensor, tensorFromBytes, type TensorOf, viewTensor } from '../tensor.js';
+import type { Links } from '../transport/links/links.js';
+import type { SessionFailure } from '../transport/session-failure.js';
+import { checkRail, checkRank, checkShape, checkTag } from './arguments.js';
+import type { EventLoopHold } from './event-loop-hold.js';
+import type { SessionEvent } from './events.js';
+
+/** The shape of a point-to-point receive: what the matching send must carry. */
+export interface ReceiveShape<D extends DType = DType> {
+  readonly dtype: D;
+  readonly count: number;
+}
+
+export interface RailOption {
+  /** The P2P rail to use; default `tag % rails`. */
+  readonly rail?: number;
+}
+
+/**
+ * A session's tagged point-to-point messages: validated, on the rail the tag (or the caller)
+ * picks, ended by the session's failure, reported on the session's events. Not ordered with the
+ * collectives: they are multiplexed beside them.
+ */
+export class PointToPoint {
+  constructor(
+    private readonly links: Links,
+    private readonly failure: SessionFailure,
+    private readonly loop: EventLoopHold,
+    private readonly events: Subject<SessionEvent>,
+  ) {}
+
+  async send(destination: number, tag: number | bigint, data: Tensor, options: RailOption | null): Promise<void> {
+    checkRank(destination, this.links.worldSize, 'destination');
+    const wireTag = checkTag(tag);
+    const view = viewTensor(data);
+    const rail = this.rail(wireTag, options);
+    const started = performance.now();
+    await lastValueFrom(
+      defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+      ),
+      { defaultValue: undefined },
+    );
+    if (this.events.observed) {
+      this.events.next({ type: 'p2p-sent', destination, tag: wireTag, rail, bytes: view.bytes.length, durationMs: performance.now() - started });
+    }
+  }
+
+  async receive<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null): Promise<TensorOf<D>> {
+    if (source !== null) checkRank(source, this.links.worldSize, 'source');
+    const wireTag = checkTag(tag);
+    const { dtype, count } = checkShape(like);
+    const rail = this.rail(wireTag, options);
+    const started = performance.now();
+    const payload = await lastValueFrom(
+      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+      ),
+    );
+    if (this.events.observed) {
+      this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
+    }
+    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16') as TensorOf<D>;
+  }
+
+  /** Pull-based receives: each pull posts one, and leaving the loop posts no more. */
+  messages<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>): AsyncIterableX<TensorOf<D>> {
+    if (source !== null) checkRank(source, this.links.worldSize, 'source');
+    checkTag(tag);
+    checkShape(like);
+    const self = this;
+    return asyncIterableFrom(
+      (async function* () {
+        for (;;) yield await self.receive(source, tag, like, {});
+      })(),
+    );
+  }
+
+  private rail(tag: bigint, options: RailOption | null): number {
+    const rail = options?.rail;
+    return rail === undefined ? Number(tag % BigInt(this.links.rails)) : checkRail(rail, this.links.rails);
+  }
+}

@@ -1,0 +1,59 @@
+import { mergeMap } from 'rxjs';
+import type { CollectiveContext } from '../collectives/algorithm.js';
+import { PIECE_BYTES } from '../collectives/peer-data.js';
+import type { NativePlane } from '../collectives/schedule/native-plane.js';
+import { agreeBeforeCoordinator } from '../collectives/schedule/plane-executor.js';
+import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
+import type { CollectiveTuning } from '../collectives/tuning.js';
+import { bestRingOrder } from '../topology/best-ring-order.js';
+import { CollectiveTopology } from '../topology/collective-topology.js';
+import type { BufferPool } from '../transport/buffer-pool.js';
+import type { CollectiveChannel } from '../transport/collective-channel.js';
+import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
+
+/** What a session gives its algorithms (see `CollectiveContext`). */
+export interface SessionContextParts {
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly transport: CollectiveTransport;
+  readonly tuning: CollectiveTuning;
+  readonly coordinator: Pick<CollectiveChannel, 'exchange'>;
+  readonly scratch: BufferPool;
+  readonly nativePlane: NativePlane | null;
+  readonly timeoutMs: () => number;
+  readonly nextMeshSequence: () => bigint;
+  readonly deadlines: LazyDeadlines;
+  readonly abort: (reason: string) => void;
+}
+
+/**
+ * The context a session's algorithms run in: its coordinator (in a native session the ranks first
+ * meet on the data links, `agreeBeforeCoordinator`), its ring (GX1_RING_ORDER, else the topology's
+ * best, else rank order), where its collectives agree (on the mesh on tcp_peer), its native plane
+ * and the schedules it has written.
+ */
+export function sessionContext(parts: SessionContextParts): CollectiveContext {
+  const { rank, worldSize, transport, tuning, coordinator, nativePlane } = parts;
+  const identity = Array.from({ length: worldSize }, (_, index) => index);
+  const context: CollectiveContext = {
+    rank,
+    worldSize,
+    coordinate: (request, payload, useScratch) => {
+      if (nativePlane === null || worldSize === 1) return coordinator.exchange(request, payload, useScratch);
+      return agreeBeforeCoordinator(nativePlane, context, request).pipe(mergeMap(() => coordinator.exchange(request, payload, useScratch)));
+    },
+    scratch: parts.scratch,
+    ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
+    ringChannels: tuning.ringChannels,
+    pieceBytes: PIECE_BYTES,
+    agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
+    nextMeshSequence: parts.nextMeshSequence,
+    timeoutMs: parts.timeoutMs,
+    deadlines: parts.deadlines,
+    abort: parts.abort,
+    nativePlane,
+    schedules: new ScheduleCache(),
+  };
+  return context;
+}

@@ -21,10 +21,8 @@ namespace {
 // How long a phase spins (poll(0) + sched_yield) after its last progress before it sleeps in
 // poll(). Spinning is what makes small collectives fast where ranks share cores (Open MPI does the
 // same when oversubscribed): a sleeping rank is woken late, and its wake-ups cost the others CPU.
-// 20 ms, not 2: with 4 ranks on 2 cores a peer is often descheduled for a few milliseconds, and
-// ranks that gave up and slept made the 8 B all-reduce up to 1.8x slower (bench/native-ceiling
-// harness: 280-361 against 145-216 us a call, alternated; `rxccl bench`: level within its noise;
-// 2 ranks and 1 MiB level). A rank waiting for a late peer yields all along.
+// Tens of milliseconds, not one or two: where ranks outnumber cores a peer is often descheduled
+// for a few milliseconds. A rank waiting for a late peer yields all along.
 constexpr int64_t kSpinNs = 20'000'000;
 
 // Buffers per sendmsg(); a transfer has at most a handful.

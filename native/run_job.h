@@ -6,9 +6,8 @@
 namespace rxccl {
 
 // Jobs reading less than this run on the calling thread alone. Waking a helper costs tens of
-// microseconds on a VM, about what reading 1-2 MiB costs; on the 2-vCPU VM we measured, splitting
-// was a wash at 4-8 MiB and up to 1.8x faster from 16 MiB (bench/kernels/split.ts, numbers in
-// bench/kernels/RESULTS.md).
+// microseconds on a VM, about what reading 1-2 MiB costs, so splitting pays only for large jobs
+// (bench/kernels/split.ts finds where on a machine).
 constexpr size_t kMinSplitBytes = size_t(8) << 20;
 
 // Bytes read per piece of a split job. Pieces are claimed dynamically; several per thread let the

@@ -65,7 +65,7 @@ export interface TensorRequest {
    * Where the result goes, of exactly the result's size (an in-place all-reduce or broadcast
    * passes the input's own bytes); default fresh memory. Writing into memory that is already
    * mapped saves the first-touch cost of a fresh buffer, which for large tensors is a good part of
-   * the collective's time (~40 ms for 64 MiB here). An algorithm may ignore it: the session then
+   * the collective's time. An algorithm may ignore it: the session then
    * copies its result there.
    */
   readonly output?: Uint8Array;

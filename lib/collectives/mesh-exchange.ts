@@ -8,8 +8,8 @@ import { exchangeRelayed } from './exchange-relayed.js';
 
 /**
  * Largest world whose exchange goes between all pairs; larger worlds relay through the hub. At 2
- * ranks the all-pairs exchange is one hop where any relay takes two; at 4 ranks on 2 cores its 12
- * messages cost more CPU than the relay's 6 save in hops (1.3-1.8x slower, measured).
+ * ranks the all-pairs exchange is one hop where any relay takes two; from 3 ranks its W(W-1)
+ * messages cost more CPU than the relay's 2(W-1) save in hops where ranks share cores.
  */
 export const ALL_PAIRS_MAX_WORLD_SIZE = 2;
 

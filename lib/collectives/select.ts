@@ -97,8 +97,8 @@ export const PAIRWISE_MIN_WORLD_SIZE = 3;
 
 /**
  * On the native plane, all-reduces under this size send every rank's whole tensor to every rank
- * (one message's latency); from it, pairwise (each rank sends 2(W-1)/W of it): where the two
- * crossed on one host (bench/README.md).
+ * (one message's latency); from it, pairwise (each rank sends 2(W-1)/W of it): about where the
+ * two cross on one host.
  */
 export const ALL_PAIRS_BELOW_BYTES = 64 * 1024;
 

@@ -6,10 +6,9 @@ import { bytesRead, type KernelCall, resultOf } from './calls.js';
 /**
  * Calls reading at most this many bytes run synchronously on subscribe; larger ones go to a
  * worker thread. Handing a kernel to a worker and getting its completion back costs a fixed
- * round trip (two thread wake-ups, ~21 us on the 2-vCPU VM we measured); a kernel reading up to
- * 1 MiB takes less than that (~17 us for f32 sum), so running it in place is faster and holds the
- * event loop for less than the round trip would delay its result. Measured with
- * bench/kernels/crossover.ts (numbers in bench/kernels/RESULTS.md).
+ * round trip (two thread wake-ups); a kernel reading up to 1 MiB takes less than that, so running
+ * it in place is faster and holds the event loop for less than the round trip would delay its
+ * result (bench/kernels/crossover.ts finds the crossover on a machine).
  */
 export const SYNC_CROSSOVER_BYTES = 1 << 20;
 

@@ -5,10 +5,9 @@ import { BusyWindow } from '../transport/busy-window.js';
 /**
  * How long the coordinator keeps its event loop turning after each frame it routes, by default.
  * A staged collective is two hops through the coordinator; on a VM a hop that wakes a sleeping
- * process on a halted core pays ~35-100 µs in the writer's write(2). 500 µs spans the gap between
- * back-to-back small collectives, so the coordinator's core stays awake while they come; it yields
- * that core on every turn, so the ranks it waits for lose nothing (2 ranks, 8 B all-reduce through
- * the coordinator: 0.50-0.66x Gloo's time without it, 0.40-0.44x with it, bench/README.md).
+ * process on a halted core pays tens of microseconds in the writer's write(2). 500 µs spans the
+ * gap between back-to-back small collectives, so the coordinator's core stays awake while they
+ * come; it yields that core on every turn, so the ranks it waits for lose nothing.
  */
 export const DEFAULT_COORDINATOR_BUSY_POLL_MICROS = 500;
 

@@ -1,7 +1,7 @@
 /**
  * CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum that closes every GX1
  * header: it only ever covers the 92 header bytes before it, twice per message (encode and
- * decode), so it is sliced by four (four bytes per step, 2-3x the bytewise loop).
+ * decode), so it is sliced by four (four bytes per step, rather than one).
  */
 const T0 = new Uint32Array(256).map((_, byte) => {
   let crc = byte;

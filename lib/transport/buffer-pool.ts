@@ -24,8 +24,7 @@ export class BufferPool {
      * Smaller requests are plain allocations. V8 keeps typed arrays of up to 64 bytes on its heap;
      * a larger one gets a backing store of its own, counted as external memory, and a few of those
      * per call (a mid-size exchange's messages) drive V8 into major collections that cost more than
-     * the transfers: an 8 KiB all-reduce at 4 ranks took 0.9-1.1 ms with a 64 KiB floor, 0.4 ms with
-     * this one (bench/README.md).
+     * the transfers.
      */
     private readonly minBytes = DEFAULT_POOLED_BYTES,
     private readonly perClass = 2,

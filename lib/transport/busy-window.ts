@@ -10,7 +10,7 @@ export const REAL_CLOCK: PollClock = { now: () => performance.now(), immediate: 
  * Keeps this process's event loop turning for a while: one `setImmediate` after another, so libuv
  * polls its sockets without blocking, until `windowMs` after the last `open()`. Data that comes
  * within the window is seen at once, instead of after the wake-up of a thread sleeping on a halted
- * core (~35-100 µs a hop on the VMs measured, docs/architecture.md); past it the loop sleeps as
+ * core (tens of microseconds a hop on a VM, docs/architecture.md); past it the loop sleeps as
  * usual, so a long wait costs no CPU.
  *
  * With `yieldCpu` (the addon's sched_yield), each turn also offers the core to any other runnable

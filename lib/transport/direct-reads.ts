@@ -19,8 +19,8 @@ export interface OnReadOption {
  * out of it); once a payload has begun, the rest of that payload's own buffer (the destination a
  * receive named, or pooled memory), so a large payload is written once, by the kernel, and never
  * copied again. The default stream path instead allocates a fresh 64 KiB chunk per read and copies
- * it into the payload: on loopback that doubles the time of a 512 KiB exchange and feeds the
- * garbage collector (bench/README.md).
+ * it into the payload, which on loopback costs as much as the transfer and feeds the garbage
+ * collector.
  *
  * Node 20 honours `onread` only on sockets a process opened itself, not on those its server
  * accepted: pass `onread` to the dial, then read the socket's frames with `frames`.

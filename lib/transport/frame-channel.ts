@@ -129,8 +129,8 @@ export class FrameChannel {
     // and the caller, told the frame is sent, may reuse its memory. A larger one fills the mark,
     // so write() returns false and the caller waits for `drained()`, when the bytes are out.
     if (payloadBytes <= SMALL_FRAME_PAYLOAD_BYTES || FRAME_HEADER_BYTES + payloadBytes < socket.writableHighWaterMark) {
-      // One buffer, one write(2): for a small frame the syscall costs far more than the copy
-      // (a two-buffer writev measured ~1.4x a single write here).
+      // One buffer, one write(2): for a small frame the syscall costs far more than the copy,
+      // and a two-buffer writev more than a single write.
       const bytes = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payloadBytes);
       encodeHeaderInto(frame.header, bytes);
       let offset = FRAME_HEADER_BYTES;
@@ -141,7 +141,7 @@ export class FrameChannel {
       return socket.write(bytes);
     }
     // The header in a slice of Node's shared small-buffer pool: a Uint8Array of its own would be an
-    // ArrayBuffer per frame for V8 to track and sweep (~1 % of a 4-rank 1 MiB all-reduce's CPU).
+    // ArrayBuffer per frame for V8 to track and sweep.
     const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
     encodeHeaderInto(frame.header, head);
     socket.cork();

@@ -12,7 +12,7 @@ import type { SessionEvent } from '../../lib/session/events.js';
 import { DTYPES } from '../../lib/protocol/element-type.js';
 import { type Tensor, viewTensor } from '../../lib/tensor.js';
 import { buildCase, describeCase, hex, modelCollective, opsFor, runCollective, seededRandom, tensorOf } from '../../lib/testing/index.js';
-import { CHAIN_FROM_BYTES as NATIVE_CHAIN_MIN_BYTES } from '../../lib/collectives/select.js';
+import { CHAIN_FROM_BYTES } from '../../lib/collectives/select.js';
 import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
 
 const available = dataPlaneEngine() !== null;
@@ -102,7 +102,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
         const chain = worldSize >= 3 && (index + worldSize) % 4 === 0;
         const width = viewTensor(tensorOf(dtype, new Uint8Array(8), false)).bytes.length / viewTensor(tensorOf(dtype, new Uint8Array(8), false)).count;
         for (const kind of ['broadcast', 'allGather', 'gather', 'allToAll', 'reduceScatter'] as const) {
-          const count = kind === 'broadcast' && chain ? Math.ceil(NATIVE_CHAIN_MIN_BYTES / width) + worldSize * 5 + 1 : ((worldSize * 5 + index) % 13) + 1;
+          const count = kind === 'broadcast' && chain ? Math.ceil(CHAIN_FROM_BYTES / width) + worldSize * 5 + 1 : ((worldSize * 5 + index) % 13) + 1;
           // Reduce-scatter: every op, and now and then shards of over a MiB (the reduction streamed).
           const op = opsFor(dtype)[(worldSize + index) % opsFor(dtype).length]!;
           const shards = kind === 'reduceScatter' && chain ? Math.ceil((1 << 20) / width) + 3 : count;

@@ -14,9 +14,7 @@ export type StartWork = <T>(source: Observable<T>, then?: (last: T) => void) => 
  * tears down whatever still runs when it ends or is unsubscribed (then `launch`'s own teardown).
  *
  * Hand-written rather than merge/concat/mergeMap per piece (as `runExchange` is): those operators
- * cost CPU the transfers need (user time per all-reduce call, alternating runs: 64 MiB at 2 ranks
- * 24-26 -> 16-20 ms, at 4 ranks 38-44 -> 27-32 ms; 1 MiB at 4 ranks 1.1-1.3 -> 0.8-1.2 ms; wall
- * time 10-15 % lower in quiet windows, bench/README.md).
+ * cost CPU per piece that the transfers need.
  */
 export function pieceWork(launch: (start: StartWork) => (() => void) | void): Observable<never> {
   return new Observable<never>((subscriber) => {

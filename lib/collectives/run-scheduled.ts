@@ -5,7 +5,7 @@ import type { CollectiveContext, CollectiveName, Collectives } from './algorithm
 import { agreeOnPeerData } from './peer-agreement.js';
 import { runOnLinks } from './schedule/links-executor.js';
 import { runOnPlane } from './schedule/plane-executor.js';
-import type { ScheduleInput, ScheduleOf } from './schedule/schedule.js';
+import type { Schedule, ScheduleOf } from './schedule/schedule.js';
 import { SCHEDULED_CALLS, type ScheduledCall, type ScheduledName } from './scheduled-call.js';
 import type { AlgorithmRow } from './select.js';
 
@@ -13,7 +13,7 @@ import type { AlgorithmRow } from './select.js';
 export type SchedulePlane = 'js' | 'native';
 
 /**
- * Runs one call of `collective` by the algorithm whose schedule `write` writes, on `plane`; emits
+ * Runs one call of `collective` by the algorithm whose schedule `writer` writes, on `plane`; emits
  * the call's result. The schedule is written once per call shape (`context.schedules`).
  *
  * - native: one run of the plane; every message carries the collective's header (its descriptor,
@@ -24,7 +24,7 @@ export type SchedulePlane = 'js' | 'native';
 export function runScheduled<N extends ScheduledName>(
   collective: N,
   name: string,
-  write: ScheduleOf,
+  writer: ScheduleOf,
   plane: SchedulePlane,
   links: Links,
   request: Collectives[N][0],
@@ -34,18 +34,20 @@ export function runScheduled<N extends ScheduledName>(
     const { rank, worldSize } = context;
     const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
     const key = `${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
-    const input: ScheduleInput = {
-      rank,
-      worldSize,
-      count: call.count,
-      width: call.width,
-      op: call.op,
-      root: call.root,
-      ringOrder: context.ringOrder,
-      ringChannels: context.ringChannels,
-      inPlace: call.inPlace,
-    };
-    const { schedule, descriptor } = context.schedules.get(key, call.request, () => write(input));
+    // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
+    const write = (): Schedule =>
+      writer({
+        rank,
+        worldSize,
+        count: call.count,
+        width: call.width,
+        op: call.op,
+        root: call.root,
+        ringOrder: context.ringOrder,
+        ringChannels: context.ringChannels,
+        inPlace: call.inPlace,
+      });
+    const { schedule, descriptor } = context.schedules.get(key, call.request, write);
     if (plane === 'native') {
       const native = context.nativePlane;
       if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);

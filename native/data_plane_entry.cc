@@ -93,8 +93,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   ~DataPlane() override { Stop(); }
 
  private:
-  // compile(program): decodes a schedule (a Float64Array, lib/transport/data-plane.ts
-  // `encodeProgram`) and keeps it; returns its id for run().
+  // compile(program): decodes a schedule (a Float64Array,
+  // lib/collectives/schedule/plane-executor.ts `encodeProgram`) and keeps it; returns its id for run().
   Napi::Value Compile(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 1, 1);

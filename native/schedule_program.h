@@ -1,7 +1,7 @@
 // A collective's schedule as the native data plane runs it (lib/collectives/schedule/schedule.ts):
 // the messages on each link and the folds, with the producers each waits for, over three memories
 // bound at run time. JavaScript writes the schedule (every algorithm lives there) and encodes it
-// once per shape (lib/transport/data-plane.ts `encodeProgram`); this decodes and checks it, and
+// once per shape (lib/collectives/schedule/plane-executor.ts `encodeProgram`); this decodes and checks it, and
 // the data plane runs it on every call of that shape. No algorithm lives here.
 #pragma once
 
@@ -61,7 +61,7 @@ struct Program {
   std::vector<ProgramFold> folds;
 };
 
-// Decodes `length` numbers (the encoding in lib/transport/data-plane.ts) for `rank` of
+// Decodes `length` numbers (plane-executor.ts `encodeProgram`) for `rank` of
 // `world_size` ranks. On a malformed program returns false with `error` saying what.
 bool DecodeProgram(const double* data, size_t length, int rank, int world_size, Program& program, std::string& error);
 

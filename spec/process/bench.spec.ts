@@ -212,7 +212,7 @@ describe('peers', () => {
     await expect(measurePeer(GLOO, hanging, 4, ['barrier'], [8], 200)).rejects.toThrow('Gloo at 4 ranks ran past 200 ms: ');
   });
 
-  it('says why Open MPI cannot run: no benchmark source, no mpicc nor mpirun', () => {
+  it('says why Open MPI cannot run: no benchmark source, no mpicc nor mpirun, an mpicc without mpi.h', () => {
     const saved = { PATH: process.env.PATH, RXCCL_PEERS_DIR: process.env.RXCCL_PEERS_DIR };
     const empty = mkdtempSync(join(tmpdir(), 'rxccl-peers-'));
     try {
@@ -221,6 +221,10 @@ describe('peers', () => {
       writeFileSync(join(empty, 'mpi_bench.c'), 'int main(void) { return 0; }\n');
       process.env.PATH = empty;
       expect(OPEN_MPI_TCP.prepare()).toBe('no mpicc nor mpirun on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)');
+      // Debian's openmpi-bin alone: mpicc runs, but Open MPI's headers are in libopenmpi-dev.
+      const headerless = 'if [ "$1" = --version ]; then exit 0; fi\necho "mpi_bench.c:1:10: fatal error: mpi.h: No such file or directory" >&2\necho "compilation terminated." >&2\nexit 1\n';
+      for (const tool of ['mpicc', 'mpirun']) writeFileSync(join(empty, tool), `#!/bin/sh\n${headerless}`, { mode: 0o755 });
+      expect(OPEN_MPI_TCP.prepare()).toBe('mpicc finds no mpi.h (Debian: apt-get install libopenmpi-dev)');
     } finally {
       process.env.PATH = saved.PATH;
       if (saved.RXCCL_PEERS_DIR === undefined) delete process.env.RXCCL_PEERS_DIR;
@@ -355,6 +359,11 @@ describe('rxccl bench', () => {
     if (missing.length > 0) {
       console.info(`no ${missing.join(' nor ')} here (apt-get install openmpi-bin libopenmpi-dev): only the "not run" line of Open MPI is checked`);
       expect(lines).toContain(`# peers: Open MPI over TCP not run: no ${missing.join(' nor ')} on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)`);
+      return;
+    }
+    if (spawnSync('mpicc', ['-E', '-x', 'c', '-'], { input: '#include <mpi.h>\n', stdio: ['pipe', 'ignore', 'ignore'] }).status !== 0) {
+      console.info('mpicc here finds no mpi.h (apt-get install libopenmpi-dev): only the "not run" line of Open MPI is checked');
+      expect(lines).toContain('# peers: Open MPI over TCP not run: mpicc finds no mpi.h (Debian: apt-get install libopenmpi-dev)');
       return;
     }
     expect(lines.filter((line) => line.startsWith('# peers: ') && line.includes('Open MPI'))).toEqual([

@@ -10,6 +10,11 @@ import { buildPeerBenchmark, type Peer, PEER_OPS, peerSource } from './peer.js';
 /** mpirun's flags for TCP over loopback only (run_all.sh's MPIRUN and MPI_TCP). */
 const TCP_ON_LOOPBACK = ['--oversubscribe', '--mca', 'oob_tcp_if_include', 'lo', '--mca', 'pml', 'ob1', '--mca', 'btl', 'tcp,self', '--mca', 'btl_tcp_if_include', 'lo'];
 
+/** Debian's openmpi-bin brings mpicc without Open MPI's headers, which libopenmpi-dev holds. */
+export function explainMpicc(stderr: string): string | null {
+  return /mpi\.h: No such file/.test(stderr) ? 'mpicc finds no mpi.h (Debian: apt-get install libopenmpi-dev)' : null;
+}
+
 export const OPEN_MPI_TCP: Peer = {
   name: 'Open MPI over TCP',
   label: 'mpi-tcp',
@@ -21,7 +26,7 @@ export const OPEN_MPI_TCP: Peer = {
     if (typeof source !== 'string') return source.missing;
     const missing = ['mpicc', 'mpirun'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore', timeout: 60_000 }).error !== undefined);
     if (missing.length > 0) return `no ${missing.join(' nor ')} on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)`;
-    const binary = buildPeerBenchmark('mpi_bench', source, (output) => ({ file: 'mpicc', args: ['-O2', '-o', output, source] }));
+    const binary = buildPeerBenchmark('mpi_bench', source, (output) => ({ file: 'mpicc', args: ['-O2', '-o', output, source] }), explainMpicc);
     if (typeof binary !== 'string') return binary.failure;
     // mpirun refuses to start ranks as root unless told to.
     const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];

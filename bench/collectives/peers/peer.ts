@@ -112,7 +112,7 @@ export function parsePeerRows(text: string, label: string): Map<string, number> 
  * or older than its source: `compile(output)` is the compiler and its arguments. Built beside and
  * renamed into place, so that a bench started meanwhile never runs half a file. Returns the
  * binary's path, or why it did not build: what `explain` reads in the compiler's output (a missing
- * library, say), else the command and the output's last line.
+ * library, say), else the command and the output's first error (its last line when none says so).
  */
 export function buildPeerBenchmark(
   name: string,
@@ -131,7 +131,8 @@ export function buildPeerBenchmark(
     const stderr = compiled.stderr ?? '';
     const known = explain(stderr);
     if (known !== null) return { failure: known };
-    const why = stderr.trim().split('\n').at(-1) || compiled.error?.message || `status ${compiled.status}`;
+    const lines = stderr.trim().split('\n');
+    const why = lines.find((line) => /\berror\b/.test(line)) ?? (lines.at(-1) || compiled.error?.message || `status ${compiled.status}`);
     return { failure: `${file} ${args.join(' ').replace(partial, binary)} failed: ${why}` };
   }
   renameSync(partial, binary);

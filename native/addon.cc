@@ -12,6 +12,7 @@
 #include "dispatch.h"
 #include "errors.h"
 #include "kernel_worker.h"
+#include "spin_budget.h"
 #include "thread_pool.h"
 
 namespace rxccl {
@@ -155,6 +156,28 @@ Napi::Value YieldCpuEntry(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// spinBudgetTrace(spinUs, waitsUs): replays waits of these lengths (microseconds) through the data
+// plane's spin budget (spin_budget.h), each slept where it outlasted the spin; returns the spin each
+// wait had. The policy's exact behaviour, for tests: a real wait's length is the machine's.
+Napi::Value SpinBudgetTraceEntry(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExpectArgumentCount(info, 2, 2);
+  if (!info[0].IsNumber()) ThrowKernelError(env, "spinUs must be a number");
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+    ThrowKernelError(env, "waitsUs must be a Float64Array");
+  }
+  const int64_t spin_us = info[0].As<Napi::Number>().Int64Value();
+  Napi::Float64Array waits = info[1].As<Napi::Float64Array>();
+  Napi::Float64Array spins = Napi::Float64Array::New(env, waits.ElementLength());
+  SpinBudget budget(spin_us < 0 ? -1 : spin_us * 1000);
+  for (size_t i = 0; i < waits.ElementLength(); i++) {
+    const int64_t waited_ns = int64_t(waits[i] * 1000);
+    spins[i] = double(budget.spin_ns()) / 1000;
+    budget.Waited(waited_ns, waited_ns >= budget.spin_ns());
+  }
+  return spins;
+}
+
 }  // namespace
 }  // namespace rxccl
 
@@ -169,6 +192,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("cancel", Napi::Function::New(env, Cancel, "cancel"));
   exports.Set("kernelThreads", Napi::Function::New(env, KernelThreadsEntry, "kernelThreads"));
   exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
+  exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
   exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }

@@ -18,13 +18,6 @@
 namespace rxccl {
 namespace {
 
-// How long a phase spins (poll(0) + sched_yield) after its last progress before it sleeps in
-// poll(). Spinning is what makes small collectives fast where ranks share cores (Open MPI does the
-// same when oversubscribed): a sleeping rank is woken late, and its wake-ups cost the others CPU.
-// Tens of milliseconds, not one or two: where ranks outnumber cores a peer is often descheduled
-// for a few milliseconds. A rank waiting for a late peer yields all along.
-constexpr int64_t kSpinNs = 20'000'000;
-
 // Buffers per sendmsg(); a transfer has at most a handful.
 constexpr int kMaxParts = 16;
 
@@ -51,14 +44,21 @@ int64_t MonotonicNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-DataLinks::DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd)
+DataLinks::DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns)
     : rank_(rank), world_size_(world_size), send_fds_(std::move(send_fds)), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd),
-      headers_(size_t(world_size) * kDataHeaderBytes) {
+      headers_(size_t(world_size) * kDataHeaderBytes), spin_(spin_ns) {
   // Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
   const int on = 1;
   for (int fd : send_fds_) {
     if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   }
+}
+
+void DataLinks::Progressed(Collective& c) {
+  const int64_t now = MonotonicNs();
+  spin_.Waited(now - c.progressed_ns, c.slept);
+  c.progressed_ns = now;
+  c.slept = false;
 }
 
 uint8_t* DataLinks::Scratch(size_t bytes) {
@@ -203,7 +203,8 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     ready.back() = {wake_fd_, POLLIN, 0};
     const int64_t now = MonotonicNs();
     if (now >= until_ns) return false;
-    const bool spin = now - c.progressed_ns < kSpinNs;
+    const bool spin = now - c.progressed_ns < spin_.spin_ns();
+    c.slept = c.slept || !spin;
     const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
     const int count = poll(ready.data(), ready.size(), spin ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
     if (count < 0) {
@@ -238,7 +239,7 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
         const size_t before = t.sent_total;
         if (!Send(c, t, outcome)) return true;
         if (t.sent_total != before) {
-          c.progressed_ns = MonotonicNs();
+          Progressed(c);
           Settle(c);
         }
       }
@@ -246,7 +247,7 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
         const size_t before = t.received_total;
         if (!Receive(c, t, outcome)) return true;
         if (t.received_total != before) {
-          c.progressed_ns = MonotonicNs();
+          Progressed(c);
           Settle(c);
         }
       }

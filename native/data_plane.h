@@ -19,6 +19,7 @@
 
 #include "codes.h"
 #include "schedule_program.h"
+#include "spin_budget.h"
 
 namespace rxccl {
 
@@ -82,8 +83,10 @@ struct Collective {
   std::vector<size_t> received, sent;
   std::vector<RunningFold> folds;
   int64_t deadline_ns = 0;
-  // Last progress: a wait spins for a while after it, then sleeps.
+  // Last progress: a wait spins for a while after it (SpinBudget), then sleeps.
   int64_t progressed_ns = 0;
+  // The wait since then outlasted its spin.
+  bool slept = false;
   // Payload bytes sent and received in all: a small collective is tried on the JS thread first.
   size_t bytes = 0;
 };
@@ -93,7 +96,8 @@ class DataLinks {
  public:
   // send_fds[p] carries this rank's data to rank p, recv_fds[p] brings p's (-1 at p == rank).
   // wake_fd: readable once the session ends (abort, failure, close); every wait watches it.
-  DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd);
+  // spin_ns: how long a wait spins before it sleeps, < 0 adaptive (SpinBudget).
+  DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns);
 
   // One collective at a time: the next is prepared only once the last is over. `input` and
   // `output` hold at least the program's input_bytes and output_bytes.
@@ -108,6 +112,8 @@ class DataLinks {
   bool Send(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool Receive(Collective& collective, Transfer& transfer, Outcome& outcome);
   uint8_t* Scratch(size_t bytes);
+  // A send or a receive moved: the wait before it tells the spin budget.
+  void Progressed(Collective& collective);
 
   const int rank_;
   const int world_size_;
@@ -118,6 +124,7 @@ class DataLinks {
   std::vector<uint8_t> headers_;
   // Scratch memory of the schedules, grown once and kept: fresh memory per call would cost page faults.
   std::vector<uint8_t> scratch_;
+  SpinBudget spin_;
 };
 
 int64_t MonotonicNs();

@@ -69,10 +69,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
                         InstanceMethod("close", &DataPlane::Close)});
   }
 
-  // new DataPlane(rank, worldSize, sendFds, recvFds)
+  // new DataPlane(rank, worldSize, sendFds, recvFds, spinUs): spinUs < 0 adapts (spin_budget.h).
   explicit DataPlane(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DataPlane>(info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 4, 4);
+    ExpectArgumentCount(info, 5, 5);
     const int rank = int(CountArgument(info, 0, "rank"));
     const int world = int(CountArgument(info, 1, "worldSize"));
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
@@ -80,7 +80,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
     world_size_ = world;
     rank_ = rank;
-    links_ = std::make_unique<DataLinks>(rank, world, FdArray(info, 2, size_t(world)), FdArray(info, 3, size_t(world)), wake_fd_);
+    if (!info[4].IsNumber()) ThrowKernelError(env, "data plane spinUs must be a number");
+    const int64_t spin_us = info[4].As<Napi::Number>().Int64Value();
+    links_ = std::make_unique<DataLinks>(rank, world, FdArray(info, 2, size_t(world)), FdArray(info, 3, size_t(world)), wake_fd_,
+                                         spin_us < 0 ? -1 : spin_us * 1000);
     // Idle, the plane keeps the process alive no more than a closed socket would.
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
     done_.Unref(env);

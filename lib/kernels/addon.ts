@@ -35,6 +35,8 @@ export interface KernelAddon {
   kernelThreads(): number;
   /** sched_yield(): gives the core to another runnable thread, if any (lib/transport/busy-window.ts). */
   yieldCpu(): void;
+  /** The spin each of these waits (us) had under the data plane's spin policy, `spinUs` -1 adaptive (native/spin_budget.h); for tests. */
+  spinBudgetTrace(spinUs: number, waitsUs: Float64Array): Float64Array;
   /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
   DataPlane: DataPlaneEngine;
 }

@@ -1,5 +1,6 @@
 import { yieldCpu } from '../kernels/addon.js';
-import { busyPollVariable } from '../session/busy-poll.js';
+import { MAX_BUSY_POLL_MICROS } from '../session/busy-poll.js';
+import { microsVariable } from '../session/micros-setting.js';
 import { BusyWindow } from '../transport/busy-window.js';
 
 /**
@@ -17,7 +18,7 @@ export const DEFAULT_COORDINATOR_BUSY_POLL_MICROS = 500;
  * does not load: without its yield a polling coordinator would take the cores its ranks need.
  */
 export function coordinatorBusyWindow(env: Readonly<Record<string, string | undefined>>, yielder: () => (() => void) | null = yieldCpu): BusyWindow | null {
-  const setting = busyPollVariable(env, 'GX1_COORDINATOR_BUSY_POLL_US');
+  const setting = microsVariable(env, 'GX1_COORDINATOR_BUSY_POLL_US', MAX_BUSY_POLL_MICROS);
   const micros = setting === 'auto' ? DEFAULT_COORDINATOR_BUSY_POLL_MICROS : setting;
   if (micros === 0) return null;
   const offer = yielder();

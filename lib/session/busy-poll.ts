@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { ConfigurationError } from '../errors.js';
 import type { SocketAddressText } from '../transport/peer-endpoint-config.js';
 import { isLoopbackHost } from '../transport/loopback-host.js';
+import { type MicrosSetting, resolveMicros } from './micros-setting.js';
 
 /**
  * How long a rank polls its sockets, after an operation starts, before its event loop sleeps
@@ -15,27 +15,11 @@ export const DEFAULT_BUSY_POLL_MICROS = 50;
 export const MAX_BUSY_POLL_MICROS = 100_000;
 
 /** A window in microseconds, or `auto`: the default where this host has a core for every process of the job, else 0. */
-export type BusyPollSetting = number | 'auto';
+export type BusyPollSetting = MicrosSetting;
 
 /** The `busyPollMicros` option, else `GX1_BUSY_POLL_US`, else `auto`. */
-export function resolveBusyPoll(option: number | 'auto' | undefined, env: Readonly<Record<string, string | undefined>>): BusyPollSetting {
-  if (option !== undefined) return validBusyPoll(option, 'busyPollMicros');
-  return busyPollVariable(env, 'GX1_BUSY_POLL_US');
-}
-
-/** A busy-poll window variable (`GX1_BUSY_POLL_US`, `GX1_COORDINATOR_BUSY_POLL_US`): `auto` when unset. */
-export function busyPollVariable(env: Readonly<Record<string, string | undefined>>, name: string): BusyPollSetting {
-  const text = env[name]?.trim();
-  if (text === undefined || text === '' || text.toLowerCase() === 'auto') return 'auto';
-  return validBusyPoll(/^\d+$/.test(text) ? Number(text) : NaN, name, text);
-}
-
-function validBusyPoll(value: number | 'auto', name: string, text = String(value)): BusyPollSetting {
-  if (value === 'auto') return value;
-  if (!Number.isInteger(value) || value < 0 || value > MAX_BUSY_POLL_MICROS) {
-    throw new ConfigurationError(`${name} must be auto or whole microseconds 0..${MAX_BUSY_POLL_MICROS}, got ${JSON.stringify(text)}`);
-  }
-  return value;
+export function resolveBusyPoll(option: MicrosSetting | undefined, env: Readonly<Record<string, string | undefined>>): BusyPollSetting {
+  return resolveMicros(option, 'busyPollMicros', env, 'GX1_BUSY_POLL_US', MAX_BUSY_POLL_MICROS);
 }
 
 /**

@@ -6,9 +6,9 @@ import type { DataPlaneOffer } from '../transport/peer-endpoint-config.js';
  * Who moves a tcp_peer session's collective data: `native`, the addon's data plane (a C++ thread
  * over data links of its own; docs/architecture.md), or `js`, the event loop over the mesh. A rank
  * offers the plane in its endpoint publication unless it is `js` (docs/protocol.md 8.3), and every
- * rank decides from the table alike (`usesNativeDataPlane`): `auto` runs it where every rank offers
- * it and every rank advertises one host; a rank asking for `native` makes the job run it wherever
- * every rank offers it, and fail at set-up, naming the ranks, where some do not.
+ * rank decides from the table alike (`usesNativeDataPlane`): the job runs it where every rank
+ * offers it, on one host or many; ranks asking for `native` where some rank offers nothing make it
+ * fail at set-up, naming them.
  */
 export type DataPlaneSetting = 'native' | 'js' | 'auto';
 
@@ -34,6 +34,9 @@ export function resolveDataPlane(option: string | undefined, variable: string | 
   return 'native';
 }
 
+/** The longest spin `spinMicros` / `GX1_SPIN_US` may ask for (native/spin_budget.h). */
+export const MAX_SPIN_MICROS = 100_000;
+
 /** What a rank publishes of its setting: `js` offers nothing. */
 export function dataPlaneOffer(setting: DataPlaneSetting): DataPlaneOffer | null {
   return setting === 'js' ? null : setting;
@@ -41,12 +44,11 @@ export function dataPlaneOffer(setting: DataPlaneSetting): DataPlaneOffer | null
 
 /**
  * Whether the job runs the native data plane, decided alike on every rank from the endpoint
- * table's offers: every rank must offer it, and either one asks for it (`native`) or every rank
- * is on one host (`processesOnHost`, this rank's count of ranks sharing its host). Ranks asking
- * for it where others do not offer it cannot have it: every rank fails with the same error,
- * naming both.
+ * table's offers: where every rank offers it, wherever the ranks are (across hosts its data links
+ * are TCP connections like the mesh's). Ranks asking for it (`native`) where others do not offer
+ * it cannot have it: every rank fails with the same error, naming both.
  */
-export function usesNativeDataPlane(offers: readonly (DataPlaneOffer | null)[], processesOnHost: number): boolean {
+export function usesNativeDataPlane(offers: readonly (DataPlaneOffer | null)[]): boolean {
   const asking = offers.flatMap((offer, rank) => (offer === 'native' ? [rank] : []));
   const without = offers.flatMap((offer, rank) => (offer === null ? [rank] : []));
   if (without.length > 0 && asking.length > 0) {
@@ -55,5 +57,5 @@ export function usesNativeDataPlane(offers: readonly (DataPlaneOffer | null)[], 
         '(GX1_DATA_PLANE=js, TLS, no native addon, or another GX1 implementation): use auto or js on every rank',
     );
   }
-  return without.length === 0 && (asking.length > 0 || processesOnHost === offers.length);
+  return without.length === 0;
 }

@@ -117,7 +117,7 @@ async function openMeshLinks(
     let mesh: PeerMesh;
     try {
       // Decided alike on every rank, before a link is dialled.
-      const dataLinks = usesNativeDataPlane(table.dataPlanes, processesOnHost);
+      const dataLinks = usesNativeDataPlane(table.dataPlanes);
       mesh = await PeerMesh.connect({
         identity: { uniqueId, rank, worldSize, rails, dataLinks },
         endpoints: table.endpoints,
@@ -138,7 +138,7 @@ async function openMeshLinks(
       links: new MeshLinks(mesh, control, owner.failure, timeoutMs),
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,
-      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets), rank, worldSize),
+      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, options.spin), rank, worldSize),
     };
   } catch (error) {
     control?.close();

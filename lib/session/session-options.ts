@@ -13,7 +13,8 @@ import {
 } from '../transport/peer-endpoint-config.js';
 import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
-import { type DataPlaneSetting, resolveDataPlane } from './data-plane-setting.js';
+import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane } from './data-plane-setting.js';
+import { type MicrosSetting, resolveMicros } from './micros-setting.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type CollectiveTransport, parseRails, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
@@ -70,10 +71,18 @@ export interface SessionOptions extends TuningOptions {
   /**
    * tcp_peer: who moves collective data (default `GX1_DATA_PLANE`, else `auto`): `native`, the
    * addon's data plane (a C++ thread over data links of its own, no TLS), `js`, the event loop
-   * over the mesh, or `auto`: native where every rank is on this host and the addon loads, no TLS.
+   * over the mesh, or `auto`: native where every rank offers it (the addon loads, no TLS, not `js`).
    * Every rank of a job must end up with the same.
    */
   dataPlane?: DataPlaneSetting;
+  /**
+   * The native data plane: how long a wait for a peer spins before it sleeps (default
+   * `GX1_SPIN_US`, else `auto`). A spinning rank sees a small collective's data at once, but a
+   * rank whose peer is late every call burns the spin for nothing. `auto`: up to 20 ms, halved
+   * (down to 50) by each wait of 5 ms or more and doubled back by a wait just past it; a number
+   * spins that long after every progress, 0 never. 0..100000.
+   */
+  spinMicros?: number | 'auto';
 }
 
 export interface ResolvedSessionOptions {
@@ -93,6 +102,7 @@ export interface ResolvedSessionOptions {
   readonly scheduler: SchedulerLike;
   readonly busyPoll: BusyPollSetting;
   readonly dataPlane: DataPlaneSetting;
+  readonly spin: MicrosSetting;
 }
 
 /** Splits `host:port` (IPv6 as `[::1]:port`). */
@@ -108,7 +118,8 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, the tuning variables),
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, the tuning
+ * variables),
  * else the default.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
@@ -137,6 +148,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     scheduler: options.scheduler ?? asyncScheduler,
     busyPoll: resolveBusyPoll(options.busyPollMicros, env),
     dataPlane: resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null),
+    spin: resolveMicros(options.spinMicros, 'spinMicros', env, 'GX1_SPIN_US', MAX_SPIN_MICROS),
   };
 }
 

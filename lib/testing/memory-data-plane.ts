@@ -1,7 +1,7 @@
 /**
  * A model of the native data plane (native/data_plane.cc) for memory jobs: it runs a schedule
  * under the plane's rules over the job's in-memory links, so simulated jobs run what users run by
- * default on one host. The rules it keeps: every pair exchanges at least one message each way
+ * default. The rules it keeps: every pair exchanges at least one message each way
  * (`withHeaderExchange`); messages between two ranks go one after the other; each starts with the
  * collective's header, which the receiver compares byte for byte with its own before it takes the
  * payload (a different one ends the collective as a mismatch, naming the peer); a send goes once

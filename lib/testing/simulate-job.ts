@@ -49,7 +49,7 @@ export interface SimulateJobOptions {
   readonly rails?: number;
   readonly transport: CollectiveTransport;
   /**
-   * tcp_peer: who moves collective data. `native` (the default, as on one host) runs every
+   * tcp_peer: who moves collective data. `native` (the default, as in a real job) runs every
    * scheduled collective on a model of the native data plane (`memoryDataPlane`); `js` on the
    * event loop over the links.
    */

@@ -45,8 +45,11 @@ export interface NativeDataPlane {
   close(): void;
 }
 
-/** The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors, -1 at the rank itself. */
-export type DataPlaneEngine = new (rank: number, worldSize: number, sendFds: readonly number[], receiveFds: readonly number[]) => NativeDataPlane;
+/**
+ * The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors, -1 at the rank
+ * itself; `spinUs`, how long a wait spins before it sleeps, -1 adaptive (native/spin_budget.h).
+ */
+export type DataPlaneEngine = new (rank: number, worldSize: number, sendFds: readonly number[], receiveFds: readonly number[], spinUs: number) => NativeDataPlane;
 
 /** What every message of a collective on the plane carries as its header, and how long it may wait. */
 export interface PlaneCall {
@@ -82,8 +85,8 @@ export class DataPlane {
     private readonly sockets: readonly Socket[],
   ) {}
 
-  /** `Engine` (the addon's) over `links`, every peer's send and receive socket. */
-  static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets): DataPlane {
+  /** `Engine` (the addon's) over `links`, every peer's send and receive socket; its waits spin as `spin` says. */
+  static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, spin: number | 'auto' = 'auto'): DataPlane {
     const descriptor = (socket: Socket | undefined, peer: number) => {
       if (peer === rank) return -1;
       const fd = (socket as unknown as { _handle: { fd?: number } | null } | undefined)?._handle?.fd;
@@ -92,7 +95,7 @@ export class DataPlane {
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, send, receive);
+    const engine = new Engine(rank, worldSize, send, receive, spin === 'auto' ? -1 : spin);
     return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined));
   }
 

@@ -1,8 +1,9 @@
 /**
  * One process of the network-namespace test (spec/transport/netns.spec.ts), run inside a
  * namespace with `ip netns exec`. `coordinator HOST WORLD RAILS UNIQUE_ID` prints the bound port
- * and lives until the job ends; `rank` opens a tcp_peer session from the GX1_* environment and
- * exchanges a message with the other rank on every rail, printing one JSON line of what it saw.
+ * and lives until the job ends; `rank` opens a tcp_peer session from the GX1_* environment,
+ * exchanges a message with the other rank on every rail and all-reduces a small and a large
+ * tensor, printing one JSON line of what it saw (and which algorithm and plane each collective took).
  */
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { openSession } from '../../lib/launch/open-session.js';
@@ -27,7 +28,16 @@ if (mode === 'coordinator') {
   }
   // Which local address each rail's link uses, to prove the rail went over its own network.
   const localAddresses = Array.from({ length: session.rails }, (_, rail) => meshLocalAddress(session, peer, rail));
+  const collectives: string[] = [];
+  session.events$.subscribe((event) => {
+    if (event.type === 'collective-finished') collectives.push(`${event.collective} ${event.algorithm} on ${event.plane}`);
+  });
+  const sums: number[] = [];
+  for (const count of [2, 1 << 18]) {
+    const sum = await session.allReduce(new Float32Array(count).fill(session.rank + 1));
+    sums.push(sum.every((value) => value === 3) ? 3 : NaN);
+  }
   await session.barrier();
   await session.close();
-  console.log(JSON.stringify({ rank: session.rank, received, localAddresses }));
+  console.log(JSON.stringify({ rank: session.rank, received, localAddresses, sums, collectives }));
 }

@@ -33,6 +33,19 @@ describe('resolveBusyPoll', () => {
   });
 });
 
+describe('the native data plane spin (spinMicros, GX1_SPIN_US)', () => {
+  it('takes the option over the variable, auto where neither says, and refuses what is not whole microseconds 0..100000 by name', () => {
+    expect(resolveSessionOptions(base, {}).spin).toBe('auto');
+    expect(resolveSessionOptions(base, { GX1_SPIN_US: ' 250 ' }).spin).toBe(250);
+    expect(resolveSessionOptions({ ...base, spinMicros: 0 }, { GX1_SPIN_US: '250' }).spin).toBe(0);
+    expect(resolveSessionOptions({ ...base, spinMicros: 'auto' }, { GX1_SPIN_US: '250' }).spin).toBe('auto');
+    expect(() => resolveSessionOptions(base, { GX1_SPIN_US: '20ms' })).toThrow(
+      new ConfigurationError('GX1_SPIN_US must be auto or whole microseconds 0..100000, got "20ms"'),
+    );
+    expect(() => resolveSessionOptions({ ...base, spinMicros: 100_001 }, {})).toThrow('spinMicros must be auto or whole microseconds 0..100000, got "100001"');
+  });
+});
+
 describe('busyPollMicros', () => {
   it('polls under auto only where every process of the job on this host has a core', () => {
     expect(busyPollMicros('auto', 2, 2)).toBe(DEFAULT_BUSY_POLL_MICROS);

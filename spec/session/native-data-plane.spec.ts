@@ -289,7 +289,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
-  it('by default (auto) every collective goes native where every rank is on one host, and stays on the JS plane where one is not', async () => {
+  it('by default (auto) every collective goes native, on one host or across hosts (the ring where they are apart)', async () => {
     const allReduceOf = async (sessions: RankSession[]) => {
       const algorithms = algorithmsOf(sessions[0]!);
       await Promise.all(sessions.map((session) => session.allReduce(Float32Array.of(1))));
@@ -301,7 +301,13 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     const apart = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
     jobs.push(apart);
     const sessions = await Promise.all([0, 1, 2].map((rank) => apart.openRank(rank, rank === 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {})));
-    expect(await allReduceOf(sessions)).toEqual(['exchange on js']);
+    expect(await allReduceOf(sessions)).toEqual(['all-pairs on native']);
+    // Large tensors across hosts take the ring (pairwise only where every rank shares one host).
+    const algorithms = algorithmsOf(sessions[0]!);
+    const large = (rank: number) => new Float32Array(1 << 18).fill(rank + 1);
+    const results = await Promise.all(sessions.map((session, rank) => session.allReduce(large(rank))));
+    expect(algorithms).toEqual(['ring on native']);
+    for (const result of results) expect(result.every((value) => value === 6)).toBe(true);
   });
 
   it('dataPlane: a bad value, or native with TLS, is refused by name', async () => {
@@ -315,12 +321,11 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(resolveDataPlane(undefined, undefined, false)).toBe('auto');
     expect(resolveDataPlane(undefined, undefined, true)).toBe('js');
     expect(resolveDataPlane('auto', undefined, false, () => false)).toBe('js');
-    // Decided from every rank's offer and who shares a host, alike on every rank.
-    expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'], 4)).toBe(true);
-    expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'], 3)).toBe(false);
-    expect(usesNativeDataPlane(['auto', 'native', 'auto', 'auto'], 3)).toBe(true);
-    expect(usesNativeDataPlane(['auto', null, 'auto', 'auto'], 4)).toBe(false);
-    expect(() => usesNativeDataPlane(['native', null, 'auto', null], 4)).toThrow(
+    // Decided from every rank's offer alike on every rank, wherever the ranks are.
+    expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'])).toBe(true);
+    expect(usesNativeDataPlane(['auto', 'native', 'auto', 'auto'])).toBe(true);
+    expect(usesNativeDataPlane(['auto', null, 'auto', 'auto'])).toBe(false);
+    expect(() => usesNativeDataPlane(['native', null, 'auto', null])).toThrow(
       'ranks [0] ask for the native data plane (GX1_DATA_PLANE=native), but ranks [1,3] do not offer it (GX1_DATA_PLANE=js, TLS, no native addon, or another GX1 implementation): use auto or js on every rank',
     );
   });

@@ -23,7 +23,7 @@ import { encodeProgram, type NativeCollective, nativeCollective, settleNative } 
 import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
-import { dataPlaneEngine } from '../../lib/kernels/addon.js';
+import { dataPlaneEngine, loadAddon } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { DataPlane, type NativeOutcome, PLANE_PROGRAMS } from '../../lib/transport/data-plane.js';
@@ -40,10 +40,10 @@ afterEach(async () => {
 });
 
 /** The engine as rank 0 of 2 on one loopback connection (both directions), and the peer's end of it. */
-async function engineAndPeer(): Promise<{ plane: DataPlane; peer: Socket }> {
+async function engineAndPeer(spin: number | 'auto' = 'auto'): Promise<{ plane: DataPlane; peer: Socket }> {
   const [dialled, peer] = await loopbackPair();
   const socket = new FrameChannel(dialled).handOver();
-  const plane = DataPlane.open(engine!, 0, 2, { send: [undefined, socket], receive: [undefined, socket] });
+  const plane = DataPlane.open(engine!, 0, 2, { send: [undefined, socket], receive: [undefined, socket] }, spin);
   cleanups.push(() => {
     plane.close();
     peer.destroy();
@@ -400,6 +400,35 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     await done;
     expect(later).toBeUndefined();
     expect(Array.from(new Int32Array(second.buffer))).toEqual([6, 7]);
+  });
+
+  it('waits that never spin (spin 0) or spin a fixed time still take every message, cut anywhere', async () => {
+    for (const spin of [0, 300]) {
+      const { plane, peer } = await engineAndPeer(spin);
+      const readExactly = reader(peer);
+      const collective = collectiveFor(3);
+      const { outcome, output } = allReduce(plane, [1, 2, 3], collective);
+      // The peer answers late, in pieces: the engine sleeps in poll() (at once with 0) and wakes for each.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const [received] = await Promise.all([readExactly(32 + 12), writeInPieces(peer, concat(headerOf(collective), i32([10, 20, 30])), [5, 30, 9])]);
+      expect(received).toEqual(concat(headerOf(collective), i32([1, 2, 3])));
+      expect(await outcome).toBeUndefined();
+      expect(Array.from(new Int32Array(output.buffer))).toEqual([11, 22, 33]);
+      await cleanups.pop()!();
+    }
+  });
+
+  it("spins as its budget says: fixed, or (auto) 20 ms halved by each wait of 5 ms or more down to 50 us, doubled by a wait that slept and ended sooner", () => {
+    const trace = (spinUs: number, waitsUs: number[]) => Array.from(loadAddon().spinBudgetTrace(spinUs, Float64Array.from(waitsUs)));
+    // A peer 20 ms late every call: the whole spin once, then less each call, down to 50 us.
+    expect(trace(-1, Array(12).fill(20_000))).toEqual([20_000, 10_000, 5_000, 2_500, 1_250, 625, 312.5, 156.25, 78.125, 50, 50, 50]);
+    // Close arrivals (descheduled peers, a few ms) keep the whole spin.
+    expect(trace(-1, [10, 4_000, 300, 4_999, 20])).toEqual([20_000, 20_000, 20_000, 20_000, 20_000]);
+    // Back from late peers: a wait past the spin that still ended within 5 ms doubles it each time.
+    expect(trace(-1, [...Array(10).fill(20_000), 60, 120, 250, 10])).toEqual([20_000, 10_000, 5_000, 2_500, 1_250, 625, 312.5, 156.25, 78.125, 50, 50, 100, 200, 400]);
+    // Fixed: the same spin whatever the waits; 0 never spins.
+    expect(trace(300, [20_000, 20_000, 10])).toEqual([300, 300, 300]);
+    expect(trace(0, [20_000, 1])).toEqual([0, 0]);
   });
 
   it('refuses a second collective while one runs', async () => {

@@ -1,7 +1,8 @@
 /**
  * A real two-host tcp_peer job: each rank in its own network namespace, the hosts joined by one
  * veth pair per rail plus one for the control plane, each rail with its own listen and advertise
- * address. Needs root and `ip netns`; skipped with the reason printed otherwise. The addresses
+ * address; the job's collectives run on the native data plane. Needs root and `ip netns`; skipped
+ * with the reason printed otherwise. The addresses
  * (198.18.0.0/15, the benchmarking range) exist only inside the namespaces this test creates.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -69,7 +70,7 @@ function inHost(host: string, args: string[], env: Record<string, string> = {}) 
 }
 
 describe.skipIf(skipReason !== null)('tcp_peer across network namespaces', () => {
-  it('exchanges data on every rail, each over its own network', async () => {
+  it('exchanges data on every rail, each over its own network, and all-reduces on the native data plane', async () => {
     const uniqueId = UniqueId.random().toHex();
     const coordinator = inHost(hosts[0]!, ['coordinator', '198.18.3.1', '2', '2', uniqueId]);
     const children = [coordinator.child];
@@ -91,11 +92,16 @@ describe.skipIf(skipReason !== null)('tcp_peer across network namespaces', () =>
       children.push(...ranks.map((rank) => rank.child));
       const results = await Promise.all(ranks.map((rank) => rank.exited));
       for (const result of results) expect(result.code, result.stderr).toBe(0);
-      const seen = results.map((result) => JSON.parse(result.stdout.trim().split('\n').at(-1)!) as { rank: number; received: number[][]; localAddresses: string[] });
-      for (const { rank, received, localAddresses } of seen) {
+      const seen = results.map(
+        (result) => JSON.parse(result.stdout.trim().split('\n').at(-1)!) as { rank: number; received: number[][]; localAddresses: string[]; sums: number[]; collectives: string[] },
+      );
+      for (const { rank, received, localAddresses, sums, collectives } of seen) {
         const peer = 1 - rank;
         expect(received).toEqual([[peer, 0], [peer, 1]]);
         expect(localAddresses).toEqual([links[1]![rank + 1], links[2]![rank + 1]]);
+        // Across hosts too the job runs the native data plane: all-pairs when small, the ring when large.
+        expect(sums).toEqual([3, 3]);
+        expect(collectives).toEqual(['allReduce all-pairs on native', 'allReduce ring on native', 'barrier pairwise on native']);
       }
       expect((await coordinator.exited).code).toBe(0);
     } finally {

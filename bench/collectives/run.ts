@@ -15,7 +15,8 @@
  * reducescatter, alltoall (n-1)/n; broadcast, reduce 1), and #wrong (data-check.ts). Iterations are capped by time, so a default run (7 ops x 9 sizes x 2
  * world sizes) takes a few minutes on a 2-core machine. With `--rounds R` the peers and rxccl are
  * measured in turn R times per world size, and a summary gives each cell's median same-round
- * ratio (rounds.ts).
+ * ratio (rounds.ts). With `--hosts H` the ranks (and the peers') live on H hosts, network
+ * namespaces of their own, the coordinator here on their bridge (hosts.ts).
  *
  * `runCollectivesBench(options)` is the same as a function (`rxccl bench` calls it).
  */
@@ -28,7 +29,9 @@ import { runCli } from '../../lib/cli/main.js';
 import { coordinatorBusyWindow } from '../../lib/launch/coordinator-busy-window.js';
 import { ConfigurationError } from '../../lib/errors.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
+import { generateSecret } from '../../lib/transport/job-secret.js';
 import { parseTransport } from '../../lib/transport/transport-kind.js';
+import { HostNamespaces } from './hosts.js';
 import { median } from './median.js';
 import { NcclTable } from './nccl-table.js';
 import { GLOO } from './peers/gloo.js';
@@ -101,6 +104,15 @@ function positiveInteger(value: number, name: string): number {
 }
 
 export async function runCollectivesBench(options: CollectivesBenchOptions = {}): Promise<CollectivesBenchResult> {
+  const hosts = options.hosts === undefined ? null : HostNamespaces.up(options.hosts, options.hostRate ?? null);
+  try {
+    return await runBench(options, hosts);
+  } finally {
+    hosts?.down();
+  }
+}
+
+async function runBench(options: CollectivesBenchOptions, hosts: HostNamespaces | null): Promise<CollectivesBenchResult> {
   const started = performance.now();
   const worldSizes = (options.worldSizes ?? (options.worldSize !== undefined ? [options.worldSize] : DEFAULTS.worldSizes)).map((n) =>
     positiveInteger(n, 'world size'),
@@ -130,7 +142,8 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
     return { worldSize, cells };
   });
   const print = options.print === undefined ? (text: string) => process.stdout.write(`${text}\n`) : options.print;
-  const peers = options.peers === true ? preparePeers(dtype, print) : [];
+  if (hosts !== null) print?.(`# hosts: ${hosts.count} network namespaces (${hosts.subnet}${options.hostRate ? `, egress shaped to ${options.hostRate}` : ''}); rank r of N on host floor(r*${hosts.count}/N)`);
+  const peers = options.peers === true ? preparePeers(dtype, print, hosts) : [];
   // Each column once, with its JSON key: peers that share one (Gloo's two benchmarks) fill one map of times.
   const peerColumns = [...new Map(peers.map(({ peer }) => [peer.column, peer.jsonKey]))];
   const meta: Record<string, unknown> = {};
@@ -165,7 +178,7 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
         }
       }
       const measured: BenchRow[] = [];
-      await runWorld(worldSize, transport, { cells, budget }, options.timeoutMs ?? 600_000, meta, (measuredRow) => {
+      await runWorld(worldSize, transport, hosts, { cells, budget }, options.timeoutMs ?? 600_000, meta, (measuredRow) => {
         const row = roundCount > 1 ? { ...measuredRow, round } : measuredRow;
         rows.push(row);
         measured.push(row);
@@ -195,29 +208,34 @@ export async function runCollectivesBench(options: CollectivesBenchOptions = {})
 }
 
 /** The peers that can run here; one `# peers:` line for each that cannot, saying why. */
-function preparePeers(dtype: string, print: ((text: string) => void) | null): ReadyPeer[] {
+function preparePeers(dtype: string, print: ((text: string) => void) | null, hosts: HostNamespaces | null): ReadyPeer[] {
   const ready: ReadyPeer[] = [];
   for (const peer of PEERS) {
     // The peers' benchmarks measure f32 alone: another element type would compare different bytes.
-    const benchmark = dtype === 'f32' ? peer.prepare() : `its benchmark measures f32 only, not ${dtype}`;
+    const benchmark = dtype === 'f32' ? peer.prepare(hosts) : `its benchmark measures f32 only, not ${dtype}`;
     if (typeof benchmark === 'string') print?.(`# peers: ${peer.name} not run: ${benchmark}`);
     else ready.push({ peer, benchmark });
   }
   return ready;
 }
 
-/** Runs one world size: a coordinator here, one worker process per rank. */
+/** Runs one world size: a coordinator here, one worker process per rank (each on its host, with `hosts`). */
 async function runWorld(
   worldSize: number,
   transport: string,
+  hosts: HostNamespaces | null,
   plan: WorkerPlan,
   timeoutMs: number,
   meta: Record<string, unknown>,
   onRow: (row: BenchRow) => void,
 ): Promise<void> {
   const uniqueId = UniqueId.random();
+  const coordinatorHost = hosts?.coordinatorAddress ?? '127.0.0.1';
+  // As `rxccl launch` runs a job: across hosts anyone who reaches the coordinator could join.
+  const secret = generateSecret();
   const coordinator = await Coordinator.listen({
-    host: '127.0.0.1',
+    secret,
+    host: coordinatorHost,
     port: 0,
     uniqueId,
     worldSize,
@@ -236,13 +254,15 @@ async function runWorld(
     const exits = Array.from({ length: worldSize }, (_, rank) => {
       // BENCH_NODE_ARGS: extra node flags for the workers (for example --cpu-prof).
       const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((flag) => flag.length > 0);
-      const args = [...extra, ...(WORKER.typescript ? ['--import', 'tsx'] : []), WORKER.path];
-      const child = spawn(process.execPath, args, {
+      const node = [...extra, ...(WORKER.typescript ? ['--import', 'tsx'] : []), WORKER.path];
+      const { file, args } = hosts === null ? { file: process.execPath, args: node } : hosts.inHost(hosts.hostOf(rank, worldSize), process.execPath, node);
+      const child = spawn(file, args, {
         cwd: fileURLToPath(new URL('../../', import.meta.url)),
         env: {
           ...process.env,
-          GX1_COORDINATOR: `127.0.0.1:${coordinator.address.port}`,
+          GX1_COORDINATOR: `${coordinatorHost}:${coordinator.address.port}`,
           GX1_UNIQUE_ID: uniqueId.toHex(),
+          GX1_SECRET: secret,
           GX1_RANK: String(rank),
           GX1_WORLD_SIZE: String(worldSize),
           GX1_TIMEOUT_MS: String(timeoutMs),

@@ -18,7 +18,7 @@ export const benchCommand = defineCommand(
   {
     name: 'bench',
     brief: 'Measure collectives over a local job, as nccl-tests does',
-    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--transport T] [--json] [--peers [--rounds R]]',
+    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--transport T] [--hosts H [--host-rate R]] [--json] [--peers [--rounds R]]',
     summary: [
       'Measures collectives over a local job of N ranks, one process each, sweeping message sizes',
       'from -b to -e by a factor of -f, and prints nccl-tests columns as each size is measured:',
@@ -38,6 +38,11 @@ export const benchCommand = defineCommand(
       'round in their own blocks), then a summary gives per cell the median time of each and the',
       "median of the R same-round ratios, with their min-max: on a machine whose speed drifts over",
       'minutes, a ratio taken within each round is steadier than one between separate runs.',
+      '',
+      "With --hosts H (root, Linux), the ranks spread over H hosts, each a network namespace of its own",
+      '(one IP, a veth pair into one bridge; rank r of N on host floor(r*H/N)), and so do the peers:',
+      'what a job across machines sees of the network, on one machine. --host-rate shapes each',
+      "host's egress with tc tbf (1gbit, 10gbit, ...). The namespaces are removed at the end.",
     ].join('\n'),
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, list: true, aliases: ['world-sizes'], help: 'number of ranks, or a list (2,4) to run each (default 2,4)' },
@@ -60,6 +65,8 @@ export const benchCommand = defineCommand(
       markdown: { kind: 'boolean', help: 'print Markdown tables, at the end (for RESULTS.md)' },
       peers: { kind: 'boolean', help: 'also measure Gloo (torch.distributed and its C++ reduce-scatter) and Open MPI over TCP where installed, for their times and ratio columns' },
       rounds: { kind: 'integer', value: 'R', min: 1, help: 'measure the peers and rxccl in turn R times per world size, then sum up the same-round ratios (default 1)' },
+      hosts: { kind: 'integer', value: 'H', min: 1, help: 'spread the ranks (and the peers) over H hosts, each a network namespace of its own (root)' },
+      'host-rate': { kind: 'string', value: 'R', help: "with --hosts: shape each host's egress to this rate with tc tbf (1gbit, ...)" },
     },
   },
   async (values) => {
@@ -69,6 +76,7 @@ export const benchCommand = defineCommand(
       throw new UsageError(`--min-bytes ${minBytes} is larger than --max-bytes ${maxBytes}`);
     }
     if (values.transport !== undefined) parseTransport(values.transport, '--transport');
+    if (values['host-rate'] !== undefined && values.hosts === undefined) throw new UsageError('--host-rate needs --hosts');
     const bench = await loadBench();
     // A progress bar only for a person watching a terminal, never into pipes or documents.
     const bar = values.json !== true && values.markdown !== true && process.stderr.isTTY ? progressBar((text) => process.stderr.write(text)) : null;
@@ -87,6 +95,8 @@ export const benchCommand = defineCommand(
       markdown: values.markdown ?? false,
       peers: values.peers ?? false,
       ...(values.rounds !== undefined ? { rounds: values.rounds } : {}),
+      ...(values.hosts !== undefined ? { hosts: values.hosts } : {}),
+      ...(values['host-rate'] !== undefined ? { hostRate: values['host-rate'] } : {}),
       print: (line) => {
         bar?.clear();
         process.stdout.write(`${line}\n`);

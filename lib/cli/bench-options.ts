@@ -35,6 +35,10 @@ export interface BenchOptions {
    * each cell by the median of its same-round ratios.
    */
   rounds?: number;
+  /** Spread the ranks, and the peers', over this many hosts: network namespaces of their own (root, Linux). */
+  hosts?: number;
+  /** With `hosts`: each host's egress rate, shaped with tc tbf ("1gbit"). */
+  hostRate?: string;
   onProgress?: (done: number, total: number) => void;
   /** Where the report goes, a line at a time (default: stdout); null prints nothing. */
   print?: ((text: string) => void) | null;

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { countWrong, inputTensor } from '../../bench/collectives/data-check.js';
 import { NcclTable } from '../../bench/collectives/nccl-table.js';
 import { GLOO } from '../../bench/collectives/peers/gloo.js';
+import { HostNamespaces } from '../../bench/collectives/hosts.js';
 import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
 import { measurePeer, parsePeerRows, peerKey, peersDirectory } from '../../bench/collectives/peers/peer.js';
 import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
@@ -397,4 +398,47 @@ describe('rxccl bench', () => {
     expect(result.code).toBe(141);
     expect(result.stderr).toBe('');
   }, 60_000);
+});
+
+/** Whether this machine lets the bench build its hosts (root, iproute2, namespaces): null, else why not. */
+function hostsUnavailable(): string | null {
+  if (process.platform !== 'linux') return 'network namespaces need Linux';
+  if (process.getuid?.() !== 0) return 'building network namespaces needs root';
+  return spawnSync('ip', ['netns', 'list'], { stdio: 'ignore' }).status === 0 ? null : 'no iproute2 (ip netns) here';
+}
+
+const noHosts = hostsUnavailable();
+if (noHosts !== null) console.info(`rxccl bench --hosts not run here: ${noHosts}`);
+
+describe('rxccl bench --hosts', () => {
+  it('places rank r of N on host floor(r*H/N), in the shell as in code', () => {
+    const hosts = new HostNamespaces(2);
+    expect([0, 1, 2, 3].map((rank) => hosts.hostOf(rank, 4))).toEqual([0, 0, 1, 1]);
+    expect([0, 1].map((rank) => hosts.hostOf(rank, 2))).toEqual([0, 1]);
+    for (const rank of [0, 1, 2, 3]) {
+      const shell = spawnSync('bash', ['-c', `echo ${hosts.rankNamespace('RANK', 4)}`], { env: { ...process.env, RANK: String(rank) }, encoding: 'utf8' });
+      expect(shell.stdout.trim()).toBe(hosts.namespace(hosts.hostOf(rank, 4)));
+    }
+  });
+
+  it('refuses --host-rate without --hosts before starting anything', async () => {
+    const result = await runRxccl(['bench', '--host-rate', '1gbit']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--host-rate needs --hosts');
+  });
+
+  it.skipIf(noHosts !== null)('runs 4 ranks on 2 hosts (network namespaces) on tcp_peer, every result right, and removes the hosts after', async () => {
+    const result = await runRxccl(['bench', '-n', '4', '--op', 'allreduce,broadcast', '--sizes', '8,1M', '--iters', '2', '--transport', 'tcp_peer', '--hosts', '2', '--json']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const { rows } = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as { rows: { op: string; bytes: number; wrong: number }[] };
+    expect(rows.map(({ op, bytes, wrong }) => [op, bytes, wrong])).toEqual([
+      ['allreduce', 8, 0],
+      ['allreduce', 1048576, 0],
+      ['broadcast', 8, 0],
+      ['broadcast', 1048576, 0],
+    ]);
+    expect(result.stdout).toMatch(/^# hosts: 2 network namespaces \(10\.79\.0\.0\/24\); rank r of N on host floor\(r\*2\/N\)$/m);
+    expect(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout).not.toMatch(/^rxbh/m);
+  }, 120_000);
 });

@@ -23,7 +23,8 @@ export const GLOO_REDUCE_SCATTER: Peer = {
   column: GLOO.column,
   jsonKey: GLOO.jsonKey,
   ops: ['reducescatter'],
-  prepare() {
+  prepare(hosts) {
+    if (hosts) return 'not measured across hosts (its benchmark starts every rank itself, on loopback)';
     const source = join(packageRoot(), 'bench', 'collectives', 'peers', 'gloo_reduce_scatter.cc');
     if (!existsSync(source)) return `no ${source} (it is in the repository, not in the published package)`;
     if (spawnSync('g++', ['--version'], { stdio: 'ignore', timeout: 60_000 }).error !== undefined) return 'no g++ on PATH (Debian: apt-get install g++)';

@@ -15,13 +15,16 @@ export function explainMpicc(stderr: string): string | null {
   return /mpi\.h: No such file/.test(stderr) ? 'mpicc finds no mpi.h (Debian: apt-get install libopenmpi-dev)' : null;
 }
 
+/** mpirun's flags for TCP between the hosts' namespaces (../shared/peers/multihost/mpi_mh.sh). */
+const TCP_ACROSS_HOSTS = (subnet: string) => ['--oversubscribe', '--mca', 'pml', 'ob1', '--mca', 'btl', 'tcp,self', '--mca', 'btl_tcp_if_include', subnet];
+
 export const OPEN_MPI_TCP: Peer = {
   name: 'Open MPI over TCP',
   label: 'mpi-tcp',
   column: 'mpi',
   jsonKey: 'mpiTcp',
   ops: PEER_OPS,
-  prepare() {
+  prepare(hosts) {
     const source = peerSource('mpi_bench.c');
     if (typeof source !== 'string') return source.missing;
     const missing = ['mpicc', 'mpirun'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore', timeout: 60_000 }).error !== undefined);
@@ -30,6 +33,17 @@ export const OPEN_MPI_TCP: Peer = {
     if (typeof binary !== 'string') return binary.failure;
     // mpirun refuses to start ranks as root unless told to.
     const asRoot = process.getuid?.() === 0 ? ['--allow-run-as-root'] : [];
+    if (hosts) {
+      return {
+        description: `mpirun ${binary}, each rank in its host's namespace`,
+        command: (worldSize, ops, sizes) => ({
+          file: 'mpirun',
+          // Each rank execs itself into its host's namespace; its PMIx client reaches mpirun over the bridge.
+          args: [...asRoot, ...TCP_ACROSS_HOSTS(hosts.subnet), '-np', String(worldSize), 'bash', '-c', `exec ip netns exec ${hosts.rankNamespace('OMPI_COMM_WORLD_RANK', worldSize)} "$0" "$@"`, binary, 'mpi-tcp', 'rxccl-bench', '', ops, sizes],
+          env: { PMIX_MCA_ptl_tcp_if_include: hosts.bridge, PMIX_MCA_ptl_tcp_remote_connections: '1' },
+        }),
+      };
+    }
     return {
       description: `mpirun ${binary}`,
       command: (worldSize, ops, sizes) => ({

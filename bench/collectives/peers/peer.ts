@@ -9,6 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../../lib/kernels/addon.js';
+import type { HostNamespaces } from '../hosts.js';
 import type { BenchOp } from '../plan.js';
 
 /** A collective library that the bench can measure beside rxccl. */
@@ -23,8 +24,11 @@ export interface Peer {
   readonly jsonKey: string;
   /** The collectives its benchmark measures (f32 only, as the benchmarks do). */
   readonly ops: readonly BenchOp[];
-  /** Finds (and builds, where it must) its benchmark; or says in one line why it cannot run. */
-  prepare(): PeerBenchmark | string;
+  /**
+   * Finds (and builds, where it must) its benchmark, for ranks on this host or spread over `hosts`;
+   * or says in one line why it cannot run.
+   */
+  prepare(hosts?: HostNamespaces | null): PeerBenchmark | string;
 }
 
 /** A peer's benchmark, ready to run. */

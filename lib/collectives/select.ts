@@ -121,9 +121,21 @@ export function pairwiseFits(situation: Situation): boolean {
   return situation.ranksShareHost && situation.worldSize >= PAIRWISE_MIN_WORLD_SIZE && !ringTuned(situation);
 }
 
-/** The native plane's pairwise family fits wherever every rank shares one host and no ring is asked for. */
+/**
+ * Across hosts, the native plane's pairwise family still serves tensors under this size: two
+ * dependent steps instead of the ring's 2(W-1). From it, the ring, whose order can keep the
+ * traffic between hosts to two crossings.
+ */
+export const PAIRWISE_ACROSS_HOSTS_BELOW_BYTES = 4 << 20;
+
+/**
+ * The native plane's pairwise family fits where no ring is asked for and either every rank shares
+ * one host, the job has 2 ranks (the ring's exchange, in fewer messages), or the tensor is under
+ * PAIRWISE_ACROSS_HOSTS_BELOW_BYTES.
+ */
 export function nativePairwiseFits(situation: Situation): boolean {
-  return situation.ranksShareHost && !ringTuned(situation);
+  if (ringTuned(situation)) return false;
+  return situation.ranksShareHost || situation.worldSize === 2 || situation.bytes < PAIRWISE_ACROSS_HOSTS_BELOW_BYTES;
 }
 
 /** The exchange relays every rank's tensor (4 bytes of length each) in one message: it must fit a frame. */

@@ -33,7 +33,7 @@ if (mode === 'coordinator') {
     if (event.type === 'collective-finished') collectives.push(`${event.collective} ${event.algorithm} on ${event.plane}`);
   });
   const sums: number[] = [];
-  for (const count of [2, 1 << 18]) {
+  for (const count of [2, 1 << 18, 1 << 21]) {
     const sum = await session.allReduce(new Float32Array(count).fill(session.rank + 1));
     sums.push(sum.every((value) => value === 3) ? 3 : NaN);
   }

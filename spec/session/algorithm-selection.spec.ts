@@ -6,7 +6,7 @@
 import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ALL_PAIRS_BELOW_BYTES, CHAIN_FROM_BYTES, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
+import { ALL_PAIRS_BELOW_BYTES, CHAIN_FROM_BYTES, PAIRWISE_ACROSS_HOSTS_BELOW_BYTES, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -219,7 +219,7 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(selectAlgorithm('allGather', { ...base, ranksShareHost: false }).name).toBe('ring');
   });
 
-  it('on the native plane: all-pairs under 64 KiB, pairwise above; the ring where one is asked for or a rank is elsewhere; the chain from 1 MiB at 3 ranks', () => {
+  it('on the native plane: all-pairs under 64 KiB, pairwise above; the ring where one is asked for, or across hosts from 4 MiB at 3 ranks or more; the chain from 1 MiB at 3 ranks', () => {
     const tuning = resolveTuning({}, 4, {});
     const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 8, tuning, ranksShareHost: true };
     const choice = (collective: 'allReduce' | 'broadcast' | 'reduceScatter' | 'allGather' | 'reduce', changes: Partial<Situation> = {}) => {
@@ -230,7 +230,10 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(choice('allReduce', { bytes: ALL_PAIRS_BELOW_BYTES - 1 })).toBe('all-pairs on native');
     expect(choice('allReduce', { bytes: ALL_PAIRS_BELOW_BYTES })).toBe('pairwise on native');
     expect(choice('allReduce', { bytes: 64 << 20, worldSize: 2 })).toBe('pairwise on native');
-    expect(choice('allReduce', { bytes: 1 << 20, ranksShareHost: false })).toBe('ring on native');
+    expect(choice('allReduce', { bytes: PAIRWISE_ACROSS_HOSTS_BELOW_BYTES - 1, ranksShareHost: false })).toBe('pairwise on native');
+    expect(choice('allReduce', { bytes: PAIRWISE_ACROSS_HOSTS_BELOW_BYTES, ranksShareHost: false })).toBe('ring on native');
+    expect(choice('allGather', { bytes: 64 << 20, ranksShareHost: false })).toBe('ring on native');
+    expect(choice('reduceScatter', { bytes: 64 << 20, ranksShareHost: false, worldSize: 2 })).toBe('pairwise on native');
     expect(choice('allReduce', { bytes: 1 << 20, tuning: { ...tuning, ringOrder: [0, 2, 1, 3] } })).toBe('ring on native');
     expect(choice('reduceScatter', { bytes: 1 << 20, tuning: { ...tuning, ringChannels: 2 } })).toBe('ring on native');
     expect(choice('allGather', { bytes: 8 })).toBe('pairwise on native');

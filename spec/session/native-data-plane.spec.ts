@@ -289,7 +289,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
-  it('by default (auto) every collective goes native, on one host or across hosts (the ring where they are apart)', async () => {
+  it('by default (auto) every collective goes native, on one host or across hosts (there the ring from 4 MiB)', async () => {
     const allReduceOf = async (sessions: RankSession[]) => {
       const algorithms = algorithmsOf(sessions[0]!);
       await Promise.all(sessions.map((session) => session.allReduce(Float32Array.of(1))));
@@ -302,9 +302,9 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     jobs.push(apart);
     const sessions = await Promise.all([0, 1, 2].map((rank) => apart.openRank(rank, rank === 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {})));
     expect(await allReduceOf(sessions)).toEqual(['all-pairs on native']);
-    // Large tensors across hosts take the ring (pairwise only where every rank shares one host).
+    // Large tensors across hosts take the ring (pairwise where every rank shares one host).
     const algorithms = algorithmsOf(sessions[0]!);
-    const large = (rank: number) => new Float32Array(1 << 18).fill(rank + 1);
+    const large = (rank: number) => new Float32Array(1 << 20).fill(rank + 1);
     const results = await Promise.all(sessions.map((session, rank) => session.allReduce(large(rank))));
     expect(algorithms).toEqual(['ring on native']);
     for (const result of results) expect(result.every((value) => value === 6)).toBe(true);

@@ -99,9 +99,9 @@ describe.skipIf(skipReason !== null)('tcp_peer across network namespaces', () =>
         const peer = 1 - rank;
         expect(received).toEqual([[peer, 0], [peer, 1]]);
         expect(localAddresses).toEqual([links[1]![rank + 1], links[2]![rank + 1]]);
-        // Across hosts too the job runs the native data plane: all-pairs when small, the ring when large.
-        expect(sums).toEqual([3, 3]);
-        expect(collectives).toEqual(['allReduce all-pairs on native', 'allReduce ring on native', 'barrier pairwise on native']);
+        // Across hosts too the job runs the native data plane: all-pairs when small, then pairwise (at 2 ranks at any size).
+        expect(sums).toEqual([3, 3, 3]);
+        expect(collectives).toEqual(['allReduce all-pairs on native', 'allReduce pairwise on native', 'allReduce pairwise on native', 'barrier pairwise on native']);
       }
       expect((await coordinator.exited).code).toBe(0);
     } finally {

@@ -6,11 +6,12 @@
 //
 // Fixed (GX1_SPIN_US=N): N microseconds after every progress, 0 sleeping at once.
 // Adaptive (auto, the default): up to kAutoMaxNs, only while recent waits were that short. A
-// wait of kLongWaitNs or more (a peer that arrived late, not one descheduled for a moment) halves
-// the spin, down to kAutoMinNs; a wait that outlasted the spin, slept, and still ended within
-// kLongWaitNs doubles it back (spinning on would have caught it). So a rank whose peer is 20 ms
-// late every call spins 50 us per call within a few calls, and a job whose arrivals are close
-// keeps the whole spin.
+// wait of kLongWaitNs or more with fewer than kRecentWaits waits since the last (a peer late call
+// after call, not one descheduled once in a while: where ranks outnumber cores that happens every
+// few hundred waits) halves the spin, down to kAutoMinNs; a wait that outlasted the spin, slept,
+// and still ended within kLongWaitNs doubles it back (spinning on would have caught it). So a
+// rank whose peer is 20 ms late every call spins 50 us per call within a dozen calls, and a job
+// whose arrivals are close keeps the whole spin.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +26,7 @@ class SpinBudget {
   static constexpr int64_t kAutoMaxNs = 20'000'000;
   static constexpr int64_t kAutoMinNs = 50'000;
   static constexpr int64_t kLongWaitNs = 5'000'000;
+  static constexpr int kRecentWaits = 16;
 
   // fixed_ns < 0: adaptive.
   explicit SpinBudget(int64_t fixed_ns) : adaptive_(fixed_ns < 0), spin_ns_(fixed_ns < 0 ? kAutoMaxNs : fixed_ns) {}
@@ -36,15 +38,19 @@ class SpinBudget {
   void Waited(int64_t waited_ns, bool slept) {
     if (!adaptive_) return;
     if (waited_ns >= kLongWaitNs) {
-      spin_ns_ = std::max(kAutoMinNs, spin_ns_ / 2);
-    } else if (slept) {
-      spin_ns_ = std::min(kAutoMaxNs, spin_ns_ * 2);
+      if (waits_since_long_ < kRecentWaits) spin_ns_ = std::max(kAutoMinNs, spin_ns_ / 2);
+      waits_since_long_ = 0;
+      return;
     }
+    waits_since_long_ = std::min(waits_since_long_ + 1, kRecentWaits);
+    if (slept) spin_ns_ = std::min(kAutoMaxNs, spin_ns_ * 2);
   }
 
  private:
   const bool adaptive_;
   int64_t spin_ns_;
+  // Short waits since the last long one (kRecentWaits: none recently).
+  int waits_since_long_ = kRecentWaits;
 };
 
 }  // namespace rxccl

@@ -418,14 +418,16 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     }
   });
 
-  it("spins as its budget says: fixed, or (auto) 20 ms halved by each wait of 5 ms or more down to 50 us, doubled by a wait that slept and ended sooner", () => {
+  it("spins as its budget says: fixed, or (auto) 20 ms halved by each wait of 5 ms or more with fewer than 16 waits since the last, down to 50 us, doubled by a wait that slept and ended sooner", () => {
     const trace = (spinUs: number, waitsUs: number[]) => Array.from(loadAddon().spinBudgetTrace(spinUs, Float64Array.from(waitsUs)));
-    // A peer 20 ms late every call: the whole spin once, then less each call, down to 50 us.
-    expect(trace(-1, Array(12).fill(20_000))).toEqual([20_000, 10_000, 5_000, 2_500, 1_250, 625, 312.5, 156.25, 78.125, 50, 50, 50]);
-    // Close arrivals (descheduled peers, a few ms) keep the whole spin.
-    expect(trace(-1, [10, 4_000, 300, 4_999, 20])).toEqual([20_000, 20_000, 20_000, 20_000, 20_000]);
+    // A peer 20 ms late every call (a few short waits between): the whole spin twice, then less each call, down to 50 us.
+    const lateEveryCall = Array.from({ length: 13 }, () => [20_000, 10, 30]).flat();
+    expect(trace(-1, lateEveryCall).filter((_, wait) => wait % 3 === 0)).toEqual([20_000, 20_000, 10_000, 5_000, 2_500, 1_250, 625, 312.5, 156.25, 78.125, 50, 50, 50]);
+    // Close arrivals (descheduled peers, a few ms) keep the whole spin, and so does a long wait now and then.
+    expect(trace(-1, [10, 4_000, 300, 4_999, 20])).toEqual(Array(5).fill(20_000));
+    expect(trace(-1, [6_000, ...Array(16).fill(10), 6_000, 10])).toEqual(Array(19).fill(20_000));
     // Back from late peers: a wait past the spin that still ended within 5 ms doubles it each time.
-    expect(trace(-1, [...Array(10).fill(20_000), 60, 120, 250, 10])).toEqual([20_000, 10_000, 5_000, 2_500, 1_250, 625, 312.5, 156.25, 78.125, 50, 50, 100, 200, 400]);
+    expect(trace(-1, [...Array(10).fill(20_000), 60, 120, 250, 10])).toEqual([20_000, 20_000, 10_000, 5_000, 2_500, 1_250, 625, 312.5, 156.25, 78.125, 50, 100, 200, 400]);
     // Fixed: the same spin whatever the waits; 0 never spins.
     expect(trace(300, [20_000, 20_000, 10])).toEqual([300, 300, 300]);
     expect(trace(0, [20_000, 1])).toEqual([0, 0]);

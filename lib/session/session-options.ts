@@ -79,8 +79,9 @@ export interface SessionOptions extends TuningOptions {
    * The native data plane: how long a wait for a peer spins before it sleeps (default
    * `GX1_SPIN_US`, else `auto`). A spinning rank sees a small collective's data at once, but a
    * rank whose peer is late every call burns the spin for nothing. `auto`: up to 20 ms, halved
-   * (down to 50) by each wait of 5 ms or more and doubled back by a wait just past it; a number
-   * spins that long after every progress, 0 never. 0..100000.
+   * (down to 50) by waits of 5 ms or more that keep coming (within 16 waits of each other) and
+   * doubled back by a wait just past it; a number spins that long after every progress, 0 never.
+   * 0..100000.
    */
   spinMicros?: number | 'auto';
 }

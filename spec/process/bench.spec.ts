@@ -400,11 +400,17 @@ describe('rxccl bench', () => {
   }, 60_000);
 });
 
-/** Whether this machine lets the bench build its hosts (root, iproute2, namespaces): null, else why not. */
+/** Whether this machine lets the bench build its hosts (Linux, root, iproute2, namespaces): null, else why not. */
 function hostsUnavailable(): string | null {
   if (process.platform !== 'linux') return 'network namespaces need Linux';
   if (process.getuid?.() !== 0) return 'building network namespaces needs root';
-  return spawnSync('ip', ['netns', 'list'], { stdio: 'ignore' }).status === 0 ? null : 'no iproute2 (ip netns) here';
+  try {
+    // What the bench itself builds, once: a container may list namespaces but not make them.
+    HostNamespaces.up(1).down();
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 const noHosts = hostsUnavailable();

@@ -1,11 +1,13 @@
 /**
  * Ranks as child processes (`node --import tsx SCRIPT ARGS`) with the GX1_* environment the
- * launcher sets, for spec/process and bench/collectives. Every spawned process is tracked, so a
+ * launcher sets, for the specs. Every spawned process is tracked, so a
  * test can kill whatever is left (`killAll`) and prove none is (`isAlive`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { afterEach, expect } from 'vitest';
+import type { Coordinator } from '../../lib/coordinator/coordinator.js';
 
 /** The repository root (children run there, so `--import tsx` resolves). */
 export const REPOSITORY_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -132,4 +134,20 @@ export function resultOf(rank: RankProcess, name: string): unknown {
   const line = rank.lines.find((candidate) => candidate.startsWith(`RESULT ${name} `));
   if (line === undefined) throw new Error(`rank ${rank.rank} printed no RESULT ${name}; stdout:\n${rank.lines.join('\n')}\nstderr:\n${rank.stderr()}`);
   return JSON.parse(line.slice(`RESULT ${name} `.length)) as unknown;
+}
+
+/**
+ * What a spec file's jobs leave after each test, cleaned up: every rank process killed (and
+ * checked gone: a rank left behind fails the test that spawned it) and every coordinator closed.
+ * Push what a test starts onto the lists returned.
+ */
+export function cleanUpJobsAfterEach(): { readonly coordinators: Coordinator[]; readonly spawned: RankProcess[] } {
+  const coordinators: Coordinator[] = [];
+  const spawned: RankProcess[] = [];
+  afterEach(async () => {
+    await killAll();
+    for (const rank of spawned.splice(0)) expect(isAlive(rank.pid), `rank ${rank.rank} (pid ${rank.pid}) left behind`).toBe(false);
+    await Promise.all(coordinators.splice(0).map((coordinator) => coordinator.close()));
+  });
+  return { coordinators, spawned };
 }

@@ -11,12 +11,12 @@
  * few, each with a whole program.
  */
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { layoutHash } from '../../lib/protocol/layout-hash.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { isAlive, killAll, liveProcesses, type RankProcess, spawnRank } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, killAll, liveProcesses, type RankProcess, spawnRank } from '../helpers/rank-process.js';
 
 const FIXTURE = 'spec/process/fixtures/plane-rank.ts';
 const TIMEOUT_MS = 10_000;
@@ -29,13 +29,7 @@ if (!native) console.warn('spec/process/planes.spec.ts: the native-plane tests a
 // (GX1_DATA_PLANE=js, a ring order, an algorithm) would change what every job here runs.
 for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
 
-const coordinators: Coordinator[] = [];
-const spawned: RankProcess[] = [];
-afterEach(async () => {
-  await killAll();
-  for (const rank of spawned.splice(0)) expect(isAlive(rank.pid), `rank ${rank.rank} (pid ${rank.pid}) left behind`).toBe(false);
-  await Promise.all(coordinators.splice(0).map((coordinator) => coordinator.close()));
-});
+const { coordinators, spawned } = cleanUpJobsAfterEach();
 
 interface Job {
   readonly coordinator: Coordinator;

@@ -3,21 +3,15 @@
  * the GX1_* environment, `openSession()` without options) against a coordinator in this process.
  * Each child costs about a second of tsx start-up on this machine, so the tests are few and big.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { isAlive, killAll, liveProcesses, type RankProcess, resultOf, spawnRank } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, isAlive, liveProcesses, type RankProcess, resultOf, spawnRank } from '../helpers/rank-process.js';
 
 const CHILD = 'spec/helpers/rank-child.ts';
 const TIMEOUT_MS = 10_000;
 
-const coordinators: Coordinator[] = [];
-const spawned: RankProcess[] = [];
-afterEach(async () => {
-  await killAll();
-  for (const rank of spawned.splice(0)) expect(isAlive(rank.pid), `rank ${rank.rank} (pid ${rank.pid}) left behind`).toBe(false);
-  await Promise.all(coordinators.splice(0).map((coordinator) => coordinator.close()));
-});
+const { coordinators, spawned } = cleanUpJobsAfterEach();
 
 async function job(worldSize: number, scenario: string, env: Record<string, string> = {}, transport: 'tcp_host_staged' | 'tcp_peer' = 'tcp_host_staged') {
   const uniqueId = UniqueId.random();

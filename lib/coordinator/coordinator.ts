@@ -25,6 +25,7 @@ import { coordinatorEventLogger } from './log-coordinator-events.js';
 import { exchangePeerEndpoints } from './peer-endpoint-exchange.js';
 import { DEFAULT_P2P_BUFFER_LIMIT_BYTES } from './p2p-matcher.js';
 import { p2pRouter } from './p2p-router.js';
+import { Admission, ADMISSION_GRACE_MS } from '../transport/admission.js';
 import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/handshake.js';
 import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
 import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
@@ -85,7 +86,10 @@ export interface CoordinatorOptions {
    * it knows it before its JOIN is read, and nothing of the job is said to one that does not.
    */
   secret?: string | Uint8Array;
-  /** Connections held in their handshake at once; more are closed on arrival (default 1024). */
+  /**
+   * Connections held before they authenticate, at once (default 1024); a new one past it closes
+   * the oldest connection of the address holding the most (transport/admission.ts).
+   */
   maxUnauthenticatedConnections?: number;
   /** TLS for every channel (default `GX1_TLS_CERT`, `GX1_TLS_KEY`, `GX1_TLS_CA`; mutual with a CA). */
   tls?: TlsOptions;
@@ -161,13 +165,13 @@ export class Coordinator {
   private readonly running: Subscription[] = [];
   private readonly pending = new Set<Socket>();
   private readonly earlyLeaves = new Map<FrameChannel, () => void>();
-  private handshaking = 0;
   private loopsLeft: number;
   private finished = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
   private constructor(
     private readonly server: Server,
+    private readonly admission: Admission,
     private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank' | 'secret' | 'tls' | 'busyWindow'>> & {
       hostRank: number | null;
       busyWindow: BusyWindow | null;
@@ -234,13 +238,20 @@ export class Coordinator {
       busyWindow: options.busyWindow ?? null,
     };
     let coordinator: Coordinator | undefined;
-    const server = createListener(resolved.tls, resolved.joinTimeoutMs, (socket) => (coordinator === undefined ? socket.destroy() : coordinator.accept(socket)));
+    const admission = new Admission({
+      cap: resolved.maxUnauthenticatedConnections,
+      deadlineMs: resolved.joinTimeoutMs + ADMISSION_GRACE_MS,
+      onDropped: (error) => coordinator?.rejections.next(error),
+    });
+    const server = createListener(resolved.tls, resolved.joinTimeoutMs, admission, (socket) =>
+      coordinator === undefined ? socket.destroy() : coordinator.accept(socket),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
       server.listen(port, options.host ?? '127.0.0.1', () => resolve());
     });
     warnIfUnauthenticated(options.host ?? '127.0.0.1', resolved.secret, 'coordinator');
-    coordinator = new Coordinator(server, resolved);
+    coordinator = new Coordinator(server, admission, resolved);
     return coordinator;
   }
 
@@ -264,19 +275,12 @@ export class Coordinator {
       socket.destroy();
       return;
     }
-    const { maxUnauthenticatedConnections: cap, joinTimeoutMs, scheduler, secret } = this.options;
-    if (this.handshaking >= cap) {
-      // Refused before reading a byte: a flood of connections costs sockets, never memory.
-      socket.destroy();
-      this.rejections.next(new ConfigurationError(`too many unauthenticated connections: ${cap} handshakes in progress`));
-      return;
-    }
-    this.handshaking += 1;
+    const { joinTimeoutMs, scheduler, secret } = this.options;
     this.pending.add(socket);
     socket.once('close', () => this.pending.delete(socket));
     const channel = new FrameChannel(socket);
     acceptHandshake(channel, { secret, timeoutMs: joinTimeoutMs, scheduler, openingRule: emptyJoinRule })
-      .finally(() => (this.handshaking -= 1))
+      .finally(() => this.admission.authenticated(socket))
       .then(
         (frame) => {
           let joined: { rank: number; role: ChannelRole };
@@ -351,6 +355,7 @@ export class Coordinator {
       if (group.members[rank] !== channel || group.complete) return;
       group.expired.add(rank);
       const missing = Array.from({ length: this.worldSize }, (_, other) => other).filter((other) => group.members[other] === undefined && !group.expired.has(other));
+      this.events.next({ type: 'rendezvous-timed-out', rank, channel: roleKey(role), missing, timeoutMs: rendezvousTimeoutMs });
       try {
         channel.send(this.abortFrame(`ranks [${missing.join(',')}] have not joined (${roleKey(role)}) within ${rendezvousTimeoutMs} ms`, this.uniqueId, rank, 0n));
       } catch {

@@ -127,6 +127,7 @@ async function openMeshLinks(
         unmatchedBytesLimit: options.unmatchedBytesLimit,
         secret: options.secret,
         tls: options.tls,
+        admission: listeners.admission,
       });
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -6,6 +6,7 @@ import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { firstFrame } from './first-frame.js';
 import { FrameChannel } from './frame-channel.js';
+import { dialAuthenticated } from './dial-authenticated.js';
 import { dialHandshake, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
@@ -61,18 +62,23 @@ async function connectSocket(address: ChannelAddress, deadline: number, tls: Tls
  */
 export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
   const deadline = Date.now() + join.timeoutMs;
-  const socket = await connectSocket(address, deadline, join.tls ?? null);
-  const channel = new FrameChannel(socket);
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
   const coordinator = `coordinator ${address.host}:${address.port}`;
+  const channel = await dialAuthenticated({
+    listener: coordinator,
+    rank: join.rank,
+    deadline,
+    connect: async () => new FrameChannel(await connectSocket(address, deadline, join.tls ?? null)),
+    authenticate: (opened, timeoutMs) =>
+      dialHandshake(opened, {
+        secret: join.secret ?? null,
+        claim: { rank: join.rank, worldSize: join.worldSize, peer: ANY_RANK, rail: join.rail },
+        timeoutMs,
+        acceptor: coordinator,
+      }),
+  });
   try {
-    await dialHandshake(channel, {
-      secret: join.secret ?? null,
-      claim: { rank: join.rank, worldSize: join.worldSize, peer: ANY_RANK, rail: join.rail },
-      timeoutMs: deadline - Date.now(),
-      acceptor: coordinator,
-    });
     channel.send({ header: joinHeader(join, join.rail), parts: [] });
     // READY is a response: it gets the whole timeout from the JOIN, as every other response does.
     const readyBy = Date.now() + join.timeoutMs;

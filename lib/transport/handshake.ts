@@ -1,5 +1,5 @@
 import { firstValueFrom, type SchedulerLike, take, timeout } from 'rxjs';
-import { AuthenticationError, RemoteAbortError } from '../errors.js';
+import { AuthenticationError, ChannelClosedError, RemoteAbortError } from '../errors.js';
 import {
   acceptorMac,
   AUTH_MAC_BYTES,
@@ -35,8 +35,9 @@ import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
 /** How long a new connection may take over its handshake before it is dropped (every listener). */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 /**
- * Connections one listener holds in their handshake at once; more are closed on arrival. Each
- * holds at most a header and an AuthResponse (160 bytes) and lives at most its handshake timeout.
+ * Connections one listener holds before they authenticate, at once; past it a newcomer evicts an
+ * older one (admission.ts). Each holds at most a header and an AuthResponse (160 bytes) and lives
+ * at most its handshake timeout.
  */
 export const MAX_UNAUTHENTICATED_CONNECTIONS = 1_024;
 
@@ -106,6 +107,13 @@ function sameClaim(response: FrameHeader, opening: FrameHeader): boolean {
   );
 }
 
+/**
+ * The acceptor closed the connection, without a word, before the dialer authenticated: what a
+ * listener saturated by unauthenticated connections does to its oldest (admission.ts); the
+ * dialer dials again (dial-authenticated.ts).
+ */
+export class ClosedBeforeAuthenticationError extends ChannelClosedError {}
+
 export interface DialHandshakeOptions {
   readonly secret: JobSecret | null;
   readonly claim: AuthClaim;
@@ -129,7 +137,7 @@ export async function dialHandshake(channel: FrameChannel, options: DialHandshak
       timeoutMs: deadline - Date.now(),
       ...(options.scheduler ? { scheduler: options.scheduler } : {}),
       timedOut: () => new AuthenticationError(`rank ${claim.rank} waiting for the ${what} of ${acceptor} timed out`),
-      closed: () => new AuthenticationError(`${acceptor} closed the connection before its ${what}`),
+      closed: () => new ClosedBeforeAuthenticationError(`${acceptor} closed the connection before its ${what}`),
     });
   const challenge = await read('authentication challenge').catch((error: unknown) => {
     // Refused before any challenge: most likely a side that runs without a secret.
@@ -146,7 +154,11 @@ export async function dialHandshake(channel: FrameChannel, options: DialHandshak
   const nonce = newNonce();
   const challengeNonce = challenge.payload.slice();
   channel.send(outgoing(authResponseFrame(claim, dialerMac(secret, challengeNonce, nonce, claim), nonce)));
-  const accept = await read('proof of the secret');
+  const accept = await read('proof of the secret').catch((error: unknown) => {
+    // Refused after the response: the acceptor found this rank's proof wrong (another secret).
+    if (error instanceof RemoteAbortError) throw new AuthenticationError(`${acceptor} refused rank ${claim.rank}: ${error.reason}`);
+    throw error;
+  });
   if (accept.header.opcode !== Opcode.AuthAccept || !macMatches(accept.payload, acceptorMac(secret, challengeNonce, nonce, claim))) {
     throw new AuthenticationError(`${acceptor} could not prove it knows the job's secret`);
   }

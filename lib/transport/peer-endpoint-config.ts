@@ -1,6 +1,7 @@
 import { type AddressInfo, isIP, SocketAddress, type Server, type Socket } from 'node:net';
 import { ConfigurationError } from '../errors.js';
-import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from './handshake.js';
+import { Admission, ADMISSION_GRACE_MS } from './admission.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS, MAX_UNAUTHENTICATED_CONNECTIONS } from './handshake.js';
 import { createListener, type TlsSettings } from './tls-settings.js';
 import { validateRails } from './transport-kind.js';
 
@@ -188,6 +189,8 @@ export interface PeerListeners {
   readonly servers: Server[];
   /** What peers should dial, per rail. */
   readonly endpoints: SocketAddressText[];
+  /** Where every listener counts its connections until the mesh says they authenticated. */
+  readonly admission: Admission;
 }
 
 /**
@@ -220,6 +223,9 @@ function listen(server: Server, address: SocketAddressText, index: number): Prom
  * bound port. An unspecified bound address (0.0.0.0, ::) is advertised as is; the coordinator
  * replaces it with the address it sees the rank connect from.
  *
+ * Every connection counts in one admission for all the listeners until the mesh authenticates it
+ * (at most `maxUnauthenticatedConnections` at once; admission.ts).
+ *
  * With `tls`, each listener speaks TLS (and hands over a connection once its TLS handshake is
  * done). `onConnection` is attached before each server listens, so a peer that dials the moment the
  * endpoints are published is never accepted with nobody to take it. If any bind fails, the
@@ -230,13 +236,15 @@ export async function bindPeerListeners(
   rails: number,
   onConnection: PeerConnectionHandler,
   tls: TlsSettings | null = null,
+  maxUnauthenticatedConnections = MAX_UNAUTHENTICATED_CONNECTIONS,
 ): Promise<PeerListeners> {
   validatePeerEndpointConfiguration(configuration, rails);
   const shared = configuration.listenAddresses.length === 1;
   const servers: Server[] = [];
+  const admission = new Admission({ cap: maxUnauthenticatedConnections, deadlineMs: DEFAULT_HANDSHAKE_TIMEOUT_MS + ADMISSION_GRACE_MS });
   try {
     for (const [index, address] of configuration.listenAddresses.entries()) {
-      const server = createListener(tls, DEFAULT_HANDSHAKE_TIMEOUT_MS, (socket: Socket) => onConnection(shared ? null : index, socket));
+      const server = createListener(tls, DEFAULT_HANDSHAKE_TIMEOUT_MS, admission, (socket: Socket) => onConnection(shared ? null : index, socket));
       servers.push(server);
       await listen(server, address, index);
     }
@@ -255,7 +263,7 @@ export async function bindPeerListeners(
     const host = advertise.length === 0 ? local.host : advertise[advertise.length === 1 ? 0 : rail]!;
     return { host, port: local.port };
   });
-  return { servers, endpoints };
+  return { servers, endpoints, admission };
 }
 
 function endpointsEqual(left: SocketAddressText, right: SocketAddressText): boolean {

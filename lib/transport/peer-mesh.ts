@@ -12,7 +12,9 @@ import { BufferPool, DEFAULT_POOLED_BYTES } from './buffer-pool.js';
 import type { DataLinkSockets } from './data-plane.js';
 import { DirectReads } from './direct-reads.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
-import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, MAX_UNAUTHENTICATED_CONNECTIONS, secretRequired } from './handshake.js';
+import type { Admission } from './admission.js';
+import { dialAuthenticated } from './dial-authenticated.js';
+import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
 import type { ExpectedShape, MessageShape } from './links/links.js';
@@ -70,6 +72,13 @@ export const DATA_LINK = 0x44415441;
 
 /** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
 const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
+
+/** How this rank's listeners handshake an incoming connection. */
+interface AcceptOptions {
+  readonly secret: JobSecret | null;
+  readonly timeoutMs: number;
+  readonly admission: Admission | null;
+}
 
 function rankText(rank: number): string {
   return rank === ANY_RANK ? 'any rank' : `rank ${rank}`;
@@ -155,8 +164,8 @@ export class PeerMesh {
     secret?: JobSecret | null;
     /** How long one incoming connection may take over its handshake (default 10 s, at most `timeoutMs`). */
     handshakeTimeoutMs?: number;
-    /** Incoming connections handshaken at once; more are closed on arrival (default 1024). */
-    maxUnauthenticatedConnections?: number;
+    /** Where the listeners count incoming connections until they authenticate (bindPeerListeners). */
+    admission?: Admission;
     /** TLS for the links this rank dials (its listeners were bound with the same settings). */
     tls?: TlsSettings | null;
   }): Promise<PeerMesh> {
@@ -165,7 +174,7 @@ export class PeerMesh {
     const handshake = {
       secret,
       timeoutMs: Math.min(options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, options.timeoutMs),
-      cap: options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS,
+      admission: options.admission ?? null,
     };
     const { rank, worldSize, rails } = options.identity;
     // Per peer its rails, then its data link (on the rail 0 endpoint) where there are data links.
@@ -351,16 +360,22 @@ export class PeerMesh {
     { secret, tls, timeoutMs }: { readonly secret: JobSecret | null; readonly tls: TlsSettings | null; readonly timeoutMs: number },
   ): Promise<void> {
     const reach = `direct peer rank ${peer} ${rail === DATA_LINK ? 'data link' : `rail ${rail}`} at ${formatEndpoint(endpoint)}`;
-    const reads = new DirectReads();
-    const socket = await dialSocket(endpoint.host, endpoint.port, tls, timeoutMs, () => new TimeoutError(`reaching ${reach}`), reads.onread).catch((error: unknown) => {
-      if (error instanceof TimeoutError) throw error;
-      throw new ConfigurationError(`cannot reach ${reach}: ${(error as Error).message}`, { cause: error });
+    const { rank, worldSize } = this.identity;
+    const channel = await dialAuthenticated({
+      listener: `direct peer rank ${peer}`,
+      rank,
+      deadline: Date.now() + timeoutMs,
+      connect: async (left) => {
+        const reads = new DirectReads();
+        const socket = await dialSocket(endpoint.host, endpoint.port, tls, left, () => new TimeoutError(`reaching ${reach}`), reads.onread).catch((error: unknown) => {
+          if (error instanceof TimeoutError) throw error;
+          throw new ConfigurationError(`cannot reach ${reach}: ${(error as Error).message}`, { cause: error });
+        });
+        return new FrameChannel(socket, reads);
+      },
+      authenticate: (opened, left) => dialHandshake(opened, { secret, claim: { rank, worldSize, peer, rail }, timeoutMs: left, scheduler: this.scheduler, acceptor: `direct peer rank ${peer}` }),
     });
-    const channel = new FrameChannel(socket, reads);
     try {
-      const { rank, worldSize } = this.identity;
-      const claim = { rank, worldSize, peer, rail };
-      await dialHandshake(channel, { secret, claim, timeoutMs, scheduler: this.scheduler, acceptor: `direct peer rank ${peer}` });
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
       const reply = await firstHandshakeFrame(channel);
       this.checkHello(reply, peer, rail);
@@ -379,26 +394,15 @@ export class PeerMesh {
 
   /**
    * Handshakes every incoming connection in parallel, each within its own timeout, so a silent or
-   * slow stranger never holds up the peers behind it; past `cap` at once, new ones are closed.
+   * slow stranger never holds up the peers behind it (the listeners' admission bounds how many).
    */
-  private acceptAll(
-    incoming: AsyncIterable<{ rail: number | null; socket: Socket }>,
-    expected: number,
-    handshake: { readonly secret: JobSecret | null; readonly timeoutMs: number; readonly cap: number },
-  ): Promise<void> {
+  private acceptAll(incoming: AsyncIterable<{ rail: number | null; socket: Socket }>, expected: number, handshake: AcceptOptions): Promise<void> {
     if (expected === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       let accepted = 0;
-      let handshaking = 0;
       const take = async () => {
         for await (const { rail, socket } of incoming) {
-          if (handshaking >= handshake.cap) {
-            socket.destroy();
-            continue;
-          }
-          handshaking += 1;
           void this.acceptOne(rail, socket, handshake).then((linked) => {
-            handshaking -= 1;
             accepted += linked ? 1 : 0;
             if (accepted === expected) resolve();
           });
@@ -409,16 +413,16 @@ export class PeerMesh {
   }
 
   /** One incoming connection: handshake, check its hello, link it; a stranger is refused. */
-  private async acceptOne(listenerRail: number | null, socket: Socket, handshake: { readonly secret: JobSecret | null; readonly timeoutMs: number }): Promise<boolean> {
+  private async acceptOne(listenerRail: number | null, socket: Socket, handshake: AcceptOptions): Promise<boolean> {
     const channel = new FrameChannel(socket);
     try {
-      const hello = await acceptHandshake(channel, { secret: handshake.secret, timeoutMs: handshake.timeoutMs, scheduler: this.scheduler, openingRule: emptyHelloRule }).catch(
-        (error: unknown) => {
+      const hello = await acceptHandshake(channel, { secret: handshake.secret, timeoutMs: handshake.timeoutMs, scheduler: this.scheduler, openingRule: emptyHelloRule })
+        .finally(() => handshake.admission?.authenticated(socket))
+        .catch((error: unknown) => {
           if (error instanceof EmptyError) throw new ChannelClosedError('direct peer closed during the handshake');
           if (error instanceof RxTimeoutError) throw new TimeoutError(`direct peer handshake (${handshake.timeoutMs} ms)`);
           throw error;
-        },
-      );
+        });
       const peer = hello.header.sourceRank;
       const rail = Number(hello.header.tag);
       // A data link comes to the rail 0 endpoint.

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect as netConnect, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
 import { ConfigurationError } from '../errors.js';
+import type { Admission } from './admission.js';
 import type { OnReadOption } from './direct-reads.js';
 
 /**
@@ -53,13 +54,26 @@ function secureOptions(tls: TlsSettings) {
 
 /**
  * A listener, plain or TLS; `onConnection` sees each connection once it can carry frames (after
- * the TLS handshake, which must finish within `handshakeTimeoutMs`).
+ * the TLS handshake, which must finish within `handshakeTimeoutMs`). Every connection counts in
+ * `admission` from its TCP accept until the acceptor says it authenticated.
  */
-export function createListener(tls: TlsSettings | null, handshakeTimeoutMs: number, onConnection: (socket: Socket) => void): Server {
-  if (tls === null) return createNetServer({ noDelay: true }, onConnection);
-  const server = createTlsServer({ ...secureOptions(tls), requestCert: tls.ca !== null, handshakeTimeout: handshakeTimeoutMs }, onConnection);
-  // A stranger's failed TLS handshake is its own problem: the socket is already destroyed.
-  server.on('tlsClientError', () => undefined);
+export function createListener(tls: TlsSettings | null, handshakeTimeoutMs: number, admission: Admission, onConnection: (socket: Socket) => void): Server {
+  if (tls === null) {
+    return createNetServer({ noDelay: true }, (socket) => {
+      admission.admit(socket);
+      admission.handOver(socket);
+      onConnection(socket);
+    });
+  }
+  const server = createTlsServer({ ...secureOptions(tls), requestCert: tls.ca !== null, handshakeTimeout: handshakeTimeoutMs }, (socket) => {
+    admission.handOver(socket);
+    onConnection(socket);
+  });
+  // The raw connection, before its TLS handshake (the TLS server's own listener runs first).
+  server.on('connection', (raw: Socket) => admission.admit(raw));
+  // A failed or timed-out TLS handshake: with a listener here Node leaves the socket open, so a
+  // silent stranger would hold its descriptor forever.
+  server.on('tlsClientError', (_error, socket) => socket.destroy());
   return server;
 }
 

@@ -1,7 +1,7 @@
 /**
  * A peer listener gives each incoming connection its own handshake timeout: a silent one is
- * refused when it runs out (told why, then closed); past the cap, new connections are closed on
- * arrival. (That the real peer is linked while strangers wait: spec/security/peer-port.spec.ts.)
+ * refused when it runs out (told why, then closed); past the cap, a new connection evicts the
+ * oldest. (That the real peer is linked while strangers wait: spec/security/peer-port.spec.ts.)
  */
 import type { Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
@@ -23,7 +23,7 @@ describe('handshakes on a peer listener', () => {
     const uniqueId = UniqueId.random();
     const secret = new Uint8Array(32).fill(7);
     const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
-    const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, 1, (rail, socket) => incoming.write({ rail, socket }));
+    const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, 1, (rail, socket) => incoming.write({ rail, socket }), null, 2);
     cleanups.push(() => listeners.servers.forEach((server) => server.close()));
     const endpoint = listeners.endpoints[0]!;
     // Rank 1's own listener: rank 0 dials it for the link rank 1 sends on.
@@ -32,7 +32,7 @@ describe('handshakes on a peer listener', () => {
     cleanups.push(() => listenersOfOne.servers.forEach((server) => server.close()));
     const common = { endpoints: [[endpoint], [listenersOfOne.endpoints[0]!]], timeoutMs: 20_000, scheduler: asyncScheduler, secret };
 
-    // Two silent strangers fill the cap of 2; a third is closed on arrival.
+    // Two silent strangers fill the cap of 2; a third evicts the oldest (admission.ts).
     const silent = [rawConnection(endpoint.port, 10_000), rawConnection(endpoint.port, 10_000)];
     await Promise.all(silent.map((connection) => connection.connected));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -41,19 +41,21 @@ describe('handshakes on a peer listener', () => {
       identity: { uniqueId, rank: 0, worldSize: 2, rails: 1 },
       incoming,
       handshakeTimeoutMs: 400,
-      maxUnauthenticatedConnections: 2,
+      admission: listeners.admission,
     });
     const third = rawConnection(endpoint.port, 10_000);
-    const thirdOutcome = await third.outcome;
-    expect(thirdOutcome.frames).toHaveLength(0);
+    const evicted = await silent[0]!.outcome;
+    expect(evicted.dropped).toBe(true);
+    expect(evicted.frames.map(frameText)).not.toContain('direct peer connection refused by rank 0: direct peer handshake (400 ms) timed out');
 
     const started = Date.now();
-    const outcomes = await Promise.all(silent.map((connection) => connection.outcome));
+    const outcomes = await Promise.all([silent[1]!, third].map((connection) => connection.outcome));
     expect(Date.now() - started).toBeLessThan(3_000);
     for (const outcome of outcomes) {
       expect(outcome.dropped).toBe(true);
       expect(outcome.frames.map(frameText).at(-1)).toBe('direct peer connection refused by rank 0: direct peer handshake (400 ms) timed out');
     }
+    expect(listeners.admission.size).toBe(0);
 
     // With the strangers gone, the real peer is linked (the cap held only while they waited).
     const one = await PeerMesh.connect({ ...common, identity: { uniqueId, rank: 1, worldSize: 2, rails: 1 }, incoming: incomingOfOne });

@@ -2,7 +2,7 @@
  * Attack 4 of issue #12: what an unauthenticated connection costs the coordinator. A header that
  * declares 1 GiB is refused at the header, before any payload byte (so nothing is buffered or
  * reserved); a slowloris is dropped at its handshake timeout; past the cap on connections in
- * their handshake, new ones are closed on arrival. The coordinator's memory stays flat and the
+ * their handshake, a new one evicts the oldest (transport/admission.ts). The coordinator's memory stays flat and the
  * real job still runs.
  */
 import { readFileSync } from 'node:fs';
@@ -93,7 +93,7 @@ describe('the cost of unauthenticated connections to a coordinator', () => {
     expect(outcome.frames[0]!.header.uniqueId.toHex()).toBe('0'.repeat(32));
   });
 
-  it('slowloris connections are dropped at their handshake timeout, and those past the cap on arrival; then the job runs', async () => {
+  it('slowloris connections are dropped at their handshake timeout, the oldest evicted past the cap; then the job runs', async () => {
     const secret = generateSecret();
     const job = await startCoordinator(2, { secret, joinTimeoutMs: 500, maxUnauthenticatedConnections: 8 });
     cleanups.push(() => job.dispose());
@@ -106,9 +106,11 @@ describe('the cost of unauthenticated connections to a coordinator', () => {
     const outcomes = await Promise.all(slow.map((connection) => connection.outcome));
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(outcomes.every((outcome) => outcome.dropped)).toBe(true);
-    // 8 were challenged and timed out; 12 were closed on arrival without a word.
-    expect(outcomes.filter((outcome) => outcome.frames.length === 0)).toHaveLength(12);
-    expect(refusals.filter((error) => error.message === 'too many unauthenticated connections: 8 handshakes in progress')).toHaveLength(12);
+    // Every one was challenged; the 12 oldest were evicted by newer ones, the last 8 timed out.
+    expect(outcomes.every((outcome) => Opcode[outcome.frames[0]!.header.opcode] === 'AuthChallenge')).toBe(true);
+    expect(outcomes.slice(0, 12).every((outcome) => outcome.frames.length === 1)).toBe(true);
+    expect(outcomes.slice(12).map((outcome) => frameText(outcome.frames.at(-1)!))).toEqual(Array(8).fill('connection rejected: no JOIN within 500 ms'));
+    expect(refusals.filter((error) => error.message === 'too many unauthenticated connections (8): closed the oldest of the 8 from 127.0.0.1')).toHaveLength(12);
     expect(refusals.filter((error) => error.message === 'no JOIN within 500 ms')).toHaveLength(8);
     const sessions = await Promise.all([0, 1].map((rank) => job.openRank(rank, { secret })));
     const sums = await Promise.all(sessions.map((session) => session.allReduce(Int32Array.of(session.rank + 1))));

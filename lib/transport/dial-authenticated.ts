@@ -1,0 +1,64 @@
+import { RxcclError } from '../errors.js';
+import type { FrameChannel } from './frame-channel.js';
+import { ClosedBeforeAuthenticationError } from './handshake.js';
+
+/** The first wait before dialling again, doubled after each early close up to the longest. */
+const FIRST_RETRY_MS = 50;
+const LONGEST_RETRY_MS = 1_000;
+
+export interface DialAuthenticatedOptions {
+  /** Who is dialled, for messages: `coordinator 10.0.0.1:29500`, `direct peer rank 0`. */
+  readonly listener: string;
+  readonly rank: number;
+  /** Wall-clock time (`Date.now()`) by which the connection must be authenticated. */
+  readonly deadline: number;
+  /** Opens one connection within `timeoutMs` (TCP, and TLS when configured). */
+  readonly connect: (timeoutMs: number) => Promise<FrameChannel>;
+  /** Authenticates over the channel within `timeoutMs` (dialHandshake). */
+  readonly authenticate: (channel: FrameChannel, timeoutMs: number) => Promise<void>;
+}
+
+/**
+ * Dials and authenticates, dialling again with backoff while the listener closes the connection
+ * before the handshake is done: what a listener saturated by connections that never authenticate
+ * does to its older ones (admission.ts). Past the deadline it fails with TIMEOUT saying so; any
+ * other failure is thrown at once.
+ */
+export async function dialAuthenticated(options: DialAuthenticatedOptions): Promise<FrameChannel> {
+  const started = Date.now();
+  let closedEarly = 0;
+  let wait = FIRST_RETRY_MS;
+  for (;;) {
+    const channel = await options.connect(options.deadline - Date.now()).catch((error: unknown) => {
+      if (!closedBeforeSecure(error)) throw error;
+      return null;
+    });
+    if (channel !== null) {
+      try {
+        await options.authenticate(channel, options.deadline - Date.now());
+        return channel;
+      } catch (error) {
+        channel.destroy();
+        if (!(error instanceof ClosedBeforeAuthenticationError)) throw error;
+      }
+    }
+    closedEarly += 1;
+    // Jittered, so ranks turned away together do not come back together.
+    const pause = wait * (0.5 + Math.random());
+    if (Date.now() + pause >= options.deadline) {
+      throw new RxcclError(
+        'TIMEOUT',
+        `rank ${options.rank} connecting to ${options.listener} timed out after ${Date.now() - started} ms: it closed ${closedEarly} connections before authenticating them, ` +
+          'so its listener is saturated by connections that never authenticate (a flood or a scan); see docs/errors.md',
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    wait = Math.min(wait * 2, LONGEST_RETRY_MS);
+  }
+}
+
+/** A TLS dial the listener closed before its TLS handshake finished. */
+function closedBeforeSecure(error: unknown): boolean {
+  const cause = error instanceof RxcclError ? error.cause : error;
+  return (cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+}

@@ -16,6 +16,8 @@ export type CoordinatorEvent =
   | { readonly type: 'channel-ready'; readonly channel: string }
   /** Every `joinReportIntervalMs` until every rank joined every channel: who is still missing. */
   | { readonly type: 'ranks-not-joined'; readonly missing: readonly number[]; readonly waitedMs: number }
+  /** `rank` waited `timeoutMs` on `channel` for `missing` to join: it was told so, and its place freed. */
+  | { readonly type: 'rendezvous-timed-out'; readonly rank: number; readonly channel: string; readonly missing: readonly number[]; readonly timeoutMs: number }
   /** The rank's collective channel ended cleanly between sequences. */
   | { readonly type: 'rank-left'; readonly rank: number }
   /** The first rank submitted `sequence`. */
@@ -55,6 +57,8 @@ export function describeCoordinatorEvent(event: CoordinatorEvent): string {
       return `every rank joined (${event.channel})`;
     case 'ranks-not-joined':
       return `ranks [${event.missing.join(',')}] have not joined after ${Math.round(event.waitedMs)} ms`;
+    case 'rendezvous-timed-out':
+      return `rank ${event.rank} waited ${event.timeoutMs} ms for ranks [${event.missing.join(',')}] to join (${event.channel})`;
     case 'rank-left':
       return `rank ${event.rank} left`;
     case 'collective-started':

@@ -12,6 +12,7 @@ export function coordinatorEventLogger(log: DebugLog): EventLogger<CoordinatorEv
     {
       levels: {
         'ranks-not-joined': 'warn',
+        'rendezvous-timed-out': 'warn',
         'collective-waiting': 'warn',
         'rank-joined': 'info',
         'channel-ready': 'info',

@@ -23,6 +23,11 @@ export interface LocalJobOptions {
   readonly stderr?: Writable;
   /** How long ranks get between SIGTERM and SIGKILL (default 5 s). */
   readonly killGraceMs?: number;
+  /**
+   * After a rank or the coordinator fails, how long the other ranks get to print their own errors
+   * and exit before they are sent SIGTERM (default 3 s; ends early when they have all exited).
+   */
+  readonly failureGraceMs?: number;
   /** How long the coordinator may take to see the last rank leave after every rank exited 0 (default 3 s). */
   readonly leaveGraceMs?: number;
   /**
@@ -42,6 +47,7 @@ export interface JobOutcome {
 }
 
 const DEFAULT_KILL_GRACE_MS = 5_000;
+const DEFAULT_FAILURE_GRACE_MS = 3_000;
 const DEFAULT_LEAVE_GRACE_MS = 3_000;
 const DEFAULT_STRAGGLER_REPORT_MS = 10_000;
 /** How long a rank's output may keep flowing after its process group was killed. */
@@ -53,14 +59,20 @@ const delay = (ms: number) => new Promise<'late'>((resolve) => setTimeout(() => 
  * A job on this host (`rxccl launch`): a coordinator on loopback in this process, on a port the
  * system picks (parallel jobs never collide), a fresh unique id and secret, and one process per rank with the
  * `GX1_*` variables set. The first failure (a rank exiting non-zero or killed, the coordinator
- * failing, or `interrupt`) ends the other ranks: SIGTERM to each rank's process group, SIGKILL
- * after the grace. No rank process outlives the job.
+ * failing) gives the other ranks `failureGraceMs` to print their own errors and exit, then ends
+ * them: SIGTERM to each rank's process group, SIGKILL after `killGraceMs`; `interrupt` passes its
+ * signal on at once. No rank process outlives the job. The failure names the root cause first:
+ * the coordinator's failure, or ranks that never joined while others waited for them.
  */
 export class LocalJob {
   readonly outcome: Promise<JobOutcome>;
   private failure: string | null = null;
   private interruptedBy: NodeJS.Signals | null = null;
   private killTimer: NodeJS.Timeout | null = null;
+  private graceTimer: NodeJS.Timeout | null = null;
+  /** Ranks the coordinator told others it waited for in vain (rendezvous timeouts). */
+  private readonly neverJoined = new Set<number>();
+  private rendezvousTimeoutMs = 0;
   private readonly killAllOnExit = () => this.signalAll('SIGKILL');
   /** Ranks the coordinator saw join (their collective channel) and leave. */
   private readonly joined = new Set<number>();
@@ -74,15 +86,20 @@ export class LocalJob {
   ) {
     // Last resort should the launcher itself die of an exception: its ranks must not outlive it.
     process.once('exit', this.killAllOnExit);
-    coordinator.done.catch((error: unknown) => this.fail(`the coordinator failed: ${failureText(error)}`, 'SIGTERM'));
+    coordinator.done.catch((error: unknown) => this.fail(`the coordinator failed: ${failureText(error)}`));
     coordinator.events$.subscribe((event) => {
       if (event.type === 'rank-joined' && event.channel === 'collective') this.joined.add(event.rank);
       if (event.type === 'rank-left') this.left.add(event.rank);
+      if (event.type === 'rendezvous-timed-out') {
+        for (const missing of event.missing) this.neverJoined.add(missing);
+        this.rendezvousTimeoutMs = event.timeoutMs;
+      }
     });
     for (const rank of ranks) {
       void rank.exited.then((exit) => {
-        if (exit.kind !== 'exited' || exit.code !== 0) this.fail(`rank ${rank.rank} ${describeExit(exit)}`, 'SIGTERM');
+        if (exit.kind !== 'exited' || exit.code !== 0) this.fail(this.rootCauseOf(`rank ${rank.rank} ${describeExit(exit)}`));
         else this.watchStragglers();
+        if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
       });
     }
     this.outcome = this.finish();
@@ -142,14 +159,41 @@ export class LocalJob {
       return;
     }
     this.interruptedBy = signal;
-    this.fail(`interrupted by ${signal}`, signal);
+    this.failure ??= `interrupted by ${signal}`;
+    this.endGrace();
+    this.terminate(signal);
   }
 
-  private fail(reason: string, signal: NodeJS.Signals): void {
+  /**
+   * A rank that exited because others never joined says only that it failed; the coordinator
+   * knows why: those ranks come first.
+   */
+  private rootCauseOf(exit: string): string {
+    const missing = [...this.neverJoined].filter((rank) => !this.joined.has(rank)).sort((a, b) => a - b);
+    if (missing.length === 0) return exit;
+    return `ranks [${missing.join(',')}] never joined the job (the others waited ${this.rendezvousTimeoutMs} ms for them); then ${exit}`;
+  }
+
+  /** The first failure: the other ranks get the grace to report their own errors, then are ended. */
+  private fail(reason: string): void {
     if (this.failure !== null) return;
     this.failure = reason;
-    for (const rank of this.ranks) if (rank.running) rank.signal(signal);
-    this.killTimer = setTimeout(() => this.signalAll('SIGKILL'), this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS);
+    this.graceTimer = setTimeout(() => this.terminate('SIGTERM'), this.options.failureGraceMs ?? DEFAULT_FAILURE_GRACE_MS);
+  }
+
+  private endGrace(): void {
+    if (this.graceTimer !== null) clearTimeout(this.graceTimer);
+    this.graceTimer = null;
+  }
+
+  private terminate(signal: NodeJS.Signals): void {
+    for (const rank of this.ranks) {
+      if (!rank.running) continue;
+      rank.signal(signal);
+      // A stopped rank (SIGSTOP, a debugger) only gets its signal once it runs again.
+      rank.signal('SIGCONT');
+    }
+    this.killTimer ??= setTimeout(() => this.signalAll('SIGKILL'), this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS);
   }
 
   /**
@@ -200,6 +244,7 @@ export class LocalJob {
       }
       // 'failed' has already recorded the coordinator's failure.
     }
+    this.endGrace();
     if (this.killTimer !== null) clearTimeout(this.killTimer);
     if (this.stragglerReport !== null) clearInterval(this.stragglerReport);
     await this.coordinator.close();

@@ -1,5 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /** One recorded event with the wall-clock time it was seen (ms since the epoch, comparable across ranks). */
 export interface RecordedEvent<E> {
@@ -43,12 +43,43 @@ export class FlightRecorder<E> {
 }
 
 /**
- * Writes `record` as pretty JSON to `directory/name` (creating the directory) and returns the
- * path. Synchronous: it runs on failures, when the process may be about to end. BigInts become
- * decimal strings and errors `{ name, code, message }`.
+ * `mkdir -p DIRECTORY`, then checks that it is a directory this process may write in; throws the
+ * OS's error otherwise (`EEXIST` for a file in its place, `ENOTDIR`, `EACCES`, `ENOENT` under
+ * /proc). Not `mkdirSync(directory, { recursive: true })`: where mkdir says ENOENT although the
+ * parent exists (`/proc/x`), Node 20's recursive mkdir makes the parent again and retries forever.
+ */
+export function prepareRecordDirectory(directory: string): void {
+  makeDirectory(directory);
+  accessSync(directory, constants.W_OK | constants.X_OK);
+}
+
+function makeDirectory(path: string): void {
+  let failure = mkdirOnce(path);
+  if (failure?.code === 'ENOENT' && dirname(path) !== path) {
+    makeDirectory(dirname(path));
+    // Once more, and only once: a directory whose parent now exists and still says ENOENT never will.
+    failure = mkdirOnce(path);
+  }
+  if (failure !== null) throw failure;
+}
+
+/** mkdir, taking a directory already there (another rank may have just made it) as made. */
+function mkdirOnce(path: string): NodeJS.ErrnoException | null {
+  try {
+    mkdirSync(path);
+    return null;
+  } catch (error) {
+    const failure = error as NodeJS.ErrnoException;
+    return failure.code === 'EEXIST' && statSync(path).isDirectory() ? null : failure;
+  }
+}
+
+/**
+ * Writes `record` as pretty JSON to `directory/name` (the directory made by
+ * `prepareRecordDirectory`) and returns the path. Synchronous: it runs on failures, when the
+ * process may be about to end. BigInts become decimal strings and errors `{ name, code, message }`.
  */
 export function writeJsonRecord(directory: string, name: string, record: unknown): string {
-  mkdirSync(directory, { recursive: true });
   const path = join(directory, name);
   writeFileSync(path, `${JSON.stringify(record, jsonValue, 2)}\n`);
   return path;

@@ -1,6 +1,6 @@
 import { debugLog, type DebugLog } from '../diagnostics/debug-log.js';
 import { ConfigurationError } from '../errors.js';
-import { FlightRecorder, writeJsonRecord } from '../diagnostics/flight-recorder.js';
+import { FlightRecorder, prepareRecordDirectory, writeJsonRecord } from '../diagnostics/flight-recorder.js';
 import type { SessionEvent } from './events.js';
 import type { RankSession } from './rank-session.js';
 
@@ -9,6 +9,8 @@ export const DEFAULT_FLIGHT_RECORDER_EVENTS = 1_000;
 export interface FlightRecordingOptions {
   /** Where records are written (created if missing). */
   readonly directory: string;
+  /** The setting that named `directory`, for warnings (`GX1_FLIGHT_RECORDER` from the environment). */
+  readonly setting?: string;
   /** How many of the last events are kept (default 1000). */
   readonly capacity?: number;
   /** Also write a record when the process gets this signal (default SIGUSR1; null for none). */
@@ -25,11 +27,24 @@ export type FlightRecordReason = 'failure' | 'timeout' | 'signal';
  * process gets SIGUSR1: `rxccl-flight-rank<R>-<pid>-<reason>-<time>.json`, with the rank, the
  * reason, the error and the events, oldest first. Stops when the session closes. Returns a
  * function that writes a record now (reason `signal`) and returns its path.
+ *
+ * The directory is created (with its parents) and checked once, here. One that cannot be used
+ * (a file in its place, no permission) turns the recorder off with one warning on `log`: the
+ * session works as without it, and the signal only warns. A record written on a failure or a
+ * signal that cannot be written is a warning too, never an exception (it would kill the rank).
+ *
+ * @throws the returned function throws a `ConfigurationError` (code `INVALID_CONFIGURATION`,
+ * the OS's error as its `cause`) when the recorder is off or the record cannot be written.
  */
 export function recordFlight(session: RankSession, options: FlightRecordingOptions): () => string {
-  const recorder = new FlightRecorder<SessionEvent>(options.capacity ?? DEFAULT_FLIGHT_RECORDER_EVENTS);
   const log = options.log ?? debugLog;
+  // How warnings name the directory: `GX1_FLIGHT_RECORDER directory "/x"`.
+  const where = `${options.setting === undefined ? '' : `${options.setting} `}directory ${JSON.stringify(options.directory)}`;
+  const off = unusable(options.directory, where);
+  if (off !== null) log.warn(`rank ${session.rank}: ${off.message}`);
+  const recorder = new FlightRecorder<SessionEvent>(options.capacity ?? DEFAULT_FLIGHT_RECORDER_EVENTS);
   const write = (reason: FlightRecordReason, error?: unknown): string => {
+    if (off !== null) throw off;
     const record = {
       rank: session.rank,
       worldSize: session.worldSize,
@@ -41,17 +56,34 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
       eventsRecorded: recorder.recorded,
       events: recorder.entries().map(({ atMs, event }) => ({ at: new Date(atMs).toISOString(), ...event })),
     };
-    const path = writeJsonRecord(options.directory, `rxccl-flight-rank${session.rank}-${process.pid}-${reason}-${Date.now()}.json`, record);
+    let path: string;
+    try {
+      path = writeJsonRecord(options.directory, `rxccl-flight-rank${session.rank}-${process.pid}-${reason}-${Date.now()}.json`, record);
+    } catch (cause) {
+      throw new ConfigurationError(`${where} cannot be written: ${errorText(cause)}`, { cause });
+    }
     log.warn(`rank ${session.rank}: flight record (${reason}) written to ${path}`);
     return path;
   };
+  // For the signal listener and the events$ subscriber: an exception would end the process there
+  // (uncaught from a listener; RxJS rethrows a subscriber's on a timer).
+  const writeOrWarn = (reason: FlightRecordReason, error?: unknown): void => {
+    try {
+      write(reason, error);
+    } catch (failure) {
+      log.warn(`rank ${session.rank}: flight record (${reason}) not written: ${errorText(failure)}`);
+    }
+  };
   const signal = options.signal === undefined ? 'SIGUSR1' : options.signal;
-  const onSignal = () => write('signal');
+  // Kept while off too: without a listener, SIGUSR1 would open Node's inspector instead.
+  const onSignal = () => writeOrWarn('signal');
   if (signal !== null) process.on(signal, onSignal);
   session.events$.subscribe({
     next: (event) => {
+      // Off, nothing is kept and a failure writes nothing: the one warning was at the start.
+      if (off !== null) return;
       recorder.record(event);
-      if (event.type === 'failed') write(isTimeout(event.error) ? 'timeout' : 'failure', event.error);
+      if (event.type === 'failed') writeOrWarn(isTimeout(event.error) ? 'timeout' : 'failure', event.error);
     },
     complete: () => {
       if (signal !== null) process.off(signal, onSignal);
@@ -59,6 +91,18 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
   });
   return () => write('signal');
 }
+
+/** Why records cannot be written in `path` (made if missing), as the writer throws it; null when they can. */
+function unusable(path: string, where: string): ConfigurationError | null {
+  try {
+    prepareRecordDirectory(path);
+    return null;
+  } catch (cause) {
+    return new ConfigurationError(`flight recorder off: ${where} cannot be used: ${errorText(cause)}`, { cause });
+  }
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** A timeout here, or the coordinator's collective timeout relayed as its Abort. */
 function isTimeout(error: unknown): boolean {
@@ -75,10 +119,11 @@ export function flightRecordingFromEnvironment(env: Readonly<Record<string, stri
   const directory = env.GX1_FLIGHT_RECORDER?.trim();
   if (directory === undefined || directory === '') return null;
   const events = env.GX1_FLIGHT_RECORDER_EVENTS?.trim();
-  if (events === undefined || events === '') return { directory };
+  const setting = 'GX1_FLIGHT_RECORDER';
+  if (events === undefined || events === '') return { directory, setting };
   const capacity = Number(events);
   if (!/^\d+$/.test(events) || !Number.isSafeInteger(capacity) || capacity < 1) {
     throw new ConfigurationError(`GX1_FLIGHT_RECORDER_EVENTS must be a positive integer, got ${JSON.stringify(env.GX1_FLIGHT_RECORDER_EVENTS)}`);
   }
-  return { directory, capacity };
+  return { directory, setting, capacity };
 }

@@ -1,6 +1,5 @@
 /** The flight recorder: the last N events per rank, written as JSON on failure, timeout and request. */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DebugLog } from '../../lib/diagnostics/debug-log.js';
@@ -8,19 +7,13 @@ import { FlightRecorder } from '../../lib/diagnostics/flight-recorder.js';
 import { flightRecordingFromEnvironment, recordFlight } from '../../lib/session/flight-recording.js';
 import { runRxccl, tsNode } from '../cli/rxccl-process.js';
 import { rejection, startJob, type TestJob } from '../helpers/job.js';
+import { scratchDirectories } from '../helpers/scratch.js';
 
-const directories: string[] = [];
 const jobs: TestJob[] = [];
 afterEach(async () => {
   await Promise.all(jobs.splice(0).map((job) => job.dispose()));
-  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 });
-
-function scratch(): string {
-  const directory = mkdtempSync(join(tmpdir(), 'rxccl-flight-'));
-  directories.push(directory);
-  return directory;
-}
+const scratch = scratchDirectories('rxccl-flight-');
 
 interface Record {
   rank: number;
@@ -54,8 +47,9 @@ describe('FlightRecorder', () => {
 
   it('is configured by GX1_FLIGHT_RECORDER and GX1_FLIGHT_RECORDER_EVENTS, off by default', () => {
     expect(flightRecordingFromEnvironment({})).toBeNull();
-    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x' })).toEqual({ directory: '/tmp/x' });
-    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '50' })).toEqual({ directory: '/tmp/x', capacity: 50 });
+    const setting = 'GX1_FLIGHT_RECORDER';
+    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x' })).toEqual({ directory: '/tmp/x', setting });
+    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '50' })).toEqual({ directory: '/tmp/x', setting, capacity: 50 });
     expect(() => flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '-1' })).toThrow(
       'GX1_FLIGHT_RECORDER_EVENTS must be a positive integer, got "-1"',
     );

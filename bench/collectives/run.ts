@@ -3,7 +3,7 @@
  *
  *   npx tsx bench/collectives/run.ts [--json | --markdown] [--ops allreduce,broadcast] [-n 2,4]
  *                                    [-b 8] [-e 64M] [-f 8] [--sizes 8,1M] [--dtype f32]
- *                                    [-w N] [--iters N] [--transport tcp_host_staged] [--peers] [--rounds R]
+ *                                    [-w N] [--iters N] [--transport tcp_peer|tcp_host_staged] [--peers] [--rounds R]
  *
  * takes the arguments of `rxccl bench` (lib/cli/bench-command.ts parses them for both).
  * For each world size it starts a coordinator in this process and one worker process per rank
@@ -30,7 +30,7 @@ import { coordinatorBusyWindow } from '../../lib/launch/coordinator-busy-window.
 import { ConfigurationError } from '../../lib/errors.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { generateSecret } from '../../lib/transport/job-secret.js';
-import { parseTransport } from '../../lib/transport/transport-kind.js';
+import { DEFAULT_TRANSPORT, parseTransport } from '../../lib/transport/transport-kind.js';
 import { HostNamespaces } from './hosts.js';
 import { median } from './median.js';
 import { NcclTable } from './nccl-table.js';
@@ -123,7 +123,7 @@ async function runBench(options: CollectivesBenchOptions, hosts: HostNamespaces 
   const maxBytes = positiveInteger(options.maxBytes ?? DEFAULTS.maxBytes, 'max bytes');
   const step = options.step ?? DEFAULTS.step;
   if (!(step > 1)) throw new ConfigurationError(`size step must be greater than 1, got ${step}`);
-  const transport = parseTransport(options.transport ?? 'tcp_host_staged', 'transport');
+  const transport = options.transport === undefined ? DEFAULT_TRANSPORT : parseTransport(options.transport, 'transport');
   const budget: Budget = {
     ...DEFAULT_BUDGET,
     ...options.budget,

@@ -60,7 +60,7 @@ export const benchCommand = defineCommand(
       dtype: { kind: 'string', short: 'd', value: 'T', help: 'element type: f32 (default), f64, f16, bf16, i32, u8, ...' },
       'warmup-iters': { kind: 'integer', short: 'w', value: 'N', help: 'warm-up calls per size after the first (default: about 40 ms of them)' },
       iters: { kind: 'integer', value: 'N', min: 1, help: 'calls per timed sample (default: about 20 ms of them)' },
-      transport: { kind: 'string', value: 'T', help: 'tcp_host_staged (default) or tcp_peer' },
+      transport: { kind: 'string', value: 'T', help: 'tcp_peer (default) or tcp_host_staged' },
       json: { kind: 'boolean', help: 'print the results as JSON, at the end' },
       markdown: { kind: 'boolean', help: 'print Markdown tables, at the end (for RESULTS.md)' },
       peers: { kind: 'boolean', help: 'also measure Gloo (torch.distributed and its C++ reduce-scatter) and Open MPI over TCP where installed, for their times and ratio columns' },

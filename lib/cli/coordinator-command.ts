@@ -6,7 +6,7 @@ import { hostPort } from '../launch/job-environment.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { generateSecret, resolveSecret } from '../transport/job-secret.js';
 import { parseHostPort } from '../session/session-options.js';
-import { parseTransport, validateWorldSize } from '../transport/transport-kind.js';
+import { DEFAULT_TRANSPORT, parseTransport, validateWorldSize } from '../transport/transport-kind.js';
 import { defineCommand } from './command.js';
 import { COORDINATOR_FLAGS } from './session-flags.js';
 
@@ -62,7 +62,7 @@ export const coordinatorCommand = defineCommand(
       given !== null && process.env.GX1_SECRET === undefined ? `GX1_SECRET_FILE=${secretFile}` : `GX1_SECRET=${Buffer.from(secret).toString('utf8')}`,
       // Ranks must match these too; the defaults need not be spelled out.
       ...(coordinator.rails !== 1 ? [`GX1_P2P_RAILS=${coordinator.rails}`] : []),
-      ...(coordinator.transport !== 'tcp_host_staged' ? [`GX1_COLLECTIVE_TRANSPORT=${coordinator.transport}`] : []),
+      ...(coordinator.transport !== DEFAULT_TRANSPORT ? [`GX1_COLLECTIVE_TRANSPORT=${coordinator.transport}`] : []),
     ];
     process.stdout.write(`${line.join(' ')}\n`);
 

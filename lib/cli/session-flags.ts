@@ -7,7 +7,7 @@ export const RAILS_FLAG = { kind: 'integer', value: 'R', min: 1, max: MAX_P2P_RA
 /** The coordinator settings that `launch` and `coordinator` share. */
 export const COORDINATOR_FLAGS = {
   rails: RAILS_FLAG,
-  transport: { kind: 'string', value: 'T', help: 'tcp_host_staged or tcp_peer (default GX1_COLLECTIVE_TRANSPORT, else tcp_host_staged)' },
+  transport: { kind: 'string', value: 'T', help: 'tcp_peer or tcp_host_staged (default GX1_COLLECTIVE_TRANSPORT, else tcp_peer)' },
   'collective-timeout': { kind: 'integer', value: 'MS', min: 1, max: MAX_TIMEOUT_MS, help: 'abort a collective some rank has not joined after MS (default 300000)' },
   'heartbeat-timeout': { kind: 'integer', value: 'MS', min: 1, max: MAX_TIMEOUT_MS, help: 'abort when a rank sends no heartbeat for MS (default: no lease)' },
 } as const satisfies Record<string, Flag>;

@@ -10,10 +10,10 @@ import { UniqueId } from '../protocol/unique-id.js';
 import type { BusyWindow } from '../transport/busy-window.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
+  chooseTransport,
   type CollectiveTransport,
   MAX_TIMER_DELAY_MS,
   parseRails,
-  parseTransport,
   validateRails,
   validateTimeout,
   validateWorldSize,
@@ -48,7 +48,7 @@ export interface CoordinatorOptions {
   worldSize: number;
   /** Point-to-point rails, 1..64; default `GX1_P2P_RAILS`, else 1. */
   rails?: number;
-  /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_host_staged. */
+  /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_peer (`DEFAULT_TRANSPORT`). */
   transport?: CollectiveTransport | string;
   /** Per collective sequence, from its first request (default 300 s, as the reference design). */
   collectiveTimeoutMs?: number;
@@ -220,8 +220,7 @@ export class Coordinator {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
       rails: options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS),
-      transport:
-        options.transport !== undefined ? parseTransport(String(options.transport), 'transport') : parseTransport(env.GX1_COLLECTIVE_TRANSPORT ?? 'tcp_host_staged'),
+      transport: chooseTransport(options.transport, env),
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),

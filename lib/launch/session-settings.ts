@@ -1,4 +1,4 @@
-import { parseRails, parseTransport } from '../transport/transport-kind.js';
+import { chooseTransport, parseRails } from '../transport/transport-kind.js';
 import type { DiscoveredJob, EnvironmentReader } from './job-environment.js';
 
 export type SessionSettings = Pick<DiscoveredJob, 'rails' | 'transport' | 'timeoutMs' | 'collectiveTimeoutMs' | 'heartbeatTimeoutMs'>;
@@ -7,7 +7,7 @@ export type SessionSettings = Pick<DiscoveredJob, 'rails' | 'transport' | 'timeo
 export function sessionSettings(reader: EnvironmentReader): SessionSettings {
   return {
     rails: parseRails(reader.text('GX1_P2P_RAILS')),
-    transport: parseTransport(reader.text('GX1_COLLECTIVE_TRANSPORT') ?? 'tcp_host_staged'),
+    transport: chooseTransport(undefined, { GX1_COLLECTIVE_TRANSPORT: reader.text('GX1_COLLECTIVE_TRANSPORT') }),
     timeoutMs: positive(reader, 'GX1_TIMEOUT_MS'),
     collectiveTimeoutMs: positive(reader, 'GX1_COLLECTIVE_TIMEOUT_MS'),
     heartbeatTimeoutMs: positive(reader, 'GX1_HEARTBEAT_TIMEOUT_MS'),

@@ -16,7 +16,7 @@ import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane } from './data-plane-setting.js';
 import { type MicrosSetting, resolveMicros } from './micros-setting.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
-import { type CollectiveTransport, parseRails, parseTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
+import { type CollectiveTransport, chooseTransport, parseRails, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
 
@@ -31,7 +31,7 @@ export interface SessionOptions extends TuningOptions {
   timeoutMs?: number;
   /** Point-to-point rails, 1..64; default `GX1_P2P_RAILS`, else 1. */
   rails?: number;
-  /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_host_staged. */
+  /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_peer (`DEFAULT_TRANSPORT`). */
   transport?: CollectiveTransport | string;
   /**
    * Where the session's timers run (response and receive timeouts). Tests pass a virtual-time
@@ -139,8 +139,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     worldSize,
     timeoutMs: validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout'),
     rails,
-    transport:
-      options.transport !== undefined ? parseTransport(String(options.transport), 'transport') : parseTransport(env.GX1_COLLECTIVE_TRANSPORT ?? 'tcp_host_staged'),
+    transport: chooseTransport(options.transport, env),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
     secret: resolveSecret(options.secret, env),

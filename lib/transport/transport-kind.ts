@@ -3,6 +3,21 @@ import { ConfigurationError } from '../errors.js';
 /** How collective and point-to-point data travel between ranks. */
 export type CollectiveTransport = 'tcp_host_staged' | 'tcp_peer';
 
+/**
+ * The transport when neither the options nor `GX1_COLLECTIVE_TRANSPORT` name one: the direct
+ * mesh, many times faster than staging every byte through the coordinator (the reference
+ * design's default, `tcp_host_staged`, is one setting away; it needs only the coordinator's port
+ * reachable, where `tcp_peer` needs every rank to reach every other's peer port).
+ */
+export const DEFAULT_TRANSPORT: CollectiveTransport = 'tcp_peer';
+
+/** The transport the options give, else `GX1_COLLECTIVE_TRANSPORT`, else the default. */
+export function chooseTransport(option: CollectiveTransport | string | undefined, env: Readonly<Record<string, string | undefined>>): CollectiveTransport {
+  if (option !== undefined) return parseTransport(String(option), 'transport');
+  const named = env.GX1_COLLECTIVE_TRANSPORT;
+  return named === undefined || named.trim() === '' ? DEFAULT_TRANSPORT : parseTransport(named);
+}
+
 export const MAX_P2P_RAILS = 64;
 
 /** Parses a transport name with the reference design's accepted spellings. */

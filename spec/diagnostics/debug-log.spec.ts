@@ -78,7 +78,8 @@ describe('DebugLog', () => {
 
 describe('a job run with GX1_DEBUG=trace', () => {
   it('prints connections, joins, each collective with sequence, op, bytes, algorithm and time, and no payload', async () => {
-    const result = await runRxccl(['launch', '-n', '2', '--', ...tsNode('spec/diagnostics/fixtures/traced-job.ts')], { GX1_DEBUG: 'trace' });
+    // Staged through the coordinator, so that it traces every collective and message too.
+    const result = await runRxccl(['launch', '-n', '2', '--transport', 'tcp_host_staged', '--', ...tsNode('spec/diagnostics/fixtures/traced-job.ts')], { GX1_DEBUG: 'trace' });
     expect(result.code).toBe(0);
     const log = result.stderr;
     expect(log).toMatch(/\[rank 1\] rxccl\[\d+\] INFO rank 1 of 2 joined through coordinator 127\.0\.0\.1:\d+ \(tcp_host_staged, 1 rails, busy-poll \d+ us\) in [\d.]+ ms/);

@@ -20,7 +20,9 @@ export interface TestJob {
 
 export async function startCoordinator(worldSize: number, options: JobOptions = {}): Promise<TestJob> {
   const uniqueId = options.uniqueId ?? UniqueId.random();
-  const coordinator = await Coordinator.listen({ ...options, host: '127.0.0.1', port: 0, uniqueId, worldSize }, {});
+  // The reference design's transport unless a test names one (the library's default is tcp_peer).
+  const transport = options.transport ?? 'tcp_host_staged';
+  const coordinator = await Coordinator.listen({ ...options, host: '127.0.0.1', port: 0, uniqueId, worldSize, transport }, {});
   const sessions: RankSession[] = [];
   return {
     coordinator,
@@ -38,7 +40,7 @@ export async function startCoordinator(worldSize: number, options: JobOptions = 
             worldSize,
             timeoutMs: overrides.timeoutMs ?? options.timeoutMs ?? 5_000,
             rails: overrides.rails ?? options.rails ?? 1,
-            transport: options.transport ?? 'tcp_host_staged',
+            transport,
           },
           {},
         ),

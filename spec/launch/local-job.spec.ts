@@ -35,7 +35,7 @@ describe('LocalJob', () => {
       GX1_LOCAL_RANK: '1',
       GX1_LOCAL_WORLD_SIZE: '2',
       GX1_P2P_RAILS: '2',
-      GX1_COLLECTIVE_TRANSPORT: 'tcp_host_staged',
+      GX1_COLLECTIVE_TRANSPORT: 'tcp_peer',
       GX1_SECRET: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
     expect(seen[0]!.GX1_RANK).toBe('0');

@@ -69,7 +69,7 @@ describe('collectives bench', () => {
     ]);
     for (const row of result.rows) {
       expect(row.worldSize).toBe(2);
-      expect(row.transport).toBe('tcp_host_staged');
+      expect(row.transport).toBe('tcp_peer');
       expect(row.samples).toBe(2);
       expect(row.wrong).toBe(0);
       expect(row.timeUs).toBeGreaterThan(0);
@@ -82,7 +82,7 @@ describe('collectives bench', () => {
     expect(progress.at(-1)).toEqual([5, 5]);
     const parsed = JSON.parse(printed) as { rows: unknown[]; meta: { transport: string } };
     expect(parsed.rows).toHaveLength(5);
-    expect(parsed.meta.transport).toBe('tcp_host_staged');
+    expect(parsed.meta.transport).toBe('tcp_peer');
   }, 30_000);
 
   it('refuses unknown collectives and element types before starting anything', async () => {

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { allGather, allReduce, broadcast, heartbeat$ } from '../../lib/session/operators/index.js';
 import { connect } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
+import { DEFAULT_TRANSPORT } from '../../lib/transport/transport-kind.js';
 import { rejection, startCoordinator, startJob, type TestJob } from '../helpers/job.js';
 
 const jobs: TestJob[] = [];
@@ -57,7 +58,8 @@ describe('collective operators', () => {
 
 describe('session streams', () => {
   it('connect() emits the joined session and closes it (LEAVE) on unsubscribe', async () => {
-    const job = await startCoordinator(2);
+    // connect() without a transport: the library's default, which the coordinator must share.
+    const job = await startCoordinator(2, { transport: DEFAULT_TRANSPORT });
     jobs.push(job);
     const options = (rank: number) => ({ coordinator: `127.0.0.1:${job.coordinator.address.port}`, uniqueId: job.uniqueId, rank, worldSize: 2 });
     const sessions = await Promise.all([0, 1].map((rank) => firstValueFrom(connect(options(rank)))));

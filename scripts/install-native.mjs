@@ -2,14 +2,14 @@
 /**
  * The package's `install` script. A packed package carries prebuilt kernels for the platform it
  * was packed on (prebuilds/<platform>-<arch>, scripts/prebuild-native.mjs): when one is there and
- * loads here, it becomes the addon and nothing is built. Otherwise the native reduction kernels
+ * loads here, nothing is built (the package loads it from there, with or without this script). Otherwise the native reduction kernels
  * are built with cmake-js, and when that is not possible here (no cmake, no C++ compiler, a
  * failed build) it says so in one warning and exits 0, so that `npm install` never fails for it:
  * rxccl then runs on its TypeScript reference kernels (lib/kernels), only slower. `npm test`
  * still insists on the addon where it was built (spec/kernels/backend.spec.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,11 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
 
-/** Installs the prebuilt binary for this platform if there is one and it loads here (a glibc too old, say, and it does not). */
+/**
+ * Whether the prebuilt binary for this platform is there and loads here (a glibc too old, say, and
+ * it does not). The package loads it from prebuilds/ at run time (lib/kernels/addon.ts), so an
+ * install that skips this script gets it too; here it only spares a build.
+ */
 function usePrebuilt() {
   const prebuilt = join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'rxccl_kernels.node');
   if (!existsSync(prebuilt)) return false;
@@ -27,8 +31,6 @@ function usePrebuilt() {
     process.stderr.write(`rxccl: the prebuilt native kernels do not load here (${String(error.message).split('\n')[0]}); building them\n`);
     return false;
   }
-  mkdirSync(join(root, 'native/build/Release'), { recursive: true });
-  copyFileSync(prebuilt, join(root, 'native/build/Release/rxccl_kernels.node'));
   process.stdout.write(`rxccl: using the prebuilt native kernels for ${process.platform}-${process.arch}\n`);
   return true;
 }

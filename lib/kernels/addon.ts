@@ -1,7 +1,8 @@
 /**
- * Finding and loading the native kernels (native/ built by cmake-js on `npm install`), and the
- * TypeScript view of their entry points (native/addon.cc). Offsets and counts are in elements;
- * a kernel runs synchronously when `done` is omitted, else on a worker thread.
+ * Finding and loading the native kernels (native/ built by cmake-js on `npm install`, or prebuilt
+ * in a packed package's prebuilds/), and the TypeScript view of their entry points
+ * (native/addon.cc). Offsets and counts are in elements; a kernel runs synchronously when `done`
+ * is omitted, else on a worker thread.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -52,9 +53,43 @@ export function packageRoot(start: string = dirname(fileURLToPath(import.meta.ur
   }
 }
 
-/** Loads the addon; throws (with the loader's reason) when it is missing or does not load. */
-export function loadAddon(path: string = join(packageRoot(), ADDON_PATH)): KernelAddon {
-  return createRequire(import.meta.url)(path) as KernelAddon;
+/**
+ * Where a packed package carries the addon prebuilt for a platform (scripts/prebuild-native.mjs),
+ * as node-gyp-build lays them out: `prebuilds/<platform>-<arch>/`. N-API only, so one binary
+ * serves every Node.js of that platform.
+ */
+export function prebuiltAddonPath(root: string = packageRoot(), platform: string = process.platform, arch: string = process.arch): string {
+  return join(root, 'prebuilds', `${platform}-${arch}`, 'rxccl_kernels.node');
+}
+
+/**
+ * Loads the addon at `path`, or by default this package's (`loadPackagedAddon`). Throws with the
+ * reason when it does not load.
+ */
+export function loadAddon(path?: string): KernelAddon {
+  return path === undefined ? loadPackagedAddon() : (createRequire(import.meta.url)(path) as KernelAddon);
+}
+
+/**
+ * The addon of the package at `root`: its own build (a checkout, or an install whose script built
+ * it), else the prebuilt one for this platform, so an install without scripts (`--ignore-scripts`,
+ * pnpm, yarn, npm's `allowScripts`) still gets native kernels. Throws with each candidate's
+ * reason when none loads.
+ */
+export function loadPackagedAddon(root: string = packageRoot()): KernelAddon {
+  const reasons: string[] = [];
+  for (const candidate of [join(root, ADDON_PATH), prebuiltAddonPath(root)]) {
+    if (!existsSync(candidate)) {
+      reasons.push(`no ${candidate}`);
+      continue;
+    }
+    try {
+      return loadAddon(candidate);
+    } catch (error) {
+      reasons.push(`${candidate}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    }
+  }
+  throw new Error(reasons.join('; '));
 }
 
 /** Rethrows an addon exception as the RxcclError its `code` names. */

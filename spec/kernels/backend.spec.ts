@@ -3,11 +3,12 @@
  * RXCCL_ALLOW_REFERENCE_KERNELS=1 to run the suite on the reference kernels instead), and a
  * failed load falls back to the reference kernels with one warning.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { chooseBackend } from '../../lib/kernels/active-backend.js';
-import { ADDON_PATH, loadAddon, packageRoot } from '../../lib/kernels/addon.js';
+import { ADDON_PATH, loadAddon, loadPackagedAddon, packageRoot, prebuiltAddonPath } from '../../lib/kernels/addon.js';
 import type { KernelCall } from '../../lib/kernels/calls.js';
 import { kernelBackend } from '../../lib/kernels/index.js';
 import { referenceBackend } from '../../lib/kernels/reference-backend.js';
@@ -34,6 +35,20 @@ describe('kernel backend', () => {
     expect(backend).toBe(referenceBackend);
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0]![0]).toMatch(/native reduction kernels did not load \(Cannot find module '\/nonexistent\/rxccl_kernels.node'/);
+  });
+
+  it.skipIf(kernelBackend() !== 'native')('loads a package whose only addon is the prebuilt one for this platform; names every candidate when none loads', () => {
+    // Two packages: Node caches a module by its path, so one cannot serve both cases.
+    const [good, broken] = [mkdtempSync(join(tmpdir(), 'rxccl-prebuilt-')), mkdtempSync(join(tmpdir(), 'rxccl-prebuilt-'))];
+    try {
+      for (const root of [good, broken]) mkdirSync(dirname(prebuiltAddonPath(root)), { recursive: true });
+      copyFileSync(join(packageRoot(), ADDON_PATH), prebuiltAddonPath(good));
+      expect(typeof loadPackagedAddon(good).reduceSlices).toBe('function');
+      writeFileSync(prebuiltAddonPath(broken), 'not an ELF');
+      expect(() => loadPackagedAddon(broken)).toThrow(new RegExp(`^no ${join(broken, ADDON_PATH)}; ${prebuiltAddonPath(broken)}: .*(invalid ELF header|file too short)`));
+    } finally {
+      for (const root of [good, broken]) rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it.skipIf(kernelBackend() !== 'native')('uses the addon when it loads, silently', () => {

@@ -1,5 +1,6 @@
-import { from as asyncIterableFrom, type AsyncIterableX } from 'ix/asynciterable';
+import { from as asyncIterableFrom } from 'ix/asynciterable/asynciterablex';
 import { defer, lastValueFrom, type Subject } from 'rxjs';
+import type { AsyncIterableX } from './ix-types.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
 import { type Tensor, tensorFromBytes, type TensorOf, viewTensor } from '../tensor.js';

@@ -1,4 +1,4 @@
-import type { AsyncIterableX } from 'ix/asynciterable';
+import type { AsyncIterableX } from './ix-types.js';
 import { defer, lastValueFrom, type Observable, type SchedulerLike, Subject } from 'rxjs';
 import type { CollectiveContext } from '../collectives/algorithm.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';

@@ -155,6 +155,36 @@ describe.concurrent('the built package', () => {
       ]);
       expect(kit.status, kit.stderr).toBe(0);
       expect(kit.stdout).toBe('function [[3],[3],[3]]\n');
+
+      // TypeScript in the user's project, strictest library checks, no DOM lib (a Node.js
+      // project): rxccl's declarations and those it pulls in (IxJS) compile, then it runs as a job.
+      writeFileSync(
+        join(project, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { target: 'ES2022', module: 'nodenext', lib: ['ES2023'], strict: true, skipLibCheck: false, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')] },
+          files: ['train.ts'],
+        }),
+      );
+      writeFileSync(
+        join(project, 'train.ts'),
+        [
+          "import { openSession, type RankSession } from 'rxccl';",
+          'const session: RankSession = await openSession();',
+          'const sum: Float32Array = await session.allReduce(Float32Array.of(session.rank + 1));',
+          "if (session.rank === 0) await session.send(1, 7, Int32Array.of(42));",
+          "else for await (const message of session.messages(0, 7, { dtype: 'i32', count: 1 })) { console.log(`rank 1 got ${message[0]}`); break; }",
+          'console.log(`rank ${session.rank} sum ${sum[0]}`);',
+          'await session.close();',
+          '',
+        ].join('\n'),
+      );
+      const typecheck = run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.']);
+      expect(typecheck.stdout + typecheck.stderr).toBe('');
+      expect(typecheck.status).toBe(0);
+      const trained = run('npx', ['--no-install', 'rxccl', 'launch', '-n', '2', '--', process.execPath, '--import', join(ROOT, 'node_modules/tsx/dist/esm/index.mjs'), 'train.ts']);
+      expect(trained.status, trained.stderr).toBe(0);
+      expect(trained.stdout).toContain('[rank 1] rank 1 got 42');
+      expect(trained.stdout).toContain('[rank 0] rank 0 sum 3');
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -9,7 +9,7 @@
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
 import fc from 'fast-check';
-import { firstValueFrom, lastValueFrom } from 'rxjs';
+import { asyncScheduler, firstValueFrom, lastValueFrom, type SchedulerLike, VirtualTimeScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
 import { allPairsAllReduce } from '../../lib/collectives/all-reduce/all-pairs.js';
@@ -19,7 +19,7 @@ import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
 import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pairwise.js';
 import { descriptorOf } from '../../lib/collectives/descriptor.js';
 import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
-import { encodeProgram, type NativeCollective, nativeCollective, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
+import { encodeProgram, type NativeCollective, nativeCollective, PEER_LEFT_GRACE_MS, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
 import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
@@ -28,6 +28,7 @@ import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
 import { DataPlane, type NativeOutcome, PLANE_PROGRAMS } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
+import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
 
 const engine = dataPlaneEngine();
 const available = engine !== null;
@@ -124,10 +125,17 @@ async function writeInPieces(peer: Socket, bytes: Uint8Array, pieces: readonly n
 
 
 /** A context that records aborts (rank 0 of 2). */
-function recordingContext(): { context: CollectiveContext; aborts: string[] } {
+function recordingContext(scheduler: SchedulerLike = asyncScheduler): { context: CollectiveContext; aborts: string[] } {
   const aborts: string[] = [];
   let next = 0n;
-  const context = { rank: 0, worldSize: 2, nextMeshSequence: () => next++, timeoutMs: () => 5_000, abort: (text: string) => aborts.push(text) } as unknown as CollectiveContext;
+  const context = {
+    rank: 0,
+    worldSize: 2,
+    nextMeshSequence: () => next++,
+    timeoutMs: () => 5_000,
+    abort: (text: string) => aborts.push(text),
+    deadlines: new LazyDeadlines(scheduler),
+  } as unknown as CollectiveContext;
   return { context, aborts };
 }
 
@@ -289,6 +297,23 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(error).toBeInstanceOf(RemoteAbortError);
     expect((error as Error).message).toBe('direct peer rank 1 left');
     expect(aborts).toHaveLength(1);
+  });
+
+  it(`blames a peer that left only after ${PEER_LEFT_GRACE_MS} ms, and not at all when the session fails first (its Abort names the rank that died)`, () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { context, aborts } = recordingContext(scheduler);
+    const left: NativeOutcome = { kind: 'peer-closed', peer: 1, what: '' } as NativeOutcome;
+    const collective = collectiveFor(4);
+    // The session failed meanwhile: its failure ends the collective, which unsubscribes.
+    const overtaken = settleNative(left, context, collective, () => null).subscribe({ error: () => expect.fail('blamed the peer after the session failed') });
+    overtaken.unsubscribe();
+    let blamed: { error: Error; at: number } | null = null;
+    settleNative(left, context, collective, () => null).subscribe({ error: (error: Error) => (blamed = { error, at: scheduler.now() }) });
+    expect(blamed).toBeNull();
+    scheduler.flush();
+    expect(blamed!.at).toBe(PEER_LEFT_GRACE_MS);
+    expect(blamed!.error.message).toBe('direct peer rank 1 left');
+    expect(aborts).toEqual(['direct peer rank 1 left']);
   });
 
   it('a silent peer: the collective times out after its timeout, naming it as missing', async () => {

@@ -136,7 +136,8 @@ export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveCo
  *   names both ranks and both descriptors, a different sequence both numbers; a header that is
  *   neither (a corrupt byte) is a ProtocolError with its bytes;
  * - timed out: the missing ranks, by number;
- * - a peer that closed its link: `direct peer rank N left`, as the mesh says it;
+ * - a peer that closed its link: `direct peer rank N left`, as the mesh says it, unless the
+ *   session fails with another reason within `PEER_LEFT_GRACE_MS`;
  * - aborted: nothing; the session's failure, which woke the engine, ends the collective.
  */
 export function settleNative<T>(outcome: NativeOutcome | undefined, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
@@ -160,14 +161,35 @@ export function settleNative<T>(outcome: NativeOutcome | undefined, context: Col
       break;
     case 'peer-closed': {
       const text = `direct peer rank ${outcome.peer} left`;
-      error = new RemoteAbortError(text, outcome.what === '' ? text : `${text} (${outcome.what})`);
-      break;
+      return blameAfterGrace(context, new RemoteAbortError(text, outcome.what === '' ? text : `${text} (${outcome.what})`));
     }
     default:
       error = new ProtocolError(`rank ${rank} native data link ${outcome.peer < 0 ? '' : `with rank ${outcome.peer} `}failed: ${outcome.what}`);
   }
   context.abort(failureText(error));
   return throwError(() => error);
+}
+
+/**
+ * How long a collective whose peer closed its data link waits before it blames that peer. The
+ * peer is most often a survivor that failed first, on another rank's death: it aborted the job,
+ * naming the rank that died, on its control channel and mesh links just before it closed, but the
+ * engine's thread saw the data link close before the event loop read that Abort.
+ */
+export const PEER_LEFT_GRACE_MS = 100;
+
+/**
+ * Fails with `error` (telling every rank) after `PEER_LEFT_GRACE_MS`, unless the session fails
+ * first: an Abort that arrives meanwhile ends the collective with its own, truer reason.
+ */
+function blameAfterGrace<T>(context: CollectiveContext, error: Error): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const deadline = context.deadlines.add(PEER_LEFT_GRACE_MS, () => {
+      context.abort(failureText(error));
+      subscriber.error(error);
+    });
+    return () => context.deadlines.remove(deadline);
+  });
 }
 
 function hex(bytes: Uint8Array): string {

@@ -1,4 +1,6 @@
 /**
+ * Each kind, when it occurs and what to do: docs/errors.md.
+ *
  * Every error rxccl raises is an `RxcclError` with a stable `code`, so callers can branch on
  * `error.code` without parsing messages. Messages name the rank, sequence, tag or rail involved,
  * following the reference implementation's wording (`missing ranks [1]`, `direct peer rank 1 left`).

@@ -5,6 +5,7 @@ import { openMpi } from './launchers/open-mpi.js';
 import { rxccl } from './launchers/rxccl.js';
 import { slurm } from './launchers/slurm.js';
 import { torchrun } from './launchers/torchrun.js';
+import { warnIfDerivedIdUnauthenticated } from '../transport/job-secret.js';
 
 /**
  * Innermost launcher first: rxccl's own variables, then torchrun, then `mpirun` (which may run
@@ -17,14 +18,23 @@ const LAUNCHERS: readonly Launcher[] = [rxccl, torchrun, openMpi, slurm, kuberne
 const GX1_JOB = ['GX1_COORDINATOR', 'GX1_UNIQUE_ID', 'GX1_WORLD_SIZE'];
 
 /**
- * Works out this rank's place in its job from environment variables alone (a pure function: the
+ * Works out this rank's place in its job from environment variables alone (no I/O: the
  * coordinator rank 0 may host is started by `sessionOptionsFromEnvironment`). Throws one
  * ConfigurationError naming what was found and what is missing when the variables are partial or
- * contradict each other.
+ * contradict each other. Its one side effect: when the unique id is derived from a cluster
+ * launcher's variables (no `GX1_UNIQUE_ID`) and no secret is set, the process warns once
+ * (`RXCCL_NO_SECRET`), since anyone who reads or guesses those variables computes the id too.
  */
 export function discoverJob(env: Environment): DiscoveredJob {
   const launcher = LAUNCHERS.find((candidate) => candidate.present(new EnvironmentReader(env, candidate.name)));
-  if (launcher !== undefined) return launcher.discover(new EnvironmentReader(env, launcher.name));
+  if (launcher !== undefined) {
+    const reader = new EnvironmentReader(env, launcher.name);
+    const job = launcher.discover(reader);
+    // rxccl's own variables always carry the id (and `rxccl launch` a secret); a cluster launcher's
+    // job derives it unless GX1_UNIQUE_ID is given (GX1_COORDINATOR requires it).
+    if (launcher !== rxccl && !reader.has('GX1_UNIQUE_ID')) warnIfDerivedIdUnauthenticated(launcher.title, env);
+    return job;
+  }
   const gx1 = new EnvironmentReader(env, 'rxccl');
   if (GX1_JOB.some((name) => gx1.has(name))) return rxccl.discover(gx1);
   throw noLauncherError(LAUNCHERS.map((candidate) => candidate.hint));

@@ -1,5 +1,5 @@
 import { firstValueFrom, type SchedulerLike, take, timeout } from 'rxjs';
-import { AuthenticationError, ChannelClosedError, RemoteAbortError } from '../errors.js';
+import { AuthenticationError, ChannelClosedError, RemoteAbortError, TimeoutError } from '../errors.js';
 import {
   acceptorMac,
   AUTH_MAC_BYTES,
@@ -136,7 +136,7 @@ export async function dialHandshake(channel: FrameChannel, options: DialHandshak
     firstFrame(channel, {
       timeoutMs: deadline - Date.now(),
       ...(options.scheduler ? { scheduler: options.scheduler } : {}),
-      timedOut: () => new AuthenticationError(`rank ${claim.rank} waiting for the ${what} of ${acceptor} timed out`),
+      timedOut: () => new TimeoutError(`rank ${claim.rank} waiting for the ${what} of ${acceptor}`),
       closed: () => new ClosedBeforeAuthenticationError(`${acceptor} closed the connection before its ${what}`),
     });
   const challenge = await read('authentication challenge').catch((error: unknown) => {

@@ -21,9 +21,9 @@ export function generateSecret(): string {
 export function resolveSecret(option: string | Uint8Array | undefined, env: Readonly<Record<string, string | undefined>>): JobSecret | null {
   if (option !== undefined) return checked(typeof option === 'string' ? Buffer.from(option, 'utf8') : option, 'the secret option');
   const inline = env.GX1_SECRET;
-  if (inline !== undefined && inline !== '') return checked(Buffer.from(inline.trim(), 'utf8'), 'GX1_SECRET');
+  if (given(inline)) return checked(Buffer.from(inline.trim(), 'utf8'), 'GX1_SECRET');
   const file = env.GX1_SECRET_FILE;
-  if (file === undefined || file === '') return null;
+  if (!given(file)) return null;
   let text: Buffer;
   try {
     text = readFileSync(file);
@@ -34,6 +34,15 @@ export function resolveSecret(option: string | Uint8Array | undefined, env: Read
   return checked(text.subarray(0, end), `GX1_SECRET_FILE ${JSON.stringify(file)}`);
 }
 
+function given(value: string | undefined): value is string {
+  return value !== undefined && value !== '';
+}
+
+/** Whether `env` gives a secret (`GX1_SECRET` or `GX1_SECRET_FILE`), as `resolveSecret` reads it, without reading the file. */
+export function environmentGivesSecret(env: Readonly<Record<string, string | undefined>>): boolean {
+  return given(env.GX1_SECRET) || given(env.GX1_SECRET_FILE);
+}
+
 function checked(bytes: Uint8Array, source: string): JobSecret {
   if (bytes.length < MIN_SECRET_BYTES) {
     throw new ConfigurationError(`${source} holds ${bytes.length} bytes; a job secret needs at least ${MIN_SECRET_BYTES} (rxccl launch and rxccl coordinator generate one)`);
@@ -41,18 +50,45 @@ function checked(bytes: Uint8Array, source: string): JobSecret {
   return new Uint8Array(bytes);
 }
 
+/** Whether this process has said `RXCCL_NO_SECRET` already: it says so at most once, whatever the cause. */
 let warned = false;
+
+/** The one `RXCCL_NO_SECRET` warning of this process: the first cause found is the one told. */
+function warnNoSecretOnce(message: string): void {
+  if (warned) return;
+  warned = true;
+  process.emitWarning(message, { code: 'RXCCL_NO_SECRET' });
+}
+
+/** For tests: lets the next cause warn again, as in a fresh process. */
+export function resetNoSecretWarning(): void {
+  warned = false;
+}
 
 /**
  * Warns once per process when a listener on a non-loopback address runs without a secret: then
  * whoever reaches it and learns the unique id can join the job or pose as a rank.
  */
 export function warnIfUnauthenticated(host: string, secret: JobSecret | null, what: string): void {
-  if (secret !== null || isLoopbackHost(host) || warned) return;
-  warned = true;
-  process.emitWarning(
+  if (secret !== null || isLoopbackHost(host)) return;
+  warnNoSecretOnce(
     `rxccl ${what} listens on ${host} without a job secret: anyone who can reach it and knows or guesses the unique id can join the job, ` +
       'read its data or pose as a rank. Set GX1_SECRET or GX1_SECRET_FILE (the same on every rank and the coordinator).',
-    { code: 'RXCCL_NO_SECRET' },
+  );
+}
+
+/**
+ * Warns once per process when a rank's unique id was derived from its launcher's environment
+ * (torchrun, Slurm, Open MPI, Kubernetes; no `GX1_UNIQUE_ID`) and `env` gives no secret: the id is
+ * then computable by whoever reads or guesses those variables, so it protects nothing, on loopback
+ * too (any user of the host can connect there). `rxccl launch` always gives a secret.
+ */
+export function warnIfDerivedIdUnauthenticated(launcher: string, env: Readonly<Record<string, string | undefined>>): void {
+  if (environmentGivesSecret(env)) return;
+  warnNoSecretOnce(
+    `rxccl derived this job's unique id from ${launcher}'s environment and no job secret is set: anyone who can read or guess ` +
+      'those variables computes the same id and can join the job, read its data or pose as a rank, on loopback too. ' +
+      'Set GX1_SECRET to the same secret on every rank (at least 16 bytes, e.g. the output of `openssl rand -hex 32`), ' +
+      'or GX1_SECRET_FILE to a file holding it.',
   );
 }

@@ -11,6 +11,7 @@ const VARIABLES = ['JOB_COMPLETION_INDEX', 'GX1_WORLD_SIZE', 'GX1_COORDINATOR_HO
  */
 export const kubernetes: Launcher = {
   name: 'kubernetes',
+  title: 'Kubernetes',
   hint: 'JOB_COMPLETION_INDEX [Kubernetes indexed Job]',
   present: (reader) => reader.has('JOB_COMPLETION_INDEX'),
   discover(reader: EnvironmentReader) {

@@ -11,6 +11,7 @@ const VARIABLES = ['OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'OMPI_COMM_WO
  */
 export const openMpi: Launcher = {
   name: 'open-mpi',
+  title: 'Open MPI',
   hint: 'OMPI_COMM_WORLD_RANK [mpirun]',
   present: (reader) => reader.has('OMPI_COMM_WORLD_RANK') || reader.has('OMPI_COMM_WORLD_SIZE'),
   discover(reader: EnvironmentReader) {

@@ -11,6 +11,7 @@ const REQUIRED = ['GX1_COORDINATOR', 'GX1_UNIQUE_ID', 'GX1_RANK', 'GX1_WORLD_SIZ
  */
 export const rxccl: Launcher = {
   name: 'rxccl',
+  title: 'rxccl launch',
   hint: 'GX1_RANK [rxccl launch]',
   present: (reader) => reader.has('GX1_RANK'),
   discover(reader: EnvironmentReader): DiscoveredJob {

@@ -12,6 +12,7 @@ const VARIABLES = ['SLURM_PROCID', 'SLURM_NTASKS', 'SLURM_NPROCS', 'SLURM_LOCALI
  */
 export const slurm: Launcher = {
   name: 'slurm',
+  title: 'Slurm',
   hint: 'SLURM_PROCID [srun]',
   present: (reader) => reader.has('SLURM_PROCID'),
   discover(reader: EnvironmentReader) {

@@ -11,6 +11,7 @@ const VARIABLES = ['RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT', 'LOCAL_RA
  */
 export const torchrun: Launcher = {
   name: 'torchrun',
+  title: 'torchrun',
   hint: 'RANK+WORLD_SIZE or MASTER_ADDR [torchrun]',
   present: (reader) =>
     ['MASTER_ADDR', 'MASTER_PORT', 'TORCHELASTIC_RUN_ID'].some((name) => reader.has(name)) || (reader.has('RANK') && reader.has('WORLD_SIZE')),

@@ -144,6 +144,15 @@ describe.concurrent('the built package', () => {
       const bench = run('npx', ['--no-install', 'rxccl', 'bench', '-n', '2', '--op', 'allreduce', '--sizes', '64', '--iters', '2', '--json']);
       expect(bench.status, bench.stderr).toBe(0);
       expect((JSON.parse(bench.stdout) as { rows: { wrong: number }[] }).rows).toMatchObject([{ wrong: 0 }]);
+      // The peers' benchmarks ship in the package: each peer is measured or says in one line why not
+      // (here without mpicc, and without torch where it is not installed), never for a missing file.
+      const peers = run('npx', ['--no-install', 'rxccl', 'bench', '-n', '2', '--op', 'allreduce', '--sizes', '64', '--iters', '2', '--peers']);
+      expect(peers.status, peers.stderr).toBe(0);
+      const peerLines = (peers.stdout + peers.stderr).split('\n').filter((line) => line.startsWith('# peers: '));
+      for (const peer of ['Gloo', 'Open MPI over TCP']) {
+        expect(peerLines.filter((line) => line.startsWith(`# peers: ${peer} not run: `) || line.startsWith(`# peers: measuring ${peer} `)), peerLines.join('\n')).not.toHaveLength(0);
+      }
+      expect(peerLines.join('\n')).not.toMatch(/not run: no \S+\.(py|c)\b/);
 
       // rxccl/testing from dist/, with its optional peer fast-check installed beside it.
       const peer = run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', 'fast-check@4.11.0']);

@@ -2,17 +2,14 @@
  * Gloo's reduce-scatter, from the Gloo C++ library itself (gloo::ReduceScatterHalvingDoubling):
  * torch.distributed's Gloo backend has none ("ProcessGroupGloo does not support reduce_scatter"),
  * so gloo_bench.py leaves our reducescatter rows without a Gloo ratio. Its benchmark,
- * gloo_reduce_scatter.cc beside this file, follows gloo_bench.py's method and prints its rows,
+ * bench/peers/gloo_reduce_scatter.cc, follows gloo_bench.py's method and prints its rows,
  * so its times land in the same Gloo column. Built with g++ into node_modules/.cache/rxccl/peers
  * (again when the source is newer); it needs g++ and libgloo-dev (Debian: apt-get install g++
  * libgloo-dev).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { packageRoot } from '../../../lib/kernels/addon.js';
 import { GLOO } from './gloo.js';
-import { buildPeerBenchmark, type Peer } from './peer.js';
+import { buildPeerBenchmark, type Peer, peerSource } from './peer.js';
 
 const INSTALL_GLOO = '(Debian: apt-get install libgloo-dev)';
 
@@ -25,8 +22,8 @@ export const GLOO_REDUCE_SCATTER: Peer = {
   ops: ['reducescatter'],
   prepare(hosts) {
     if (hosts) return 'not measured across hosts (its benchmark starts every rank itself, on loopback)';
-    const source = join(packageRoot(), 'bench', 'collectives', 'peers', 'gloo_reduce_scatter.cc');
-    if (!existsSync(source)) return `no ${source} (it is in the repository, not in the published package)`;
+    const source = peerSource('gloo_reduce_scatter.cc');
+    if (typeof source !== 'string') return source.missing;
     if (spawnSync('g++', ['--version'], { stdio: 'ignore', timeout: 60_000 }).error !== undefined) return 'no g++ on PATH (Debian: apt-get install g++)';
     // -O3 as Gloo's own release build: the sum it runs is a template instantiated here.
     const binary = buildPeerBenchmark('gloo_reduce_scatter', source, (output) => ({ file: 'g++', args: ['-O3', '-std=c++17', '-o', output, source, '-lgloo', '-pthread'] }), missingGloo);

@@ -1,7 +1,7 @@
 /**
- * Gloo, torch.distributed's CPU backend, measured by the peers' gloo_bench.py (on this host) or
- * multihost/gloo_mh.py (one process per rank, each in its host's namespace, over eth0). It needs a
- * python3 that can import torch (Debian: apt-get install python3-torch).
+ * Gloo, torch.distributed's CPU backend, measured by the peers' gloo_bench.py (bench/peers): on
+ * this host, or one process per rank, each in its host's namespace, over eth0. It needs a python3
+ * that can import torch (Debian: apt-get install python3-torch).
  */
 import { spawnSync } from 'node:child_process';
 import type { HostNamespaces } from '../hosts.js';
@@ -17,7 +17,7 @@ export const GLOO: Peer = {
   jsonKey: 'gloo',
   ops: PEER_OPS,
   prepare(hosts) {
-    const script = peerSource(hosts ? 'multihost/gloo_mh.py' : 'gloo_bench.py');
+    const script = peerSource('gloo_bench.py');
     if (typeof script !== 'string') return script.missing;
     const python = PYTHONS.find((candidate) => spawnSync(candidate, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 }).status === 0);
     if (python === undefined) return 'python3 cannot import torch (Debian: apt-get install python3-torch)';
@@ -34,8 +34,8 @@ export const GLOO: Peer = {
 };
 
 /**
- * gloo_mh.py's ranks, each started in its host's namespace by one shell (as multihost/gloo_mh.sh
- * does), rendezvous at rank 0's host: rank 0's rows are the benchmark's output.
+ * gloo_bench.py's ranks, each started in its host's namespace by one shell (as the peers'
+ * multihost/gloo_mh.sh does), rendezvous at rank 0's host: rank 0's rows are the benchmark's output.
  */
 function glooAcrossHosts(python: string, script: string, hosts: HostNamespaces): PeerBenchmark {
   return {

@@ -15,7 +15,7 @@ export function explainMpicc(stderr: string): string | null {
   return /mpi\.h: No such file/.test(stderr) ? 'mpicc finds no mpi.h (Debian: apt-get install libopenmpi-dev)' : null;
 }
 
-/** mpirun's flags for TCP between the hosts' namespaces (../shared/peers/multihost/mpi_mh.sh). */
+/** mpirun's flags for TCP between the hosts' namespaces (as the peers' multihost/mpi_mh.sh sets them). */
 const TCP_ACROSS_HOSTS = (subnet: string) => ['--oversubscribe', '--mca', 'pml', 'ob1', '--mca', 'btl', 'tcp,self', '--mca', 'btl_tcp_if_include', subnet];
 
 export const OPEN_MPI_TCP: Peer = {

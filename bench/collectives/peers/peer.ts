@@ -1,6 +1,6 @@
 /**
  * `rxccl bench --peers`: other collective libraries measured on this host beside rxccl, each by
- * the peers' own benchmark (../shared/peers next to the package root, or $RXCCL_PEERS_DIR), so
+ * the peers' own benchmark (bench/peers in the package, or $RXCCL_PEERS_DIR), so
  * that every row of ours can show rxccl's time over theirs. The benchmarks share one method and
  * one output format (gloo_bench.py, mpi_bench.c): a `Peer` says how to find and start its own,
  * the rest (running it, reading its rows) is the same for all.
@@ -39,9 +39,12 @@ export interface PeerBenchmark {
   command(worldSize: number, ops: string, sizes: string): { file: string; args: string[]; env?: Record<string, string> };
 }
 
-/** The folder holding the peers' benchmarks: $RXCCL_PEERS_DIR, else ../shared/peers next to the package root. */
+/**
+ * The folder holding the peers' benchmarks: $RXCCL_PEERS_DIR, else the package's own bench/peers
+ * (they ship with it, so `--peers` works from a clone and from an install).
+ */
 export function peersDirectory(): string {
-  return process.env.RXCCL_PEERS_DIR ?? join(packageRoot(), '..', 'shared', 'peers');
+  return process.env.RXCCL_PEERS_DIR ?? join(packageRoot(), 'bench', 'peers');
 }
 
 /** What the peers' benchmarks measure (all of them the same set, in f32). */

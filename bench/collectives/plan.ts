@@ -2,7 +2,7 @@
  * What the collectives bench measures: the operations, their nccl-tests size conventions and bus
  * bandwidth factors, and the per-cell plan the bench process hands to its rank processes.
  */
-import { didYouMean } from '../../lib/cli/did-you-mean.js';
+import { didYouMean } from '../../lib/diagnostics/did-you-mean.js';
 import { ConfigurationError } from '../../lib/errors.js';
 import type { DType } from '../../lib/protocol/element-type.js';
 import { DTYPES } from '../../lib/protocol/element-type.js';

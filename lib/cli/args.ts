@@ -7,7 +7,7 @@
  * that command are never read as ours.
  */
 import { parseArgs as splitWords } from 'node:util';
-import { didYouMean } from './did-you-mean.js';
+import { didYouMean } from '../diagnostics/did-you-mean.js';
 import type { Flag } from './flag.js';
 import { flagValue } from './flag-value.js';
 import { UsageError } from './usage-error.js';

@@ -2,8 +2,9 @@ import { RxcclError } from '../errors.js';
 import { benchCommand } from './bench-command.js';
 import type { Command } from './command.js';
 import { coordinatorCommand } from './coordinator-command.js';
-import { didYouMean } from './did-you-mean.js';
+import { didYouMean } from '../diagnostics/did-you-mean.js';
 import { helpText } from './help-text.js';
+import { warnUnknownVariables } from '../launch/known-variables.js';
 import { launchCommand } from './launch-command.js';
 import { packageVersion } from './package-version.js';
 import { probeCommand } from './probe-command.js';
@@ -51,6 +52,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     process.stdout.write(helpText(command));
     return 0;
   }
+  warnUnknownVariables(process.env);
   try {
     return await command.execute(rest);
   } catch (error) {

@@ -1,6 +1,7 @@
 import { Observable } from 'rxjs';
 import { sessionOptionsFromEnvironment } from './environment.js';
 import { keepHostedCoordinator, overrideOptions } from './hosted-coordinator.js';
+import { warnUnknownVariables } from './known-variables.js';
 import { flightRecordingFromEnvironment, recordFlight } from '../session/flight-recording.js';
 import { RankSession } from '../session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
@@ -18,6 +19,7 @@ const JOB_OPTIONS = ['coordinator', 'uniqueId', 'rank', 'worldSize'] as const;
  * const session = await openSession({ timeoutMs: 30_000 }); // under rxccl launch, torchrun, srun, mpirun
  */
 export async function openSession(options?: Partial<SessionOptions>): Promise<RankSession> {
+  warnUnknownVariables(process.env);
   const chosen = await chooseOptions(options);
   const recording = flightRecordingFromEnvironment(process.env);
   // A rank 0 that hosts the coordinator keeps it until every rank has left.

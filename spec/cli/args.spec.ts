@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type CommandLine, parseArgs } from '../../lib/cli/args.js';
-import { didYouMean } from '../../lib/cli/did-you-mean.js';
+import { didYouMean } from '../../lib/diagnostics/did-you-mean.js';
 
 const TOOL = {
   name: 'tool',

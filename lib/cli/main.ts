@@ -8,9 +8,10 @@ import { warnUnknownVariables } from '../launch/known-variables.js';
 import { launchCommand } from './launch-command.js';
 import { packageVersion } from './package-version.js';
 import { probeCommand } from './probe-command.js';
+import { traceCommand } from './trace-command.js';
 import { UsageError } from './usage-error.js';
 
-const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, probeCommand];
+const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, probeCommand, traceCommand];
 const NAMES = COMMANDS.map((command) => command.name);
 
 const OVERVIEW = [

@@ -164,6 +164,11 @@ export class LocalJob {
     this.terminate(signal);
   }
 
+  /** Passes `signal` on to every rank still running, and nothing more (SIGUSR1: flight records). */
+  forward(signal: NodeJS.Signals): void {
+    for (const rank of this.ranks) if (rank.running) rank.signal(signal);
+  }
+
   /**
    * A rank that exited because others never joined says only that it failed; the coordinator
    * knows why: those ranks come first.

@@ -24,6 +24,8 @@ export type SessionEvent =
   | { readonly type: 'p2p-sent'; readonly destination: number; readonly tag: bigint; readonly rail: number; readonly bytes: number; readonly durationMs: number }
   /** A receive that matched its send. */
   | { readonly type: 'p2p-received'; readonly source: number | null; readonly tag: bigint; readonly rail: number; readonly bytes: number; readonly durationMs: number }
+  /** A send or receive that failed (`peer`: the destination, or the source, null for any). */
+  | { readonly type: 'p2p-failed'; readonly operation: 'send' | 'receive'; readonly peer: number | null; readonly tag: bigint; readonly rail: number; readonly error: unknown }
   | { readonly type: 'heartbeat'; readonly roundTripMs: number }
   /** The session's failure (an abort, a timeout, a lost connection): the last event. */
   | { readonly type: 'failed'; readonly error: unknown };
@@ -41,6 +43,8 @@ export function describeSessionEvent(event: SessionEvent): string {
       return `sent ${event.bytes} bytes to rank ${event.destination} tag ${event.tag} rail ${event.rail} in ${event.durationMs.toFixed(3)} ms`;
     case 'p2p-received':
       return `received ${event.bytes} bytes from ${event.source === null ? 'any rank' : `rank ${event.source}`} tag ${event.tag} rail ${event.rail} in ${event.durationMs.toFixed(3)} ms`;
+    case 'p2p-failed':
+      return `${event.operation} ${event.operation === 'send' ? 'to' : 'from'} ${event.peer === null ? 'any rank' : `rank ${event.peer}`} tag ${event.tag} rail ${event.rail} failed: ${errorMessage(event.error)}`;
     case 'heartbeat':
       return `heartbeat round trip ${event.roundTripMs.toFixed(3)} ms`;
     case 'failed':

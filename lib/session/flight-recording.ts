@@ -23,7 +23,8 @@ export type FlightRecordReason = 'failure' | 'timeout' | 'signal';
 
 /**
  * Keeps the session's last events (a ring buffer over `session.events$`) and writes them as JSON
- * to `directory` when the session fails (`timeout` when it failed on a timeout) and when the
+ * to `directory` at the first failure of a collective, a send or receive, or the session (`timeout`
+ * when it failed on a timeout), before the caller sees the error, and when the
  * process gets SIGUSR1: `rxccl-flight-rank<R>-<pid>-<reason>-<time>.json`, with the rank, the
  * reason, the error and the events, oldest first. Stops when the session closes. Returns a
  * function that writes a record now (reason `signal`) and returns its path.
@@ -74,6 +75,7 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
       log.warn(`rank ${session.rank}: flight record (${reason}) not written: ${errorText(failure)}`);
     }
   };
+  let failureWritten = false;
   const signal = options.signal === undefined ? 'SIGUSR1' : options.signal;
   // Kept while off too: without a listener, SIGUSR1 would open Node's inspector instead.
   const onSignal = () => writeOrWarn('signal');
@@ -83,7 +85,12 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
       // Off, nothing is kept and a failure writes nothing: the one warning was at the start.
       if (off !== null) return;
       recorder.record(event);
-      if (event.type === 'failed') writeOrWarn(isTimeout(event.error) ? 'timeout' : 'failure', event.error);
+      // The first failure of an operation or of the session, as it happens: an operation's is
+      // reported before its caller sees the error, so a rank that exits on it still writes one.
+      if ((event.type === 'failed' || event.type === 'collective-failed' || event.type === 'p2p-failed') && !failureWritten) {
+        failureWritten = true;
+        writeOrWarn(isTimeout(event.error) ? 'timeout' : 'failure', event.error);
+      }
     },
     complete: () => {
       if (signal !== null) process.off(signal, onSignal);

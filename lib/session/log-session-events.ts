@@ -18,6 +18,7 @@ export function logSessionEvents(events$: Observable<SessionEvent>, rank: number
         'collective-failed': 'trace',
         'p2p-sent': 'trace',
         'p2p-received': 'trace',
+        'p2p-failed': 'info',
         heartbeat: 'trace',
       },
       describe: describeSessionEvent,

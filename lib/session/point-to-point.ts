@@ -1,5 +1,5 @@
 import { from as asyncIterableFrom } from 'ix/asynciterable/asynciterablex';
-import { defer, lastValueFrom, type Subject } from 'rxjs';
+import { defer, lastValueFrom, type MonoTypeOperatorFunction, type Subject, tap } from 'rxjs';
 import type { AsyncIterableX } from './ix-types.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
@@ -44,6 +44,7 @@ export class PointToPoint {
       defer(() => this.links.send(rail, destination, wireTag, view.bytes, { elementType: view.elementType, count: view.count })).pipe(
         this.failure.untilEnded(),
         this.loop.during(),
+        this.reportFailure('send', destination, wireTag, rail),
       ),
       { defaultValue: undefined },
     );
@@ -62,6 +63,7 @@ export class PointToPoint {
       defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
         this.failure.untilEnded(),
         this.loop.during(),
+        this.reportFailure('receive', source, wireTag, rail),
       ),
     );
     if (this.events.observed) {
@@ -81,6 +83,14 @@ export class PointToPoint {
         for (;;) yield await self.receive(source, tag, like, {});
       })(),
     );
+  }
+
+  /**
+   * A failed send or receive as an event, before the caller sees the error: a rank that exits on
+   * it at once (process.exit in a catch) has its flight record written all the same.
+   */
+  private reportFailure<T>(operation: 'send' | 'receive', peer: number | null, tag: bigint, rail: number): MonoTypeOperatorFunction<T> {
+    return tap({ error: (error: unknown) => this.events.observed && this.events.next({ type: 'p2p-failed', operation, peer, tag, rail, error }) });
   }
 
   private rail(tag: bigint, options: RailOption | null): number {

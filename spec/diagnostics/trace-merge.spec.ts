@@ -1,0 +1,87 @@
+/**
+ * `rxccl trace merge DIR` (#34 item 5): the ranks' flight records as one timeline, and one line
+ * that names the rank behind, ranks that disagree, or ranks that wrote nothing; every rank of a
+ * hung job writes its record, the culprit too; `rxccl launch` passes SIGUSR1 on to its ranks.
+ */
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type FlightRecordJson, mergeFlightRecords } from '../../lib/diagnostics/flight-timeline.js';
+import { runRxccl, startRxccl, tsNode } from '../cli/rxccl-process.js';
+import { scratchDirectories } from '../helpers/scratch.js';
+
+const scratch = scratchDirectories('rxccl-trace-');
+
+/** A record of `rank` whose collectives ran `[sequence, name, finished]` in order. */
+function record(rank: number, collectives: [number, string, boolean][], failure?: string): FlightRecordJson {
+  let clock = Date.UTC(2026, 11, 5, 12) + rank;
+  const at = () => new Date((clock += 10)).toISOString();
+  const common = { algorithm: 'ring', plane: 'js', bytes: 4 };
+  return {
+    rank,
+    worldSize: 4,
+    pid: 100 + rank,
+    reason: 'timeout',
+    writtenAt: at(),
+    events: [
+      ...collectives.flatMap(([sequence, collective, finished]) => [
+        { at: at(), type: 'collective-started', sequence, collective, ...common },
+        ...(finished ? [{ at: at(), type: 'collective-finished', sequence, collective, ...common }] : []),
+      ]),
+      ...(failure === undefined ? [] : [{ at: at(), type: 'failed', error: { code: 'TIMEOUT', message: failure } }]),
+    ],
+  };
+}
+
+describe('mergeFlightRecords', () => {
+  it('names the rank behind, ranks that disagree at a sequence, ranks without a record, else the first failure', () => {
+    const done: [number, string, boolean][] = [[0, 'allReduce', true], [1, 'allReduce', true]];
+    const stuck: [number, string, boolean][] = [...done, [2, 'allReduce', false]];
+    const behind = mergeFlightRecords([record(0, stuck), record(1, stuck), record(2, stuck), record(3, done)]);
+    expect(behind.verdict).toBe('rank 3 is behind: rank 3 last ran sequence 1 (allReduce, finished), while ranks [0,1,2] reached sequence 2 (allReduce)');
+    expect(behind.events).toHaveLength(3 * 5 + 4);
+    expect(behind.events.every((entry, index) => index === 0 || behind.events[index - 1]!.at <= entry.at)).toBe(true);
+    const disagree = mergeFlightRecords([record(0, stuck), record(1, stuck), record(2, stuck), record(3, [...done, [2, 'broadcast', false]])]);
+    expect(disagree.verdict).toBe('ranks disagree at sequence 2: ranks [0,1,2] called allReduce, ranks [3] called broadcast');
+    const silent = mergeFlightRecords([record(0, stuck), record(1, stuck)]);
+    expect(silent.verdict).toBe(
+      'ranks [2,3] wrote no record (killed, hung outside rxccl, or run without GX1_FLIGHT_RECORDER); every rank reached sequence 2 (allReduce)',
+    );
+    const level = mergeFlightRecords([0, 1, 2, 3].map((rank) => record(rank, stuck, `rank ${rank} waited`)));
+    expect(level.verdict).toBe('every rank reached sequence 2 (allReduce); the first failure: rank 0: rank 0 waited');
+    expect(level.events.at(-1)!.text).toBe('failed: TIMEOUT: rank 3 waited');
+  });
+});
+
+describe('rxccl trace merge', () => {
+  it('names the rank that skipped a collective in a 4-rank hang, from the records every rank wrote', async () => {
+    const directory = scratch();
+    const job = await runRxccl(['launch', '-n', '4', '--', ...tsNode('spec/diagnostics/fixtures/skipping-rank.ts')], { GX1_FLIGHT_RECORDER: directory, GX1_TIMEOUT_MS: '3000' });
+    expect(job.code).toBe(1);
+    const ranks = readdirSync(directory).map((name) => Number(/rank(\d+)/.exec(name)![1]));
+    expect(new Set(ranks)).toEqual(new Set([0, 1, 2, 3]));
+    const merged = await runRxccl(['trace', 'merge', directory]);
+    expect(merged.code, merged.stderr).toBe(0);
+    const lines = merged.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^# \d+ records of ranks \[0,1,2,3\] \(world size 4\), \d+ events/);
+    expect(lines.at(-1)).toBe('rxccl trace: rank 3 is behind: rank 3 last ran sequence 1 (allReduce, finished), while ranks [0,1,2] reached sequence 2 (allReduce)');
+    expect((await runRxccl(['trace', 'merge', scratch()])).code).toBe(1);
+  }, 90_000);
+
+  it('rxccl launch passes SIGUSR1 on to its ranks, which write their records and go on', async () => {
+    const directory = scratch();
+    const go = join(scratch(), 'go');
+    const launch = startRxccl(['launch', '-n', '2', '--', ...tsNode('spec/diagnostics/fixtures/wait-for-file.ts')], { GX1_FLIGHT_RECORDER: directory, GO_FILE: go });
+    let printed = '';
+    launch.child.stdout!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    const until = async (condition: () => boolean) => {
+      while (!condition()) await new Promise((resolve) => setTimeout(resolve, 50));
+    };
+    await until(() => printed.includes('rank 0 ready') && printed.includes('rank 1 ready'));
+    launch.child.kill('SIGUSR1');
+    await until(() => readdirSync(directory).filter((name) => name.includes('-signal-')).length === 2);
+    writeFileSync(go, '');
+    const finished = await launch.finished;
+    expect(finished.code, finished.stderr).toBe(0);
+  }, 60_000);
+});

@@ -111,6 +111,7 @@ export interface MemoryJobOptions {
 }
 
 /** What the links carried, for tests that check which path the data took. */
+/** What a memory job carried; `JSON.stringify` writes it with each tag as a decimal string. */
 export interface MemoryTraffic {
   readonly messages: { from: number; to: number; rail: number; tag: bigint; bytes: number }[];
   readonly coordinated: number;
@@ -142,6 +143,8 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   const dead = new Array<boolean>(worldSize).fill(false);
   const agreement = new CollectiveAgreement(worldSize);
   const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[], overwrittenSends: [] as string[] };
+  // JSON.stringify cannot write a bigint: the tags go out as decimal strings.
+  Object.defineProperty(traffic, 'toJSON', { value: () => ({ ...traffic, messages: traffic.messages.map((message) => ({ ...message, tag: message.tag.toString() })) }) });
   /** Messages sent on each link (by `from * worldSize + to`), in order, not yet delivered. */
   const inFlight = new Map<number, Message[]>();
   const sentOn = new Array<number>(worldSize * worldSize).fill(0);

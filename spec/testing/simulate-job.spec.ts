@@ -43,6 +43,13 @@ describe('simulateJob', () => {
       return [Array.from(eight as Int32Array), Array.from(seven as Int32Array)];
     });
     expect(result.ranks[1]).toMatchObject({ status: 'returned', value: [[8], [7]] });
+    // The traffic is JSON-safe: the tags (bigints) are written as decimal strings.
+    const written = JSON.parse(JSON.stringify(result.traffic)) as { messages: { from: number; tag: string; bytes: number }[] };
+    expect(written.messages.map(({ from, tag, bytes }) => ({ from, tag, bytes }))).toEqual([
+      { from: 0, tag: '7', bytes: 4 },
+      { from: 0, tag: '8', bytes: 4 },
+    ]);
+    expect(result.traffic.messages[0]!.tag).toBe(7n);
   });
 
   for (const [transport, algorithm] of [

@@ -98,7 +98,7 @@ export function collectiveLoop(
         throw new ProtocolError(`rank ${rank} submitted collective sequence ${frame.header.sequence}, expected ${sequence()}`);
       }
       if (requests[rank] !== undefined) {
-        throw new ConfigurationError(`rank ${rank} submitted collective sequence ${sequence()} twice`);
+        throw new ProtocolError(`rank ${rank} submitted collective sequence ${sequence()} twice`);
       }
       requests[rank] = frame;
       submitted += 1;

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { EmptyError, firstValueFrom, from, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
-import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError, WrongSessionError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
 import { elementTypeName } from '../protocol/element-type.js';
@@ -471,7 +471,7 @@ export class PeerMesh {
     }
     secretRequired(frame, `direct peer rank ${peer}`);
     if (h.opcode !== Opcode.PeerHello) throw new ProtocolError(`direct peer link opened with ${opcodeName(h.opcode)}, expected PeerHello`);
-    if (!h.uniqueId.equals(uniqueId)) throw new ProtocolError('direct peer link belongs to another session (unique id mismatch)');
+    if (!h.uniqueId.equals(uniqueId)) throw new WrongSessionError('direct peer link belongs to another session (unique id mismatch)');
     if (h.worldSize !== worldSize) throw new ProtocolError(`direct peer declares world size ${h.worldSize}, expected ${worldSize}`);
     if (h.sourceRank !== peer || h.destinationRank !== rank) {
       throw new ProtocolError(`direct peer link is rank ${h.sourceRank} -> rank ${h.destinationRank}, expected rank ${peer} -> rank ${rank}`);

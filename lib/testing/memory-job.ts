@@ -11,6 +11,7 @@
  */
 import type { Scheduler as InterleaveScheduler } from 'fast-check';
 import { asyncScheduler, catchError, Observable, of, type SchedulerLike, type Subscriber, throwError, timer } from 'rxjs';
+import { describeTag } from '../collectives/describe-tag.js';
 import type { CollectiveContext } from '../collectives/algorithm.js';
 import { routeCollective } from '../coordinator/route-collective.js';
 import { ConfigurationError, failureText, RemoteAbortError, TimeoutError } from '../errors.js';
@@ -223,7 +224,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       ),
     );
     const payload = bytes.slice();
-    const sent: PendingSend | undefined = onArrival ? { source: bytes, bytes: payload, label: `${rank}>${peer} rail ${rail} tag ${tag}`, complete, withdrawn: false } : undefined;
+    const sent: PendingSend | undefined = onArrival ? { source: bytes, bytes: payload, label: `${rank}>${peer} rail ${rail} ${describeTag(tag)}`, complete, withdrawn: false } : undefined;
     let message: Message = { header, payload, rail, from: rank, to: peer, ...(sent ? { sent } : {}) };
     if (fault?.kind === 'corrupt') {
       const corrupted = flipBit(concatBytes([header, message.payload]), fault.bit % ((FRAME_HEADER_BYTES + bytes.length) * 8));
@@ -233,7 +234,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     inFlight.set(link, queue);
     queue.push(message);
     // Each send releases the oldest message of its link: FIFO per link whatever the interleaving.
-    const next = () => release(`${rank}>${peer} rail ${rail} tag ${tag}`, () => arrive(queue.shift()!));
+    const next = () => release(`${rank}>${peer} rail ${rail} ${describeTag(tag)}`, () => arrive(queue.shift()!));
     if (fault?.kind === 'delay') timer(fault.ms, clock).subscribe(next);
     else next();
     if (!onArrival) complete();
@@ -270,7 +271,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
           // Past the session timeout plus a grace unless the caller says how long, so that a
           // collective's own timeout, which names the missing ranks, speaks first.
           const deadline = deadlines.add(Math.min(waitMs ?? timeoutMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS), () =>
-            subscriber.error(new TimeoutError(`rank ${rank} rail ${rail} receive from rank ${peer === ANY_RANK ? 'any' : peer} tag ${tag}`)),
+            subscriber.error(new TimeoutError(`rank ${rank} rail ${rail} receive from rank ${peer === ANY_RANK ? 'any' : peer} ${describeTag(tag)}`)),
           );
           return () => {
             deadlines.remove(deadline);

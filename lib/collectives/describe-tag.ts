@@ -1,0 +1,23 @@
+import { EXCHANGE_TAG_PREFIX } from './exchange-message.js';
+import { PAIRWISE_TAG_PREFIX } from './pairwise-family.js';
+import { RING_TAG_PREFIX } from './ring-family.js';
+
+/** The algorithm families whose pieces travel under tags of their own (peer-data.ts `pieceTag`). */
+const FAMILIES = new Map<number, string>([
+  [EXCHANGE_TAG_PREFIX, 'exchange'],
+  [PAIRWISE_TAG_PREFIX, 'pairwise'],
+  [RING_TAG_PREFIX, 'ring'],
+]);
+
+/**
+ * A tag as a person reads it: the number, and for a collective's own message what it is
+ * (`tag 4996743787641307136 (exchange of collective 0, step 0, piece 0)`), so that a
+ * counterexample or a timeout names the collective, not only a 64-bit number.
+ */
+export function describeTag(tag: bigint): string {
+  const family = FAMILIES.get(Number(tag >> 48n));
+  if (family === undefined) return `tag ${tag}`;
+  const field = (shift: bigint, mask: bigint) => Number((tag >> shift) & mask);
+  const channel = field(24n, 0x3fn);
+  return `tag ${tag} (${family} of collective ${field(30n, 0x3ffffn)}, ${channel === 0 ? '' : `channel ${channel}, `}step ${field(12n, 0xfffn)}, piece ${field(0n, 0xfffn)})`;
+}

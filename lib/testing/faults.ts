@@ -65,15 +65,45 @@ export interface CorruptFault {
   readonly bit: number;
 }
 
+/**
+ * The ranks' links are cut in two (the coordinator is not: on tcp_host_staged collectives go
+ * through it and only point-to-point messages are held):
+ * the ranks of `side` and the others cannot reach each other from `fromMs` of virtual time until
+ * `healMs`: a message between the two sides sent meanwhile is held, as TCP holds it, and arrives
+ * at the heal (in order, before any sent later on its link). Without `healMs` the partition never
+ * heals and those messages never arrive: the receivers time out naming the other side.
+ */
+export interface PartitionFault {
+  readonly kind: 'partition';
+  readonly side: readonly number[];
+  readonly fromMs: number;
+  readonly healMs?: number;
+}
+
 export type RankFault = KillFault | AbortFault | StallFault;
-export type LinkFault = DropFault | DelayFault | CorruptFault;
+export type LinkFault = DropFault | DelayFault | CorruptFault | PartitionFault;
 export type Fault = RankFault | LinkFault;
 
 export function isRankFault(fault: Fault): fault is RankFault {
   return fault.kind === 'kill' || fault.kind === 'abort' || fault.kind === 'stall';
 }
 
-/** The faulty rank a fault's failure must name: the rank at fault, or a link's sender. */
+/** The faulty rank a fault's failure must name: the rank at fault, a link's sender, or for a partition the first rank of its side. */
 export function faultyRank(fault: Fault): number {
-  return isRankFault(fault) ? fault.rank : fault.from;
+  if (isRankFault(fault)) return fault.rank;
+  return fault.kind === 'partition' ? fault.side[0]! : fault.from;
+}
+
+/**
+ * How long a partition holds a message sent from `from` to `to` at `nowMs`: 0 when no partition
+ * separates them then, `Infinity` when one does and never heals.
+ */
+export function partitionHold(faults: readonly LinkFault[], from: number, to: number, nowMs: number): number {
+  let hold = 0;
+  for (const fault of faults) {
+    if (fault.kind !== 'partition' || fault.side.includes(from) === fault.side.includes(to) || nowMs < fault.fromMs) continue;
+    const heal = fault.healMs ?? Infinity;
+    if (nowMs < heal) hold = Math.max(hold, heal - nowMs);
+  }
+  return hold;
 }

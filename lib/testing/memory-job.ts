@@ -33,7 +33,7 @@ import { memoryDataPlane } from './memory-data-plane.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
 import { flipBit } from './arbitraries/corruptions.js';
-import type { LinkFault } from './faults.js';
+import { type LinkFault, partitionHold } from './faults.js';
 
 /** What a payload given back (`links.release`) is overwritten with in memory jobs. */
 export const RELEASED_BYTE = 0xa5;
@@ -211,8 +211,11 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     traffic.messages.push({ from: rank, to: peer, rail, tag, bytes: bytes.length });
     const link = rank * worldSize + peer;
     const index = sentOn[link]!++;
-    const fault = faults.find((candidate) => candidate.from === rank && candidate.to === peer && (candidate.kind === 'delay' || candidate.message === undefined || candidate.message === index));
-    if (fault?.kind === 'drop' || dead[rank]) {
+    const fault = faults.find(
+      (candidate) => candidate.kind !== 'partition' && candidate.from === rank && candidate.to === peer && (candidate.kind === 'delay' || candidate.message === undefined || candidate.message === index),
+    );
+    const held = partitionHold(faults, rank, peer, clock.now());
+    if (fault?.kind === 'drop' || held === Infinity || dead[rank]) {
       complete();
       return () => undefined;
     }
@@ -235,7 +238,8 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     queue.push(message);
     // Each send releases the oldest message of its link: FIFO per link whatever the interleaving.
     const next = () => release(`${rank}>${peer} rail ${rail} ${describeTag(tag)}`, () => arrive(queue.shift()!));
-    if (fault?.kind === 'delay') timer(fault.ms, clock).subscribe(next);
+    const delayMs = Math.max(fault?.kind === 'delay' ? fault.ms : 0, held);
+    if (delayMs > 0) timer(delayMs, clock).subscribe(next);
     else next();
     if (!onArrival) complete();
     return () => {

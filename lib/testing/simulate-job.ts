@@ -6,7 +6,7 @@
  * shrinks and replays from its seed; faults are data (see faults.ts).
  */
 import type { Scheduler as InterleaveScheduler } from 'fast-check';
-import { lastValueFrom, timer, VirtualTimeScheduler } from 'rxjs';
+import { lastValueFrom, type SchedulerLike, timer, VirtualTimeScheduler } from 'rxjs';
 import { DEFAULT_RING_THRESHOLD_BYTES, type CollectiveTuning } from '../collectives/tuning.js';
 import { RankSession } from '../session/rank-session.js';
 import type { AlgorithmPolicy } from '../topology/ring-tuning.js';
@@ -41,6 +41,12 @@ export type SimulatedRank = Pick<RankSession, 'rank' | 'worldSize' | 'rails' | '
   now(): number;
   /** Waits `ms` of virtual time (a rank doing its own work). */
   sleep(ms: number): Promise<void>;
+  /**
+   * The job's virtual clock as an RxJS scheduler: the program's own timers on it
+   * (`timer(500, rank.clock)`, `timeout({ first: 1_000, scheduler: rank.clock })`) run in virtual
+   * time with the job's, so a failure detector or a retry loop is simulated exactly too.
+   */
+  readonly clock: SchedulerLike;
 };
 
 export interface SimulateJobOptions {
@@ -168,6 +174,7 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
       transport,
       now: () => clock.now(),
       sleep,
+      clock,
     };
     for (const method of STEP_METHODS) {
       api[method] = (...args: unknown[]) => step(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args));

@@ -3,6 +3,7 @@
  * faults as data; the oracle's verdict.
  */
 import fc from 'fast-check';
+import { lastValueFrom, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
   arbFault,
@@ -10,6 +11,7 @@ import {
   failureNotNaming,
   faultyRank,
   modelProgram,
+  namesRank,
   oracleDifference,
   referenceOrNamedFailure,
   runProgram,
@@ -127,6 +129,28 @@ describe('faults', () => {
       ),
       { numRuns: 150 },
     );
+  });
+
+  it('partition: held messages arrive at the heal (the job completes, later); one that never heals fails every rank naming the other side', async () => {
+    for (const dataPlane of ['native', 'js'] as const) {
+      const healed = await simulateJob(options([{ kind: 'partition', side: [0, 1], fromMs: 0, healMs: 2_000 }], { transport: 'tcp_peer', dataPlane }), allReduces(2));
+      expect(healed.ranks.map((outcome) => outcome.status === 'returned' && outcome.value), dataPlane).toEqual(Array(4).fill([4, 4]));
+      expect(healed.virtualTimeMs, dataPlane).toBeGreaterThanOrEqual(2_000);
+    }
+    const split = await simulateJob(options([{ kind: 'partition', side: [0, 1], fromMs: 0 }], { transport: 'tcp_peer', dataPlane: 'js' }), allReduces(2));
+    for (const outcome of split.ranks) {
+      expect(outcome.status).toBe('threw');
+      const other = outcome.rank < 2 ? [2, 3] : [0, 1];
+      if (outcome.status === 'threw') expect(other.some((rank) => namesRank(outcome.error.message, rank)), outcome.error.message).toBe(true);
+    }
+  });
+
+  it("the program's own timers run on the job's virtual clock", async () => {
+    const result = await simulateJob({ worldSize: 2, transport: 'tcp_peer' }, async (rank) => {
+      await lastValueFrom(timer(90_000, rank.clock));
+      return rank.now();
+    });
+    expect(result.ranks.map((outcome) => outcome.status === 'returned' && outcome.value)).toEqual([90_000, 90_000]);
   });
 
   it('kill: the killed rank stops, every other rank fails naming it', async () => {

@@ -22,3 +22,4 @@ export * from './simulate-job.js';
 export { type ModelMemory, runScheduleModel, ScheduleModelError, type ScheduleModelResult } from './schedule-model.js';
 export { MEMORY_DATA_LINK_TAG, memoryDataPlane } from './memory-data-plane.js';
 export * from './verdict.js';
+export * from './job-verdict.js';

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { ConfigurationError, type RxcclError } from '../errors.js';
+import { ConfigurationError, RxcclError } from '../errors.js';
 
 /** How long after its handshake timeout the admission's backstop closes a connection. */
 export const ADMISSION_GRACE_MS = 1_000;
@@ -52,6 +52,9 @@ export class Admission {
 
   /** Counts a new TCP connection (a raw socket, before any TLS). */
   admit(raw: Socket): void {
+    // Until an acceptor reads it (a peer listener's connections wait in a queue), an error (a reset,
+    // or the close below) has nobody else to hear it, and an unheard 'error' ends the process.
+    raw.on('error', () => undefined);
     const source = raw.remoteAddress ?? 'unknown';
     const key = keyOf(raw);
     if (key === null) {
@@ -59,7 +62,7 @@ export class Admission {
       return;
     }
     if (this.byKey.size >= this.options.cap) this.evictFrom(this.busiestSource(source));
-    const deadline = setTimeout(() => this.close(entry, `no authentication within ${this.options.deadlineMs} ms`), this.options.deadlineMs);
+    const deadline = setTimeout(() => this.close(entry, new RxcclError('TIMEOUT', `no authentication within ${this.options.deadlineMs} ms`)), this.options.deadlineMs);
     deadline.unref();
     const entry: Unauthenticated = { key, raw, carrier: null, source, arrival: this.arrivals++, deadline };
     this.byKey.set(key, entry);
@@ -104,16 +107,15 @@ export class Admission {
     const held = this.bySource.get(source);
     const oldest = held?.[0];
     if (oldest === undefined) return;
-    this.close(oldest, `too many unauthenticated connections (${this.options.cap}): closed the oldest of the ${held!.length} from ${source}`);
+    this.close(oldest, new ConfigurationError(`too many unauthenticated connections (${this.options.cap}): closed the oldest of the ${held!.length} from ${source}`));
   }
 
   /**
    * Closes a connection that did not authenticate. Once handed over, the acceptor's handshake
    * fails with the reason (and reports it); before that only `onDropped` hears of it.
    */
-  private close(entry: Unauthenticated, reason: string): void {
+  private close(entry: Unauthenticated, error: RxcclError): void {
     this.forget(entry);
-    const error = new ConfigurationError(reason);
     if (entry.carrier !== null) {
       entry.carrier.destroy(error);
       entry.raw.destroy();
@@ -133,8 +135,11 @@ export class Admission {
   }
 }
 
-/** A connection's remote end: the same for a raw socket and the TLS socket over it. */
+/**
+ * A connection's two ends: the same for a raw socket and the TLS socket over it, and distinct
+ * across the listeners (rails) that share one admission, where one remote port may recur.
+ */
 function keyOf(socket: Socket): string | null {
-  const { remoteAddress, remotePort } = socket;
-  return remoteAddress === undefined || remotePort === undefined ? null : `${remoteAddress}|${remotePort}`;
+  const { remoteAddress, remotePort, localAddress, localPort } = socket;
+  return remoteAddress === undefined || remotePort === undefined ? null : `${remoteAddress}|${remotePort}|${localAddress}|${localPort}`;
 }

@@ -38,14 +38,17 @@ const RETRY_DELAY_MS = 50;
  */
 export const READY_REPORT_GRACE_MS = 1_000;
 
-/** Connects to the coordinator (TLS when configured), retrying refused connections (it may still be starting). */
-async function connectSocket(address: ChannelAddress, deadline: number, tls: TlsSettings | null): Promise<Socket> {
+/**
+ * Connects to the coordinator (TLS when configured), retrying refused connections (it may still
+ * be starting) unless `once`.
+ */
+async function connectSocket(address: ChannelAddress, deadline: number, tls: TlsSettings | null, once: boolean): Promise<Socket> {
   for (;;) {
     try {
       return await dialSocket(address.host, address.port, tls, deadline - Date.now(), () => new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`));
     } catch (error) {
       const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
-      if (!refused || Date.now() + RETRY_DELAY_MS >= deadline) {
+      if (!refused || once || Date.now() + RETRY_DELAY_MS >= deadline) {
         if (error instanceof TimeoutError) throw error;
         throw new ConfigurationError(`cannot connect to coordinator ${address.host}:${address.port}: ${(error as Error).message}`, { cause: error });
       }
@@ -69,7 +72,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
     listener: coordinator,
     rank: join.rank,
     deadline,
-    connect: async () => new FrameChannel(await connectSocket(address, deadline, join.tls ?? null)),
+    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, deadline, join.tls ?? null, redial)),
     authenticate: (opened, timeoutMs) =>
       dialHandshake(opened, {
         secret: join.secret ?? null,

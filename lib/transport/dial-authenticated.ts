@@ -1,4 +1,4 @@
-import { RxcclError } from '../errors.js';
+import { ChannelClosedError, RxcclError } from '../errors.js';
 import type { FrameChannel } from './frame-channel.js';
 import { ClosedBeforeAuthenticationError } from './handshake.js';
 
@@ -12,8 +12,11 @@ export interface DialAuthenticatedOptions {
   readonly rank: number;
   /** Wall-clock time (`Date.now()`) by which the connection must be authenticated. */
   readonly deadline: number;
-  /** Opens one connection within `timeoutMs` (TCP, and TLS when configured). */
-  readonly connect: (timeoutMs: number) => Promise<FrameChannel>;
+  /**
+   * Opens one connection within `timeoutMs` (TCP, and TLS when configured). `redial`: after an
+   * early close, when a refused connection means the listener is gone (not yet started).
+   */
+  readonly connect: (timeoutMs: number, redial: boolean) => Promise<FrameChannel>;
   /** Authenticates over the channel within `timeoutMs` (dialHandshake). */
   readonly authenticate: (channel: FrameChannel, timeoutMs: number) => Promise<void>;
 }
@@ -29,8 +32,11 @@ export async function dialAuthenticated(options: DialAuthenticatedOptions): Prom
   let closedEarly = 0;
   let wait = FIRST_RETRY_MS;
   for (;;) {
-    const channel = await options.connect(options.deadline - Date.now()).catch((error: unknown) => {
-      if (!closedBeforeSecure(error)) throw error;
+    const channel = await options.connect(options.deadline - Date.now(), closedEarly > 0).catch((error: unknown) => {
+      if (closedEarly > 0 && causeCode(error) === 'ECONNREFUSED') {
+        throw new ChannelClosedError(`${options.listener} closed rank ${options.rank}'s connection before authenticating it, then refused the next: it stopped listening`);
+      }
+      if (causeCode(error) !== 'ECONNRESET') throw error;
       return null;
     });
     if (channel !== null) {
@@ -49,7 +55,7 @@ export async function dialAuthenticated(options: DialAuthenticatedOptions): Prom
       throw new RxcclError(
         'TIMEOUT',
         `rank ${options.rank} connecting to ${options.listener} timed out after ${Date.now() - started} ms: it closed ${closedEarly} connections before authenticating them, ` +
-          'so its listener is saturated by connections that never authenticate (a flood or a scan); see docs/errors.md',
+          'so its listener is most likely saturated by connections that never authenticate (a flood or a scan); see docs/errors.md',
       );
     }
     await new Promise((resolve) => setTimeout(resolve, pause));
@@ -57,8 +63,8 @@ export async function dialAuthenticated(options: DialAuthenticatedOptions): Prom
   }
 }
 
-/** A TLS dial the listener closed before its TLS handshake finished. */
-function closedBeforeSecure(error: unknown): boolean {
+/** The system error under a dial's failure: ECONNRESET for a TLS dial closed before its handshake finished. */
+function causeCode(error: unknown): string | undefined {
   const cause = error instanceof RxcclError ? error.cause : error;
-  return (cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+  return (cause as NodeJS.ErrnoException | undefined)?.code;
 }

@@ -111,8 +111,24 @@ describe('connections that never authenticate', () => {
     expect(error.code).toBe('TIMEOUT');
     expect(error.message).toMatch(
       new RegExp(
-        `^rank 2 connecting to coordinator 127\\.0\\.0\\.1:${port} timed out after \\d+ ms: it closed ${accepted} connections before authenticating them, so its listener is saturated by connections that never authenticate`,
+        `^rank 2 connecting to coordinator 127\\.0\\.0\\.1:${port} timed out after \\d+ ms: it closed ${accepted} connections before authenticating them, so its listener is most likely saturated by connections that never authenticate`,
       ),
     );
+  });
+
+  it('a rank whose connection is closed early by a listener that then stops listening fails at once, saying so', async () => {
+    const stopping = createServer((socket) => {
+      socket.destroy();
+      stopping.close();
+    });
+    await new Promise<void>((resolve) => stopping.listen(0, '127.0.0.1', () => resolve()));
+    const { port } = stopping.address() as { port: number };
+    const started = Date.now();
+    const error = await rejection(
+      connectChannel({ host: '127.0.0.1', port }, { uniqueId: UniqueId.random(), rank: 1, worldSize: 2, rail: null, timeoutMs: 30_000, secret: new TextEncoder().encode(generateSecret()) }),
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(error.code).toBe('CHANNEL_CLOSED');
+    expect(error.message).toBe(`coordinator 127.0.0.1:${port} closed rank 1's connection before authenticating it, then refused the next: it stopped listening`);
   });
 });

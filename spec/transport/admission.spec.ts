@@ -4,10 +4,11 @@
  * source holding the most, so one source's flood only shortens its own connections' lives.
  */
 import { EventEmitter } from 'node:events';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Admission } from '../../lib/transport/admission.js';
+import { createListener } from '../../lib/transport/tls-settings.js';
 import type { RxcclError } from '../../lib/errors.js';
 
 /** Just what the admission reads of a socket: its remote end, `close`, `destroy`. */
@@ -116,4 +117,24 @@ describe('Admission', () => {
     expect(rank!.destroyedWith).toBeUndefined();
     expect(admission.size).toBe(0);
   });
+
+  it('closes a connection that waits, unread, in a listener\'s queue (a peer listener before its mesh starts) without an unheard error', async () => {
+    const admission = new Admission({ cap: 1, deadlineMs: 100 });
+    const queued: Socket[] = [];
+    const server = createListener(null, 1_000, admission, (socket) => queued.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const { port } = server.address() as { port: number };
+    try {
+      // The second evicts the first; the second is closed at the deadline. Neither has a reader.
+      const clients = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
+      const closed = clients.map((client) => new Promise<void>((resolve) => client.on('error', () => undefined).on('close', () => resolve())));
+      await Promise.all(closed);
+      expect(queued).toHaveLength(2);
+      expect(queued.every((socket) => socket.destroyed)).toBe(true);
+      expect(admission.size).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
 });
+

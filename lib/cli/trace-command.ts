@@ -15,7 +15,8 @@ export const traceCommand = defineCommand(
       'a timeout and SIGUSR1; rxccl launch passes SIGUSR1 on to its ranks), prints their events as',
       `one timeline (the last ${DEFAULT_EVENTS}, or --all), and ends with one line that says which rank is`,
       'behind and where, which ranks called different collectives at one sequence, or which ranks',
-      'wrote no record. Exits 0, or 1 when DIR holds no record.',
+      'wrote no record. Keep one DIR per run: records carry no job id, so those of an earlier',
+      'run would be merged too. Exits 0, or 1 when DIR holds no record.',
     ].join('\n'),
     trailing: 'merge DIR',
     flags: {
@@ -26,12 +27,14 @@ export const traceCommand = defineCommand(
   async (values, rest) => {
     const [verb, directory, ...extra] = rest;
     if (verb !== 'merge' || directory === undefined || extra.length > 0) throw new UsageError('expected: rxccl trace [--all] [--json] merge DIR');
-    let records;
+    let read;
     try {
-      records = readFlightRecords(directory);
+      read = readFlightRecords(directory);
     } catch (error) {
       throw new UsageError(`cannot read ${directory}: ${(error as Error).message}`);
     }
+    const { records, skipped } = read;
+    for (const file of skipped) process.stderr.write(`rxccl trace: skipped ${file}\n`);
     if (records.length === 0) {
       process.stderr.write(`rxccl trace: no flight records (rxccl-flight-rank*.json) in ${directory}\n`);
       return 1;

@@ -46,13 +46,28 @@ export interface MergedTimeline {
   readonly verdict: string;
 }
 
+/** The events that say an operation or the session failed. */
+const FAILURES = new Set(['failed', 'collective-failed', 'p2p-failed']);
+
 const RECORD_FILE = /^rxccl-flight-rank\d+-\d+-[a-z]+-\d+\.json$/;
 
-/** Reads every flight record in `directory` (files named as `recordFlight` names them). */
-export function readFlightRecords(directory: string): FlightRecordJson[] {
-  return readdirSync(directory)
-    .filter((name) => RECORD_FILE.test(name))
-    .map((name) => JSON.parse(readFileSync(join(directory, name), 'utf8')) as FlightRecordJson);
+/**
+ * Reads every flight record in `directory` (files named as `recordFlight` names them); a file that
+ * is not one (cut short by a rank killed while writing it) is skipped, and named with why.
+ */
+export function readFlightRecords(directory: string): { records: FlightRecordJson[]; skipped: string[] } {
+  const records: FlightRecordJson[] = [];
+  const skipped: string[] = [];
+  for (const name of readdirSync(directory).filter((file) => RECORD_FILE.test(file))) {
+    try {
+      const record = JSON.parse(readFileSync(join(directory, name), 'utf8')) as FlightRecordJson;
+      if (!Number.isInteger(record.rank) || !Array.isArray(record.events)) throw new Error('not a flight record');
+      records.push(record);
+    } catch (error) {
+      skipped.push(`${name}: ${(error as Error).message}`);
+    }
+  }
+  return { records, skipped };
 }
 
 /**
@@ -113,9 +128,12 @@ function verdictOf(records: readonly FlightRecordJson[], worldSize: number): str
   if (names.size > 1) {
     return `${silent}ranks disagree at sequence ${furthest}: ${[...names].map(([collective, ranks]) => `ranks [${ranks.join(',')}] called ${collective}`).join(', ')}`;
   }
-  const first = records
-    .flatMap((record) => record.events.filter((event) => event.type === 'failed').map((event) => ({ rank: record.rank, at: event.at, message: event.error?.message ?? '?' })))
-    .sort((a, b) => (a.at < b.at ? -1 : 1))[0];
+  // A record is written at its rank's first failed operation, which need not fail the session.
+  const failures = records.flatMap((record) => [
+    ...record.events.filter((event) => FAILURES.has(event.type)).map((event) => ({ rank: record.rank, at: event.at, message: event.error?.message ?? '?' })),
+    ...(record.error === undefined ? [] : [{ rank: record.rank, at: record.writtenAt, message: record.error.message ?? '?' }]),
+  ]);
+  const first = failures.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))[0];
   const where = furthest < 0 ? 'no rank ran a collective' : `every rank reached sequence ${furthest} (${[...names.keys()][0]})`;
   return `${silent}${where}${first === undefined ? '' : `; the first failure: rank ${first.rank}: ${first.message}`}`;
 }

@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import { debugLog } from '../diagnostics/debug-log.js';
 import { sessionOptionsFromEnvironment } from './environment.js';
 import { keepHostedCoordinator, overrideOptions } from './hosted-coordinator.js';
 import { warnUnknownVariables } from './known-variables.js';
@@ -22,10 +23,18 @@ export async function openSession(options?: Partial<SessionOptions>): Promise<Ra
   warnUnknownVariables(process.env);
   const chosen = await chooseOptions(options);
   const recording = flightRecordingFromEnvironment(process.env);
-  // A rank 0 that hosts the coordinator keeps it until every rank has left.
-  const session = await keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
-  if (recording !== null) recordFlight(session, recording);
-  return session;
+  // Asked for a record while still joining (the launcher passes SIGUSR1 on to every rank): say
+  // where it waits, rather than let Node.js open its inspector on a rank that wants a record.
+  const joining = () => debugLog.warn(`rank ${chosen.rank}: SIGUSR1 while joining job at ${chosen.coordinator}: no session yet, so no flight record`);
+  if (recording !== null) process.on('SIGUSR1', joining);
+  try {
+    // A rank 0 that hosts the coordinator keeps it until every rank has left.
+    const session = await keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
+    if (recording !== null) recordFlight(session, recording);
+    return session;
+  } finally {
+    process.off('SIGUSR1', joining);
+  }
 }
 
 async function chooseOptions(options: Partial<SessionOptions> | undefined): Promise<SessionOptions> {

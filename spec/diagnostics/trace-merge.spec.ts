@@ -6,7 +6,7 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type FlightRecordJson, mergeFlightRecords } from '../../lib/diagnostics/flight-timeline.js';
+import { type FlightRecordJson, mergeFlightRecords, readFlightRecords } from '../../lib/diagnostics/flight-timeline.js';
 import { runRxccl, startRxccl, tsNode } from '../cli/rxccl-process.js';
 import { scratchDirectories } from '../helpers/scratch.js';
 
@@ -50,6 +50,20 @@ describe('mergeFlightRecords', () => {
     const level = mergeFlightRecords([0, 1, 2, 3].map((rank) => record(rank, stuck, `rank ${rank} waited`)));
     expect(level.verdict).toBe('every rank reached sequence 2 (allReduce); the first failure: rank 0: rank 0 waited');
     expect(level.events.at(-1)!.text).toBe('failed: TIMEOUT: rank 3 waited');
+    // A record written at a failed receive, the session still up: that failure is the first.
+    const receiveFailed = { ...record(1, stuck), events: [...record(1, stuck).events, { at: '2026-12-05T12:00:00.500Z', type: 'p2p-failed', operation: 'receive', peer: 0, tag: '9', error: { message: 'receive timed out' } }] };
+    expect(mergeFlightRecords([record(0, stuck), receiveFailed]).verdict).toMatch(/; the first failure: rank 1: receive timed out$/);
+  });
+
+  it('reads the records of a directory, skipping a file cut short and naming it', () => {
+    const directory = scratch();
+    writeFileSync(join(directory, 'rxccl-flight-rank0-100-timeout-1.json'), JSON.stringify(record(0, [[0, 'allReduce', true]])));
+    writeFileSync(join(directory, 'rxccl-flight-rank1-101-timeout-1.json'), '{"rank": 1, "eve');
+    writeFileSync(join(directory, 'notes.txt'), 'not a record');
+    const { records, skipped } = readFlightRecords(directory);
+    expect(records.map((each) => each.rank)).toEqual([0]);
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]).toMatch(/^rxccl-flight-rank1-101-timeout-1\.json: /);
   });
 });
 

@@ -4,7 +4,7 @@
  * RSS still moves by tens of MiB from one epoch to the next with what the allocators keep of the
  * last epoch's 1 MiB tensors, and the first epoch on each plane grows a process once (the
  * driver's first coordinator-plane job: about 30 MiB). So each measure's lowest value over the
- * last round of planes is compared with its highest over the first: noise stays under that,
+ * last round of planes (at least MIN_WINDOW epochs) is compared with its highest over the first: noise stays under that,
  * and a leak lifts every later sample until it does not.
  */
 import type { Resources } from './resources.js';
@@ -35,10 +35,17 @@ export interface Growth {
 
 const MEASURES = Object.keys(GROWTH_BOUNDS) as Measure[];
 
-/** `round`: epochs in a round of planes (one epoch on each). */
+/**
+ * A window of at least this many epochs: with one plane a round is a single sample, and a single
+ * RSS sample is noise (one process went from 113 to 164 MiB and back, its heap flat).
+ */
+const MIN_WINDOW = 3;
+
+/** `round`: epochs in a round of planes (one epoch on each); the windows are at least MIN_WINDOW epochs. */
 export function growthOf(process: LongLived, round: number): Growth {
-  const first = process.afterEpochs.slice(0, round);
-  const last = process.afterEpochs.slice(-round);
+  const window = Math.min(Math.max(round, MIN_WINDOW), process.afterEpochs.length);
+  const first = process.afterEpochs.slice(0, window);
+  const last = process.afterEpochs.slice(-window);
   const over = (samples: readonly Resources[], pick: (...values: number[]) => number) =>
     Object.fromEntries(MEASURES.map((measure) => [measure, pick(...samples.map((sample) => sample[measure]))])) as Record<Measure, number>;
   const firstRound = over(first, Math.max);

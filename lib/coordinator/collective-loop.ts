@@ -1,5 +1,5 @@
 import { Observable, type SchedulerLike, type Subscription, timer } from 'rxjs';
-import { ConfigurationError, ProtocolError, TimeoutError } from '../errors.js';
+import { ChannelClosedError, ProtocolError, TimeoutError } from '../errors.js';
 import { CollectiveAgreement } from '../protocol/agreement.js';
 import type { Frame } from '../protocol/frame.js';
 import type { FrameHeader } from '../protocol/header.js';
@@ -104,7 +104,7 @@ export function collectiveLoop(
       submitted += 1;
       lastSubmitted[rank] = frame.header;
       const departed = left.indexOf(true);
-      if (departed >= 0) throw new ConfigurationError(`rank ${departed} left before collective sequence ${sequence()}`);
+      if (departed >= 0) throw new ChannelClosedError(`rank ${departed} left before collective sequence ${sequence()}`);
       if (submitted === 1) {
         deadline.set(Math.min(timeoutMs, MAX_TIMER_DELAY_MS));
         if (slowMs !== undefined && slowMs < timeoutMs) slow.set(Math.min(slowMs, MAX_TIMER_DELAY_MS));
@@ -149,7 +149,7 @@ export function collectiveLoop(
           : submitted === 0
             ? `rank ${rank} failed before collective sequence ${sequence()}: ${reason}`
             : `rank ${rank} failed during collective sequence ${sequence()}: ${reason}`;
-      grace ??= timer(options.disconnectGraceMs, options.scheduler).subscribe(() => fail(new ConfigurationError(what)));
+      grace ??= timer(options.disconnectGraceMs, options.scheduler).subscribe(() => fail(new ChannelClosedError(what)));
     };
 
     const events = rankEvents(channels).subscribe((event) => {

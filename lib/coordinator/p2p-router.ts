@@ -85,7 +85,7 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
     const onGone = (rank: number, reason: string | null) => {
       closed[rank] = true;
       if (heartbeatTimeoutMs !== null && !graceful[rank]) {
-        throw new ConfigurationError(
+        throw new ChannelClosedError(
           reason === null
             ? `point-to-point rank ${rank} disconnected without LEAVE`
             : `point-to-point rank ${rank} failed without LEAVE: ${reason}`,

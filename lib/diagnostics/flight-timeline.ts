@@ -46,8 +46,8 @@ export interface MergedTimeline {
   readonly verdict: string;
 }
 
-/** The events that say an operation or the session failed. */
-const FAILURES = new Set(['failed', 'collective-failed', 'p2p-failed']);
+/** The events that say an operation or the session failed (a record is written at the first). */
+export const FAILURE_EVENTS: ReadonlySet<string> = new Set(['failed', 'collective-failed', 'p2p-failed']);
 
 const RECORD_FILE = /^rxccl-flight-rank\d+-\d+-[a-z]+-\d+\.json$/;
 
@@ -130,7 +130,7 @@ function verdictOf(records: readonly FlightRecordJson[], worldSize: number): str
   }
   // A record is written at its rank's first failed operation, which need not fail the session.
   const failures = records.flatMap((record) => [
-    ...record.events.filter((event) => FAILURES.has(event.type)).map((event) => ({ rank: record.rank, at: event.at, message: event.error?.message ?? '?' })),
+    ...record.events.filter((event) => FAILURE_EVENTS.has(event.type)).map((event) => ({ rank: record.rank, at: event.at, message: event.error?.message ?? '?' })),
     ...(record.error === undefined ? [] : [{ rank: record.rank, at: record.writtenAt, message: record.error.message ?? '?' }]),
   ]);
   const first = failures.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))[0];

@@ -1,6 +1,7 @@
 import { debugLog, type DebugLog } from '../diagnostics/debug-log.js';
 import { ConfigurationError } from '../errors.js';
 import { FlightRecorder, prepareRecordDirectory, writeJsonRecord } from '../diagnostics/flight-recorder.js';
+import { FAILURE_EVENTS } from '../diagnostics/flight-timeline.js';
 import type { SessionEvent } from './events.js';
 import type { RankSession } from './rank-session.js';
 
@@ -87,7 +88,7 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
       recorder.record(event);
       // The first failure of an operation or of the session, as it happens: an operation's is
       // reported before its caller sees the error, so a rank that exits on it still writes one.
-      if ((event.type === 'failed' || event.type === 'collective-failed' || event.type === 'p2p-failed') && !failureWritten) {
+      if (FAILURE_EVENTS.has(event.type) && !failureWritten && 'error' in event) {
         failureWritten = true;
         writeOrWarn(isTimeout(event.error) ? 'timeout' : 'failure', event.error);
       }

@@ -29,6 +29,7 @@ import { Opcode } from '../../lib/protocol/opcode.js';
 import { DataPlane, type NativeOutcome, PLANE_PROGRAMS } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
+import { concatBytes } from '../../lib/testing/bytes.js';
 
 const engine = dataPlaneEngine();
 const available = engine !== null;
@@ -80,19 +81,11 @@ async function engineBetweenPeers(): Promise<{ plane: DataPlane; peers: [Socket,
   return { plane, peers: [zero, two] };
 }
 
-const concat = (...parts: Uint8Array[]) => {
-  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
-};
+const concat = (...parts: Uint8Array[]) => concatBytes(parts);
 
 /** The peer's next `bytes` received bytes (every byte it receives goes to one read, in order). */
 function reader(peer: Socket): (bytes: number) => Promise<Uint8Array> {
-  let held = new Uint8Array(0);
+  let held: Uint8Array = new Uint8Array(0);
   let waiting: { bytes: number; resolve: (bytes: Uint8Array) => void } | null = null;
   const settle = () => {
     if (waiting === null || held.length < waiting.bytes) return;

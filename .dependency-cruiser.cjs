@@ -23,6 +23,8 @@ const LAYERS = [
   ['topology', '^lib/topology/'],
   ['coordinator', '^lib/coordinator/'],
   ['collectives', '^lib/collectives/'],
+  // Communicators: a session's view of the job's links, and the leader that coordinates them.
+  ['communicator', '^lib/communicator/'],
   ['session', '^lib/session/'],
   // rxccl/testing, its own subpath: a top layer over the library, which nothing else imports.
   ['testing', '^lib/testing/'],

@@ -1,3 +1,4 @@
+import { communicatorText, keyFields, type MessageKey } from '../protocol/message-key.js';
 import { EXCHANGE_TAG_PREFIX } from './exchange-message.js';
 import { PAIRWISE_TAG_PREFIX } from './pairwise-family.js';
 import { RING_TAG_PREFIX } from './ring-family.js';
@@ -12,9 +13,16 @@ const FAMILIES = new Map<number, string>([
 /**
  * A tag as a person reads it: the number, and for a collective's own message what it is
  * (`tag 4996743787641307136 (exchange of collective 0, step 0, piece 0)`), so that a
- * counterexample or a timeout names the collective, not only a 64-bit number.
+ * counterexample or a timeout names the collective, not only a 64-bit number. A message of a
+ * communicator (see lib/protocol/message-key.ts) says which.
  */
-export function describeTag(tag: bigint): string {
+export function describeTag(key: MessageKey): string {
+  const { communicator, tag } = keyFields(key);
+  const described = describeWorldTag(tag);
+  return communicator === 0n ? described : `${described} on communicator ${communicatorText(communicator)}`;
+}
+
+function describeWorldTag(tag: bigint): string {
   const family = FAMILIES.get(Number(tag >> 48n));
   if (family === undefined) return `tag ${tag}`;
   const field = (shift: bigint, mask: bigint) => Number((tag >> shift) & mask);

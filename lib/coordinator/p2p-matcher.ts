@@ -6,6 +6,7 @@ import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { OutgoingFrame } from '../transport/frame-channel.js';
 import { TagMatcher } from '../transport/tag-matcher.js';
+import { headerKey, keysText, keyText } from '../protocol/message-key.js';
 
 /**
  * Unmatched sends one rank may have acknowledged at the coordinator per rail unless
@@ -78,7 +79,7 @@ export class P2pMatcher {
       case Opcode.Send: {
         const bytes = frame.payload.length;
         const eager = this.bufferedBytes[rank]! + bytes <= this.bufferLimit;
-        const receive = this.byReceiver[header.destinationRank]!.offer(rank, header.tag, { frame, acknowledged: eager });
+        const receive = this.byReceiver[header.destinationRank]!.offer(rank, headerKey(header), { frame, acknowledged: eager });
         if (receive !== null) return [this.acknowledge(frame), this.deliver(frame, receive)];
         this.bufferedBytes[rank]! += bytes;
         if (eager) return [this.acknowledge(frame)];
@@ -87,7 +88,7 @@ export class P2pMatcher {
         return [];
       }
       case Opcode.Receive: {
-        const send = this.byReceiver[rank]!.post(header.destinationRank, header.tag, frame);
+        const send = this.byReceiver[rank]!.post(header.destinationRank, headerKey(header), frame);
         if (send === null) return [];
         const sender = send.frame.header.sourceRank;
         this.bufferedBytes[sender]! -= send.frame.payload.length;
@@ -119,10 +120,10 @@ export class P2pMatcher {
     if (withheld === 0 || withheld + send.payload.length <= this.bufferLimit) return;
     // Every send of this rank waiting withheld, this one included (it is queued already).
     const waiting = this.byReceiver.flatMap((matcher) => matcher.waitingMessages().filter((s) => !s.acknowledged && s.frame.header.sourceRank === rank));
-    const tags = [...new Set(waiting.map((s) => s.frame.header.tag))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const tags = [...new Set(waiting.map((s) => headerKey(s.frame.header)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     throw new ConfigurationError(
       `point-to-point rank ${rank} has ${withheld + send.payload.length} bytes of sends waiting unacknowledged on rail ${this.rail} ` +
-        `(tags ${tags.join(', ')}), over the limit of ${this.bufferLimit} bytes: its sends do not wait for their acknowledgements; ` +
+        `(${keysText(tags)}), over the limit of ${this.bufferLimit} bytes: its sends do not wait for their acknowledgements; ` +
         'await each send, or post the receives first',
     );
   }
@@ -141,6 +142,7 @@ export class P2pMatcher {
         worldSize: this.worldSize,
         sequence: request.header.sequence,
         tag: request.header.tag,
+        communicator: request.header.communicator,
       },
       0,
     );
@@ -152,7 +154,7 @@ export class P2pMatcher {
     const r = receive.header;
     if (s.elementType !== r.elementType || s.elementCount !== r.elementCount) {
       throw new ConfigurationError(
-        `point-to-point tag ${s.tag} contract mismatch: send ${elementTypeName(s.elementType)}/${s.elementCount} ` +
+        `point-to-point ${keyText(headerKey(s))} contract mismatch: send ${elementTypeName(s.elementType)}/${s.elementCount} ` +
           `receive ${elementTypeName(r.elementType)}/${r.elementCount} (rank ${s.sourceRank} -> rank ${r.sourceRank})`,
       );
     }
@@ -166,6 +168,7 @@ export class P2pMatcher {
         worldSize: this.worldSize,
         sequence: r.sequence,
         tag: s.tag,
+        communicator: s.communicator,
         elementCount: s.elementCount,
       },
       send.payload.length,
@@ -188,7 +191,7 @@ export class P2pMatcher {
       case Opcode.Send:
         if (h.destinationRank === ANY_RANK) throw new ConfigurationError('point-to-point send requires a destination rank');
         if (frame.payload.length === 0 && h.elementCount > 0) {
-          throw new ConfigurationError(`point-to-point send with tag ${h.tag} declares ${h.elementCount} elements but carries no data`);
+          throw new ConfigurationError(`point-to-point send with ${keyText(headerKey(h))} declares ${h.elementCount} elements but carries no data`);
         }
         break;
       case Opcode.Receive:

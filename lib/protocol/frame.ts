@@ -28,6 +28,7 @@ export interface FrameFields {
   readonly sequence?: bigint;
   readonly tag?: bigint;
   readonly elementCount?: number;
+  readonly communicator?: bigint;
 }
 
 /**
@@ -50,6 +51,7 @@ export function makeHeader(fields: FrameFields, payloadBytes: number): FrameHead
     tag: fields.tag ?? 0n,
     elementCount: fields.elementCount ?? 0,
     payloadBytes,
+    communicator: fields.communicator ?? 0n,
   };
   validateHeader(header);
   return header;

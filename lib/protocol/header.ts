@@ -31,8 +31,9 @@ import { UniqueId } from './unique-id.js';
  * | 10  | 1    | reduceOp         | 56  | 8    | tag            |
  * | 11  | 1    | reserved (0)     | 64  | 8    | elementCount   |
  * | 12  | 2    | flags            | 72  | 8    | payloadBytes   |
- * | 14  | 2    | reserved (0)     | 80  | 12   | reserved (0)   |
- * | 16  | 16   | uniqueId         | 92  | 4    | crc32c(0..91)  |
+ * | 14  | 2    | reserved (0)     | 80  | 8    | communicator   |
+ * | 16  | 16   | uniqueId         | 88  | 4    | reserved (0)   |
+ * |     |      |                  | 92  | 4    | crc32c(0..91)  |
  */
 export interface FrameHeader {
   readonly opcode: Opcode;
@@ -49,6 +50,8 @@ export interface FrameHeader {
   readonly tag: bigint;
   readonly elementCount: number;
   readonly payloadBytes: number;
+  /** The communicator a point-to-point message belongs to (0: the job's whole world; docs/protocol.md 8.4). */
+  readonly communicator: bigint;
 }
 
 function fail(field: string, seen: unknown, expected: string): never {
@@ -121,6 +124,7 @@ export function validateHeader(header: FrameHeader): void {
   checkRank('rootRank', header.rootRank, worldSize);
   if (header.sequence < 0n || header.sequence > MAX_U64) fail('sequence', header.sequence, 'a u64');
   if (header.tag < 0n || header.tag > MAX_U64) fail('tag', header.tag, 'a u64');
+  if (header.communicator < 0n || header.communicator > MAX_U64) fail('communicator', header.communicator, 'a u64');
   const hasPayload = (flags & FLAG_PAYLOAD) !== 0;
   if (hasPayload !== payloadBytes > 0) {
     fail('flags.PAYLOAD', hasPayload ? 'set' : 'clear', `${payloadBytes > 0 ? 'set' : 'clear'} for payloadBytes ${payloadBytes}`);
@@ -174,7 +178,8 @@ export function encodeHeaderInto(header: FrameHeader, target: Uint8Array, offset
   view.setBigUint64(56, header.tag, true);
   setU53(view, 64, header.elementCount);
   setU53(view, 72, header.payloadBytes);
-  target.fill(0, offset + 80, offset + HEADER_CHECKSUM_OFFSET);
+  view.setBigUint64(80, header.communicator, true);
+  target.fill(0, offset + 88, offset + HEADER_CHECKSUM_OFFSET);
   view.setUint32(HEADER_CHECKSUM_OFFSET, crc32c(target, offset, offset + HEADER_CHECKSUM_OFFSET), true);
 }
 
@@ -185,8 +190,8 @@ export function encodeHeader(header: FrameHeader): Uint8Array {
   return bytes;
 }
 
-/** Header bytes that must be 0, in the order they are checked: 11, 14, 15, 80..91. */
-const RESERVED_BYTES: readonly number[] = [11, 14, 15, ...Array.from({ length: 12 }, (_, index) => 80 + index)];
+/** Header bytes that must be 0, in the order they are checked: 11, 14, 15, 88..91. */
+const RESERVED_BYTES: readonly number[] = [11, 14, 15, ...Array.from({ length: 4 }, (_, index) => 88 + index)];
 
 /** A u64 field known to hold a safe integer, as two u32 halves (no bigint per header). */
 function setU53(view: DataView, offset: number, value: number): void {
@@ -242,6 +247,7 @@ export function decodeHeader(bytes: Uint8Array, offset = 0): FrameHeader {
     tag: view.getBigUint64(56, true),
     elementCount: safeU64(view, 64, 'elementCount', Number.MAX_SAFE_INTEGER),
     payloadBytes: safeU64(view, 72, 'payloadBytes', MAX_FRAME_PAYLOAD_BYTES),
+    communicator: view.getBigUint64(80, true),
   };
   validateHeader(header);
   return header;

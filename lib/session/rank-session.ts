@@ -1,11 +1,18 @@
 import type { AsyncIterableX } from './ix-types.js';
 import { defer, lastValueFrom, type Observable, type SchedulerLike, Subject } from 'rxjs';
+import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
+import { GroupLinks } from '../communicator/group-links.js';
+import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
+import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
 import type { CollectiveContext } from '../collectives/algorithm.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { sessionPlane } from '../collectives/select.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError } from '../errors.js';
+import { ElementType } from '../protocol/element-type.js';
+import { layoutHash } from '../protocol/layout-hash.js';
+import { communicatorText } from '../protocol/message-key.js';
 import type { DType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
@@ -61,6 +68,35 @@ export interface SessionParts {
   readonly nativePlane?: NativePlane | null;
 }
 
+/** Where a session sits in its job: the world, or a communicator made from it (`split`, `group`). */
+interface Membership {
+  /** The communicator's id (WORLD_COMMUNICATOR for the world): its messages' keys carry it. */
+  readonly id: bigint;
+  /** The job's links: every communicator's messages travel on them. */
+  readonly jobLinks: SessionLinks;
+  /** The job rank of each of this session's ranks. */
+  readonly jobRanks: readonly number[];
+}
+
+function worldMembership(links: SessionLinks): Membership {
+  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank) };
+}
+
+/** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
+interface SessionCore extends Omit<SessionParts, 'timeoutMs' | 'ranksShareHost' | 'nativePlane'> {
+  /** The collective timeout now (`setTimeout` changes it). */
+  readonly timeout: { ms: number };
+  readonly holds: readonly Promise<unknown>[];
+  readonly loop: EventLoopHold;
+  /** Memory for buffers that live for one collective: also where the coordinator's responses that feed a kernel are assembled. */
+  readonly scratch: BufferPool;
+  /** Every rank shares this rank's host (see `Situation`). */
+  readonly ranksShareHost: boolean;
+  /** The native data plane, where the job runs one. */
+  readonly nativePlane: NativePlane | null;
+  readonly membership: Membership;
+}
+
 /**
  * One rank's membership in a job (the reference design's `TcpRankSession`): an ordered collective
  * channel to the coordinator and the links of its transport (the coordinator's rails on
@@ -86,6 +122,21 @@ export class RankSession {
    */
   readonly events$: Observable<SessionEvent>;
   private readonly events = new Subject<SessionEvent>();
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly transport: CollectiveTransport;
+  private readonly links: SessionLinks;
+  private readonly coordinator: Pick<CollectiveChannel, 'exchange' | 'close'>;
+  private readonly failure: SessionFailure;
+  private readonly tuning: CollectiveTuning;
+  private readonly timeout: { ms: number };
+  private readonly holds: readonly Promise<unknown>[];
+  private readonly loop: EventLoopHold;
+  private readonly scheduler: SchedulerLike;
+  private readonly scratch: BufferPool;
+  private readonly ranksShareHost: boolean;
+  private readonly nativePlane: NativePlane | null;
+  private readonly membership: Membership;
   private readonly context: CollectiveContext;
   private readonly deadlines: LazyDeadlines;
   private readonly runner: CollectiveRunner;
@@ -93,31 +144,39 @@ export class RankSession {
   private readonly messaging: PointToPoint;
   private closed = false;
   private meshSequence = 0n;
+  /** Splits of this session so far: the next one's number in its communicators' ids. */
+  private splits = 0;
+  /** `group` calls so far, by rank set: the next one's number in its communicator's id. */
+  private readonly groups = new Map<string, number>();
+  /** Communicators made from this one and not closed yet: its close closes them. */
+  private readonly children = new Set<RankSession>();
   /**
    * A process whose only work left is this idle session (its sockets hold nothing) is about to
-   * exit: the session leaves first, so the others see a LEAVE, not a dropped connection.
+   * exit: the session leaves first, so the others see a LEAVE, not a dropped connection. (The
+   * world only: a communicator's links are the world's.)
    */
-  private readonly stopLeavingOnExit = leaveBeforeExit(() => void this.close());
+  private readonly stopLeavingOnExit: () => void;
+  /** What a communicator's close tells the session it was made from. */
+  private onClose: (() => void) | null = null;
 
-  private constructor(
-    readonly rank: number,
-    readonly worldSize: number,
-    readonly transport: CollectiveTransport,
-    private readonly links: SessionLinks,
-    private readonly coordinator: Pick<CollectiveChannel, 'exchange' | 'close'>,
-    private readonly failure: SessionFailure,
-    private readonly tuning: CollectiveTuning,
-    private readonly timeout: { ms: number },
-    private readonly holds: readonly Promise<unknown>[],
-    private readonly loop: EventLoopHold,
-    scheduler: SchedulerLike,
-    /** Memory for buffers that live for one collective: also where the coordinator's responses that feed a kernel are assembled. */
-    scratch: BufferPool,
-    /** Every rank shares this rank's host (see `Situation`). */
-    ranksShareHost: boolean,
-    /** The native data plane, where the job runs one. */
-    private readonly nativePlane: NativePlane | null,
-  ) {
+  private constructor(core: SessionCore) {
+    this.rank = core.rank;
+    this.worldSize = core.worldSize;
+    this.transport = core.transport;
+    this.links = core.links;
+    this.coordinator = core.coordinator;
+    this.failure = core.failure;
+    this.tuning = core.tuning;
+    this.timeout = core.timeout;
+    this.holds = core.holds;
+    this.loop = core.loop;
+    this.scheduler = core.scheduler;
+    this.scratch = core.scratch;
+    this.ranksShareHost = core.ranksShareHost;
+    this.nativePlane = core.nativePlane;
+    this.membership = core.membership;
+    const { rank, worldSize, transport, tuning, coordinator, failure, nativePlane, timeout, links, loop } = core;
+    this.stopLeavingOnExit = core.membership.id === WORLD_COMMUNICATOR ? leaveBeforeExit(() => void this.close()) : () => undefined;
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
     failure.failure$.subscribe({
@@ -127,14 +186,14 @@ export class RankSession {
         if (this.events.observed) this.events.next({ type: 'failed', error });
       },
     });
-    this.deadlines = new LazyDeadlines(scheduler);
+    this.deadlines = new LazyDeadlines(core.scheduler);
     this.context = sessionContext({
       rank,
       worldSize,
       transport,
       tuning,
       coordinator,
-      scratch,
+      scratch: core.scratch,
       nativePlane,
       timeoutMs: () => timeout.ms,
       nextMeshSequence: () => this.meshSequence++,
@@ -142,7 +201,7 @@ export class RankSession {
       abort: (reason) => void this.abortLinks(reason),
     });
     const plane = sessionPlane(transport, nativePlane !== null);
-    this.runner = new CollectiveRunner({ transport, links, context: this.context, tuning, plane, ranksShareHost, failure, loop, events: this.events });
+    this.runner = new CollectiveRunner({ transport, links, context: this.context, tuning, plane, ranksShareHost: core.ranksShareHost, failure, loop, events: this.events });
     this.requests = new CollectiveRequests(this.runner, rank, worldSize);
     this.messaging = new PointToPoint(links, failure, loop, this.events);
   }
@@ -162,22 +221,23 @@ export class RankSession {
     // gives the response's memory back to the pool it came from.
     const scratch = new BufferPool();
     const coordinator = new CollectiveChannel(collective, owner, () => timeout.ms, scratch);
-    const session = new RankSession(
-      options.rank,
-      options.worldSize,
-      options.transport,
+    const session = new RankSession({
+      rank: options.rank,
+      worldSize: options.worldSize,
+      transport: options.transport,
       links,
       coordinator,
       failure,
-      options.tuning,
+      tuning: options.tuning,
       timeout,
-      holds.closeAfter ?? [],
-      new EventLoopHold(sockets, busyPoll / 1000),
-      options.scheduler,
+      holds: holds.closeAfter ?? [],
+      loop: new EventLoopHold(sockets, busyPoll / 1000),
+      scheduler: options.scheduler,
       scratch,
-      options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
+      ranksShareHost: options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
-    );
+      membership: worldMembership(links),
+    });
     logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
     return session;
@@ -186,9 +246,23 @@ export class RankSession {
   /** A session over `parts` (no sockets, no topology probe). */
   static over(parts: SessionParts): RankSession {
     const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
-    const shared = parts.ranksShareHost ?? false;
-    const hold = new EventLoopHold([]);
-    return new RankSession(rank, worldSize, transport, links, coordinator, failure, tuning, { ms: timeoutMs }, [], hold, scheduler, new BufferPool(), shared, parts.nativePlane ?? null);
+    return new RankSession({
+      rank,
+      worldSize,
+      transport,
+      links,
+      coordinator,
+      failure,
+      tuning,
+      timeout: { ms: timeoutMs },
+      holds: [],
+      loop: new EventLoopHold([]),
+      scheduler,
+      scratch: new BufferPool(),
+      ranksShareHost: parts.ranksShareHost ?? false,
+      nativePlane: parts.nativePlane ?? null,
+      membership: worldMembership(links),
+    });
   }
 
   /**
@@ -198,6 +272,28 @@ export class RankSession {
    */
   get rails(): number {
     return this.links.rails;
+  }
+
+  /**
+   * This communicator's id: 0 for the job's world (the session `openSession` returns), else the id
+   * its messages carry on the wire (docs/protocol.md 8.4), the same on every member.
+   * @example
+   * const pairs = await session.split({ color: session.rank >> 1 });
+   * console.log(pairs?.communicatorId.toString(16));
+   */
+  get communicatorId(): bigint {
+    return this.membership.id;
+  }
+
+  /**
+   * The job rank (the world's rank) of each of this communicator's ranks: `jobRanks[r]` is rank r
+   * here. On the world, 0..W-1.
+   * @example
+   * const group = await session.split({ color: session.rank % 2 });
+   * console.log(`rank ${group!.rank} here is job rank ${group!.jobRanks[group!.rank]}`);
+   */
+  get jobRanks(): readonly number[] {
+    return this.membership.jobRanks;
   }
 
   /**
@@ -467,6 +563,58 @@ export class RankSession {
   }
 
   /**
+   * Splits this communicator (a collective: every rank calls it, in order with its other
+   * collectives): ranks that pass the same `color` form a new communicator, ordered by `key`, then
+   * by their rank here; `color: null` joins none and gets null. The new communicator has this
+   * session's whole API, its own sequence space, and runs its collectives beside this one's and
+   * other communicators' without waiting for them, on the job's existing connections (as MPI's
+   * `MPI_Comm_split`, NCCL's `ncclCommSplit`).
+   * @example
+   * const row = await session.split({ color: Math.floor(session.rank / 4), key: session.rank });
+   * await row!.allReduce(gradients, 'sum', { inPlace: true }); // summed over the 4 ranks of this row
+   */
+  async split(options: SplitOptions): Promise<Communicator | null> {
+    const entry = splitEntry(options);
+    const index = this.splits++;
+    const bytes = new Uint8Array(BigInt64Array.of(BigInt(entry.color), BigInt(entry.key)).buffer);
+    const request = { opcode: Opcode.AllGather, elementType: ElementType.I64, elementCount: 2, tag: layoutHash(SPLIT_LAYOUT) };
+    const response = await lastValueFrom(this.runner.queued(() => this.context.coordinate(request, [bytes])));
+    const said = new BigInt64Array(new Uint8Array(response.payload).buffer);
+    const entries = Array.from({ length: this.worldSize }, (_, rank) => ({ color: Number(said[2 * rank]), key: Number(said[2 * rank + 1]) }));
+    const members = splitMembers(entries, this.rank);
+    if (members === null) return null;
+    return this.communicator(childCommunicatorId(this.membership.id, `split ${index} color ${entries[this.rank]!.color}`), members);
+  }
+
+  /**
+   * A communicator of the ranks listed, in the order listed (only they call it, each with the same
+   * list; as torch's `new_group`, without the other ranks' calls). Its first act is an agreement
+   * of the listed ranks: a rank that lists them otherwise is named, and one that never calls is
+   * named as missing when the timeout ends it.
+   * @example
+   * if (session.rank < 2) {
+   *   const pair = await session.group([0, 1]);
+   *   await pair.broadcast(weights, 0, { inPlace: true });
+   * }
+   */
+  async group(ranks: readonly number[]): Promise<Communicator> {
+    const members = groupMembers(ranks, this.rank, this.worldSize);
+    const sorted = [...members].sort((a, b) => a - b);
+    const occurrence = this.groups.get(sorted.join(',')) ?? 0;
+    this.groups.set(sorted.join(','), occurrence + 1);
+    const how = `group ${sorted.join(',')} ${occurrence}`;
+    // The ranks meet first in rank order, whatever order each listed them in, and agree on the order
+    // itself (it is the layout): ranks that listed the same ranks otherwise fail, named.
+    const meeting = this.communicator(childCommunicatorId(this.membership.id, `${how} agreement`), sorted);
+    try {
+      await meeting.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`group ${members.join(',')}`) });
+    } finally {
+      await meeting.close();
+    }
+    return this.communicator(childCommunicatorId(this.membership.id, how), members);
+  }
+
+  /**
    * Measures latency and bandwidth between every pair of ranks on every rail (tcp_peer only; a
    * collective: every rank calls it). Every rank ends with the identical topology. Options default
    * to the `GX1_TOPOLOGY_PROBE_*` variables.
@@ -527,8 +675,10 @@ export class RankSession {
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
+      await Promise.all([...this.children].map((child) => child.close()));
       this.stopLeavingOnExit();
-      this.failure.close(new ChannelClosedError(`rank ${this.rank} session closed`));
+      this.failure.close(new ChannelClosedError(this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of communicator ${communicatorText(this.membership.id)} closed`));
+      this.onClose?.();
       this.runner.close();
       this.nativePlane?.close();
       this.links.close();
@@ -557,15 +707,65 @@ export class RankSession {
 
 
 
+  /**
+   * The communicator of `members` (ranks of this session, in their new order) with id `id`: the
+   * job's links under its own keys, its first rank as its coordinator, this session's tuning with
+   * the ring narrowed to its ranks (in the same order), its own failure, which follows this one's.
+   */
+  private communicator(id: bigint, members: readonly number[]): Communicator {
+    const { jobLinks, jobRanks } = this.membership;
+    const failure = new SessionFailure();
+    this.failure.failure$.subscribe({ error: (error: unknown) => failure.fail(error) });
+    const rank = members.indexOf(this.rank);
+    const links = new GroupLinks(jobLinks, members.map((member) => jobRanks[member]!), rank, id, failure);
+    const timeout = { ms: this.timeout.ms };
+    const coordinator = new LeaderCoordinator({
+      links,
+      uniqueId: communicatorUniqueId(id),
+      name: `communicator ${communicatorText(id)}`,
+      jobRanks: links.members,
+      pool: this.scratch,
+      timeoutMs: () => timeout.ms,
+      scheduler: this.scheduler,
+      abort: (reason) => void links.abort(reason),
+    });
+    const ringTuned = this.tuning.ringOrder !== null || this.tuning.topology !== null;
+    const ring = this.context.ringOrder.filter((member) => members.includes(member)).map((member) => members.indexOf(member));
+    const child = new RankSession({
+      rank,
+      worldSize: members.length,
+      transport: this.transport,
+      links,
+      coordinator,
+      failure,
+      tuning: { ...this.tuning, ringOrder: ringTuned ? ring : null, topology: null },
+      timeout,
+      holds: [],
+      loop: this.loop,
+      scheduler: this.scheduler,
+      scratch: this.scratch,
+      ranksShareHost: this.ranksShareHost,
+      nativePlane: null,
+      membership: { id, jobLinks, jobRanks: links.members },
+    });
+    this.children.add(child);
+    child.onClose = () => this.children.delete(child);
+    logSessionEvents(child.events$, this.rank, debugLog);
+    return child;
+  }
+
   /** Tells every rank to end the job, and stops this rank's own native collective now (not when the abort comes back). */
   private abortLinks(reason: string): number {
     this.nativePlane?.end();
     return this.links.abort(reason);
   }
-
-
-
 }
+
+/**
+ * A communicator: a session of some of the job's ranks (`split`, `group`), with the session's
+ * whole API. The session `openSession` returns is the world's communicator.
+ */
+export type Communicator = RankSession;
 
 /** What the join line says of the data plane: tcp_peer has one, native or JS. */
 function dataPlaneText(transport: CollectiveTransport, nativePlane: NativePlane | null): string {

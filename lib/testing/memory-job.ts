@@ -19,6 +19,7 @@ import { CollectiveAgreement } from '../protocol/agreement.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL, FRAME_HEADER_BYTES } from '../protocol/constants.js';
 import { makeHeader, type Frame } from '../protocol/frame.js';
 import { decodeHeader, encodeHeader, type FrameHeader } from '../protocol/header.js';
+import { headerKey, keyFields } from '../protocol/message-key.js';
 import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { BufferPool } from '../transport/buffer-pool.js';
@@ -198,7 +199,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       return;
     }
     const arrived = { message, header };
-    const posted = matchers[message.to]![message.rail]!.offer(message.from, header.tag, arrived);
+    const posted = matchers[message.to]![message.rail]!.offer(message.from, headerKey(header), arrived);
     if (posted !== null) deliver(arrived, posted);
   };
 
@@ -222,7 +223,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     const onArrival = options.sendsCompleteOnArrival === true;
     const header = encodeHeader(
       makeHeader(
-        { uniqueId, opcode: Opcode.Send, worldSize, sourceRank: rank, destinationRank: peer, tag, elementType: shape.elementType, elementCount: shape.count, flags: FLAG_P2P_CHANNEL },
+        { uniqueId, opcode: Opcode.Send, worldSize, sourceRank: rank, destinationRank: peer, ...keyFields(tag), elementType: shape.elementType, elementCount: shape.count, flags: FLAG_P2P_CHANNEL },
         bytes.length,
       ),
     );

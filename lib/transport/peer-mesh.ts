@@ -21,6 +21,7 @@ import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 import { LazyDeadlines } from './lazy-deadlines.js';
 import { TagMatcher } from './tag-matcher.js';
+import { headerKey, keyFields, keysText, keyText, type MessageKey } from '../protocol/message-key.js';
 import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
 
 /** Who a mesh belongs to. */
@@ -228,14 +229,14 @@ export class PeerMesh {
    * pushed back (then once it drained, or an error after `timeoutMs` of a peer not reading). The
    * returned function forgets a waiting send.
    */
-  write(rail: number, destination: number, tag: bigint, shape: MessageShape, payload: Uint8Array, timeoutMs: number, outcome: MessageOutcome<void>): Withdraw | undefined {
+  write(rail: number, destination: number, key: MessageKey, shape: MessageShape, payload: Uint8Array, timeoutMs: number, outcome: MessageOutcome<void>): Withdraw | undefined {
     if (this.failure !== null) throw this.failure;
     const { uniqueId, rank, worldSize } = this.identity;
     const link = this.linkIndex(destination, rail);
     const sequence = this.sequences[link]!;
     this.sequences[link] = sequence + 1n;
     const header = makeHeader(
-      { uniqueId, opcode: Opcode.Send, elementType: shape.elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, tag, elementCount: shape.count },
+      { uniqueId, opcode: Opcode.Send, elementType: shape.elementType, sourceRank: rank, destinationRank: destination, worldSize, sequence, ...keyFields(key), elementCount: shape.count },
       payload.length,
     );
     if (destination === rank) {
@@ -258,7 +259,7 @@ export class PeerMesh {
     const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
       if (!this.pushedBack.has(outcome)) return;
       forget();
-      outcome.error(new TimeoutError(`direct peer send to rank ${destination} with tag ${tag} on rail ${rail} (peer not reading)`));
+      outcome.error(new TimeoutError(`direct peer send to rank ${destination} with ${keyText(key)} on rail ${rail} (peer not reading)`));
     });
     this.pushedBack.add(outcome);
     void channel.drained().then(() => {
@@ -278,13 +279,13 @@ export class PeerMesh {
    * has not begun to arrive is read straight into it, and its payload is `into` itself; until the
    * receive ends, `into` may be written. The returned function withdraws a receive still waiting.
    */
-  post(rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null, outcome: MessageOutcome<Frame>): Withdraw | undefined {
+  post(rail: number, source: number, key: MessageKey, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null, outcome: MessageOutcome<Frame>): Withdraw | undefined {
     if (this.failure !== null) throw this.failure;
     this.checkLink(source === ANY_RANK ? null : source, rail);
     const matcher = this.matchers[rail]!;
     if (source !== ANY_RANK && this.inboundEnded[this.linkIndex(source, rail)] && !matcher.holdsFrom(source)) throw peerLeft(source);
     const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, outcome };
-    const frame = matcher.post(source, tag, posted);
+    const frame = matcher.post(source, key, posted);
     if (frame !== null) {
       this.countOff(rail, frame);
       deliver(frame, posted);
@@ -292,7 +293,7 @@ export class PeerMesh {
     }
     // Not there yet: wait, timed (a message already waiting needs no deadline).
     const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
-      if (matcher.withdraw(posted)) outcome.error(new TimeoutError(`direct peer receive from ${rankText(source)} with tag ${tag} on rail ${rail}`));
+      if (matcher.withdraw(posted)) outcome.error(new TimeoutError(`direct peer receive from ${rankText(source)} with ${keyText(key)} on rail ${rail}`));
     });
     return () => {
       this.deadlines.remove(deadline);
@@ -535,7 +536,7 @@ export class PeerMesh {
   /** The memory a posted receive named for a message `peer` is starting to send, if it fits. */
   private destinationOf(peer: number, rail: number, header: FrameHeader): Uint8Array | null {
     if (header.opcode !== Opcode.Send || header.sourceRank !== peer) return null;
-    const into = this.matchers[rail]!.peek(peer, header.tag)?.into ?? null;
+    const into = this.matchers[rail]!.peek(peer, headerKey(header))?.into ?? null;
     return into !== null && into.length === header.payloadBytes ? into : null;
   }
 
@@ -582,16 +583,16 @@ export class PeerMesh {
   }
 
   private overBudget(peer: number, rail: number, parked: number): ConfigurationError {
-    const tags = [...new Set(this.matchers[rail]!.waitingMessages().filter((frame) => frame.header.sourceRank === peer).map((frame) => frame.header.tag))];
+    const tags = [...new Set(this.matchers[rail]!.waitingMessages().filter((frame) => frame.header.sourceRank === peer).map((frame) => headerKey(frame.header)))];
     return new ConfigurationError(
-      `rank ${peer} parked ${parked} unmatched bytes at rank ${this.identity.rank} on rail ${rail} (tags ${tags.join(', ')}), ` +
+      `rank ${peer} parked ${parked} unmatched bytes at rank ${this.identity.rank} on rail ${rail} (${keysText(tags)}), ` +
         `over the limit of ${this.unmatchedBytesLimit} bytes: post receives for them, or raise the limit (unmatchedBytesLimit, GX1_P2P_UNMATCHED_BYTES)`,
     );
   }
 
   /** Hands a message to the oldest matching receive; returns true if it had to wait instead. */
   private onMessage(rail: number, frame: Frame): boolean {
-    const receive = this.matchers[rail]!.offer(frame.header.sourceRank, frame.header.tag, frame);
+    const receive = this.matchers[rail]!.offer(frame.header.sourceRank, headerKey(frame.header), frame);
     if (receive === null) return true;
     deliver(frame, receive);
     return false;
@@ -639,7 +640,7 @@ function deliver(frame: Frame, receive: PostedReceive): void {
   if (h.elementType !== receive.shape.elementType || (receive.shape.count !== null && h.elementCount !== receive.shape.count)) {
     receive.outcome.error(
       new ConfigurationError(
-        `point-to-point tag ${h.tag} contract mismatch: send ${elementTypeName(h.elementType)}/${h.elementCount} ` +
+        `point-to-point ${keyText(headerKey(h))} contract mismatch: send ${elementTypeName(h.elementType)}/${h.elementCount} ` +
           `receive ${elementTypeName(receive.shape.elementType)}/${receive.shape.count ?? 'any'} (rank ${h.sourceRank} -> rank ${h.destinationRank})`,
       ),
     );

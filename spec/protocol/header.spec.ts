@@ -41,6 +41,7 @@ function header(fields: Partial<FrameHeader> = {}): FrameHeader {
     tag: 0n,
     elementCount: 4,
     payloadBytes: 16,
+    communicator: 0n,
     ...fields,
   };
 }
@@ -117,7 +118,8 @@ describe('header round trip', () => {
         expect(view.getBigUint64(56, true)).toBe(h.tag);
         expect(view.getBigUint64(64, true)).toBe(BigInt(h.elementCount));
         expect(view.getBigUint64(72, true)).toBe(BigInt(h.payloadBytes));
-        expect([...bytes.subarray(80, 92)].every((byte) => byte === 0)).toBe(true);
+        expect(view.getBigUint64(80, true)).toBe(h.communicator);
+        expect([...bytes.subarray(88, 92)].every((byte) => byte === 0)).toBe(true);
       }),
       { numRuns: 100 },
     );
@@ -175,12 +177,12 @@ describe('header corruption', () => {
     }
   });
 
-  it('rejects non-zero reserved bytes (11, 14, 15, 80..91) naming the first such byte and its value', () => {
+  it('rejects non-zero reserved bytes (11, 14, 15, 88..91) naming the first such byte and its value', () => {
     expectProtocolError(() => decodeEdited((view) => view.setUint8(11, 5)), 'header field reserved byte 11 is 5, expected 0');
     expectProtocolError(() => decodeEdited((view) => view.setUint16(14, 1, true)), 'header field reserved byte 14 is 1, expected 0');
     expectProtocolError(() => decodeEdited((view) => view.setUint16(14, 0x100, true)), 'header field reserved byte 15 is 1, expected 0');
     expectProtocolError(() => decodeEdited((view) => view.setUint16(14, 0x0302, true)), 'header field reserved byte 14 is 2, expected 0');
-    for (let index = 80; index < 92; index++) {
+    for (let index = 88; index < 92; index++) {
       expectProtocolError(() => decodeEdited((view) => view.setUint8(index, 0x80)), `header field reserved byte ${index} is 128, expected 0`);
     }
   });

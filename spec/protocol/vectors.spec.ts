@@ -32,6 +32,8 @@ interface VectorFields {
   elementCount: number;
   payloadBytes: number;
   payload: string;
+  /** Bytes 80..87 (decimal string); absent: 0, the world. */
+  communicator?: string;
 }
 interface ValidVector {
   name: string;
@@ -75,6 +77,7 @@ function headerOf(fields: VectorFields): FrameHeader {
     tag: BigInt(fields.tag),
     elementCount: fields.elementCount,
     payloadBytes: fields.payloadBytes,
+    communicator: BigInt(fields.communicator ?? '0'),
   };
 }
 
@@ -95,6 +98,7 @@ function fieldsOf(frame: Frame): VectorFields {
     elementCount: h.elementCount,
     payloadBytes: h.payloadBytes,
     payload: Buffer.from(frame.payload).toString('hex'),
+    ...(h.communicator === 0n ? {} : { communicator: h.communicator.toString() }),
   };
 }
 

@@ -118,6 +118,7 @@ export function arbFrame(options: ArbFrameOptions = {}): fc.Arbitrary<Frame> {
           rootRank: arbRank(layout.worldSize),
           sequence: arbU64,
           tag: arbU64,
+          communicator: fc.oneof(fc.constant(0n), arbU64),
         })
         .map((f) => {
           const flags =
@@ -138,6 +139,7 @@ export function arbFrame(options: ArbFrameOptions = {}): fc.Arbitrary<Frame> {
             tag: f.tag,
             elementCount: layout.elementCount,
             payloadBytes: layout.payload.length,
+            communicator: f.communicator,
           };
           return { header, payload: layout.payload };
         }),

@@ -34,7 +34,8 @@ export interface Links {
   /** Parallel connections between every pair of ranks, 1..64. */
   readonly rails: number;
   /**
-   * Sends `bytes` to `peer` (itself too) on `rail` under `tag`; completes once the transport took
+   * Sends `bytes` to `peer` (itself too) on `rail` under `tag` (a message key: the tag, with a
+   * communicator's id above its 64 bits, lib/protocol/message-key.ts); completes once the transport took
    * them (the coordinator acknowledged, or the socket accepted them without pushing back). The
    * bytes must stay untouched until then.
    */
@@ -52,8 +53,8 @@ export interface Links {
    *
    * `waitMs` is how long the mesh waits for the message before the receive fails the job (default
    * the session timeout): a caller that times the wait itself, and names what is missing when it
-   * ends (a mesh collective), passes a longer one so that its own deadline speaks first. The
-   * coordinator's rails time every request by the session timeout.
+   * ends (a mesh collective, a communicator's leader), passes a longer one so that its own
+   * deadline speaks first.
    */
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array, waitMs?: number): Observable<Uint8Array>;
   /** Takes back a received payload's memory once its consumer is done with it (never required). */

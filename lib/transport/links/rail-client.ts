@@ -4,6 +4,7 @@ import { ANY_RANK, MAX_U64 } from '../../protocol/constants.js';
 import { abortFrame, abortReason, leaveHeader } from '../../protocol/control-frames.js';
 import { ElementType } from '../../protocol/element-type.js';
 import { makeHeader, type Frame } from '../../protocol/frame.js';
+import { keyFields, keyText } from '../../protocol/message-key.js';
 import { Opcode, opcodeName } from '../../protocol/opcode.js';
 import type { UniqueId } from '../../protocol/unique-id.js';
 import { type FrameChannel, outgoing } from '../frame-channel.js';
@@ -78,7 +79,7 @@ export class RailClient {
           destinationRank: request.peer,
           worldSize,
           sequence,
-          tag: request.tag,
+          ...keyFields(request.tag),
           elementCount: request.elementCount,
         },
         payload.length,
@@ -90,7 +91,7 @@ export class RailClient {
         first: Math.min(request.timeoutMs, MAX_TIMER_DELAY_MS),
         scheduler,
         with: () => {
-          failure.fail(new TimeoutError(`point-to-point ${opcodeName(request.opcode)} with tag ${request.tag} on rail ${this.rail}`));
+          failure.fail(new TimeoutError(`point-to-point ${opcodeName(request.opcode)} with ${keyText(request.tag)} on rail ${this.rail}`));
           return failure.ended$;
         },
       }),

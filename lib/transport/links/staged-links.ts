@@ -36,11 +36,11 @@ export class StagedLinks implements SessionLinks {
     }).pipe(map(() => undefined));
   }
 
-  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape): Observable<Uint8Array> {
+  receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, _into?: Uint8Array, waitMs?: number): Observable<Uint8Array> {
     if (shape.count === null) {
       return throwError(() => new ConfigurationError('a receive of any length needs direct peer links (tcp_peer): the coordinator matches exact shapes'));
     }
-    return this.clients[rail]!.request({ opcode: Opcode.Receive, peer, tag, elementType: shape.elementType, elementCount: shape.count, timeoutMs: this.timeoutMs() }).pipe(
+    return this.clients[rail]!.request({ opcode: Opcode.Receive, peer, tag, elementType: shape.elementType, elementCount: shape.count, timeoutMs: waitMs ?? this.timeoutMs() }).pipe(
       map((frame) => frame.payload),
     );
   }

@@ -77,6 +77,22 @@ export class ChannelClosedError extends RxcclError {
   }
 }
 
+/**
+ * A rank of this communicator was lost (its process died, its connection closed, or its heartbeat
+ * lease ran out) in a fault-tolerant job (`faultTolerant`, GX1_FAULT_TOLERANT=1): every pending and
+ * later operation of each communicator it belongs to fails with this, and `shrink()` goes on
+ * without it. `rank` is its rank in the job (`jobRanks`).
+ */
+export class RankLostError extends ChannelClosedError {
+  constructor(
+    readonly rank: number,
+    readonly reason: string,
+    where: string,
+  ) {
+    super(`rank ${rank} was lost (${reason}): ${where} cannot complete; shrink() continues with the ranks left`);
+  }
+}
+
 /** A connection could not prove it knows the job's secret, or asked for one this side lacks. */
 export class AuthenticationError extends RxcclError {
   constructor(message: string) {

@@ -16,11 +16,14 @@ export const launchCommand = defineCommand(
       'GX1_COLLECTIVE_TRANSPORT and a fresh GX1_SECRET (every connection proves it knows it), so',
       'openSession() needs no options. Output lines are prefixed',
       'with "[rank N] ". Exits 0 when every rank exits 0; when one fails, the others are ended',
-      'and the exit status is 1, naming the failing rank.',
+      'and the exit status is 1, naming the failing rank. With --keep-going the job is',
+      'fault-tolerant (GX1_FAULT_TOLERANT=1): a rank that fails is lost, the others go on (and',
+      'may shrink() their communicators), and the job exits 0 when at least one rank exits 0.',
     ].join('\n'),
     trailing: 'COMMAND',
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, required: true, help: 'number of ranks' },
+      'keep-going': { kind: 'boolean', help: 'a failed rank is lost, the others go on (a fault-tolerant job; see shrink())' },
       ...COORDINATOR_FLAGS,
     },
   },
@@ -35,6 +38,7 @@ export const launchCommand = defineCommand(
       ...(values.transport !== undefined ? { transport: parseTransport(values.transport, '--transport') } : {}),
       ...(values['collective-timeout'] !== undefined ? { collectiveTimeoutMs: values['collective-timeout'] } : {}),
       ...(values['heartbeat-timeout'] !== undefined ? { heartbeatTimeoutMs: values['heartbeat-timeout'] } : {}),
+      ...(values['keep-going'] === true ? { keepGoing: true } : {}),
     });
     return status;
   },

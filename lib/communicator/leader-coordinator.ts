@@ -69,7 +69,7 @@ const bytesShape = (count: number) => ({ elementType: ElementType.U8, count });
  * exchanges, set-timeout, and split and group themselves. The agreement of the collectives that run
  * on the links stays on the links (`agreeOnPeerData`).
  *
- * One round (docs/protocol.md 8.4): every member sends its request header; a member with payload
+ * One round (docs/protocol.md 13.6): every member sends its request header; a member with payload
  * waits for the leader's go before sending it (so nothing waits unmatched at the leader); the
  * leader routes and answers each member with a response header and its payload.
  */

@@ -11,7 +11,7 @@ export interface SplitOptions {
   readonly key?: number;
 }
 
-/** The layout text of a split's exchange: every rank's agreement names it (docs/protocol.md 8.4). */
+/** The layout text of a split's exchange: every rank's agreement names it (docs/protocol.md 13.4). */
 export const SPLIT_LAYOUT = 'split';
 
 /** The largest color (MPI's colors are non-negative ints). */

@@ -25,6 +25,13 @@ export interface CollectiveLoopOptions {
   readonly slowCollectiveMs?: number;
   /** Opened on each request, so the last of a sequence opens it as the responses go (see `CoordinatorOptions.busyWindow`). */
   readonly busyWindow?: BusyWindow | null;
+  /**
+   * A fault-tolerant job's: a rank whose channel fails is reported here as lost instead of failing
+   * the loop (one that closes cleanly is judged on its first rail: did it LEAVE?), and once a rank
+   * is gone the world's collectives are over: requests are dropped (every rank's world session
+   * fails on the coordinator's notice), no sequence times out.
+   */
+  readonly onRankGone?: (rank: number, reason: string, graceful: boolean) => void;
 }
 
 /** The sequence the loop is filling, for Abort frames sent when the loop fails. */
@@ -46,6 +53,8 @@ export interface CollectiveProgress {
  *   fails (protocol error, reset) fails the loop, between sequences too.
  * - A rank that disconnects mid-sequence fails the loop after a short grace, so that an abort
  *   racing the disconnect on another channel is reported instead.
+ * - In a fault-tolerant job (`onRankGone`) a rank whose channel ends is gone instead, and the
+ *   loop serves no more sequences; it completes when every channel ended.
  *
  * Emits nothing; completes on a clean end, errors with the failure.
  */
@@ -91,8 +100,12 @@ export function collectiveLoop(
       });
     });
 
+    // A fault-tolerant job that lost a rank: its world is over (see `onRankLost`).
+    let worldLost = false;
+
     const onRequest = (rank: number, frame: Frame) => {
       options.busyWindow?.open();
+      if (worldLost) return;
       // Every rank numbers its collectives from 0, one per answered request (docs 8.2, 9.2).
       if (frame.header.sequence !== sequence()) {
         throw new ProtocolError(`rank ${rank} submitted collective sequence ${frame.header.sequence}, expected ${sequence()}`);
@@ -134,6 +147,14 @@ export function collectiveLoop(
     };
 
     const onGone = (rank: number, reason: string | null) => {
+      if (options.onRankGone !== undefined) {
+        left[rank] = true;
+        worldLost = true;
+        deadlines.stop();
+        if (reason !== null) options.onRankGone(rank, `its collective channel failed: ${reason}`, false);
+        if (left.every(Boolean)) subscriber.complete();
+        return;
+      }
       // Only a clean close between sequences is a departure; a connection that fails (a protocol
       // error, a reset) fails the session even when no collective is in flight, as in the
       // reference design.

@@ -20,6 +20,8 @@ export type CoordinatorEvent =
   | { readonly type: 'rendezvous-timed-out'; readonly rank: number; readonly channel: string; readonly missing: readonly number[]; readonly timeoutMs: number }
   /** The rank's collective channel ended cleanly between sequences. */
   | { readonly type: 'rank-left'; readonly rank: number }
+  /** A fault-tolerant job lost the rank (`faultTolerant`): the others were told, the job goes on. */
+  | { readonly type: 'rank-lost'; readonly rank: number; readonly reason: string }
   /** The first rank submitted `sequence`. */
   | { readonly type: 'collective-started'; readonly sequence: number; readonly operation: string; readonly rank: number }
   | { readonly type: 'collective-completed'; readonly sequence: number; readonly operation: string; readonly bytes: number; readonly durationMs: number }
@@ -61,6 +63,8 @@ export function describeCoordinatorEvent(event: CoordinatorEvent): string {
       return `rank ${event.rank} waited ${event.timeoutMs} ms for ranks [${event.missing.join(',')}] to join (${event.channel})`;
     case 'rank-left':
       return `rank ${event.rank} left`;
+    case 'rank-lost':
+      return `rank ${event.rank} lost (${event.reason}); the other ranks were told`;
     case 'collective-started':
       return `collective sequence ${event.sequence} ${event.operation} started by rank ${event.rank}`;
     case 'collective-completed':

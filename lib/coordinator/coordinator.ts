@@ -3,7 +3,7 @@ import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject,
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
-import { abortFrame } from '../protocol/control-frames.js';
+import { abortFrame, rankLostFrame } from '../protocol/control-frames.js';
 import { makeHeader } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
@@ -28,6 +28,7 @@ import { p2pRouter } from './p2p-router.js';
 import { Admission, ADMISSION_GRACE_MS } from '../transport/admission.js';
 import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/handshake.js';
 import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
+import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
 
@@ -101,6 +102,12 @@ export interface CoordinatorOptions {
    * Default none.
    */
   busyWindow?: BusyWindow | null;
+  /**
+   * The job survives losing a rank (default `GX1_FAULT_TOLERANT`, else false; set it for the
+   * whole job): a rank whose connections end, or whose lease runs out, is reported to the others
+   * (a Leave notice naming it, docs/protocol.md 13.7) and dropped, instead of ending the job.
+   */
+  faultTolerant?: boolean;
 }
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
@@ -165,6 +172,8 @@ export class Coordinator {
   private readonly running: Subscription[] = [];
   private readonly pending = new Set<Socket>();
   private readonly earlyLeaves = new Map<FrameChannel, () => void>();
+  /** Ranks a fault-tolerant job lost (`loseRank`). */
+  private readonly lost = new Set<number>();
   private loopsLeft: number;
   private finished = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
@@ -235,6 +244,7 @@ export class Coordinator {
       maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
       tls: resolveTls(options.tls, env),
       busyWindow: options.busyWindow ?? null,
+      faultTolerant: resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT),
     };
     let coordinator: Coordinator | undefined;
     const admission = new Admission({
@@ -417,6 +427,7 @@ export class Coordinator {
               events: this.events,
               slowCollectiveMs: this.options.slowCollectiveMs,
               busyWindow: this.options.busyWindow,
+              ...this.lossReport(),
             },
             this.progress,
           )
@@ -430,6 +441,7 @@ export class Coordinator {
             rail: role.rail,
             events: this.events,
             busyWindow: this.options.busyWindow,
+            ...this.lossReport(),
           });
     this.running.push(
       loop.subscribe({
@@ -481,6 +493,32 @@ export class Coordinator {
     this.rendezvousDeadlines.clear();
     this.rejections.complete();
     this.events.complete();
+  }
+
+  /** Where the loops report a rank that is gone: only in a fault-tolerant job. */
+  private lossReport(): { onRankGone?: (rank: number, reason: string, graceful: boolean) => void } {
+    return this.options.faultTolerant ? { onRankGone: (rank, reason, graceful) => this.loseRank(rank, reason, graceful) } : {};
+  }
+
+  /**
+   * A fault-tolerant job is without `rank` from now on (`graceful`: it left): every other rank
+   * still here is told on its first rail (its control channel on tcp_peer), and the rank's
+   * connections are dropped, so that a rank that was only stopped cannot come back into a job
+   * that went on without it.
+   */
+  private loseRank(rank: number, reason: string, graceful: boolean): void {
+    if (this.finished || this.lost.has(rank)) return;
+    this.lost.add(rank);
+    this.events.next(graceful ? { type: 'rank-left', rank } : { type: 'rank-lost', rank, reason });
+    this.groups.get('rail 0')!.members.forEach((channel, destination) => {
+      if (channel === undefined || destination === rank || this.lost.has(destination)) return;
+      try {
+        channel.send(outgoing(rankLostFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, rank, destination, reason)));
+      } catch {
+        // That rank is going too: its own loss is reported when its connection ends.
+      }
+    });
+    for (const group of this.groups.values()) group.members[rank]?.destroy();
   }
 
   /** A rail that broke without failing the session: the rank learns why, then it is closed. */

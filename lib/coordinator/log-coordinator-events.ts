@@ -17,6 +17,7 @@ export function coordinatorEventLogger(log: DebugLog): EventLogger<CoordinatorEv
         'rank-joined': 'info',
         'channel-ready': 'info',
         'rank-left': 'info',
+  'rank-lost': 'warn',
         failed: 'info',
         finished: 'info',
         'collective-started': 'trace',

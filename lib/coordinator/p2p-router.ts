@@ -27,6 +27,12 @@ export interface P2pRouterOptions {
   readonly events?: CoordinatorEventSink;
   /** Opened on each frame (see `CoordinatorOptions.busyWindow`). */
   readonly busyWindow?: BusyWindow | null;
+  /**
+   * A fault-tolerant job's: a rank whose connection ends is reported here as gone, `graceful` when
+   * it said LEAVE first; one that closes without LEAVE, or whose lease runs out, is lost (and its
+   * connection dropped) instead of failing the router. The others go on.
+   */
+  readonly onRankGone?: (rank: number, reason: string, graceful: boolean) => void;
 }
 
 /**
@@ -42,7 +48,8 @@ export interface P2pRouterOptions {
  * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame: a rank silent
  * for longer fails the session (`heartbeat lease for rank 1; last contact 153 ms ago`), checked
  * on a timer stream every quarter of the timeout (1..250 ms). Without a lease (or after LEAVE) a
- * connection that breaks only counts as closed: the rank is told why (`refuse`) and dropped.
+ * connection that breaks only counts as closed: the rank is told why (`refuse`) and dropped. In a
+ * fault-tolerant job (`onRankGone`) a rank gone without LEAVE, or past its lease, is lost instead.
  * Completes when every rank's connection has ended; errors with the first failure.
  */
 export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterOptions): Observable<never> {
@@ -84,7 +91,10 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
 
     const onGone = (rank: number, reason: string | null) => {
       closed[rank] = true;
-      if (heartbeatTimeoutMs !== null && !graceful[rank]) {
+      if (options.onRankGone !== undefined) {
+        const why = graceful[rank] ? 'it left the job' : reason === null ? `its point-to-point rail ${rail} closed without LEAVE` : `its point-to-point rail ${rail} failed: ${reason}`;
+        options.onRankGone(rank, why, graceful[rank]!);
+      } else if (heartbeatTimeoutMs !== null && !graceful[rank]) {
         throw new ChannelClosedError(
           reason === null
             ? `point-to-point rank ${rank} disconnected without LEAVE`
@@ -109,9 +119,15 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
         interval(poll, scheduler).subscribe(() => {
           const now = scheduler.now();
           const stale = lastSeen.findIndex((seen, rank) => !closed[rank] && !graceful[rank] && now - seen >= heartbeatTimeoutMs);
-          if (stale >= 0) {
-            subscriber.error(new TimeoutError(`heartbeat lease for rank ${stale}; last contact ${Math.round(now - lastSeen[stale]!)} ms ago`));
+          if (stale < 0) return;
+          const expired = `heartbeat lease for rank ${stale}; last contact ${Math.round(now - lastSeen[stale]!)} ms ago`;
+          if (options.onRankGone === undefined) {
+            subscriber.error(new TimeoutError(expired));
+            return;
           }
+          closed[stale] = true;
+          options.onRankGone(stale, expired, false);
+          if (closed.every(Boolean)) subscriber.complete();
         }),
       );
     }

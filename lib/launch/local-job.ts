@@ -17,6 +17,13 @@ export interface LocalJobOptions {
   readonly transport?: CollectiveTransport;
   readonly collectiveTimeoutMs?: number;
   readonly heartbeatTimeoutMs?: number;
+  /**
+   * A fault-tolerant job (`rxccl launch --keep-going`): the coordinator and every rank get
+   * GX1_FAULT_TOLERANT=1, and a rank that fails (exits non-zero, is killed) is lost, reported on
+   * stderr, while the others go on (they learn of it and may `shrink()`). The job then succeeds
+   * when at least one rank exits 0; only the coordinator's failure ends it.
+   */
+  readonly keepGoing?: boolean;
   /** The environment the ranks inherit, before the `GX1_*` variables (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv;
   readonly stdout?: Writable;
@@ -42,6 +49,8 @@ export interface JobOutcome {
   readonly ok: boolean;
   /** The first failure, naming the rank (or the coordinator) and why; null when ok. */
   readonly failure: string | null;
+  /** With `keepGoing`: the ranks that failed while the job went on, each with why. */
+  readonly lost: readonly string[];
   /** Set when the job was ended by a signal the launcher received. */
   readonly interruptedBy: NodeJS.Signals | null;
 }
@@ -78,6 +87,8 @@ export class LocalJob {
   private readonly joined = new Set<number>();
   private readonly left = new Set<number>();
   private stragglerReport: NodeJS.Timeout | null = null;
+  /** With `keepGoing`: ranks that failed while the others went on. */
+  private readonly lost: string[] = [];
 
   private constructor(
     readonly coordinator: Coordinator,
@@ -97,7 +108,7 @@ export class LocalJob {
     });
     for (const rank of ranks) {
       void rank.exited.then((exit) => {
-        if (exit.kind !== 'exited' || exit.code !== 0) this.fail(this.rootCauseOf(`rank ${rank.rank} ${describeExit(exit)}`));
+        if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank.rank, describeExit(exit));
         else this.watchStragglers();
         if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
       });
@@ -124,6 +135,7 @@ export class LocalJob {
       ...(options.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: options.collectiveTimeoutMs } : {}),
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
+      ...(options.keepGoing === true ? { faultTolerant: true } : {}),
       busyWindow: coordinatorBusyWindow(env),
     }, env);
     const shared = {
@@ -134,6 +146,7 @@ export class LocalJob {
       GX1_P2P_RAILS: String(coordinator.rails),
       GX1_COLLECTIVE_TRANSPORT: coordinator.transport,
       GX1_SECRET: secret,
+      ...(options.keepGoing === true ? { GX1_FAULT_TOLERANT: '1' } : {}),
     };
     const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
       RankProcess.start({
@@ -177,6 +190,18 @@ export class LocalJob {
     const missing = [...this.neverJoined].filter((rank) => !this.joined.has(rank)).sort((a, b) => a - b);
     if (missing.length === 0) return exit;
     return `ranks [${missing.join(',')}] never joined the job (the others waited ${this.rendezvousTimeoutMs} ms for them); then ${exit}`;
+  }
+
+  /** A rank failed: the job's failure, or with `keepGoing` a lost rank the others go on without. */
+  private rankFailed(rank: number, exit: string): void {
+    if (this.options.keepGoing !== true || this.failure !== null) {
+      this.fail(this.rootCauseOf(`rank ${rank} ${exit}`));
+      return;
+    }
+    const lost = `rank ${rank} ${exit}`;
+    this.lost.push(lost);
+    (this.options.stderr ?? process.stderr).write(`rxccl launch: ${lost}; the job goes on without it (--keep-going)\n`);
+    if (this.lost.length === this.ranks.length) this.fail(`every rank failed: ${this.lost.join('; ')}`);
   }
 
   /** The first failure: the other ranks get the grace to report their own errors, then are ended. */
@@ -259,6 +284,6 @@ export class LocalJob {
     const drained = await Promise.race([Promise.all(this.ranks.map((rank) => rank.drained)), delay(DRAIN_GRACE_MS)]);
     if (drained === 'late') for (const rank of this.ranks) rank.abandonOutput();
     process.off('exit', this.killAllOnExit);
-    return { ok: this.failure === null, failure: this.failure, interruptedBy: this.interruptedBy };
+    return { ok: this.failure === null, failure: this.failure, interruptedBy: this.interruptedBy, lost: this.lost };
   }
 }

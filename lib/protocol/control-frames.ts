@@ -90,3 +90,15 @@ export function peerEndpointFrame(origin: FrameOrigin & { readonly rank: number 
     payload,
   );
 }
+
+/**
+ * In a fault-tolerant job, the coordinator's notice to `destination` that rank `lost` is gone: a
+ * Leave whose sourceRank is the lost rank, carrying why (UTF-8) (docs/protocol.md 13.7).
+ */
+export function rankLostFrame(origin: FrameOrigin, lost: number, destination: number, reason: string): Frame {
+  const payload = utf8(reason);
+  return makeFrame(
+    { uniqueId: origin.uniqueId, opcode: Opcode.Leave, elementType: ElementType.U8, sourceRank: lost, destinationRank: destination, worldSize: origin.worldSize, elementCount: payload.length },
+    payload,
+  );
+}

@@ -50,7 +50,7 @@ export interface FrameHeader {
   readonly tag: bigint;
   readonly elementCount: number;
   readonly payloadBytes: number;
-  /** The communicator a point-to-point message belongs to (0: the job's whole world; docs/protocol.md 8.4). */
+  /** The communicator a point-to-point message belongs to (0: the job's whole world; docs/protocol.md 13.1). */
   readonly communicator: bigint;
 }
 

@@ -26,6 +26,7 @@ import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import { dataPlaneOffer, usesNativeDataPlane } from './data-plane-setting.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
+import type { RankLosses } from '../transport/rank-losses.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { validateResponse } from '../transport/validate-response.js';
 import { meshProcessesOnHost, stagedProcessesOnHost } from './busy-poll.js';
@@ -48,13 +49,25 @@ export interface OpenedLinks {
  * `connect_with_transport_configuration`). `timeoutMs` is read at each request, so a later
  * `setTimeout` applies to the links too.
  */
-export async function openLinks(options: ResolvedSessionOptions, failure: SessionFailure, timeoutMs: () => number): Promise<OpenedLinks> {
+export async function openLinks(options: ResolvedSessionOptions, failure: SessionFailure, timeoutMs: () => number, losses: RankLosses | null = null): Promise<OpenedLinks> {
   const address = { host: options.host, port: options.port };
-  const owner: RailOwner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
+  // A fault-tolerant job hears of lost ranks on its first rail; the mesh closes its links to them too.
+  let dropPeer: (rank: number) => void = () => undefined;
+  const rankLost =
+    losses === null
+      ? {}
+      : {
+          rankLost: (rank: number, reason: string) => {
+            losses.notice(rank, reason);
+            dropPeer(rank);
+          },
+        };
+  const owner: RailOwner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler, ...rankLost };
   if (options.transport === 'tcp_peer') {
     const collective = await connectChannel(address, join(options, null));
     try {
-      const { links, sockets, processesOnHost, nativePlane } = await openMeshLinks(collective, address, options, owner, timeoutMs);
+      const { links, sockets, processesOnHost, nativePlane, mesh } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
+      dropPeer = (rank) => mesh.dropPeer(rank);
       return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane };
     } catch (error) {
       collective.destroy();
@@ -100,7 +113,8 @@ async function openMeshLinks(
   options: ResolvedSessionOptions,
   owner: RailOwner,
   timeoutMs: () => number,
-): Promise<{ links: MeshLinks; sockets: Socket[]; processesOnHost: number; nativePlane: NativePlane | null }> {
+  losses: RankLosses | null,
+): Promise<{ links: MeshLinks; mesh: PeerMesh; sockets: Socket[]; processesOnHost: number; nativePlane: NativePlane | null }> {
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
@@ -134,9 +148,11 @@ async function openMeshLinks(
       throw error;
     }
     mesh.failureHandler = (error) => owner.failure.fail(error);
+    if (losses !== null) mesh.departureHandler = (peer) => losses.suspect(peer, 'its direct peer links closed');
     const sockets = mesh.dataLinks;
     return {
-      links: new MeshLinks(mesh, control, owner.failure, timeoutMs),
+      links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses !== null),
+      mesh,
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,
       nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, options.spin), rank, worldSize),

@@ -1,5 +1,6 @@
 import type { AsyncIterableX } from './ix-types.js';
-import { defer, lastValueFrom, type Observable, type SchedulerLike, Subject } from 'rxjs';
+import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription } from 'rxjs';
+import { agreeOnSurvivors } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { GroupLinks } from '../communicator/group-links.js';
 import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
@@ -9,7 +10,7 @@ import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { sessionPlane } from '../collectives/select.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
 import { debugLog } from '../diagnostics/debug-log.js';
-import { ChannelClosedError, ConfigurationError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, RankLostError } from '../errors.js';
 import { ElementType } from '../protocol/element-type.js';
 import { layoutHash } from '../protocol/layout-hash.js';
 import { communicatorText } from '../protocol/message-key.js';
@@ -26,6 +27,7 @@ import { BufferPool } from '../transport/buffer-pool.js';
 import { CollectiveChannel } from '../transport/collective-channel.js';
 import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { SessionLinks } from '../transport/links/links.js';
+import { RankLosses } from '../transport/rank-losses.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { validateTimeout } from '../transport/transport-kind.js';
@@ -66,6 +68,8 @@ export interface SessionParts {
   readonly ranksShareHost?: boolean;
   /** The native data plane (tcp_peer), where the job runs one; default none (the JS plane). */
   readonly nativePlane?: NativePlane | null;
+  /** A fault-tolerant job's lost ranks as this rank hears of them (`failure` is then the job's); default none. */
+  readonly losses?: RankLosses | null;
 }
 
 /** Where a session sits in its job: the world, or a communicator made from it (`split`, `group`). */
@@ -76,14 +80,18 @@ interface Membership {
   readonly jobLinks: SessionLinks;
   /** The job rank of each of this session's ranks. */
   readonly jobRanks: readonly number[];
+  /** The job's own failure (an abort, the coordinator lost): every communicator fails with it. */
+  readonly jobFailure: SessionFailure;
+  /** The ranks a fault-tolerant job lost; null: the job is not fault-tolerant. */
+  readonly losses: RankLosses | null;
 }
 
-function worldMembership(links: SessionLinks): Membership {
-  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank) };
+function worldMembership(links: SessionLinks, jobFailure: SessionFailure, losses: RankLosses | null = null): Membership {
+  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses };
 }
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
-interface SessionCore extends Omit<SessionParts, 'timeoutMs' | 'ranksShareHost' | 'nativePlane'> {
+interface SessionCore extends Omit<SessionParts, 'timeoutMs' | 'ranksShareHost' | 'nativePlane' | 'losses'> {
   /** The collective timeout now (`setTimeout` changes it). */
   readonly timeout: { ms: number };
   readonly holds: readonly Promise<unknown>[];
@@ -156,6 +164,10 @@ export class RankSession {
    * world only: a communicator's links are the world's.)
    */
   private readonly stopLeavingOnExit: () => void;
+  /** Ends this communicator when one of its ranks is lost (a fault-tolerant job's). */
+  private readonly lossWatch: Subscription | null;
+  /** Shrinks of this communicator so far: the next one's number in its communicator's id. */
+  private shrinks = 0;
   /** What a communicator's close tells the session it was made from. */
   private onClose: (() => void) | null = null;
 
@@ -187,6 +199,7 @@ export class RankSession {
       },
     });
     this.deadlines = new LazyDeadlines(core.scheduler);
+    this.lossWatch = this.watchLosses();
     this.context = sessionContext({
       rank,
       worldSize,
@@ -207,16 +220,19 @@ export class RankSession {
   }
 
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
-    const failure = new SessionFailure();
+    const jobFailure = new SessionFailure();
+    const losses = options.faultTolerant ? new RankLosses() : null;
+    // In a fault-tolerant job the world can fail alone (a lost rank) while the job goes on.
+    const failure = losses === null ? jobFailure : SessionFailure.following(jobFailure);
     const timeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost, nativePlane } = await openLinks(options, failure, () => timeout.ms);
+    const { collective, links, sockets, processesOnHost, nativePlane } = await openLinks(options, jobFailure, () => timeout.ms, losses);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
         `(${options.transport}, ${links.rails} rails, ${dataPlaneText(options.transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
-    const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler };
+    const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure: jobFailure, scheduler: options.scheduler };
     // One pool for the session's scratch and the staged responses it reduces, so that a reduction
     // gives the response's memory back to the pool it came from.
     const scratch = new BufferPool();
@@ -236,7 +252,7 @@ export class RankSession {
       scratch,
       ranksShareHost: options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
-      membership: worldMembership(links),
+      membership: worldMembership(links, jobFailure, losses),
     });
     logSessionEvents(session.events$, options.rank, debugLog);
     if (options.tuning.topology === 'probe') await session.useProbedRing();
@@ -245,7 +261,9 @@ export class RankSession {
 
   /** A session over `parts` (no sockets, no topology probe). */
   static over(parts: SessionParts): RankSession {
-    const { rank, worldSize, transport, links, coordinator, failure, tuning, timeoutMs, scheduler } = parts;
+    const { rank, worldSize, transport, links, coordinator, tuning, timeoutMs, scheduler } = parts;
+    const losses = parts.losses ?? null;
+    const failure = losses === null ? parts.failure : SessionFailure.following(parts.failure);
     return new RankSession({
       rank,
       worldSize,
@@ -261,7 +279,7 @@ export class RankSession {
       scratch: new BufferPool(),
       ranksShareHost: parts.ranksShareHost ?? false,
       nativePlane: parts.nativePlane ?? null,
-      membership: worldMembership(links),
+      membership: worldMembership(links, parts.failure, losses),
     });
   }
 
@@ -276,7 +294,7 @@ export class RankSession {
 
   /**
    * This communicator's id: 0 for the job's world (the session `openSession` returns), else the id
-   * its messages carry on the wire (docs/protocol.md 8.4), the same on every member.
+   * its messages carry on the wire (docs/protocol.md 13.1), the same on every member.
    * @example
    * const pairs = await session.split({ color: session.rank >> 1 });
    * console.log(pairs?.communicatorId.toString(16));
@@ -677,7 +695,10 @@ export class RankSession {
       this.closed = true;
       await Promise.all([...this.children].map((child) => child.close()));
       this.stopLeavingOnExit();
-      this.failure.close(new ChannelClosedError(this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of communicator ${communicatorText(this.membership.id)} closed`));
+      const closed = new ChannelClosedError(this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of ${this.name} closed`);
+      this.failure.close(closed);
+      if (this.membership.id === WORLD_COMMUNICATOR) this.membership.jobFailure.close(closed);
+      this.lossWatch?.unsubscribe();
       this.onClose?.();
       this.runner.close();
       this.nativePlane?.close();
@@ -708,14 +729,84 @@ export class RankSession {
 
 
   /**
+   * After a rank of this communicator was lost (a fault-tolerant job: `faultTolerant`,
+   * GX1_FAULT_TOLERANT=1, `rxccl launch --keep-going`): every rank left calls it, and gets a new
+   * communicator of the ranks left, in their order here, on the same connections (as ULFM's
+   * `MPI_Comm_shrink`, NCCL's `ncclCommShrink`). The ranks agree on who is left from the
+   * coordinator's notices, so a rank that is only slow stays in; a rank lost during the shrink is
+   * left out too. A job whose coordinator is gone (or that was aborted) cannot go on: shrink then
+   * fails with that, saying so.
+   * @example
+   * try {
+   *   await world.allReduce(gradients, 'sum', { inPlace: true });
+   * } catch (error) {
+   *   if (!(error instanceof RankLostError)) throw error;
+   *   world = await world.shrink(); // the same call, on the ranks left
+   * }
+   */
+  async shrink(): Promise<Communicator> {
+    const { losses, jobFailure, jobLinks, jobRanks } = this.membership;
+    if (losses === null) {
+      throw new ConfigurationError('shrink() needs a fault-tolerant job (faultTolerant: true, GX1_FAULT_TOLERANT=1, or rxccl launch --keep-going)');
+    }
+    if (this.closed) throw new ChannelClosedError(`rank ${this.rank} of ${this.name} closed: nothing to shrink`);
+    if (jobFailure.failed) {
+      throw new ChannelClosedError(
+        `rank ${this.rank} cannot shrink ${this.name}: the job itself failed (${failureText(jobFailure.error)}); a job goes on without lost ranks, never without its coordinator or after an abort`,
+      );
+    }
+    const index = this.shrinks++;
+    // The agreement's own keys, on every rank of this communicator (lost ones too: their notices end the waits).
+    const agreement = SessionFailure.following(jobFailure);
+    const links = new GroupLinks(jobLinks, jobRanks, this.rank, childCommunicatorId(this.membership.id, `shrink ${index}`), agreement);
+    const parts = { links, jobRanks, losses, timeoutMs: this.timeout.ms, scheduler: this.scheduler, name: this.name };
+    try {
+      for (let round = 0; ; ) {
+        const survivors = await lastValueFrom(agreeOnSurvivors(parts, round));
+        round = survivors.nextRound;
+        const ranks = survivors.ranks.join(',');
+        const shrunk = this.communicator(childCommunicatorId(this.membership.id, `shrink ${index} ${ranks}`), survivors.ranks);
+        try {
+          // Every survivor agreed on the same ranks; one lost meanwhile fails this, and the agreement goes on.
+          await shrunk.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`shrink ${ranks}`) });
+          return shrunk;
+        } catch (error) {
+          await shrunk.close();
+          if (!(error instanceof RankLostError)) throw error;
+        }
+      }
+    } finally {
+      agreement.close(new ChannelClosedError(`rank ${this.rank} shrink of ${this.name} ended`));
+    }
+  }
+
+  /** `communicator 0x...`, or `the job's world`: how errors name this communicator. */
+  private get name(): string {
+    return this.membership.id === WORLD_COMMUNICATOR ? "the job's world" : `communicator ${communicatorText(this.membership.id)}`;
+  }
+
+  /**
+   * In a fault-tolerant job, fails this communicator when one of its ranks is lost (every pending
+   * and later operation ends with `RankLostError`), and drops what still comes of its messages.
+   */
+  private watchLosses(): Subscription | null {
+    const { losses, jobRanks, jobLinks, id } = this.membership;
+    if (losses === null) return null;
+    return losses.lost$.pipe(first((loss) => jobRanks.includes(loss.rank))).subscribe((loss) => {
+      this.failure.fail(new RankLostError(loss.rank, loss.reason, `rank ${this.rank} of ${this.name}`));
+      jobLinks.forget?.(id);
+    });
+  }
+
+  /**
    * The communicator of `members` (ranks of this session, in their new order) with id `id`: the
    * job's links under its own keys, its first rank as its coordinator, this session's tuning with
-   * the ring narrowed to its ranks (in the same order), its own failure, which follows this one's.
+   * the ring narrowed to its ranks (in the same order), and a failure of its own that follows the
+   * job's (not this session's: in a fault-tolerant job a communicator outlives a lost rank it lacks).
    */
   private communicator(id: bigint, members: readonly number[]): Communicator {
-    const { jobLinks, jobRanks } = this.membership;
-    const failure = new SessionFailure();
-    this.failure.failure$.subscribe({ error: (error: unknown) => failure.fail(error) });
+    const { jobLinks, jobRanks, jobFailure } = this.membership;
+    const failure = SessionFailure.following(jobFailure);
     const rank = members.indexOf(this.rank);
     const links = new GroupLinks(jobLinks, members.map((member) => jobRanks[member]!), rank, id, failure);
     const timeout = { ms: this.timeout.ms };
@@ -746,7 +837,7 @@ export class RankSession {
       scratch: this.scratch,
       ranksShareHost: this.ranksShareHost,
       nativePlane: null,
-      membership: { id, jobLinks, jobRanks: links.members },
+      membership: { ...this.membership, id, jobRanks: links.members },
     });
     this.children.add(child);
     child.onClose = () => this.children.delete(child);

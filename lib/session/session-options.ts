@@ -1,6 +1,7 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
 import { ConfigurationError } from '../errors.js';
+import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { type BusyPollSetting, resolveBusyPoll } from './busy-poll.js';
 import {
@@ -76,6 +77,11 @@ export interface SessionOptions extends TuningOptions {
    */
   dataPlane?: DataPlaneSetting;
   /**
+   * The job survives losing a rank (default `GX1_FAULT_TOLERANT`, else false; the same on every
+   * rank and the coordinator): see `shrink()`. Such a job's collectives run on the JS plane.
+   */
+  faultTolerant?: boolean;
+  /**
    * The native data plane: how long a wait for a peer spins before it sleeps (default
    * `GX1_SPIN_US`, else `auto`). A spinning rank sees a small collective's data at once, but a
    * rank whose peer is late every call burns the spin for nothing. `auto`: up to 20 ms, halved
@@ -104,6 +110,7 @@ export interface ResolvedSessionOptions {
   readonly busyPoll: BusyPollSetting;
   readonly dataPlane: DataPlaneSetting;
   readonly spin: MicrosSetting;
+  readonly faultTolerant: boolean;
 }
 
 /** Splits `host:port` (IPv6 as `[::1]:port`). */
@@ -119,7 +126,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, the tuning
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_FAULT_TOLERANT`, the tuning
  * variables),
  * else the default.
  */
@@ -131,6 +138,11 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
   }
   const rails = options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS);
   const tls = resolveTls(options.tls, env);
+  const faultTolerant = resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT);
+  if (faultTolerant && (options.dataPlane ?? env.GX1_DATA_PLANE)?.trim() === 'native') {
+    throw new ConfigurationError('dataPlane=native cannot be used in a fault-tolerant job (GX1_FAULT_TOLERANT=1): its data links do not survive a lost rank (use auto or js)');
+  }
+  const dataPlane = resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null);
   return {
     host,
     port,
@@ -147,7 +159,9 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     tuning: resolveTuning(options, worldSize, env),
     scheduler: options.scheduler ?? asyncScheduler,
     busyPoll: resolveBusyPoll(options.busyPollMicros, env),
-    dataPlane: resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null),
+    // A fault-tolerant job's collectives run on the JS plane: the native plane's links end with a lost rank.
+    dataPlane: faultTolerant ? 'js' : dataPlane,
+    faultTolerant,
     spin: resolveMicros(options.spinMicros, 'spinMicros', env, 'GX1_SPIN_US', MAX_SPIN_MICROS),
   };
 }

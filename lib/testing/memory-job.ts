@@ -26,6 +26,7 @@ import { BufferPool } from '../transport/buffer-pool.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS, type CollectiveRequest } from '../transport/collective-channel.js';
 import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from '../transport/links/links.js';
+import { RankLosses } from '../transport/rank-losses.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import { TagMatcher } from '../transport/tag-matcher.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
@@ -79,6 +80,8 @@ export interface MemoryRank {
   readonly nativePlane: NativePlane | null;
   /** This rank's one failure: an abort from any rank, a timeout, a link error. */
   readonly failure: SessionFailure;
+  /** With `faultTolerant`: the ranks this rank heard were lost (`kill`), else null. */
+  readonly losses: RankLosses | null;
 }
 
 export interface MemoryJobOptions {
@@ -110,6 +113,11 @@ export interface MemoryJobOptions {
    * outstanding for as long as the interleaving likes.
    */
   readonly sendsCompleteOnArrival?: boolean;
+  /**
+   * A fault-tolerant job: `kill` does not end it; every other rank hears the rank was lost (as the
+   * coordinator's notice says), and the in-memory coordinator serves the world no more.
+   */
+  readonly faultTolerant?: boolean;
 }
 
 /** What the links carried, for tests that check which path the data took. */
@@ -130,7 +138,10 @@ export interface MemoryJob {
   readonly traffic: MemoryTraffic;
   /** Ends the job on every rank with `reason`, as an Abort from `rank` (null: the coordinator) would. */
   abort(reason: string, rank: number | null): void;
-  /** Rank `rank` is gone: nothing reaches it any more, and the coordinator ends the job naming it. */
+  /**
+   * Rank `rank` is gone: nothing reaches it any more, and the coordinator ends the job naming it
+   * (with `faultTolerant`: tells every other rank it was lost, and the job goes on).
+   */
   kill(rank: number): void;
 }
 
@@ -142,6 +153,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   const uniqueId = UniqueId.random();
   const matchers = Array.from({ length: worldSize }, () => Array.from({ length: rails }, () => new TagMatcher<Arrived, Posted>()));
   const failures = Array.from({ length: worldSize }, () => new SessionFailure());
+  const losses = Array.from({ length: worldSize }, () => (options.faultTolerant === true ? new RankLosses() : null));
   const dead = new Array<boolean>(worldSize).fill(false);
   const agreement = new CollectiveAgreement(worldSize);
   const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[], overwrittenSends: [] as string[] };
@@ -319,7 +331,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       schedules: new ScheduleCache(),
       ...options.contextOf?.(rank),
     };
-    return { links, context, failure, nativePlane };
+    return { links, context, failure, nativePlane, losses: losses[rank]! };
   });
 
   return {
@@ -330,7 +342,14 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       if (dead[rank]) return;
       dead[rank] = true;
       for (const matcher of matchers[rank]!) matcher.takeReceives(() => true);
-      abort(`rank ${rank} disconnected before collective sequence ${agreement.nextSequence()}`, null);
+      if (options.faultTolerant !== true) {
+        abort(`rank ${rank} disconnected before collective sequence ${agreement.nextSequence()}`, null);
+        return;
+      }
+      coordinator.loseWorld();
+      release(`notice: rank ${rank} lost`, () => {
+        for (const heard of losses) heard?.notice(rank, 'killed');
+      }, true);
     },
   };
 }
@@ -368,9 +387,12 @@ function coordinatorInMemory(worldSize: number, parts: CoordinatorParts) {
   let arrived = 0;
   let deadline: { unsubscribe(): void } | null = null;
   let timeoutMs = parts.timeoutMs;
+  // A fault-tolerant job that lost a rank: the world's rounds are over (no answer, no timeout).
+  let worldLost = false;
 
   const exchange = (rank: number, request: CollectiveRequest, payloadParts: readonly Uint8Array[]) =>
     new Observable<Frame>((subscriber) => {
+      if (worldLost) return;
       const payload = concatBytes(payloadParts);
       const frame = { header: makeHeader({ ...request, uniqueId, sourceRank: rank, worldSize, sequence: sequences[rank]! }, payload.length), payload };
       sequences[rank]! += 1n;
@@ -406,7 +428,11 @@ function coordinatorInMemory(worldSize: number, parts: CoordinatorParts) {
         parts.abort(failureText(error));
       }
     });
-  return { exchange };
+  const loseWorld = () => {
+    worldLost = true;
+    deadline?.unsubscribe();
+  };
+  return { exchange, loseWorld };
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -35,8 +35,12 @@ const STEP_METHODS = [
 
 type StepMethod = (typeof STEP_METHODS)[number];
 
-/** What a program gets for its rank: the session's API, plus the virtual clock. */
-export type SimulatedRank = Pick<RankSession, 'rank' | 'worldSize' | 'rails' | 'transport' | StepMethod> & {
+/**
+ * What a program gets for its rank: the session's API, plus the virtual clock. `split`, `group` and
+ * `shrink` give communicators (whole sessions: their calls are not steps, faults strike at the
+ * world's calls).
+ */
+export type SimulatedRank = Pick<RankSession, 'rank' | 'worldSize' | 'rails' | 'transport' | StepMethod | 'split' | 'group' | 'shrink'> & {
   /** Virtual milliseconds since the job started. */
   now(): number;
   /** Waits `ms` of virtual time (a rank doing its own work). */
@@ -70,6 +74,11 @@ export interface SimulateJobOptions {
   readonly faults?: readonly Fault[];
   /** fast-check's `fc.scheduler()`: it picks the order of every message delivery. */
   readonly scheduler?: InterleaveScheduler;
+  /**
+   * A fault-tolerant job (as `rxccl launch --keep-going`): a `kill` fault does not end it; the
+   * other ranks' communicators with the killed rank fail with `RankLostError`, and `shrink()` goes on.
+   */
+  readonly faultTolerant?: boolean;
 }
 
 /** An error as a rank observed it: its class, stable code and message. */
@@ -106,13 +115,15 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
   const faults = options.faults ?? [];
   const clock = new VirtualTimeScheduler();
   const timeoutMs = options.timeoutMs ?? 60_000;
-  const dataPlane = transport === 'tcp_peer' ? (options.dataPlane ?? 'native') : 'js';
+  // A fault-tolerant job runs the JS plane, as a real one does.
+  const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
   const job = memoryJob(worldSize, {
     dataPlane,
     rails: options.rails ?? 1,
     scheduler: clock,
     timeoutMs,
     faults: faults.filter((fault): fault is LinkFault => !isRankFault(fault)),
+    faultTolerant: options.faultTolerant === true,
     ...(options.scheduler === undefined ? {} : { interleave: options.scheduler }),
   });
   const tuning: CollectiveTuning = {
@@ -134,8 +145,9 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
     virtualTimeMs = clock.now();
   };
 
-  const sessions = job.ranks.map(({ links, context, failure, nativePlane }, rank) => {
+  const sessions = job.ranks.map(({ links, context, failure, nativePlane, losses }, rank) => {
     const session = RankSession.over({
+      losses,
       nativePlane,
       // One host, as a job simulated in one process stands for.
       ranksShareHost: true,
@@ -175,6 +187,9 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
       now: () => clock.now(),
       sleep,
       clock,
+      split: session.split.bind(session),
+      group: session.group.bind(session),
+      shrink: session.shrink.bind(session),
     };
     for (const method of STEP_METHODS) {
       api[method] = (...args: unknown[]) => step(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args));

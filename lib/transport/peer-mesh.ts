@@ -132,6 +132,9 @@ export class PeerMesh {
   private failure: unknown = null;
   private onFailure: (error: unknown) => void = () => undefined;
   private onDetectedFailure: (error: unknown) => void = (error) => this.abort(failureText(error));
+  private onPeerDeparted: (peer: number) => void = () => undefined;
+  /** Communicators whose messages are dropped (`forget`): they failed, nothing will receive them. */
+  private readonly forgotten = new Set<bigint>();
 
   private constructor(
     readonly identity: MeshIdentity,
@@ -211,6 +214,39 @@ export class PeerMesh {
   /** Called once with the mesh's first failure (an abort from a peer, a protocol error). */
   set failureHandler(handler: (error: unknown) => void) {
     this.onFailure = handler;
+  }
+
+  /** Called once per peer whose links began to close (a fault-tolerant job loses it at once). */
+  set departureHandler(handler: (peer: number) => void) {
+    this.onPeerDeparted = handler;
+  }
+
+  /**
+   * Drops every message of `communicator` waiting here and every one that comes later: it failed,
+   * and its ranks' collectives stopped mid-way, so no receive will take them.
+   */
+  forget(communicator: bigint): void {
+    this.forgotten.add(communicator);
+    this.matchers.forEach((matcher, rail) => {
+      for (const frame of matcher.takeMessages((key) => keyFields(key).communicator === communicator)) {
+        this.countOff(rail, frame);
+        this.pool.give(frame.payload);
+      }
+    });
+  }
+
+  /**
+   * A fault-tolerant job lost `peer` (the coordinator said so): its links are closed here as well,
+   * so a rank that was only stopped cannot come back into a job that went on without it, and every
+   * receive waiting on it fails.
+   */
+  dropPeer(peer: number): void {
+    if (peer === this.identity.rank) return;
+    for (let rail = 0; rail < this.identity.rails; rail++) {
+      this.link('inbound', peer, rail)?.destroy();
+      this.link('outbound', peer, rail)?.destroy();
+      this.onDeparture(peer, rail, 'inbound', null);
+    }
   }
 
   /**
@@ -592,6 +628,10 @@ export class PeerMesh {
 
   /** Hands a message to the oldest matching receive; returns true if it had to wait instead. */
   private onMessage(rail: number, frame: Frame): boolean {
+    if (this.forgotten.size > 0 && this.forgotten.has(frame.header.communicator)) {
+      this.pool.give(frame.payload);
+      return false;
+    }
     const receive = this.matchers[rail]!.offer(frame.header.sourceRank, headerKey(frame.header), frame);
     if (receive === null) return true;
     deliver(frame, receive);
@@ -617,7 +657,10 @@ export class PeerMesh {
       this.failDetected(new ProtocolError(`direct peer rank ${peer} sent a corrupt frame: ${error.message}`));
       return;
     }
-    this.departed.add(peer);
+    if (!this.departed.has(peer)) {
+      this.departed.add(peer);
+      this.onPeerDeparted(peer);
+    }
     const link = this.linkIndex(peer, rail);
     if (direction === 'outbound' || this.inboundEnded[link]) return;
     this.inboundEnded[link] = true;
@@ -630,9 +673,15 @@ export class PeerMesh {
 }
 
 /** A peer's link closed: the mesh says so itself, not as the coordinator's abort. */
-function peerLeft(peer: number): RemoteAbortError {
-  const text = `direct peer rank ${peer} left`;
-  return new RemoteAbortError(text, text);
+export class PeerLeftError extends RemoteAbortError {
+  constructor(readonly peer: number) {
+    const text = `direct peer rank ${peer} left`;
+    super(text, text);
+  }
+}
+
+function peerLeft(peer: number): PeerLeftError {
+  return new PeerLeftError(peer);
 }
 
 function deliver(frame: Frame, receive: PostedReceive): void {

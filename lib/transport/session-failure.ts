@@ -22,6 +22,16 @@ export class SessionFailure {
     this.failure$.subscribe({ error: (error: unknown) => subscriber.error(error), complete: () => subscriber.error(this.closedBy) }),
   );
 
+  /**
+   * A failure of its own that also fails with `parent`'s failure (not with its close): a
+   * communicator's, which can fail alone (a lost member) but never outlives the job's.
+   */
+  static following(parent: SessionFailure): SessionFailure {
+    const failure = new SessionFailure();
+    parent.failure$.subscribe({ error: (error: unknown) => failure.fail(error) });
+    return failure;
+  }
+
   get error(): unknown {
     return this.failure?.error;
   }

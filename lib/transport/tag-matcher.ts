@@ -64,6 +64,15 @@ export class TagMatcher<Message, Receive> {
     return taken;
   }
 
+  /** Removes and returns every waiting message whose tag `select` picks (say, of a communicator that failed). */
+  takeMessages(select: (tag: bigint) => boolean): Message[] {
+    const taken: Message[] = [];
+    for (let index = this.messages.length - 1; index >= 0; index--) {
+      if (select(this.messages[index]!.tag)) taken.unshift(this.messages.splice(index, 1)[0]!.value);
+    }
+    return taken;
+  }
+
   /** True if a message from `source` waits for a receive. */
   holdsFrom(source: number): boolean {
     return this.messages.some((message) => message.source === source);

@@ -45,6 +45,20 @@ describe.concurrent('examples', () => {
     expect(linesOf(result.stdout, 0)).toContain('step 4: sum [15, 18, 21, 24, ...]');
   }, 60_000);
 
+  it('elastic-sgd.ts under --keep-going: rank 3 dies at step 5, the others shrink and finish at the mean of their targets', async () => {
+    const result = await runRxccl(['launch', '--keep-going', '-n', '4', '--', ...tsNode('examples/elastic-sgd.ts', '--kill-rank', '3', '--kill-step', '5')]);
+    expect(result.stderr).not.toContain('job failed');
+    expect(result.stderr).toContain('rxccl launch: rank 3 was killed by SIGKILL; the job goes on without it (--keep-going)');
+    expect(result.code).toBe(0);
+    for (const rank of [0, 1, 2]) {
+      expect(linesOf(result.stdout, rank)).toEqual([
+        `rank 3 lost; going on with ranks [0,1,2] (rank ${rank} of 3)`,
+        `rank ${rank}: 40 steps on ranks [0,1,2]: model [2.0000, 4.0000, 6.0000, 8.0000], the mean of their targets`,
+      ]);
+    }
+    expect(linesOf(result.stdout, 3)).toEqual([]);
+  }, 60_000);
+
   it('pipeline.ts --fail-rank 1: the failure aborts every rank and the launcher names it', async () => {
     const result = await runRxccl(['launch', '-n', '2', '--', ...tsNode('examples/pipeline.ts', '--fail-rank', '1')]);
     expect(result.code).toBe(1);

@@ -20,7 +20,7 @@ describe('rxccl launch names the ranks a job waits for', () => {
     expect(stderr).toContain('rxccl launch: rank 1 is still running after every other rank exited; it has not left its session (does it call session.close()?)');
     expect(stderr).not.toContain('rank 0 is still running');
     // Its process ended on its own (closing its connections): the job is whole.
-    expect(outcome).toEqual({ ok: true, failure: null, interruptedBy: null });
+    expect(outcome).toEqual({ ok: true, failure: null, interruptedBy: null, lost: [] });
   }, 60_000);
 
   it('names the ranks the coordinator never saw join when every rank exited 0', async () => {

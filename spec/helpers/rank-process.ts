@@ -7,7 +7,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { afterEach, expect } from 'vitest';
-import type { Coordinator } from '../../lib/coordinator/coordinator.js';
+import { Coordinator } from '../../lib/coordinator/coordinator.js';
+import { UniqueId } from '../../lib/protocol/unique-id.js';
+import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
 
 /** The repository root (children run there, so `--import tsx` resolves). */
 export const REPOSITORY_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -150,4 +152,47 @@ export function cleanUpJobsAfterEach(): { readonly coordinators: Coordinator[]; 
     await Promise.all(coordinators.splice(0).map((coordinator) => coordinator.close()));
   });
   return { coordinators, spawned };
+}
+
+/** What `startProcessJob` runs: `script SCENARIO` on every rank, with this session timeout and extra environment. */
+export interface ProcessJobOptions {
+  readonly script: string;
+  readonly scenario: string;
+  readonly transport: CollectiveTransport;
+  readonly timeoutMs: number;
+  readonly env?: Record<string, string>;
+}
+
+/**
+ * A coordinator in this process and `worldSize` rank processes of one job, registered with the
+ * lists of `cleanUpJobsAfterEach` so that the test's end kills and checks them.
+ */
+export async function startProcessJob(
+  cleanup: ReturnType<typeof cleanUpJobsAfterEach>,
+  worldSize: number,
+  options: ProcessJobOptions,
+): Promise<{ coordinator: Coordinator; ranks: RankProcess[] }> {
+  const uniqueId = UniqueId.random();
+  const { transport, timeoutMs } = options;
+  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: timeoutMs, transport });
+  cleanup.coordinators.push(coordinator);
+  const ranks = Array.from({ length: worldSize }, (_, rank) =>
+    spawnRank({
+      script: options.script,
+      args: [options.scenario],
+      coordinator: `127.0.0.1:${coordinator.address.port}`,
+      uniqueId: uniqueId.toHex(),
+      rank,
+      worldSize,
+      timeoutMs,
+      env: { GX1_COLLECTIVE_TRANSPORT: transport, ...options.env },
+    }),
+  );
+  cleanup.spawned.push(...ranks);
+  return { coordinator, ranks };
+}
+
+/** A rank process as a failing test shows it: its pid, its output lines and its stderr. */
+export function describeRank(rank: RankProcess): string {
+  return `rank ${rank.rank} (pid ${rank.pid})\nstdout:\n${rank.lines.join('\n')}\nstderr:\n${rank.stderr()}`;
 }

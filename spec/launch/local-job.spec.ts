@@ -42,7 +42,7 @@ describe('LocalJob', () => {
     // One fresh secret per job, the same for every rank.
     expect(seen[0]!.GX1_SECRET).toBe(seen[1]!.GX1_SECRET);
     // Nobody joined, so the job did not complete although both ranks exited 0.
-    expect(outcome).toEqual({ ok: false, failure: expect.stringContaining('did not see every rank join and leave'), interruptedBy: null });
+    expect(outcome).toEqual({ ok: false, failure: expect.stringContaining('did not see every rank join and leave'), interruptedBy: null, lost: [] });
   }, 30_000);
 
   it('takes rails and transport from GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT when not given, as rxccl coordinator does; given ones win', async () => {
@@ -57,9 +57,9 @@ describe('LocalJob', () => {
 
   it('names a rank killed by a signal, and one whose command cannot start', async () => {
     const killed = await run({ worldSize: 2, command: 'sh', args: ['-c', 'if [ "$GX1_RANK" = 1 ]; then kill -KILL $$; fi; sleep 30'] });
-    expect(killed.outcome).toEqual({ ok: false, failure: 'rank 1 was killed by SIGKILL', interruptedBy: null });
+    expect(killed.outcome).toEqual({ ok: false, failure: 'rank 1 was killed by SIGKILL', interruptedBy: null, lost: [] });
     const missing = await run({ worldSize: 1, command: 'rxccl-no-such-command', args: [] });
-    expect(missing.outcome).toEqual({ ok: false, failure: 'rank 0 could not start: spawn rxccl-no-such-command ENOENT', interruptedBy: null });
+    expect(missing.outcome).toEqual({ ok: false, failure: 'rank 0 could not start: spawn rxccl-no-such-command ENOENT', interruptedBy: null, lost: [] });
   }, 30_000);
 
   it('escalates to SIGKILL for ranks that ignore SIGTERM, and leaves no process behind', async () => {
@@ -73,7 +73,7 @@ describe('LocalJob', () => {
       env: { ...process.env, PID_DIR: directory, FAIL_RANK: '2', FAIL_CODE: '7', IGNORE_SIGTERM: '1', SPAWN_CHILD: '1' },
       killGraceMs: 300,
     });
-    expect(outcome).toEqual({ ok: false, failure: 'rank 2 exited with code 7', interruptedBy: null });
+    expect(outcome).toEqual({ ok: false, failure: 'rank 2 exited with code 7', interruptedBy: null, lost: [] });
     expect(Date.now() - started).toBeLessThan(15_000);
     const pids = readdirSync(directory).flatMap((name) => readFileSync(join(directory, name), 'utf8').split(' ').map(Number));
     expect(pids).toHaveLength(6);

@@ -6,36 +6,17 @@
 import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { cleanUpJobsAfterEach, isAlive, liveProcesses, type RankProcess, resultOf, spawnRank } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, describeRank, isAlive, liveProcesses, type RankProcess, resultOf, spawnRank, startProcessJob } from '../helpers/rank-process.js';
 
 const CHILD = 'spec/helpers/rank-child.ts';
 const TIMEOUT_MS = 10_000;
 
-const { coordinators, spawned } = cleanUpJobsAfterEach();
+const cleanup = cleanUpJobsAfterEach();
+const { coordinators, spawned } = cleanup;
 
-async function job(worldSize: number, scenario: string, env: Record<string, string> = {}, transport: 'tcp_host_staged' | 'tcp_peer' = 'tcp_host_staged') {
-  const uniqueId = UniqueId.random();
-  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: TIMEOUT_MS, transport });
-  coordinators.push(coordinator);
-  const ranks = Array.from({ length: worldSize }, (_, rank) =>
-    spawnRank({
-      script: CHILD,
-      args: [scenario],
-      coordinator: `127.0.0.1:${coordinator.address.port}`,
-      uniqueId: uniqueId.toHex(),
-      rank,
-      worldSize,
-      timeoutMs: TIMEOUT_MS,
-      env: { GX1_COLLECTIVE_TRANSPORT: transport, ...env },
-    }),
-  );
-  spawned.push(...ranks);
-  return { coordinator, ranks };
-}
+const job = (worldSize: number, scenario: string, env: Record<string, string> = {}, transport: 'tcp_host_staged' | 'tcp_peer' = 'tcp_host_staged') =>
+  startProcessJob(cleanup, worldSize, { script: CHILD, scenario, transport, timeoutMs: TIMEOUT_MS, env });
 
-function describeRank(rank: RankProcess): string {
-  return `rank ${rank.rank} (pid ${rank.pid})\nstdout:\n${rank.lines.join('\n')}\nstderr:\n${rank.stderr()}`;
-}
 
 describe('ranks in separate processes', () => {
   for (const [how, env, transport] of [

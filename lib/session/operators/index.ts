@@ -7,3 +7,4 @@ export { gather } from './gather.js';
 export { reduceScatter } from './reduce-scatter.js';
 export { allToAll } from './all-to-all.js';
 export { heartbeat$ } from './heartbeat.js';
+export { retryOnShrink, type RetryOnShrinkOptions } from './retry-on-shrink.js';

@@ -69,4 +69,9 @@ export interface SessionLinks extends Links {
   abort(message: string): number;
   /** Says goodbye and closes every connection. */
   close(): void;
+  /**
+   * Drops what waits here, and what comes later, of a communicator that failed (a fault-tolerant
+   * job's; the mesh, where messages wait at the receiver). Optional: without it they wait unread.
+   */
+  forget?(communicator: bigint): void;
 }

@@ -1,7 +1,7 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { Frame } from '../../protocol/frame.js';
-import type { MessageOutcome, PeerMesh, Withdraw } from '../peer-mesh.js';
+import { type MessageOutcome, type PeerMesh, PeerLeftError, type Withdraw } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
@@ -11,7 +11,8 @@ import { tryEach } from './try-each.js';
 /**
  * tcp_peer: data goes rank to rank over the direct mesh; the coordinator keeps one control channel
  * for heartbeats and aborts. As in the reference design, a failed send or receive aborts the job
- * on both planes, so no rank waits on a peer that will never answer.
+ * on both planes, so no rank waits on a peer that will never answer; in a fault-tolerant job a peer
+ * that left is a lost rank instead, reported by the coordinator, and the job goes on.
  */
 export class MeshLinks implements SessionLinks {
   constructor(
@@ -19,6 +20,8 @@ export class MeshLinks implements SessionLinks {
     private readonly control: RailClient,
     failure: SessionFailure,
     private readonly timeoutMs: () => number,
+    /** A fault-tolerant job's: a message that fails because its peer left aborts nothing. */
+    private readonly survivesDepartures = false,
   ) {
     // A failure the mesh finds on its own (a peer over its unmatched budget, a corrupt frame)
     // reaches every rank the way a failed send or receive does: on both planes.
@@ -54,6 +57,10 @@ export class MeshLinks implements SessionLinks {
     this.mesh.recycle(bytes);
   }
 
+  forget(communicator: bigint): void {
+    this.mesh.forget(communicator);
+  }
+
   heartbeat(timeoutMs: number): Observable<void> {
     return heartbeatOn(this.control, timeoutMs);
   }
@@ -80,7 +87,7 @@ export class MeshLinks implements SessionLinks {
     const fail = (error: unknown) => {
       // A message its caller gave up on (a sibling's failure ended the collective) announces nothing.
       if (subscriber.closed) return;
-      if (!this.mesh.failed) this.abort(failureText(error));
+      if (!this.mesh.failed && !(this.survivesDepartures && error instanceof PeerLeftError)) this.abort(failureText(error));
       subscriber.error(error);
     };
     try {

@@ -3,7 +3,7 @@ import { ChannelClosedError, ProtocolError, RemoteAbortError, TimeoutError } fro
 import { ANY_RANK, MAX_U64 } from '../../protocol/constants.js';
 import { abortFrame, abortReason, leaveHeader } from '../../protocol/control-frames.js';
 import { ElementType } from '../../protocol/element-type.js';
-import { makeHeader, type Frame } from '../../protocol/frame.js';
+import { frameText, makeHeader, type Frame } from '../../protocol/frame.js';
 import { keyFields, keyText } from '../../protocol/message-key.js';
 import { Opcode, opcodeName } from '../../protocol/opcode.js';
 import type { UniqueId } from '../../protocol/unique-id.js';
@@ -29,6 +29,8 @@ export interface RailOwner {
   readonly worldSize: number;
   readonly failure: SessionFailure;
   readonly scheduler: SchedulerLike;
+  /** A fault-tolerant job's: the coordinator's notice that a rank was lost (a Leave naming it, docs/protocol.md 13.7). */
+  readonly rankLost?: (rank: number, reason: string) => void;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -136,6 +138,10 @@ export class RailClient {
     }
     if (h.opcode === Opcode.Abort) {
       failure.fail(new RemoteAbortError(abortReason(frame)));
+      return;
+    }
+    if (h.opcode === Opcode.Leave && this.owner.rankLost !== undefined) {
+      this.owner.rankLost(h.sourceRank, frameText(frame));
       return;
     }
     if (h.opcode !== Opcode.Send && h.opcode !== Opcode.Receive && h.opcode !== Opcode.Heartbeat) {

@@ -1,0 +1,59 @@
+import { Observable, Subject } from 'rxjs';
+
+/** One rank a fault-tolerant job lost, and why. */
+export interface RankLoss {
+  /** Its rank in the job. */
+  readonly rank: number;
+  readonly reason: string;
+}
+
+/**
+ * The ranks a fault-tolerant job lost, as this rank learnt of them, in order: from the
+ * coordinator's notices (the authority: every rank gets them in the same order, so each rank's
+ * list is a prefix of the same list) and, sooner, from its own links closing. `noticed` counts the
+ * coordinator's notices alone, which is what ranks compare when they agree on who is left.
+ */
+export class RankLosses {
+  private readonly losses = new Map<number, string>();
+  private readonly noticedRanks = new Set<number>();
+  private readonly subject = new Subject<RankLoss>();
+  private readonly noticedSubject = new Subject<number>();
+
+  /** Every loss so far, then each new one. */
+  readonly lost$: Observable<RankLoss> = new Observable<RankLoss>((subscriber) => {
+    for (const [rank, reason] of this.losses) subscriber.next({ rank, reason });
+    return this.subject.subscribe(subscriber);
+  });
+
+  /** Emits the count of the coordinator's notices each time one comes. */
+  readonly noticed$: Observable<number> = this.noticedSubject.asObservable();
+
+  /** Whether `rank` was lost (as far as this rank knows). */
+  has(rank: number): boolean {
+    return this.losses.has(rank);
+  }
+
+  /** The coordinator's notices so far, in the order they came. */
+  get noticed(): readonly number[] {
+    return [...this.noticedRanks];
+  }
+
+  /** This rank's links to `rank` closed: it is lost here, before the coordinator says so. */
+  suspect(rank: number, reason: string): void {
+    this.record(rank, reason);
+  }
+
+  /** The coordinator says `rank` is lost. */
+  notice(rank: number, reason: string): void {
+    this.record(rank, reason);
+    if (this.noticedRanks.has(rank)) return;
+    this.noticedRanks.add(rank);
+    this.noticedSubject.next(this.noticedRanks.size);
+  }
+
+  private record(rank: number, reason: string): void {
+    if (this.losses.has(rank)) return;
+    this.losses.set(rank, reason);
+    this.subject.next({ rank, reason });
+  }
+}

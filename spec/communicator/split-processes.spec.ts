@@ -1,6 +1,6 @@
 /**
- * Communicators with every rank a separate OS process (spec/process/fixtures/communicator-split.ts,
- * started by spec/helpers/rank-process.ts with `node --import tsx` and the GX1_* environment,
+ * Communicators with every rank a separate OS process (the scenarios of spec/process/fixtures/communicator-split.ts,
+ * run by spec/helpers/rank-child.ts, started by spec/helpers/rank-process.ts with `node --import tsx` and the GX1_* environment,
  * `openSession()` without options) against a coordinator in this process, on both transports:
  * the in-process checks of spec/communicator/split.spec.ts (a split's members and order,
  * concurrent all-reduces per communicator summing over their own members, a mismatched split
@@ -14,7 +14,7 @@ import type { CollectiveTransport } from '../../lib/transport/transport-kind.js'
 import { cleanUpJobsAfterEach, describeRank, liveProcesses, type RankProcess, resultOf, startProcessJob } from '../helpers/rank-process.js';
 import { LARGE_COUNT, largeElement, PER_ROUND, ROUNDS, smallTensor } from '../process/fixtures/communicator-values.js';
 
-const FIXTURE = 'spec/process/fixtures/communicator-split.ts';
+const FIXTURE = 'spec/helpers/rank-child.ts';
 /** The session (collective) timeout of the other process specs. */
 const TIMEOUT_MS = 10_000;
 /** A whole test: 8 tsx start-ups on a noisy 2-core machine. */
@@ -62,10 +62,11 @@ function sumOver(members: readonly number[], tensor: (jobRank: number) => Float6
   return sum;
 }
 
-/** The `FAILED {code, message}` line a rank printed. */
+/** The `ERROR <code> <message>` line a rank printed. */
 function failureOf(rank: RankProcess): { code: string; message: string } | undefined {
-  const line = rank.lines.find((candidate) => candidate.startsWith('FAILED '));
-  return line === undefined ? undefined : (JSON.parse(line.slice('FAILED '.length)) as { code: string; message: string });
+  const line = rank.lines.find((candidate) => candidate.startsWith('ERROR '));
+  const match = line === undefined ? null : /^ERROR (\S+) (.*)$/s.exec(line);
+  return match === null ? undefined : { code: match[1]!, message: match[2]! };
 }
 
 describe.each(TRANSPORTS)('communicators with every rank a separate process, on %s', (transport) => {

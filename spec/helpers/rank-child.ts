@@ -6,9 +6,12 @@
  *
  * It reports on stdout, one line each: `READY`, `RESULT <name> <json>`, `WAITING`, `BLOCKING`,
  * `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
+ * Scenarios: `collectives`, `die-in-allreduce` (below); `split`, `mismatch` (communicators,
+ * spec/process/fixtures/communicator-split.ts).
  */
 import { openSession } from '../../lib/index.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
+import { mismatch, split } from '../process/fixtures/communicator-split.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const result = (name: string, value: unknown) =>
@@ -62,6 +65,8 @@ async function dieInAllReduce(session: RankSession): Promise<void> {
 const scenarios: Record<string, (session: RankSession) => Promise<void>> = {
   collectives,
   'die-in-allreduce': dieInAllReduce,
+  split,
+  mismatch,
 };
 
 async function main(): Promise<number> {
@@ -87,6 +92,9 @@ async function main(): Promise<number> {
   } catch (error) {
     const e = error as Error & { code?: string };
     say(`ERROR ${e.code ?? e.name} ${e.message}`);
+    // LINGER_MS: a rank that failed stays a while before its links close (a rank that finds a
+    // mismatch first must not end the others' links before they are told of it).
+    await new Promise((resolve) => setTimeout(resolve, Number(process.env.LINGER_MS ?? '0')));
     await session.close().catch(() => undefined);
     return 3;
   }

@@ -24,6 +24,8 @@ export class GroupLinks implements SessionLinks {
     /** The communicator's id: the upper half of every key its messages carry (never 0, the world's). */
     readonly id: bigint,
     private readonly failure: SessionFailure,
+    /** The communicator's timeout now (its `setTimeout` changes it): how long a receive waits unless told. */
+    private readonly timeoutMs: () => number,
   ) {
     this.worldSize = members.length;
   }
@@ -39,7 +41,7 @@ export class GroupLinks implements SessionLinks {
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array, waitMs?: number): Observable<Uint8Array> {
     // Only members send under this communicator's keys: a receive from any rank of the job is one from any member.
     const source = peer === ANY_RANK ? ANY_RANK : this.members[peer]!;
-    return this.job.receive(rail, source, messageKey(this.id, tag), shape, into, waitMs).pipe(this.failure.untilEnded());
+    return this.job.receive(rail, source, messageKey(this.id, tag), shape, into, waitMs ?? this.timeoutMs()).pipe(this.failure.untilEnded());
   }
 
   release(bytes: Uint8Array): void {

@@ -133,14 +133,12 @@ export class LeaderCoordinator {
     // Its own timer names who is missing; the receives wait longer, so that it speaks first.
     const waitMs = Math.min(this.parts.timeoutMs() + 4 * COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS);
     const receive = (rank: number, step: LeaderStep, count: number) => links.receive(0, rank, leaderTag(step, sequence), bytesShape(count), undefined, waitMs);
-    const headers = new Array<FrameHeader | undefined>(worldSize);
 
     const requests = merge(
       ...ranks.map((rank) =>
         receive(rank, LeaderStep.Request, FRAME_HEADER_BYTES).pipe(
           mergeMap((bytes) => {
             const header = decodeHeader(bytes);
-            headers[rank] = header;
             if (header.payloadBytes === 0) return of({ rank, frame: { header, payload: NOTHING } });
             const payload = receive(rank, LeaderStep.Payload, header.payloadBytes).pipe(map((bytes) => ({ rank, frame: { header, payload: bytes } })));
             return merge(send(rank, LeaderStep.Go, NOTHING).pipe(ignoreElements()), payload);
@@ -155,7 +153,8 @@ export class LeaderCoordinator {
         subscriber.error(error);
       };
       const deadline = deadlines.add(Math.min(this.parts.timeoutMs(), MAX_TIMER_DELAY_MS), () => {
-        const missing = ranks.filter((rank) => headers[rank] === undefined);
+        // Missing: a member whose request (or its payload) has not come.
+        const missing = ranks.filter((rank) => frames[rank] === undefined);
         const jobRanks = missing.map((rank) => this.parts.jobRanks[rank]);
         fail(new TimeoutError(`${name} collective sequence ${sequence}; missing ranks [${missing.join(',')}] (job ranks [${jobRanks.join(',')}])`));
       });

@@ -513,12 +513,13 @@ export class Coordinator {
     this.groups.get('rail 0')!.members.forEach((channel, destination) => {
       if (channel === undefined || destination === rank || this.lost.has(destination)) return;
       try {
-        channel.send(outgoing(rankLostFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, rank, destination, reason)));
+        channel.send(outgoing(rankLostFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, rank, destination, reason, graceful)));
       } catch {
         // That rank is going too: its own loss is reported when its connection ends.
       }
     });
-    for (const group of this.groups.values()) group.members[rank]?.destroy();
+    // A rank that left closes its connections itself, after what it sent (on other rails too).
+    if (!graceful) for (const group of this.groups.values()) group.members[rank]?.destroy();
   }
 
   /** A rail that broke without failing the session: the rank learns why, then it is closed. */

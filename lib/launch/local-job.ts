@@ -19,9 +19,10 @@ export interface LocalJobOptions {
   readonly heartbeatTimeoutMs?: number;
   /**
    * A fault-tolerant job (`rxccl launch --keep-going`): the coordinator and every rank get
-   * GX1_FAULT_TOLERANT=1, and a rank that fails (exits non-zero, is killed) is lost, reported on
-   * stderr, while the others go on (they learn of it and may `shrink()`). The job then succeeds
-   * when at least one rank exits 0; only the coordinator's failure ends it.
+   * GX1_FAULT_TOLERANT=1, and a rank that dies (a signal, or lost by the coordinator: its
+   * connections closed, its lease ran out) is lost, reported on stderr, while the others go on
+   * (they learn of it and may `shrink()`). A rank that exits with an error code still fails the
+   * job, as does the coordinator's failure; else the job succeeds when at least one rank exits 0.
    */
   readonly keepGoing?: boolean;
   /** The environment the ranks inherit, before the `GX1_*` variables (default `process.env`). */
@@ -89,6 +90,10 @@ export class LocalJob {
   private stragglerReport: NodeJS.Timeout | null = null;
   /** With `keepGoing`: ranks that failed while the others went on. */
   private readonly lost: string[] = [];
+  /** With `keepGoing`: ranks the coordinator told the others it lost (a lease that ran out: perhaps still running). */
+  private readonly lostByCoordinator = new Map<number, string>();
+  /** Lost ranks ended once the others were done (`endLostRanks`): their exit is not a failure. */
+  private readonly ended = new Set<number>();
 
   private constructor(
     readonly coordinator: Coordinator,
@@ -101,6 +106,7 @@ export class LocalJob {
     coordinator.events$.subscribe((event) => {
       if (event.type === 'rank-joined' && event.channel === 'collective') this.joined.add(event.rank);
       if (event.type === 'rank-left') this.left.add(event.rank);
+      if (event.type === 'rank-lost') this.lostByCoordinator.set(event.rank, event.reason);
       if (event.type === 'rendezvous-timed-out') {
         for (const missing of event.missing) this.neverJoined.add(missing);
         this.rendezvousTimeoutMs = event.timeoutMs;
@@ -108,8 +114,10 @@ export class LocalJob {
     });
     for (const rank of ranks) {
       void rank.exited.then((exit) => {
-        if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank.rank, describeExit(exit));
+        if (this.ended.has(rank.rank)) return;
+        if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank.rank, describeExit(exit), exit.kind === 'exited');
         else this.watchStragglers();
+        this.endLostRanks();
         if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
       });
     }
@@ -193,8 +201,11 @@ export class LocalJob {
   }
 
   /** A rank failed: the job's failure, or with `keepGoing` a lost rank the others go on without. */
-  private rankFailed(rank: number, exit: string): void {
-    if (this.options.keepGoing !== true || this.failure !== null) {
+  private rankFailed(rank: number, exit: string, exitedWithCode: boolean): void {
+    // Only a rank that died (a signal, or one the coordinator lost) is lost; one that exits with
+    // an error code failed at its work (a wrong result, a shrink that timed out): the job fails.
+    const died = !exitedWithCode || this.lostByCoordinator.has(rank);
+    if (this.options.keepGoing !== true || this.failure !== null || !died) {
       this.fail(this.rootCauseOf(`rank ${rank} ${exit}`));
       return;
     }
@@ -202,6 +213,23 @@ export class LocalJob {
     this.lost.push(lost);
     (this.options.stderr ?? process.stderr).write(`rxccl launch: ${lost}; the job goes on without it (--keep-going)\n`);
     if (this.lost.length === this.ranks.length) this.fail(`every rank failed: ${this.lost.join('; ')}`);
+  }
+
+  /**
+   * With `keepGoing`, once every rank has exited but ranks the coordinator lost while they ran on
+   * (stopped, hung: their lease ran out), those are ended: the job went on without them and is over.
+   */
+  private endLostRanks(): void {
+    if (this.options.keepGoing !== true) return;
+    const running = this.ranks.filter((rank) => rank.running);
+    if (running.length === 0 || !running.every((rank) => this.lostByCoordinator.has(rank.rank))) return;
+    for (const rank of running) {
+      this.ended.add(rank.rank);
+      const lost = `rank ${rank.rank} was lost (${this.lostByCoordinator.get(rank.rank)}) and was still running when the others were done: ended`;
+      this.lost.push(lost);
+      (this.options.stderr ?? process.stderr).write(`rxccl launch: ${lost}\n`);
+    }
+    this.terminate('SIGTERM');
   }
 
   /** The first failure: the other ranks get the grace to report their own errors, then are ended. */

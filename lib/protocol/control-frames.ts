@@ -93,12 +93,22 @@ export function peerEndpointFrame(origin: FrameOrigin & { readonly rank: number 
 
 /**
  * In a fault-tolerant job, the coordinator's notice to `destination` that rank `lost` is gone: a
- * Leave whose sourceRank is the lost rank, carrying why (UTF-8) (docs/protocol.md 13.7).
+ * Leave whose sourceRank is that rank, tag 1 if it left (0: lost), carrying why (UTF-8)
+ * (docs/protocol.md 13.7).
  */
-export function rankLostFrame(origin: FrameOrigin, lost: number, destination: number, reason: string): Frame {
+export function rankLostFrame(origin: FrameOrigin, lost: number, destination: number, reason: string, left: boolean): Frame {
   const payload = utf8(reason);
   return makeFrame(
-    { uniqueId: origin.uniqueId, opcode: Opcode.Leave, elementType: ElementType.U8, sourceRank: lost, destinationRank: destination, worldSize: origin.worldSize, elementCount: payload.length },
+    {
+      uniqueId: origin.uniqueId,
+      opcode: Opcode.Leave,
+      elementType: ElementType.U8,
+      sourceRank: lost,
+      destinationRank: destination,
+      worldSize: origin.worldSize,
+      tag: left ? 1n : 0n,
+      elementCount: payload.length,
+    },
     payload,
   );
 }

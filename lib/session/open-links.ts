@@ -52,14 +52,15 @@ export interface OpenedLinks {
 export async function openLinks(options: ResolvedSessionOptions, failure: SessionFailure, timeoutMs: () => number, losses: RankLosses | null = null): Promise<OpenedLinks> {
   const address = { host: options.host, port: options.port };
   // A fault-tolerant job hears of lost ranks on its first rail; the mesh closes its links to them too.
-  let dropPeer: (rank: number) => void = () => undefined;
+  let dropPeer: ((rank: number) => void) | null = null;
   const rankLost =
     losses === null
       ? {}
       : {
-          rankLost: (rank: number, reason: string) => {
-            losses.notice(rank, reason);
-            dropPeer(rank);
+          rankLost: (rank: number, reason: string, left: boolean) => {
+            // On the mesh a rank that left still delivers what it sent: its links' end fails what needs it.
+            losses.notice(rank, reason, !(left && dropPeer !== null));
+            if (!left) dropPeer?.(rank);
           },
         };
   const owner: RailOwner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler, ...rankLost };

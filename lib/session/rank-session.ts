@@ -1,6 +1,6 @@
 import type { AsyncIterableX } from './ix-types.js';
 import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription } from 'rxjs';
-import { agreeOnSurvivors } from '../communicator/shrink-agreement.js';
+import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { GroupLinks } from '../communicator/group-links.js';
 import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
@@ -84,10 +84,15 @@ interface Membership {
   readonly jobFailure: SessionFailure;
   /** The ranks a fault-tolerant job lost; null: the job is not fault-tolerant. */
   readonly losses: RankLosses | null;
+  /**
+   * Every communicator of the job on this rank not closed yet, whatever it was made from: the
+   * world's close closes them (closing a communicator leaves those made from it, as MPI's do).
+   */
+  readonly communicators: Set<RankSession>;
 }
 
 function worldMembership(links: SessionLinks, jobFailure: SessionFailure, losses: RankLosses | null = null): Membership {
-  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses };
+  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set() };
 }
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
@@ -156,8 +161,6 @@ export class RankSession {
   private splits = 0;
   /** `group` calls so far, by rank set: the next one's number in its communicator's id. */
   private readonly groups = new Map<string, number>();
-  /** Communicators made from this one and not closed yet: its close closes them. */
-  private readonly children = new Set<RankSession>();
   /**
    * A process whose only work left is this idle session (its sockets hold nothing) is about to
    * exit: the session leaves first, so the others see a LEAVE, not a dropped connection. (The
@@ -168,8 +171,6 @@ export class RankSession {
   private readonly lossWatch: Subscription | null;
   /** Shrinks of this communicator so far: the next one's number in its communicator's id. */
   private shrinks = 0;
-  /** What a communicator's close tells the session it was made from. */
-  private onClose: (() => void) | null = null;
 
   private constructor(core: SessionCore) {
     this.rank = core.rank;
@@ -693,13 +694,14 @@ export class RankSession {
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
-      await Promise.all([...this.children].map((child) => child.close()));
+      // The world's close ends every communicator of the job on this rank (a communicator's, only itself).
+      if (this.membership.id === WORLD_COMMUNICATOR) await Promise.all([...this.membership.communicators].map((communicator) => communicator.close()));
       this.stopLeavingOnExit();
       const closed = new ChannelClosedError(this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of ${this.name} closed`);
       this.failure.close(closed);
       if (this.membership.id === WORLD_COMMUNICATOR) this.membership.jobFailure.close(closed);
       this.lossWatch?.unsubscribe();
-      this.onClose?.();
+      this.membership.communicators.delete(this);
       this.runner.close();
       this.nativePlane?.close();
       this.links.close();
@@ -733,15 +735,16 @@ export class RankSession {
    * GX1_FAULT_TOLERANT=1, `rxccl launch --keep-going`): every rank left calls it, and gets a new
    * communicator of the ranks left, in their order here, on the same connections (as ULFM's
    * `MPI_Comm_shrink`, NCCL's `ncclCommShrink`). The ranks agree on who is left from the
-   * coordinator's notices, so a rank that is only slow stays in; a rank lost during the shrink is
-   * left out too. A job whose coordinator is gone (or that was aborted) cannot go on: shrink then
-   * fails with that, saying so.
+   * coordinator's notices, so a rank that is only slow stays in. A rank lost during the shrink may
+   * still be in the communicator returned (the same on every survivor): its first call then fails
+   * with `RankLostError`, and shrinking it goes on. A job whose coordinator is gone (or that was
+   * aborted) cannot go on: shrink then fails with that, saying so.
    * @example
    * try {
-   *   await world.allReduce(gradients, 'sum', { inPlace: true });
+   *   sum = await world.allReduce(gradients); // not in place: a failed call may have written part of it
    * } catch (error) {
    *   if (!(error instanceof RankLostError)) throw error;
-   *   world = await world.shrink(); // the same call, on the ranks left
+   *   world = await world.shrink(); // then the same call again, on the ranks left
    * }
    */
   async shrink(): Promise<Communicator> {
@@ -758,24 +761,27 @@ export class RankSession {
     const index = this.shrinks++;
     // The agreement's own keys, on every rank of this communicator (lost ones too: their notices end the waits).
     const agreement = SessionFailure.following(jobFailure);
-    const links = new GroupLinks(jobLinks, jobRanks, this.rank, childCommunicatorId(this.membership.id, `shrink ${index}`), agreement);
+    const links = new GroupLinks(jobLinks, jobRanks, this.rank, childCommunicatorId(this.membership.id, `shrink ${index}`), agreement, () => this.timeout.ms);
     const parts = { links, jobRanks, losses, timeoutMs: this.timeout.ms, scheduler: this.scheduler, name: this.name };
+    let answering: Subscription | null = null;
     try {
-      for (let round = 0; ; ) {
-        const survivors = await lastValueFrom(agreeOnSurvivors(parts, round));
-        round = survivors.nextRound;
-        const ranks = survivors.ranks.join(',');
-        const shrunk = this.communicator(childCommunicatorId(this.membership.id, `shrink ${index} ${ranks}`), survivors.ranks);
-        try {
-          // Every survivor agreed on the same ranks; one lost meanwhile fails this, and the agreement goes on.
-          await shrunk.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`shrink ${ranks}`) });
-          return shrunk;
-        } catch (error) {
-          await shrunk.close();
-          if (!(error instanceof RankLostError)) throw error;
-        }
+      const survivors = await lastValueFrom(agreeOnSurvivors(parts, 0));
+      // Until this shrink is over, a member that could not decide in the same round hears the decision.
+      answering = answerDecision(parts, survivors).subscribe();
+      const ranks = survivors.ranks.join(',');
+      const shrunk = this.communicator(childCommunicatorId(this.membership.id, `shrink ${index} ${ranks}`), survivors.ranks);
+      try {
+        // Every survivor decided the same ranks and meets here.
+        await shrunk.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`shrink ${ranks}`) });
+      } catch (error) {
+        // One of them was lost during the shrink. Some survivors may have met here before they
+        // heard of it: every survivor gets this communicator alike, and its first call fails on
+        // each, to be shrunk in turn.
+        if (!(error instanceof RankLostError)) throw error;
       }
+      return shrunk;
     } finally {
+      answering?.unsubscribe();
       agreement.close(new ChannelClosedError(`rank ${this.rank} shrink of ${this.name} ended`));
     }
   }
@@ -808,8 +814,8 @@ export class RankSession {
     const { jobLinks, jobRanks, jobFailure } = this.membership;
     const failure = SessionFailure.following(jobFailure);
     const rank = members.indexOf(this.rank);
-    const links = new GroupLinks(jobLinks, members.map((member) => jobRanks[member]!), rank, id, failure);
     const timeout = { ms: this.timeout.ms };
+    const links = new GroupLinks(jobLinks, members.map((member) => jobRanks[member]!), rank, id, failure, () => timeout.ms);
     const coordinator = new LeaderCoordinator({
       links,
       uniqueId: communicatorUniqueId(id),
@@ -839,8 +845,7 @@ export class RankSession {
       nativePlane: null,
       membership: { ...this.membership, id, jobRanks: links.members },
     });
-    this.children.add(child);
-    child.onClose = () => this.children.delete(child);
+    this.membership.communicators.add(child);
     logSessionEvents(child.events$, this.rank, debugLog);
     return child;
   }

@@ -347,9 +347,10 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
         return;
       }
       coordinator.loseWorld();
-      release(`notice: rank ${rank} lost`, () => {
-        for (const heard of losses) heard?.notice(rank, 'killed');
-      }, true);
+      // One notice per rank, each its own delivery: an interleaving may order them any way.
+      losses.forEach((heard, told) => {
+        if (heard !== null && told !== rank) release(`coordinator>${told} notice: rank ${rank} lost`, () => heard.notice(rank, 'killed'), true);
+      });
     },
   };
 }

@@ -216,7 +216,7 @@ export class PeerMesh {
     this.onFailure = handler;
   }
 
-  /** Called once per peer whose links began to close (a fault-tolerant job loses it at once). */
+  /** Called once per peer whose links it sends on all ended (a fault-tolerant job loses it then). */
   set departureHandler(handler: (peer: number) => void) {
     this.onPeerDeparted = handler;
   }
@@ -657,13 +657,14 @@ export class PeerMesh {
       this.failDetected(new ProtocolError(`direct peer rank ${peer} sent a corrupt frame: ${error.message}`));
       return;
     }
-    if (!this.departed.has(peer)) {
-      this.departed.add(peer);
-      this.onPeerDeparted(peer);
-    }
+    this.departed.add(peer);
     const link = this.linkIndex(peer, rail);
     if (direction === 'outbound' || this.inboundEnded[link]) return;
     this.inboundEnded[link] = true;
+    // Gone, once every link it sends on ended: nothing it sent is still on its way.
+    let allEnded = true;
+    for (let each = 0; each < this.identity.rails; each++) if (!this.inboundEnded[this.linkIndex(peer, each)]) allEnded = false;
+    if (allEnded) this.onPeerDeparted(peer);
     const left = peerLeft(peer);
     const { rank, worldSize } = this.identity;
     let everyPeerLeft = true;

@@ -16,6 +16,7 @@ export interface RankLoss {
 export class RankLosses {
   private readonly losses = new Map<number, string>();
   private readonly noticedRanks = new Set<number>();
+  private readonly noticeReasons = new Map<number, string>();
   private readonly subject = new Subject<RankLoss>();
   private readonly noticedSubject = new Subject<number>();
 
@@ -38,14 +39,19 @@ export class RankLosses {
     return [...this.noticedRanks];
   }
 
-  /** This rank's links to `rank` closed: it is lost here, before the coordinator says so. */
+  /** This rank's links from `rank` ended (after every message they brought): it is lost here, before the coordinator says so. */
   suspect(rank: number, reason: string): void {
-    this.record(rank, reason);
+    this.record(rank, this.noticeReasons.get(rank) ?? reason);
   }
 
-  /** The coordinator says `rank` is lost. */
-  notice(rank: number, reason: string): void {
-    this.record(rank, reason);
+  /**
+   * The coordinator says `rank` is gone. `now` false (a rank that left, on tcp_peer): it counts
+   * for the agreement at once, but fails this rank's communicators only once its links ended
+   * (`suspect`), so that what it sent before it left is still delivered.
+   */
+  notice(rank: number, reason: string, now = true): void {
+    this.noticeReasons.set(rank, reason);
+    if (now) this.record(rank, reason);
     if (this.noticedRanks.has(rank)) return;
     this.noticedRanks.add(rank);
     this.noticedSubject.next(this.noticedRanks.size);

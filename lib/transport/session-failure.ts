@@ -1,4 +1,4 @@
-import { type MonoTypeOperatorFunction, Observable, Subject, type Subscriber } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable, Subject, type Subscriber, type Subscription } from 'rxjs';
 
 /**
  * The one failure of a rank session. The first failure wins and is final: `failure$` errors
@@ -28,9 +28,13 @@ export class SessionFailure {
    */
   static following(parent: SessionFailure): SessionFailure {
     const failure = new SessionFailure();
-    parent.failure$.subscribe({ error: (error: unknown) => failure.fail(error) });
+    // Dropped once this one ends: a job makes communicators for as long as it runs.
+    failure.ending = parent.failure$.subscribe({ error: (error: unknown) => failure.fail(error) });
     return failure;
   }
+
+  /** What ends with this failure or close (`following`'s subscription to its parent). */
+  private ending: Subscription | null = null;
 
   get error(): unknown {
     return this.failure?.error;
@@ -43,6 +47,7 @@ export class SessionFailure {
   fail(error: unknown): void {
     if (this.failure !== null || this.closedBy !== null) return;
     this.failure = { error };
+    this.ending?.unsubscribe();
     this.subject.error(error);
     this.endPending(error);
     for (const handler of this.afterFailure) handler(error);
@@ -61,6 +66,7 @@ export class SessionFailure {
   close(reason: Error): void {
     if (this.failure !== null || this.closedBy !== null) return;
     this.closedBy = reason;
+    this.ending?.unsubscribe();
     this.subject.complete();
     this.endPending(reason);
   }

@@ -29,8 +29,11 @@ export interface RailOwner {
   readonly worldSize: number;
   readonly failure: SessionFailure;
   readonly scheduler: SchedulerLike;
-  /** A fault-tolerant job's: the coordinator's notice that a rank was lost (a Leave naming it, docs/protocol.md 13.7). */
-  readonly rankLost?: (rank: number, reason: string) => void;
+  /**
+   * A fault-tolerant job's: the coordinator's notice that a rank is gone (a Leave naming it, tag 1
+   * when it left, 0 when it was lost; docs/protocol.md 13.7).
+   */
+  readonly rankLost?: (rank: number, reason: string, left: boolean) => void;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -141,7 +144,7 @@ export class RailClient {
       return;
     }
     if (h.opcode === Opcode.Leave && this.owner.rankLost !== undefined) {
-      this.owner.rankLost(h.sourceRank, frameText(frame));
+      this.owner.rankLost(h.sourceRank, frameText(frame), h.tag === 1n);
       return;
     }
     if (h.opcode !== Opcode.Send && h.opcode !== Opcode.Receive && h.opcode !== Opcode.Heartbeat) {

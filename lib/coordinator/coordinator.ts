@@ -174,6 +174,8 @@ export class Coordinator {
   private readonly earlyLeaves = new Map<FrameChannel, () => void>();
   /** Ranks a fault-tolerant job lost (`loseRank`). */
   private readonly lost = new Set<number>();
+  /** How many point-to-point rails reported a rank that left (`loseRank`). */
+  private readonly leftReports = new Map<number, number>();
   private loopsLeft: number;
   private finished = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
@@ -508,6 +510,12 @@ export class Coordinator {
    */
   private loseRank(rank: number, reason: string, graceful: boolean): void {
     if (this.finished || this.lost.has(rank)) return;
+    if (graceful) {
+      // Left: once every rail has delivered what it sent there (each router reports when it has).
+      const reports = (this.leftReports.get(rank) ?? 0) + 1;
+      this.leftReports.set(rank, reports);
+      if (reports < this.p2pChannels) return;
+    }
     this.lost.add(rank);
     this.events.next(graceful ? { type: 'rank-left', rank } : { type: 'rank-lost', rank, reason });
     this.groups.get('rail 0')!.members.forEach((channel, destination) => {

@@ -87,13 +87,29 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
         }
       }
       if (frame.header.opcode === Opcode.Leave) graceful[rank] = true;
+      if (leaving.size > 0) reportLeft();
+    };
+
+    // Ranks that left with sends still waiting here for their receives: reported once those are taken.
+    const leaving = new Set<number>();
+    const reportLeft = () => {
+      for (const rank of leaving) {
+        if (matcher.bufferedBy(rank) > 0) continue;
+        leaving.delete(rank);
+        options.onRankGone?.(rank, 'it left the job', true);
+      }
     };
 
     const onGone = (rank: number, reason: string | null) => {
       closed[rank] = true;
       if (options.onRankGone !== undefined) {
-        const why = graceful[rank] ? 'it left the job' : reason === null ? `its point-to-point rail ${rail} closed without LEAVE` : `its point-to-point rail ${rail} failed: ${reason}`;
-        options.onRankGone(rank, why, graceful[rank]!);
+        if (graceful[rank]) {
+          // What it sent before it left is still delivered before the others hear it is gone.
+          leaving.add(rank);
+          reportLeft();
+        } else {
+          options.onRankGone(rank, reason === null ? `its point-to-point rail ${rail} closed without LEAVE` : `its point-to-point rail ${rail} failed: ${reason}`, false);
+        }
       } else if (heartbeatTimeoutMs !== null && !graceful[rank]) {
         throw new ChannelClosedError(
           reason === null

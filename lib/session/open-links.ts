@@ -58,8 +58,7 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
       ? {}
       : {
           rankLost: (rank: number, reason: string, left: boolean) => {
-            // On the mesh a rank that left still delivers what it sent: its links' end fails what needs it.
-            losses.notice(rank, reason, !(left && dropPeer !== null));
+            losses.notice(rank, reason, left);
             if (!left) dropPeer?.(rank);
           },
         };
@@ -152,7 +151,7 @@ async function openMeshLinks(
     if (losses !== null) mesh.departureHandler = (peer) => losses.suspect(peer, 'its direct peer links closed');
     const sockets = mesh.dataLinks;
     return {
-      links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses !== null),
+      links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses === null ? null : (peer) => losses.needed(peer, 'its direct peer links closed while this rank needed it')),
       mesh,
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,

@@ -222,7 +222,7 @@ export class RankSession {
 
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
     const jobFailure = new SessionFailure();
-    const losses = options.faultTolerant ? new RankLosses() : null;
+    const losses = options.faultTolerant ? new RankLosses(options.scheduler) : null;
     // In a fault-tolerant job the world can fail alone (a lost rank) while the job goes on.
     const failure = losses === null ? jobFailure : SessionFailure.following(jobFailure);
     const timeout = { ms: options.timeoutMs };
@@ -695,7 +695,9 @@ export class RankSession {
     if (!this.closed) {
       this.closed = true;
       // The world's close ends every communicator of the job on this rank (a communicator's, only itself).
-      if (this.membership.id === WORLD_COMMUNICATOR) await Promise.all([...this.membership.communicators].map((communicator) => communicator.close()));
+      // (Awaited only where there are some: a close without communicators ends its work at once, as before.)
+      const { communicators } = this.membership;
+      if (this.membership.id === WORLD_COMMUNICATOR && communicators.size > 0) await Promise.all([...communicators].map((communicator) => communicator.close()));
       this.stopLeavingOnExit();
       const closed = new ChannelClosedError(this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of ${this.name} closed`);
       this.failure.close(closed);

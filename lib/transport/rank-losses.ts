@@ -1,4 +1,4 @@
-import { Observable, Subject } from 'rxjs';
+import { asyncScheduler, Observable, type SchedulerLike, Subject } from 'rxjs';
 
 /** One rank a fault-tolerant job lost, and why. */
 export interface RankLoss {
@@ -6,6 +6,13 @@ export interface RankLoss {
   readonly rank: number;
   readonly reason: string;
 }
+
+/**
+ * How long after a rank left (or its links ended) this rank fails the communicators it was in: what
+ * was already under way and needs nothing more from it (the reduction of its last message, still
+ * running) completes first. A lost rank (the coordinator's notice of a crash, a lease) fails them at once.
+ */
+export const LEFT_GRACE_MS = 250;
 
 /**
  * The ranks a fault-tolerant job lost, as this rank learnt of them, in order: from the
@@ -39,22 +46,38 @@ export class RankLosses {
     return [...this.noticedRanks];
   }
 
-  /** This rank's links from `rank` ended (after every message they brought): it is lost here, before the coordinator says so. */
+  constructor(private readonly scheduler: SchedulerLike = asyncScheduler) {}
+
+  /** This rank's links from `rank` ended (after every message they brought): it is gone here, before the coordinator says so. */
   suspect(rank: number, reason: string): void {
+    this.later(rank, reason);
+  }
+
+  /** Something of this rank needed `rank`, whose links ended: it is lost here now (no grace). */
+  needed(rank: number, reason: string): void {
     this.record(rank, this.noticeReasons.get(rank) ?? reason);
   }
 
   /**
-   * The coordinator says `rank` is gone. `now` false (a rank that left, on tcp_peer): it counts
-   * for the agreement at once, but fails this rank's communicators only once its links ended
-   * (`suspect`), so that what it sent before it left is still delivered.
+   * The coordinator says `rank` is gone: `left` (it closed its session) or lost. It counts for the
+   * agreement at once; a lost rank fails this rank's communicators at once, one that left after
+   * LEFT_GRACE_MS.
    */
-  notice(rank: number, reason: string, now = true): void {
+  notice(rank: number, reason: string, left = false): void {
     this.noticeReasons.set(rank, reason);
-    if (now) this.record(rank, reason);
+    if (left) this.later(rank, reason);
+    else this.record(rank, reason);
     if (this.noticedRanks.has(rank)) return;
     this.noticedRanks.add(rank);
     this.noticedSubject.next(this.noticedRanks.size);
+  }
+
+  private readonly graced = new Set<number>();
+
+  private later(rank: number, reason: string): void {
+    if (this.losses.has(rank) || this.graced.has(rank)) return;
+    this.graced.add(rank);
+    this.scheduler.schedule(() => this.record(rank, this.noticeReasons.get(rank) ?? reason), LEFT_GRACE_MS);
   }
 
   private record(rank: number, reason: string): void {

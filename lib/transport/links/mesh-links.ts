@@ -20,8 +20,11 @@ export class MeshLinks implements SessionLinks {
     private readonly control: RailClient,
     failure: SessionFailure,
     private readonly timeoutMs: () => number,
-    /** A fault-tolerant job's: a message that fails because its peer left aborts nothing. */
-    private readonly survivesDepartures = false,
+    /**
+     * A fault-tolerant job's: a message that fails because its peer left aborts nothing, and is
+     * reported here (something needed that peer: the job has lost it for this rank).
+     */
+    private readonly onPeerNeeded: ((peer: number) => void) | null = null,
   ) {
     // A failure the mesh finds on its own (a peer over its unmatched budget, a corrupt frame)
     // reaches every rank the way a failed send or receive does: on both planes.
@@ -87,7 +90,8 @@ export class MeshLinks implements SessionLinks {
     const fail = (error: unknown) => {
       // A message its caller gave up on (a sibling's failure ended the collective) announces nothing.
       if (subscriber.closed) return;
-      if (!this.mesh.failed && !(this.survivesDepartures && error instanceof PeerLeftError)) this.abort(failureText(error));
+      if (this.onPeerNeeded !== null && error instanceof PeerLeftError) this.onPeerNeeded(error.peer);
+      else if (!this.mesh.failed) this.abort(failureText(error));
       subscriber.error(error);
     };
     try {

@@ -29,8 +29,10 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       ...(options.tls !== undefined ? { tls: options.tls } : {}),
       ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
+      // A fault-tolerant job's coordinator is too (the option, else GX1_FAULT_TOLERANT of `env`).
+      ...(options.faultTolerant !== undefined ? { faultTolerant: options.faultTolerant } : {}),
       busyWindow: coordinatorBusyWindow(env),
-    });
+    }, env);
   } catch (error) {
     if (!(error instanceof ConfigurationError)) throw error;
     throw new ConfigurationError(

@@ -200,6 +200,16 @@ describe.each(TRANSPORTS)('shrink with every rank a process (rxccl launch --keep
     90_000,
   );
 
+  // 8 processes of 64 MiB each on this 2-core machine: on tcp_peer (its all-reduce is rank to
+  // rank); tcp_host_staged relays a communicator's 64 MiB through the coordinator twice, minutes at 8 ranks.
+  if (transport === 'tcp_peer') {
+    it(
+      '8 ranks: rank 2 killed mid-all-reduce of 64 MiB; every survivor is told, shrinks within 2 s, and sums exactly',
+      () => expectShrinks({ worldSize: 8, transport, victims: [2], elements: [(64 * MiB) / 4], timeoutMs: 30_000 }),
+      180_000,
+    );
+  }
+
   // What examples/elastic-sgd.ts does at its end: no rank waits for the others before it leaves.
   // In a fault-tolerant job a rank that leaves is lost to the others, but only after its part of
   // every collective: one that has its result first must not fail a slower one's last all-reduce.

@@ -25,6 +25,8 @@ export interface RunnerParts {
   readonly failure: SessionFailure;
   readonly loop: EventLoopHold;
   readonly events: Subject<SessionEvent>;
+  /** What a call after `close()` is refused with (`rank 0 session closed`, `rank 1 of communicator 0x... closed`). */
+  readonly closedText: string;
 }
 
 /**
@@ -50,7 +52,7 @@ export class CollectiveRunner {
   submit<N extends CollectiveName>(collective: N, validate: () => Collectives[N][0], bytes: number | (() => number)): Observable<Collectives[N][1]> {
     let request: Collectives[N][0];
     try {
-      if (this.closed) throw new ChannelClosedError(`rank ${this.parts.context.rank} session closed`);
+      if (this.closed) throw new ChannelClosedError(this.parts.closedText);
       request = validate();
     } catch (error) {
       return throwError(() => error);

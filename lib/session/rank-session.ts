@@ -215,7 +215,18 @@ export class RankSession {
       abort: (reason) => void this.abortLinks(reason),
     });
     const plane = sessionPlane(transport, nativePlane !== null);
-    this.runner = new CollectiveRunner({ transport, links, context: this.context, tuning, plane, ranksShareHost: core.ranksShareHost, failure, loop, events: this.events });
+    this.runner = new CollectiveRunner({
+      transport,
+      links,
+      context: this.context,
+      tuning,
+      plane,
+      ranksShareHost: core.ranksShareHost,
+      failure,
+      loop,
+      events: this.events,
+      closedText: this.closedText,
+    });
     this.requests = new CollectiveRequests(this.runner, rank, worldSize);
     this.messaging = new PointToPoint(links, failure, loop, this.events);
   }
@@ -699,7 +710,7 @@ export class RankSession {
       const { communicators } = this.membership;
       if (this.membership.id === WORLD_COMMUNICATOR && communicators.size > 0) await Promise.all([...communicators].map((communicator) => communicator.close()));
       this.stopLeavingOnExit();
-      const closed = new ChannelClosedError(this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of ${this.name} closed`);
+      const closed = new ChannelClosedError(this.closedText);
       this.failure.close(closed);
       if (this.membership.id === WORLD_COMMUNICATOR) this.membership.jobFailure.close(closed);
       this.lossWatch?.unsubscribe();
@@ -786,6 +797,11 @@ export class RankSession {
       answering?.unsubscribe();
       agreement.close(new ChannelClosedError(`rank ${this.rank} shrink of ${this.name} ended`));
     }
+  }
+
+  /** What calls after `close()` are refused with. */
+  private get closedText(): string {
+    return this.membership.id === WORLD_COMMUNICATOR ? `rank ${this.rank} session closed` : `rank ${this.rank} of ${this.name} closed`;
   }
 
   /** `communicator 0x...`, or `the job's world`: how errors name this communicator. */

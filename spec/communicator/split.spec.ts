@@ -95,7 +95,9 @@ describe.each(TRANSPORTS)('communicators on %s', (transport) => {
     expect([...(await alone.allReduce(Float32Array.of(1.5)))]).toEqual([1.5]);
     await alone.close();
     await Promise.all(pair.map((communicator) => communicator.close()));
-    expect((await rejection(pair[0].barrier())).code).toBe('CHANNEL_CLOSED');
+    const closed = await rejection(pair[0].barrier());
+    expect(closed.code).toBe('CHANNEL_CLOSED');
+    expect(closed.message).toMatch(/^rank 0 of communicator 0x[0-9a-f]{16} closed$/);
     const world = await Promise.all(sessions.map((session) => session.allReduce(Int32Array.of(2))));
     expect(world.map((result) => result[0])).toEqual([8, 8, 8, 8]);
   });

@@ -59,6 +59,11 @@ export interface LeaderParts {
 }
 
 const NOTHING = new Uint8Array(0);
+
+/** A request's or response's parts as one message (the links send one buffer; most have one part, sent as it is). */
+function asOne(parts: readonly Uint8Array[]): Uint8Array {
+  return parts.length === 0 ? NOTHING : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
 const bytesShape = (count: number) => ({ elementType: ElementType.U8, count });
 
 /**
@@ -88,7 +93,7 @@ export class LeaderCoordinator {
     return defer(() => {
       const { links, uniqueId } = this.parts;
       const sequence = this.sequence++;
-      const payload = parts.length === 0 ? NOTHING : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      const payload = asOne(parts);
       const header = makeHeader({ ...fields, uniqueId, sourceRank: links.rank, worldSize: links.worldSize, sequence }, payload.length);
       const asked = this.ask(header, payload, scratch);
       return links.rank === LEADER ? merge(this.serve(sequence), asked) : asked;
@@ -169,7 +174,7 @@ export class LeaderCoordinator {
             const responses = routeCollective(this.agreement, uniqueId, sequence, frames);
             answers = merge(
               ...responses.map((response, rank) => {
-                const body = response.parts.length === 1 ? response.parts[0]! : Buffer.concat(response.parts);
+                const body = asOne(response.parts);
                 return concat(send(rank, LeaderStep.Response, encodeHeader(response.header)), body.length === 0 ? EMPTY : send(rank, LeaderStep.ResponsePayload, body));
               }),
             );

@@ -3,6 +3,8 @@ import type { DType } from '../protocol/element-type.js';
 import type { Frame } from '../protocol/frame.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { TensorView } from '../tensor.js';
+import type { CollectiveTopology } from '../topology/collective-topology.js';
+import type { TopologyGroups } from '../topology/topology-groups.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
@@ -31,6 +33,10 @@ export interface CollectiveContext {
   readonly ringOrder: readonly number[];
   /** Independent rings a ring algorithm stripes its data over (GX1_RING_CHANNELS). */
   readonly ringChannels: number;
+  /** The topology groups hierarchical algorithms follow (GX1_TOPOLOGY_GROUPS, given or inferred), else null. */
+  readonly topologyGroups: TopologyGroups | null;
+  /** The job's links, declared (GX1_TOPOLOGY_LINKS) or probed, that the planner weighs; else null. */
+  readonly topology: CollectiveTopology | null;
   /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
   readonly pieceBytes: number;
   /**

@@ -45,6 +45,7 @@ export function runScheduled<N extends ScheduledName>(
         root: call.root,
         ringOrder: context.ringOrder,
         ringChannels: context.ringChannels,
+        ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
         inPlace: call.inPlace,
       });
     const { schedule, descriptor } = context.schedules.get(key, call.request, write);

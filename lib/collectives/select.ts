@@ -32,7 +32,13 @@ import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { exchangeReduceScatter } from './reduce-scatter/exchange.js';
 import { stagedReduceScatter } from './reduce-scatter/staged.js';
 import { stagedScatter } from './scatter/staged.js';
+import { hierarchicalAllReduce } from './all-reduce/hierarchical.js';
+import { hierarchicalAllGather } from './all-gather/hierarchical.js';
+import { hierarchicalReduceScatter } from './reduce-scatter/hierarchical.js';
+import { hierarchyBeatsRing, type ModelledCollective } from './cost-model.js';
 import type { ScheduleOf } from './schedule/schedule.js';
+import type { CollectiveTopology } from '../topology/collective-topology.js';
+import type { TopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveTuning } from './tuning.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 
@@ -49,9 +55,9 @@ export type Plane = 'native' | 'js' | 'coordinator';
  * Families, as GX1_COLLECTIVE_ALGORITHM names them: `direct` asks for the staged path, `ring` for
  * the ring family (rings, the chain). `pairwise` moves data between every pair of ranks at once
  * (all-pairs included); `exchange` is the JS plane's small-message path, the agreement and the
- * data in one round of the mesh.
+ * data in one round of the mesh; `hierarchical` follows the topology groups (GX1_TOPOLOGY_GROUPS).
  */
-export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange';
+export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange' | 'hierarchical';
 
 /** A bound of a row's size range: bytes, or the job's GX1_RING_THRESHOLD_BYTES. */
 export type SizeBound = number | 'ring threshold';
@@ -84,6 +90,12 @@ export interface Situation {
   readonly tuning: CollectiveTuning;
   /** Every rank of the job advertises this rank's host (tcp_peer; the same answer on every rank). */
   readonly ranksShareHost: boolean;
+  /** The topology groups (given, or inferred when the session opened), else null. */
+  readonly groups: TopologyGroups | null;
+  /** The links, declared or probed, the cost model weighs (lib/collectives/cost-model.ts), else null. */
+  readonly topology: CollectiveTopology | null;
+  /** The ring order of ring-family algorithms. */
+  readonly ringOrder: readonly number[];
 }
 
 /** The plane a session runs its scheduled collectives on. */
@@ -146,6 +158,16 @@ function exchangeFits({ bytes, worldSize }: Situation): boolean {
 const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= 3;
 
 /**
+ * Under `auto`, the hierarchical row fits where the job has groups and links to weigh, and the
+ * cost model (lib/collectives/cost-model.ts) expects it to beat the flat ring (the rows before
+ * the ring's already chose the staged path or the pairwise family where they serve better).
+ */
+const hierarchyPays =
+  (collective: ModelledCollective) =>
+  (situation: Situation): boolean =>
+    situation.groups !== null && situation.topology !== null && hierarchyBeatsRing(collective, { ...situation, ringChannels: situation.tuning.ringChannels });
+
+/**
  * Every collective's algorithms, in order of preference per plane; the staged row, which every
  * collective has, comes last. Adding an algorithm is a schedule file under
  * lib/collectives/<collective>/ and a row here per plane it serves (docs/architecture.md).
@@ -158,9 +180,11 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   allReduce: [
     { name: 'all-pairs', plane: 'native', family: 'pairwise', below: ALL_PAIRS_BELOW_BYTES, schedule: allPairsAllReduce },
+    { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllReduce },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllReduce },
+    { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllReduce },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllReduce },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllReduce },
@@ -180,9 +204,11 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBroadcast },
   ],
   allGather: [
+    { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allGather'), schedule: hierarchicalAllGather },
     { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllGather },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllGather },
+    { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allGather'), schedule: hierarchicalAllGather },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllGather },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllGather },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllGather },
@@ -195,9 +221,11 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   scatter: [{ name: 'staged', plane: 'coordinator', family: 'staged', run: stagedScatter }],
   reduceScatter: [
+    { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('reduceScatter'), schedule: hierarchicalReduceScatter },
     { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseReduceScatter },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringReduceScatter },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeReduceScatter },
+    { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('reduceScatter'), schedule: hierarchicalReduceScatter },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseReduceScatter },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringReduceScatter },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduceScatter },
@@ -226,9 +254,9 @@ function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolea
 /**
  * Chooses the algorithm for one call, as the seed's planner does with its policy:
  * - one rank, or `direct`: the staged row (through the coordinator);
- * - `ring`: the collective's ring-family row on the session's plane (on tcp_host_staged, the JS
- *   plane's, its pieces travelling the coordinator's point-to-point rails); a collective without
- *   one as `auto`;
+ * - `ring` (`hierarchical`): the collective's ring-family (hierarchical) row on the session's
+ *   plane (on tcp_host_staged, the JS plane's, its pieces travelling the coordinator's
+ *   point-to-point rails); a collective without one as `auto`;
  * - `auto`: the first row of the session's plane that serves the size and fits; else staged.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
@@ -237,10 +265,10 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   if (staged === undefined) throw new ConfigurationError(`no staged algorithm for ${collective}`);
   const { tuning, worldSize, plane } = situation;
   if (worldSize === 1 || tuning.algorithm === 'direct') return staged;
-  if (tuning.algorithm === 'ring') {
-    const ringPlane = plane === 'coordinator' ? 'js' : plane;
-    const ring = rows.find((row) => row.family === 'ring' && row.plane === ringPlane);
-    if (ring !== undefined) return ring;
+  if (tuning.algorithm === 'ring' || tuning.algorithm === 'hierarchical') {
+    const peerPlane = plane === 'coordinator' ? 'js' : plane;
+    const asked = rows.find((row) => row.family === tuning.algorithm && row.plane === peerPlane);
+    if (asked !== undefined) return asked;
   }
   return rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
 }

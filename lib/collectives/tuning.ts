@@ -9,6 +9,13 @@ import {
   validateRingChannels,
   validateRingOrder,
 } from '../topology/ring-tuning.js';
+import {
+  DEFAULT_GROUP_PAYLOAD_BYTES,
+  parseGroupPayloadBytes,
+  parseTopologyGroups,
+  type TopologyGroupsSetting,
+  validateTopologyGroups,
+} from '../topology/topology-groups.js';
 
 /** The reference's default: from 256 KiB, `auto` sends data rank to rank. */
 export const DEFAULT_RING_THRESHOLD_BYTES = 256 * 1024;
@@ -19,7 +26,7 @@ export const DEFAULT_RING_THRESHOLD_BYTES = 256 * 1024;
  * the variables; an option given wins over its variable.
  */
 export interface TuningOptions {
-  /** `GX1_COLLECTIVE_ALGORITHM`: auto (default), direct (through the coordinator), ring, hierarchical. */
+  /** `GX1_COLLECTIVE_ALGORITHM`: auto (default), direct (through the coordinator), ring, hierarchical (needs topology groups). */
   readonly algorithm?: AlgorithmPolicy | string;
   /** `GX1_RING_THRESHOLD_BYTES`: under `auto`, tensors from this size use the ring family (default 256 KiB). */
   readonly ringThresholdBytes?: number;
@@ -29,6 +36,13 @@ export interface TuningOptions {
   readonly ringChannels?: number;
   /** `GX1_TOPOLOGY_LINKS`: `probe` (measure at open, tcp_peer) or links "0-1:MBps:ns,..." the ring order is chosen from. */
   readonly topologyLinks?: string;
+  /**
+   * `GX1_TOPOLOGY_GROUPS`: ranks sharing fast links, every rank once ([[0, 1], [2, 3]] or "0,1;2,3"),
+   * which hierarchical collectives follow; `auto`: inferred from the topology when the session opens.
+   */
+  readonly topologyGroups?: readonly (readonly number[])[] | string;
+  /** `GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES`: the payload automatic grouping scores candidates at (default 16 MiB). */
+  readonly groupPayloadBytes?: number;
 }
 
 export interface CollectiveTuning {
@@ -39,6 +53,17 @@ export interface CollectiveTuning {
   readonly ringChannels: number;
   /** Links to choose the ring from; `probe`: measure them when the session opens; null: uniform. */
   readonly topology: CollectiveTopology | 'probe' | null;
+  /** The topology groups; `auto`: inferred when the session opens; null: none (no hierarchy). */
+  readonly groups: TopologyGroupsSetting | null;
+  /** The payload automatic grouping scores its candidates at. */
+  readonly groupPayloadBytes: number;
+}
+
+/** `hierarchical` needs groups, given or `auto` (the reference's check, and its text). */
+export function checkHierarchyHasGroups(algorithm: AlgorithmPolicy, groups: TopologyGroupsSetting | null): void {
+  if (algorithm === 'hierarchical' && groups === null) {
+    throw new ConfigurationError('invalid collective hierarchy: GX1_COLLECTIVE_ALGORITHM=hierarchical requires explicit or inferred topology groups');
+  }
 }
 
 /** Resolves the tuning of one rank from its options, else its environment. */
@@ -47,13 +72,6 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
     options.algorithm !== undefined
       ? parseAlgorithmPolicy(String(options.algorithm), 'algorithm')
       : parseAlgorithmPolicy(env.GX1_COLLECTIVE_ALGORITHM ?? 'auto');
-  if (algorithm === 'hierarchical') {
-    // The reference needs GX1_TOPOLOGY_GROUPS for it; rxccl has neither groups nor the algorithm yet.
-    throw new ConfigurationError(
-      'invalid collective hierarchy: GX1_COLLECTIVE_ALGORITHM=hierarchical requires explicit or inferred topology groups ' +
-        '(rxccl has no hierarchical algorithm yet: use auto, direct or ring)',
-    );
-  }
   const ringThresholdBytes =
     options.ringThresholdBytes !== undefined
       ? parseByteCount('ringThresholdBytes', String(options.ringThresholdBytes))
@@ -67,5 +85,22 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
   );
   const links = options.topologyLinks ?? env.GX1_TOPOLOGY_LINKS;
   const topology = links === undefined ? null : links.trim().toLowerCase() === 'probe' ? 'probe' : parseTopologyLinks(worldSize, links);
-  return { algorithm, ringThresholdBytes, ringOrder, ringChannels, topology };
+  const groupsGiven = options.topologyGroups ?? env.GX1_TOPOLOGY_GROUPS;
+  const groups =
+    groupsGiven === undefined
+      ? null
+      : typeof groupsGiven === 'string'
+        ? parseTopologyGroups(worldSize, groupsGiven, options.topologyGroups === undefined ? 'GX1_TOPOLOGY_GROUPS' : 'topologyGroups')
+        : validateTopologyGroups(worldSize, groupsGiven);
+  checkHierarchyHasGroups(algorithm, groups);
+  // Read only where groups are inferred, as the reference does.
+  const groupPayloadBytes =
+    groups !== 'auto'
+      ? DEFAULT_GROUP_PAYLOAD_BYTES
+      : options.groupPayloadBytes !== undefined
+        ? parseGroupPayloadBytes(String(options.groupPayloadBytes))
+        : env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES !== undefined
+          ? parseGroupPayloadBytes(env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES)
+          : DEFAULT_GROUP_PAYLOAD_BYTES;
+  return { algorithm, ringThresholdBytes, ringOrder, ringChannels, topology, groups, groupPayloadBytes };
 }

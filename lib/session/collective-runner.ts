@@ -59,7 +59,8 @@ export class CollectiveRunner {
     }
     const { transport, plane, tuning, ranksShareHost, links, context, events } = this.parts;
     const size = typeof bytes === 'number' ? bytes : bytes();
-    const row = selectAlgorithm(collective, { transport, plane, worldSize: context.worldSize, bytes: size, tuning, ranksShareHost });
+    const { worldSize, topologyGroups: groups, topology, ringOrder } = context;
+    const row = selectAlgorithm(collective, { transport, plane, worldSize, bytes: size, tuning, ranksShareHost, groups, topology, ringOrder });
     this.nameChoice(collective, row, size);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.

@@ -46,6 +46,9 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     scratch: parts.scratch,
     ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
     ringChannels: tuning.ringChannels,
+    // `auto` groups are inferred when the session opens (RankSession.inferGroups).
+    topologyGroups: tuning.groups === 'auto' ? null : tuning.groups,
+    topology: tuning.topology instanceof CollectiveTopology ? tuning.topology : null,
     pieceBytes: PIECE_BYTES,
     agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
     nextMeshSequence: parts.nextMeshSequence,

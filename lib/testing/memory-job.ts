@@ -35,6 +35,7 @@ import { memoryDataPlane } from './memory-data-plane.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
 import { flipBit } from './arbitraries/corruptions.js';
+import type { TopologyGroups } from '../topology/topology-groups.js';
 import { type LinkFault, partitionHold } from './faults.js';
 
 /** What a payload given back (`links.release`) is overwritten with in memory jobs. */
@@ -88,6 +89,8 @@ export interface MemoryJobOptions {
   readonly rails?: number;
   readonly ringOrder?: readonly number[];
   readonly ringChannels?: number;
+  /** The topology groups hierarchical algorithms follow (default none). */
+  readonly topologyGroups?: TopologyGroups;
   readonly pieceBytes?: number;
   /** The session timeout: collectives at the coordinator and receives on the links (default 60 s). */
   readonly timeoutMs?: number;
@@ -321,6 +324,8 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       scratch: new BufferPool(),
       ringOrder,
       ringChannels: options.ringChannels ?? 1,
+      topologyGroups: options.topologyGroups ?? null,
+      topology: null,
       pieceBytes: options.pieceBytes ?? 1 << 20,
       agreement: options.agreement ?? 'coordinator',
       nextMeshSequence: () => meshSequence.next++,

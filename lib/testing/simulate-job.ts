@@ -7,9 +7,10 @@
  */
 import type { Scheduler as InterleaveScheduler } from 'fast-check';
 import { lastValueFrom, type SchedulerLike, timer, VirtualTimeScheduler } from 'rxjs';
-import { DEFAULT_RING_THRESHOLD_BYTES, type CollectiveTuning } from '../collectives/tuning.js';
+import { checkHierarchyHasGroups, DEFAULT_RING_THRESHOLD_BYTES, type CollectiveTuning } from '../collectives/tuning.js';
 import { RankSession } from '../session/rank-session.js';
 import type { AlgorithmPolicy } from '../topology/ring-tuning.js';
+import { DEFAULT_GROUP_PAYLOAD_BYTES, type TopologyGroups, validateTopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { type Fault, isRankFault, type LinkFault, type RankFault } from './faults.js';
 import { memoryJob, type MemoryTraffic } from './memory-job.js';
@@ -64,10 +65,12 @@ export interface SimulateJobOptions {
    * event loop over the links.
    */
   readonly dataPlane?: 'native' | 'js';
-  /** GX1_COLLECTIVE_ALGORITHM: auto (default), direct or ring. */
-  readonly algorithm?: Exclude<AlgorithmPolicy, 'hierarchical'>;
+  /** GX1_COLLECTIVE_ALGORITHM: auto (default), direct, ring or hierarchical (with `topologyGroups`). */
+  readonly algorithm?: AlgorithmPolicy;
   readonly ringOrder?: readonly number[];
   readonly ringChannels?: number;
+  /** GX1_TOPOLOGY_GROUPS: the groups hierarchical collectives follow ([[0, 1], [2, 3]]), checked as the variable is. */
+  readonly topologyGroups?: TopologyGroups;
   readonly ringThresholdBytes?: number;
   /** The session timeout, in virtual milliseconds (default 60 s). */
   readonly timeoutMs?: number;
@@ -119,6 +122,7 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
   const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
   const job = memoryJob(worldSize, {
     dataPlane,
+    ...(options.topologyGroups === undefined ? {} : { topologyGroups: options.topologyGroups }),
     rails: options.rails ?? 1,
     scheduler: clock,
     timeoutMs,
@@ -132,7 +136,10 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
     ringOrder: options.ringOrder ?? null,
     ringChannels: options.ringChannels ?? 1,
     topology: null,
+    groups: options.topologyGroups === undefined ? null : validateTopologyGroups(worldSize, options.topologyGroups),
+    groupPayloadBytes: DEFAULT_GROUP_PAYLOAD_BYTES,
   };
+  checkHierarchyHasGroups(tuning.algorithm, tuning.groups);
   const sleep = (ms: number) => lastValueFrom(timer(ms, clock), { defaultValue: undefined }).then(() => undefined);
   const outcomes = new Array<RankOutcome<T> | undefined>(worldSize).fill(undefined);
   const steps = new Array<number>(worldSize).fill(0);

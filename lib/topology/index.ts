@@ -4,3 +4,4 @@ export * from './probe-options.js';
 export * from './probe.js';
 export * from './best-ring-order.js';
 export * from './ring-tuning.js';
+export * from './topology-groups.js';

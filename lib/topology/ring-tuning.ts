@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import { CollectiveTopology, type TopologyLink } from './collective-topology.js';
+import { invalidEnvironment, MAX_U32, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
 
 /**
  * The reference's collective tuning values as they arrive in environment variables
@@ -15,41 +16,6 @@ const ALGORITHM_POLICIES: readonly AlgorithmPolicy[] = ['auto', 'direct', 'ring'
 
 /** The reference caps ring channels (GX1_RING_CHANNELS) at this many. */
 const MAX_RING_CHANNELS = 64;
-
-/** Ranks are u32 in the reference; a larger number is a parse error there, not a range error. */
-const MAX_U32 = 0xffff_ffff;
-
-/**
- * Rust's `str::trim` removes Unicode White_Space, which differs from String.prototype.trim: it
- * also strips U+0085 (next line) and keeps U+FEFF (byte order mark).
- */
-const RUST_WHITESPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
-const SURROUNDING_WHITESPACE = new RegExp(`^${RUST_WHITESPACE}+|${RUST_WHITESPACE}+$`, 'g');
-
-function trimWhitespace(text: string): string {
-  return text.replace(SURROUNDING_WHITESPACE, '');
-}
-
-/**
- * The value of a Rust unsigned-integer parse (`"+7"` and `"007"` are 7; no sign other than `+`,
- * no whitespace), or undefined where Rust fails or the value exceeds `maximum`. The reference's
- * u64 and usize go to 2^64 - 1; here they stop at Number.MAX_SAFE_INTEGER, the largest integer a
- * number holds exactly, and a larger value is refused rather than silently rounded.
- */
-function parseUnsigned(text: string, maximum = Number.MAX_SAFE_INTEGER): number | undefined {
-  if (!/^\+?[0-9]+$/.test(text)) return undefined;
-  const value = Number(text);
-  return value <= maximum ? value : undefined;
-}
-
-/** The reference's `InvalidEnvironment` error; Rust's `{:?}` quoting becomes JSON quoting. */
-function invalidEnvironment(name: string, value: string): ConfigurationError {
-  return new ConfigurationError(`invalid ${name} value ${JSON.stringify(value)}`);
-}
-
-function rankOutOfRange(rank: number, worldSize: number): ConfigurationError {
-  return new ConfigurationError(`topology rank ${rank} is outside world size ${worldSize}`);
-}
 
 function checkWorldSize(worldSize: number): void {
   if (worldSize === 0) throw new ConfigurationError('collective topology cannot be empty');

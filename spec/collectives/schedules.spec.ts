@@ -15,7 +15,7 @@ import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
-import { arbRingOrder, type ModelMemory, runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
+import { arbRingOrder, arbTopologyGroups, type ModelMemory, runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
 
 /** Every (collective, algorithm) with a schedule, once (a schedule serving both planes is one). */
 const SCHEDULED = (Object.keys(ALGORITHMS) as CollectiveName[]).flatMap((collective) => {
@@ -79,6 +79,7 @@ function expectRingFold(actual: string, wanted: string, worldSize: number, op: R
 
 const arbCase = fc.integer({ min: 1, max: 16 }).chain((worldSize) =>
   fc.record({
+    groups: arbTopologyGroups(worldSize),
     worldSize: fc.constant(worldSize),
     scheduled: fc.constantFrom(...SCHEDULED),
     count: fc.integer({ min: 0, max: 23 }),
@@ -93,12 +94,14 @@ const arbCase = fc.integer({ min: 1, max: 16 }).chain((worldSize) =>
 );
 
 describe('every schedule of the table, in the model (lib/testing/schedule-model.ts)', () => {
-  it('covers every collective but scatter and all-to-all-v, with its ring, pairwise and all-pairs forms', () => {
+  it('covers every collective but scatter and all-to-all-v, with its ring, pairwise, all-pairs and hierarchical forms', () => {
     expect(SCHEDULED.map(({ collective, name }) => `${collective} ${name}`).sort()).toEqual(
       [
+        'allGather hierarchical',
         'allGather pairwise',
         'allGather ring',
         'allReduce all-pairs',
+        'allReduce hierarchical',
         'allReduce pairwise',
         'allReduce ring',
         'allToAll pairwise',
@@ -107,6 +110,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
         'broadcast pairwise',
         'gather pairwise',
         'reduce pairwise',
+        'reduceScatter hierarchical',
         'reduceScatter pairwise',
         'reduceScatter ring',
       ].sort(),
@@ -115,7 +119,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
 
   it('is well formed, never waits on itself, races no memory, and delivers exactly every contribution (rank order, or ring order once each)', () => {
     fc.assert(
-      fc.property(arbCase, ({ worldSize, scheduled, count: base, width, op, root, order, channels, inPlace, seed }) => {
+      fc.property(arbCase, ({ worldSize, scheduled, count: base, width, op, root, order, channels, inPlace, seed, groups }) => {
         const { collective, family, schedule } = scheduled;
         const count = collective === 'barrier' ? 0 : SHARDED.has(collective) ? base * worldSize : base;
         const placement = inPlace ? (IN_PLACE[collective] ?? 'none') : 'none';
@@ -129,6 +133,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
           ringOrder: order,
           ringChannels: channels,
           inPlace: placement !== 'none',
+          groups,
         });
         const outputElements = (rank: number) => expected(collective, rank, worldSize, count, root, op).length;
         const schedules = Array.from({ length: worldSize }, (_, rank) => schedule(input(rank)));

@@ -1,4 +1,5 @@
 import type { ReduceOp } from '../../protocol/reduce-op.js';
+import type { TopologyGroups } from '../../topology/topology-groups.js';
 
 /**
  * A collective's data movement at one rank, as data: the messages it sends and receives on each
@@ -92,8 +93,10 @@ export interface ScheduleInput {
   readonly root: number | null;
   /** The ring, every rank once, that ring and chain algorithms follow. */
   readonly ringOrder: readonly number[];
-  /** Rings a ring algorithm stripes its data over. */
+  /** Rings a ring algorithm stripes its data over (and shares a hierarchical one cuts each lane into). */
   readonly ringChannels: number;
+  /** The topology groups hierarchical algorithms follow (GX1_TOPOLOGY_GROUPS); absent: one group of every rank. */
+  readonly groups?: TopologyGroups;
   /**
    * The result is written in the input's own memory: the input itself (all-reduce, broadcast),
    * the input as this rank's slot of the output (all-gather), the output as this rank's shard of

@@ -63,3 +63,19 @@ export function arbRingOrder(worldSize: number): fc.Arbitrary<number[]> {
     Array.from({ length: worldSize }, (_, rank) => rank).sort((a, b) => keys[a]! - keys[b]! || a - b),
   );
 }
+
+/**
+ * Topology groups of `worldSize` ranks (GX1_TOPOLOGY_GROUPS): any partition of them (uneven,
+ * interleaved, one rank each), groups and members listed in any order, at least `minGroups`
+ * groups (default 1; GX1_TOPOLOGY_GROUPS itself needs 2).
+ */
+export function arbTopologyGroups(worldSize: number, minGroups = 1): fc.Arbitrary<number[][]> {
+  return fc
+    .tuple(fc.array(fc.integer({ min: 0, max: worldSize - 1 }), { minLength: worldSize, maxLength: worldSize }), arbRingOrder(worldSize))
+    .map(([labels, listing]) => {
+      const groups = new Map<number, number[]>();
+      for (const rank of listing) groups.set(labels[rank]!, [...(groups.get(labels[rank]!) ?? []), rank]);
+      return [...groups.values()];
+    })
+    .filter((groups) => groups.length >= minGroups);
+}

@@ -1,0 +1,74 @@
+/**
+ * Hierarchical collectives in real sessions on loopback (GX1_TOPOLOGY_GROUPS with
+ * GX1_COLLECTIVE_ALGORITHM=hierarchical): both transports, both planes, tensors of several
+ * pieces; the staged path's bits; `events$` names the algorithm; ranks configured with different
+ * groups are named at the agreement, not hung. Separate processes: spec/process/hierarchical-processes.spec.ts.
+ */
+import { filter, firstValueFrom, map, toArray } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../lib/session/events.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
+import { randomBytes, seededRandom } from '../../lib/testing/index.js';
+import { rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
+
+const jobs: TestJob[] = [];
+afterEach(async () => {
+  await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+});
+
+async function sessions(worldSize: number, options: JobOptions, overrides: (rank: number) => RankOverrides): Promise<RankSession[]> {
+  const job = await startCoordinator(worldSize, { timeoutMs: 20_000, ...options });
+  jobs.push(job);
+  return Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, overrides(rank))));
+}
+
+/** Rank-specific random floats: sums in another order would differ in their last bits. */
+const floats = (rank: number, length: number, salt: number) => new Float32Array(randomBytes('f32', length, seededRandom(rank * 1009 + salt)).buffer);
+
+/** Every rank's all-reduce, all-gather and reduce-scatter results, and the algorithms rank 0 ran. */
+async function run(ranks: RankSession[], elements: number): Promise<{ results: Float32Array[][]; algorithms: string[] }> {
+  const worldSize = ranks.length;
+  const seen = firstValueFrom(
+    ranks[0]!.events$.pipe(
+      filter((event): event is Extract<SessionEvent, { type: 'collective-finished' }> => event.type === 'collective-finished'),
+      map((event) => `${event.collective}:${event.algorithm} on ${event.plane}`),
+      toArray(),
+    ),
+  );
+  const results = await Promise.all(
+    ranks.map(async (session) => [
+      await session.allReduce(floats(session.rank, elements, 1)),
+      await session.allReduce(floats(session.rank, elements, 2), 'avg', { inPlace: true }),
+      await session.allGather(floats(session.rank, elements, 3)),
+      await session.reduceScatter(floats(session.rank, elements * worldSize, 4), 'sum'),
+    ]),
+  );
+  await Promise.all(ranks.map((session) => session.close()));
+  return { results, algorithms: await seen };
+}
+
+describe('hierarchical collectives in sessions', () => {
+  // 300k floats: pieces of 1 MiB on the JS plane, streaming on the native one.
+  for (const [transport, dataPlane, worldSize, groups] of [
+    ['tcp_peer', 'native', 4, '0,1;2,3'],
+    ['tcp_peer', 'js', 5, '0,2,4;3,1'],
+    ['tcp_host_staged', 'js', 4, '2,3;0,1'],
+  ] as const) {
+    it(`${transport}, ${dataPlane} plane, ${worldSize} ranks, groups ${groups}: the staged path's bits`, async () => {
+      const elements = 300_000 + worldSize;
+      const hierarchical = await run(await sessions(worldSize, { transport }, () => ({ dataPlane, algorithm: 'hierarchical', topologyGroups: groups })), elements);
+      const staged = await run(await sessions(worldSize, { transport }, () => ({ dataPlane, algorithm: 'direct' })), elements);
+      const plane = transport === 'tcp_peer' ? dataPlane : 'js';
+      expect(hierarchical.algorithms).toEqual(['allReduce', 'allReduce', 'allGather', 'reduceScatter'].map((collective) => `${collective}:hierarchical on ${plane}`));
+      hierarchical.results.forEach((perRank, rank) =>
+        perRank.forEach((result, call) => expect(Buffer.from(result.buffer, result.byteOffset, result.byteLength).equals(Buffer.from(staged.results[rank]![call]!.buffer)), `rank ${rank} call ${call}`).toBe(true)),
+      );
+    });
+  }
+
+  it('ranks configured with different groups are named at the agreement', async () => {
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, (rank) => ({ dataPlane: 'js', algorithm: 'hierarchical', topologyGroups: rank === 3 ? '0,1,2;3' : '0,1;2,3' }));
+    const errors = await Promise.all(ranks.map((session) => rejection(session.allReduce(new Float32Array(1024)))));
+    for (const error of errors) expect(error.message).toMatch(/mismatch: rank \d submitted .*hierarchical groups 0,1(,2;3|;2,3)/);
+  });
+});

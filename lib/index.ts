@@ -53,7 +53,9 @@ export {
   type TopologyProbeOptions,
   bestRingOrder,
   ringMetrics,
+  type TopologyGroups,
 } from './topology/index.js';
+export type { CollectivePlan } from './collectives/plan.js';
 export { scheduleReduce, reduceSlices, scheduleAccumulate, scheduleDivide, validateReduction, kernelBackend } from './kernels/index.js';
 export { discoverJob } from './launch/discover-job.js';
 export type { DiscoveredJob } from './launch/job-environment.js';

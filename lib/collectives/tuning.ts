@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
+import { inferTopologyGroups } from './infer-groups.js';
 import {
   type AlgorithmPolicy,
   parseAlgorithmPolicy,
@@ -13,6 +14,7 @@ import {
   DEFAULT_GROUP_PAYLOAD_BYTES,
   parseGroupPayloadBytes,
   parseTopologyGroups,
+  type TopologyGroups,
   type TopologyGroupsSetting,
   validateTopologyGroups,
 } from '../topology/topology-groups.js';
@@ -102,5 +104,18 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
         : env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES !== undefined
           ? parseGroupPayloadBytes(env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES)
           : DEFAULT_GROUP_PAYLOAD_BYTES;
-  return { algorithm, ringThresholdBytes, ringOrder, ringChannels, topology, groups, groupPayloadBytes };
+  // Inferred now from declared links; from probed ones when the session has measured them.
+  const inferred = groups === 'auto' && topology !== 'probe' ? autoGroups(topology, groupPayloadBytes, ringChannels) : groups;
+  return { algorithm, ringThresholdBytes, ringOrder, ringChannels, topology, groups: inferred, groupPayloadBytes };
+}
+
+/** GX1_TOPOLOGY_GROUPS=auto over `topology` (`inferTopologyGroups`); without links there is nothing to infer from. */
+export function autoGroups(topology: CollectiveTopology | null, payloadBytes: number, ringChannels: number): TopologyGroups {
+  if (topology === null) {
+    throw new ConfigurationError(
+      'invalid collective hierarchy: automatic grouping found no distinct fast-link domains ' +
+        '(GX1_TOPOLOGY_GROUPS=auto groups the links of GX1_TOPOLOGY_LINKS: declare them, or set it to probe)',
+    );
+  }
+  return inferTopologyGroups(topology, payloadBytes, ringChannels);
 }

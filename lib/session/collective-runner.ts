@@ -1,7 +1,7 @@
 import { Observable, type Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { runRow } from '../collectives/run-scheduled.js';
-import { type AlgorithmRow, type Plane, selectAlgorithm } from '../collectives/select.js';
+import { type AlgorithmRow, type Plane, selectAlgorithm, type Situation } from '../collectives/select.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError } from '../errors.js';
@@ -57,10 +57,9 @@ export class CollectiveRunner {
     } catch (error) {
       return throwError(() => error);
     }
-    const { transport, plane, tuning, ranksShareHost, links, context, events } = this.parts;
+    const { links, context, events } = this.parts;
     const size = typeof bytes === 'number' ? bytes : bytes();
-    const { worldSize, topologyGroups: groups, topology, ringOrder } = context;
-    const row = selectAlgorithm(collective, { transport, plane, worldSize, bytes: size, tuning, ranksShareHost, groups, topology, ringOrder });
+    const row = selectAlgorithm(collective, this.situation(size));
     this.nameChoice(collective, row, size);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.
@@ -78,6 +77,13 @@ export class CollectiveRunner {
         }),
       );
     }, row.plane !== 'native');
+  }
+
+  /** What a call of `bytes` is chosen in (`selectAlgorithm`): the same for `plan` as for the call. */
+  situation(bytes: number): Situation {
+    const { transport, plane, tuning, ranksShareHost, context } = this.parts;
+    const { worldSize, topologyGroups: groups, topology, ringOrder } = context;
+    return { transport, plane, worldSize, bytes, tuning, ranksShareHost, groups, topology, ringOrder };
   }
 
   /**

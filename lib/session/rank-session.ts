@@ -5,10 +5,11 @@ import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '.
 import { GroupLinks } from '../communicator/group-links.js';
 import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
 import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
-import type { CollectiveContext } from '../collectives/algorithm.js';
+import type { CollectiveContext, CollectiveName } from '../collectives/algorithm.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
-import { sessionPlane } from '../collectives/select.js';
-import type { CollectiveTuning } from '../collectives/tuning.js';
+import { ALGORITHMS, sessionPlane } from '../collectives/select.js';
+import { autoGroups, type CollectiveTuning } from '../collectives/tuning.js';
+import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, failureText, RankLostError } from '../errors.js';
 import { ElementType } from '../protocol/element-type.js';
@@ -21,6 +22,7 @@ import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { Tensor, TensorOf } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
+import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
 import { BufferPool } from '../transport/buffer-pool.js';
@@ -267,7 +269,15 @@ export class RankSession {
       membership: worldMembership(links, jobFailure, losses),
     });
     logSessionEvents(session.events$, options.rank, debugLog);
-    if (options.tuning.topology === 'probe') await session.useProbedRing();
+    if (options.tuning.topology === 'probe') {
+      try {
+        await session.useProbedTopology();
+      } catch (error) {
+        // Nothing inferred from the probe (or the probe failed): no session to hand back, nothing left open.
+        await session.close();
+        throw error;
+      }
+    }
     return session;
   }
 
@@ -333,6 +343,29 @@ export class RankSession {
    */
   get error(): unknown {
     return this.failure.error;
+  }
+
+  /**
+   * The topology groups hierarchical collectives follow on this session (GX1_TOPOLOGY_GROUPS, or
+   * inferred from the links with `auto`; the same on every rank), else null.
+   * @example
+   * console.log(`groups: ${session.topologyGroups?.map((group) => group.join(',')).join(';') ?? 'none'}`);
+   */
+  get topologyGroups(): TopologyGroups | null {
+    return this.context.topologyGroups;
+  }
+
+  /**
+   * What a collective of `bytes` (this rank's tensor; a reduce-scatter's whole input) runs on this
+   * session, and the cost model's estimates behind it: the reference's `CollectivePlan`. A call of
+   * that size runs this algorithm (`events$` names it).
+   * @example
+   * const { algorithm, plane, estimatedTimeNs } = session.plan('allReduce', 64 << 20);
+   */
+  plan(collective: CollectiveName, bytes: number): CollectivePlan {
+    if (!Object.hasOwn(ALGORITHMS, collective)) throw new ConfigurationError(`plan: unknown collective ${JSON.stringify(collective)}; expected one of ${Object.keys(ALGORITHMS).join(' ')}`);
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new ConfigurationError(`plan: bytes must be a byte count, got ${String(bytes)}`);
+    return planCollective(collective, this.runner.situation(bytes));
   }
 
   /**
@@ -730,12 +763,17 @@ export class RankSession {
     await this.close();
   }
 
-  /** Probes the links and makes the best ring of what was measured this session's ring (GX1_TOPOLOGY_LINKS=probe). */
-  private async useProbedRing(): Promise<void> {
+  /**
+   * GX1_TOPOLOGY_LINKS=probe: measures the links; the planner weighs them, the best ring of them
+   * becomes this session's ring, and GX1_TOPOLOGY_GROUPS=auto groups them.
+   */
+  private async useProbedTopology(): Promise<void> {
     const topology = await this.probeTopology();
-    if (this.tuning.ringOrder !== null) return;
-    (this.context as { ringOrder: readonly number[] }).ringOrder = bestRingOrder(topology);
-    // Schedules written for the old ring are stale.
+    const context = this.context as { ringOrder: readonly number[]; topology: CollectiveTopology | null; topologyGroups: TopologyGroups | null };
+    context.topology = topology;
+    if (this.tuning.ringOrder === null) context.ringOrder = bestRingOrder(topology);
+    if (this.tuning.groups === 'auto') context.topologyGroups = autoGroups(topology, this.tuning.groupPayloadBytes, this.tuning.ringChannels);
+    // Schedules written for the old ring and groups are stale.
     this.context.schedules.clear();
     this.nativePlane?.forget();
   }
@@ -846,6 +884,9 @@ export class RankSession {
     });
     const ringTuned = this.tuning.ringOrder !== null || this.tuning.topology !== null;
     const ring = this.context.ringOrder.filter((member) => members.includes(member)).map((member) => members.indexOf(member));
+    // The parent's groups, of the members only, renumbered; a group with none of them goes.
+    const parentGroups = this.context.topologyGroups;
+    const groups = parentGroups?.map((group) => group.filter((member) => members.includes(member)).map((member) => members.indexOf(member))).filter((group) => group.length > 0) ?? null;
     const child = new RankSession({
       rank,
       worldSize: members.length,
@@ -853,7 +894,7 @@ export class RankSession {
       links,
       coordinator,
       failure,
-      tuning: { ...this.tuning, ringOrder: ringTuned ? ring : null, topology: null },
+      tuning: { ...this.tuning, ringOrder: ringTuned ? ring : null, topology: null, groups },
       timeout,
       holds: [],
       loop: this.loop,

@@ -5,7 +5,8 @@
  * implementation without one publishes) makes every rank run the JS plane, and every collective is
  * still right; all ranks on defaults run the native plane; the native plane is right across
  * processes for random programs; its chain broadcast follows GX1_RING_ORDER, and ranks with
- * different orders are named at once as a mismatch of the chain's line.
+ * different orders are named at once as a mismatch of the chain's line; the hierarchical
+ * collectives (GX1_TOPOLOGY_GROUPS) give the staged path's bits.
  *
  * Each child costs about a second of tsx start-up, and this machine may have 2 cores: the jobs are
  * few, each with a whole program.
@@ -174,6 +175,15 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
       { numRuns: 3, endOnFailure: true },
     );
   }, 60_000);
+
+  it.skipIf(!native)(`4 processes with GX1_COLLECTIVE_ALGORITHM=hierarchical and GX1_TOPOLOGY_GROUPS=0,2;1,3: the all-reduce, all-gather and reduce-scatter run hierarchical on the native plane, every result bit for bit${skipped}`, async () => {
+    const reports = await completed(await job(4, ['fixed'], () => ({ GX1_COLLECTIVE_ALGORITHM: 'hierarchical', GX1_TOPOLOGY_GROUPS: '0,2;1,3' })));
+    for (const { summary, events, what } of reports) {
+      expect(choices(events), what).toEqual(expect.arrayContaining(['allReduce hierarchical native', 'allGather hierarchical native', 'reduceScatter hierarchical native']));
+      // Folds in rank order: the staged path's bits.
+      expect(summary.inexact, what).toBe(0);
+    }
+  });
 
   describe.skipIf(!native)(`The native chain broadcast follows GX1_RING_ORDER${skipped}`, () => {
     it('4 processes with GX1_RING_ORDER=0,2,1,3 broadcast 2 MiB from root 1 down the chain 1,3,0,2: right, by the chain on the native plane', async () => {

@@ -71,4 +71,40 @@ describe('hierarchical collectives in sessions', () => {
     const errors = await Promise.all(ranks.map((session) => rejection(session.allReduce(new Float32Array(1024)))));
     for (const error of errors) expect(error.message).toMatch(/mismatch: rank \d submitted .*hierarchical groups 0,1(,2;3|;2,3)/);
   });
+
+  /** Two hosts of two ranks: 20 GB/s inside a host, 119 MB/s (1 Gbit) between them. */
+  const twoHosts = '0-1:20000:5000,2-3:20000:5000,0-2:119:60000,0-3:119:60000,1-2:119:60000,1-3:119:60000';
+
+  it('auto with GX1_TOPOLOGY_GROUPS=auto over declared links: finds the hosts, and plan() names what runs at each size', async () => {
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, () => ({ dataPlane: 'js', topologyLinks: twoHosts, topologyGroups: 'auto' }));
+    for (const session of ranks) expect(session.topologyGroups).toEqual([[0, 1], [2, 3]]);
+    const large = ranks[0]!.plan('allReduce', 1 << 20);
+    expect(large).toMatchObject({ collective: 'allReduce', bytes: 1 << 20, algorithm: 'hierarchical', family: 'hierarchical', plane: 'js', source: 'model', ringChannels: 1 });
+    expect(large.hierarchicalEstimatedTimeNs).toBeLessThan(large.peerEstimatedTimeNs!);
+    expect(large.estimatedTimeNs).toBe(large.hierarchicalEstimatedTimeNs);
+    expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'exchange', plane: 'js', estimatedTimeNs: null });
+    expect(ranks[0]!.plan('broadcast', 1 << 20)).toMatchObject({ algorithm: 'chain', directEstimatedTimeNs: null });
+    expect(() => ranks[0]!.plan('allreduce' as never, 8)).toThrow('plan: unknown collective "allreduce"; expected one of barrier allReduce');
+    const seen = firstValueFrom(
+      ranks[0]!.events$.pipe(
+        filter((event): event is Extract<SessionEvent, { type: 'collective-finished' }> => event.type === 'collective-finished'),
+        map((event) => `${event.collective}:${event.algorithm}`),
+        toArray(),
+      ),
+    );
+    await Promise.all(ranks.map(async (session) => {
+      await session.allReduce(new Float32Array(2));
+      await session.allReduce(new Float32Array((1 << 20) / 4));
+      await session.close();
+    }));
+    expect(await seen).toEqual([`allReduce:${ranks[0]!.plan('allReduce', 8).algorithm}`, `allReduce:${large.algorithm}`]);
+  });
+
+  it('policy hierarchical: plan() says so at every size of the three collectives', async () => {
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, () => ({ dataPlane: 'js', algorithm: 'hierarchical', topologyGroups: [[0, 1], [2, 3]] }));
+    for (const collective of ['allReduce', 'allGather', 'reduceScatter'] as const) {
+      for (const bytes of [8, 1 << 20]) expect(ranks[0]!.plan(collective, bytes), `${collective} ${bytes}`).toMatchObject({ algorithm: 'hierarchical', source: 'policy' });
+    }
+    expect(ranks[0]!.plan('broadcast', 8)).toMatchObject({ algorithm: 'exchange', source: 'policy' });
+  });
 });

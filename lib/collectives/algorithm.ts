@@ -37,6 +37,8 @@ export interface CollectiveContext {
   readonly topologyGroups: TopologyGroups | null;
   /** The job's links, declared (GX1_TOPOLOGY_LINKS) or probed, that the planner weighs; else null. */
   readonly topology: CollectiveTopology | null;
+  /** The rails in the order the JS plane's pieces take them (GX1_RAIL_ORDER, or the topology's best); null: 0, 1, ... */
+  readonly railOrder: readonly number[] | null;
   /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
   readonly pieceBytes: number;
   /**

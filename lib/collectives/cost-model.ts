@@ -1,4 +1,5 @@
 import { CollectiveTopology } from '../topology/collective-topology.js';
+import { DEFAULT_DIRECT_BANDWIDTH_MBPS, DEFAULT_DIRECT_LATENCY_NS } from '../topology/link-tuning.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import { groupsText } from '../topology/topology-groups.js';
 import { hierarchicalAllGather } from './all-gather/hierarchical.js';
@@ -16,23 +17,22 @@ import type { ScheduleOf } from './schedule/schedule.js';
  * links. A link moves `bytes` in `latencyNs + bytes * 1000 / bandwidthMbps` ns.
  *
  * - direct (staged): the reference's formula, every rank's payload and response through the
- *   coordinator at its direct bandwidth and latency (32000 MB/s, 1000 ns: the reference's defaults).
+ *   coordinator at GX1_DIRECT_BANDWIDTH_MBPS and GX1_DIRECT_LATENCY_NS (32000 MB/s, 1000 ns).
  * - ring and hierarchical: from the schedules that would run, every rank's: the bytes each
  *   directed link carries (pipelined, the busiest link bounds the time), plus the latency of the
  *   slowest link once per dependent step. Links are counted as independent, as the reference's
  *   model does; where ranks share one NIC the hierarchy's advantage is smaller than estimated.
+ *   A link of several rails carries the sum of its rails' bandwidths (GX1_TOPOLOGY_RAIL_LINKS;
+ *   a rail without a link of its own has the link's), capped by its aggregate link.
  *
- * Without a topology every pair of ranks has the reference's uniform link (32000 MB/s, 1000 ns).
+ * Without a topology every pair of ranks has the reference's uniform link (32000 MB/s, 1000 ns:
+ * `CollectiveTopology.uniform`).
  */
 
 /** The collectives the reference plans (and rxccl has hierarchical schedules for). */
 export type ModelledCollective = 'allReduce' | 'allGather' | 'reduceScatter';
 
 export const MODELLED_COLLECTIVES: readonly ModelledCollective[] = ['allReduce', 'allGather', 'reduceScatter'];
-
-/** The reference's uniform link and direct transport. */
-export const DEFAULT_BANDWIDTH_MBPS = 32_000;
-export const DEFAULT_LATENCY_NS = 1_000;
 
 export interface CostInput {
   readonly worldSize: number;
@@ -41,8 +41,18 @@ export interface CostInput {
   readonly topology: CollectiveTopology | null;
   readonly groups: TopologyGroups | null;
   readonly ringOrder: readonly number[];
-  readonly ringChannels: number;
+  /** What of the job's tuning the model weighs (CollectiveTuning's fields of these names). */
+  readonly tuning: CostTuning;
 }
+
+export interface CostTuning {
+  readonly ringChannels: number;
+  readonly directBandwidthMbps: number;
+  readonly directLatencyNs: number;
+}
+
+/** The tuning of a job that sets none of it. */
+export const DEFAULT_COST_TUNING: CostTuning = { ringChannels: 1, directBandwidthMbps: DEFAULT_DIRECT_BANDWIDTH_MBPS, directLatencyNs: DEFAULT_DIRECT_LATENCY_NS };
 
 /** Estimates in ns; null where the algorithm cannot run (no groups, a link missing). */
 export interface CostEstimates {
@@ -63,22 +73,24 @@ const uniform = new Map<number, CollectiveTopology>();
 
 function uniformTopology(worldSize: number): CollectiveTopology {
   let topology = uniform.get(worldSize);
-  if (topology === undefined) {
-    const ranks = Array.from({ length: worldSize }, (_, rank) => rank);
-    const links = ranks.flatMap((source) =>
-      ranks.filter((destination) => destination !== source).map((destination) => ({ source, destination, bandwidthMbps: DEFAULT_BANDWIDTH_MBPS, latencyNs: DEFAULT_LATENCY_NS })),
-    );
-    topology = new CollectiveTopology({ worldSize, links });
-    uniform.set(worldSize, topology);
-  }
+  if (topology === undefined) uniform.set(worldSize, (topology = CollectiveTopology.uniform(worldSize)));
   return topology;
 }
 
 /** The reference's direct estimate: R ranks' payload and response, each way through the coordinator. */
-function directEstimate(collective: ModelledCollective, worldSize: number, bytes: number): number {
+function directEstimate(collective: ModelledCollective, { worldSize, bytes, tuning }: CostInput): number {
   if (worldSize <= 1) return 0;
   const response = collective === 'allGather' ? bytes * worldSize : collective === 'reduceScatter' ? Math.ceil(bytes / worldSize) : bytes;
-  return Math.ceil((worldSize * (bytes + response) * 1000) / DEFAULT_BANDWIDTH_MBPS) + 2 * worldSize * DEFAULT_LATENCY_NS;
+  return Math.ceil((worldSize * (bytes + response) * 1000) / tuning.directBandwidthMbps) + 2 * worldSize * tuning.directLatencyNs;
+}
+
+/** MB/s from `source` to `destination` with the pieces striped over every rail; undefined without a link. */
+function stripedBandwidth(topology: CollectiveTopology, source: number, destination: number): number | undefined {
+  const link = topology.link(source, destination);
+  if (link === undefined) return undefined;
+  let sum = 0;
+  for (let rail = 0; rail < topology.rails; rail++) sum += topology.railLink(source, destination, rail)?.bandwidthMbps ?? link.bandwidthMbps;
+  return Math.min(sum, topology.aggregateLink(source, destination)?.bandwidthMbps ?? Infinity);
 }
 
 /**
@@ -90,13 +102,14 @@ function scheduleEstimate(write: ScheduleOf, input: CostInput, topology: Collect
   let busiest = 0;
   let slowestLatency = 0;
   for (let rank = 0; rank < worldSize; rank++) {
-    const schedule = write({ rank, worldSize, count: bytes, width: 1, op: 'sum', root: null, ringOrder: input.ringOrder, ringChannels: input.ringChannels, inPlace: false, ...(input.groups === null ? {} : { groups: input.groups }) });
+    const schedule = write({ rank, worldSize, count: bytes, width: 1, op: 'sum', root: null, ringOrder: input.ringOrder, ringChannels: input.tuning.ringChannels, inPlace: false, ...(input.groups === null ? {} : { groups: input.groups }) });
     const perPeer = new Map<number, number>();
     for (const send of schedule.sends) perPeer.set(send.peer, (perPeer.get(send.peer) ?? 0) + send.span.bytes);
     for (const [peer, sent] of perPeer) {
       const link = topology.link(rank, peer);
-      if (link === undefined) return null;
-      busiest = Math.max(busiest, (sent * 1000) / link.bandwidthMbps);
+      const bandwidth = stripedBandwidth(topology, rank, peer);
+      if (link === undefined || bandwidth === undefined) return null;
+      busiest = Math.max(busiest, (sent * 1000) / bandwidth);
       slowestLatency = Math.max(slowestLatency, link.latencyNs);
     }
   }
@@ -116,14 +129,15 @@ function dependentSteps(collective: ModelledCollective, algorithm: 'ring' | 'hie
 /** The three estimates of one collective of `input.bytes` (`session.plan` reports them). */
 export function estimateCollective(collective: ModelledCollective, input: CostInput): CostEstimates {
   const topology = input.topology ?? uniformTopology(input.worldSize);
-  const key = `${collective} ${input.bytes} ${input.groups === null ? '-' : groupsText(input.groups)} ${input.ringOrder.join(',')} ${input.ringChannels}`;
+  const { tuning } = input;
+  const key = `${collective} ${input.bytes} ${input.groups === null ? '-' : groupsText(input.groups)} ${input.ringOrder.join(',')} ${tuning.ringChannels} ${tuning.directBandwidthMbps} ${tuning.directLatencyNs}`;
   let known = remembered.get(topology);
   if (known === undefined) remembered.set(topology, (known = new Map()));
   const cached = known.get(key);
   if (cached !== undefined) return cached;
   const { ring, hierarchical } = SCHEDULES[collective];
   const estimates: CostEstimates = {
-    direct: directEstimate(collective, input.worldSize, input.bytes),
+    direct: directEstimate(collective, input),
     peer: input.worldSize <= 1 ? 0 : scheduleEstimate(ring, input, topology, dependentSteps(collective, 'ring', input)),
     hierarchical: input.groups === null ? null : scheduleEstimate(hierarchical, input, topology, dependentSteps(collective, 'hierarchical', input)),
   };

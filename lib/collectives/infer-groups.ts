@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
-import { estimateCollective, MODELLED_COLLECTIVES } from './cost-model.js';
+import { type CostTuning, DEFAULT_COST_TUNING, estimateCollective, MODELLED_COLLECTIVES } from './cost-model.js';
 
 /**
  * GX1_TOPOLOGY_GROUPS=auto: the groups of fast links in a topology, as the reference's
@@ -14,7 +14,7 @@ import { estimateCollective, MODELLED_COLLECTIVES } from './cost-model.js';
  * Unlike the reference, no member is moved to the front as its group's leader: rxccl's
  * hierarchical schedules have none (every member carries a lane between groups).
  */
-export function inferTopologyGroups(topology: CollectiveTopology, payloadBytes: number, ringChannels = 1): number[][] {
+export function inferTopologyGroups(topology: CollectiveTopology, payloadBytes: number, tuning: CostTuning = DEFAULT_COST_TUNING): number[][] {
   const { worldSize } = topology;
   const linkTime = (source: number, destination: number): number | undefined => {
     const link = topology.link(source, destination);
@@ -31,7 +31,7 @@ export function inferTopologyGroups(topology: CollectiveTopology, payloadBytes: 
     seen.add(key);
     let score = 0;
     for (const collective of MODELLED_COLLECTIVES) {
-      const { hierarchical } = estimateCollective(collective, { worldSize, bytes: payloadBytes, topology, groups, ringOrder: identity, ringChannels });
+      const { hierarchical } = estimateCollective(collective, { worldSize, bytes: payloadBytes, topology, groups, ringOrder: identity, tuning });
       score = hierarchical === null ? Infinity : score + hierarchical;
     }
     if (score === Infinity) continue;

@@ -47,7 +47,7 @@ function estimateOf(family: AlgorithmFamily, estimates: CostEstimates | null): n
 export function planCollective(collective: CollectiveName, situation: Situation): CollectivePlan {
   const row = selectAlgorithm(collective, situation);
   const { tuning } = situation;
-  const estimates = isModelled(collective) ? estimateCollective(collective, { ...situation, ringChannels: tuning.ringChannels }) : null;
+  const estimates = isModelled(collective) ? estimateCollective(collective, situation) : null;
   return {
     collective,
     bytes: situation.bytes,

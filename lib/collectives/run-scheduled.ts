@@ -36,7 +36,7 @@ export function runScheduled<N extends ScheduledName>(
     const key = `${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
     // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
     const write = (): Schedule =>
-      writer({
+      withRailOrder(context.railOrder, writer({
         rank,
         worldSize,
         count: call.count,
@@ -47,7 +47,7 @@ export function runScheduled<N extends ScheduledName>(
         ringChannels: context.ringChannels,
         ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
         inPlace: call.inPlace,
-      });
+      }));
     const { schedule, descriptor } = context.schedules.get(key, call.request, write);
     if (plane === 'native') {
       const native = context.nativePlane;
@@ -58,7 +58,7 @@ export function runScheduled<N extends ScheduledName>(
     return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(
       mergeMap((sequence) => {
         const scratch = context.scratch.take(schedule.scratchBytes);
-        const wiring = { sequence, elementType: call.elementType, dtype: call.view?.dtype ?? null, width: call.width, pieceBytes: context.pieceBytes };
+        const wiring = { sequence, elementType: call.elementType, dtype: call.view?.dtype ?? null, width: call.width, pieceBytes: context.pieceBytes, railOrder: context.railOrder };
         return concat(
           runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
           defer(() => {
@@ -69,6 +69,16 @@ export function runScheduled<N extends ScheduledName>(
       }),
     );
   });
+}
+
+/**
+ * A rail order other than 0, 1, ... (GX1_RAIL_ORDER) moves every piece to another rail, where
+ * ranks without it would not look: it joins the layout (` rails 1,0`), so they are named at the
+ * agreement instead.
+ */
+function withRailOrder(railOrder: readonly number[] | null, schedule: Schedule): Schedule {
+  if (railOrder === null || railOrder.every((rail, index) => rail === index)) return schedule;
+  return { ...schedule, layout: `${schedule.layout} rails ${railOrder.join(',')}` };
 }
 
 /** Runs one call by a row of the algorithm table: its own `run`, or its schedule on its plane. */

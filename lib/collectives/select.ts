@@ -165,7 +165,7 @@ const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= 3;
 const hierarchyPays =
   (collective: ModelledCollective) =>
   (situation: Situation): boolean =>
-    situation.groups !== null && situation.topology !== null && hierarchyBeatsRing(collective, { ...situation, ringChannels: situation.tuning.ringChannels });
+    situation.groups !== null && situation.topology !== null && hierarchyBeatsRing(collective, situation);
 
 /**
  * Every collective's algorithms, in order of preference per plane; the staged row, which every

@@ -1,5 +1,16 @@
 import { ConfigurationError } from '../errors.js';
-import type { CollectiveTopology } from '../topology/collective-topology.js';
+import { CollectiveTopology, type TopologyAggregateLink, type TopologyRailLink } from '../topology/collective-topology.js';
+import {
+  DEFAULT_DIRECT_BANDWIDTH_MBPS,
+  DEFAULT_DIRECT_LATENCY_NS,
+  parseAggregateLinks,
+  parseDirectBandwidth,
+  parseDirectLatency,
+  parseRailLinks,
+  parseRailOrder,
+  validateRailOrder,
+} from '../topology/link-tuning.js';
+import type { CostTuning } from './cost-model.js';
 import { inferTopologyGroups } from './infer-groups.js';
 import {
   type AlgorithmPolicy,
@@ -45,6 +56,16 @@ export interface TuningOptions {
   readonly topologyGroups?: readonly (readonly number[])[] | string;
   /** `GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES`: the payload automatic grouping scores candidates at (default 16 MiB). */
   readonly groupPayloadBytes?: number;
+  /** `GX1_TOPOLOGY_RAIL_LINKS`: links of one rail, "RAIL@A-B:MBps:ns,..." (added to the topology; needs that many rails). */
+  readonly topologyRailLinks?: string;
+  /** `GX1_TOPOLOGY_AGGREGATE_LINKS`: a pair's bandwidth with every rail at once, "A-B:MBps,...". */
+  readonly topologyAggregateLinks?: string;
+  /** `GX1_RAIL_ORDER`: the rails channels and pieces take, in order ("1,0"), or `auto` (default): the best rails first. */
+  readonly railOrder?: readonly number[] | string;
+  /** `GX1_DIRECT_BANDWIDTH_MBPS`: the staged path's bandwidth for the planner (default 32000). */
+  readonly directBandwidthMbps?: number;
+  /** `GX1_DIRECT_LATENCY_NS`: the staged path's latency for the planner (default 1000). */
+  readonly directLatencyNs?: number;
 }
 
 export interface CollectiveTuning {
@@ -59,17 +80,31 @@ export interface CollectiveTuning {
   readonly groups: TopologyGroupsSetting | null;
   /** The payload automatic grouping scores its candidates at. */
   readonly groupPayloadBytes: number;
+  /** Rail and aggregate links declared beside the links (in `topology` already; added to a probed one). */
+  readonly railLinks: readonly TopologyRailLink[];
+  readonly aggregateLinks: readonly TopologyAggregateLink[];
+  /** The rail order; `auto`: the topology's best rails first (`preferredRailOrder`). */
+  readonly railOrder: readonly number[] | 'auto';
+  /** The staged path's figures, for the planner. */
+  readonly directBandwidthMbps: number;
+  readonly directLatencyNs: number;
 }
 
 /** `hierarchical` needs groups, given or `auto` (the reference's check, and its text). */
-export function checkHierarchyHasGroups(algorithm: AlgorithmPolicy, groups: TopologyGroupsSetting | null): void {
+function checkHierarchyHasGroups(algorithm: AlgorithmPolicy, groups: TopologyGroupsSetting | null): void {
   if (algorithm === 'hierarchical' && groups === null) {
     throw new ConfigurationError('invalid collective hierarchy: GX1_COLLECTIVE_ALGORITHM=hierarchical requires explicit or inferred topology groups');
   }
 }
 
-/** Resolves the tuning of one rank from its options, else its environment. */
-export function resolveTuning(options: TuningOptions, worldSize: number, env: Readonly<Record<string, string | undefined>>): CollectiveTuning {
+/** A number the option gives (as its text), else its variable, else `fallback`; both read by `parse`, as the reference reads the variable. */
+function setting(option: number | undefined, variable: string | undefined, parse: (text: string) => number, fallback: number): number {
+  if (option !== undefined) return parse(String(option));
+  return variable === undefined ? fallback : parse(variable);
+}
+
+/** Resolves the tuning of one rank of a job with `rails` point-to-point rails from its options, else its environment. */
+export function resolveTuning(options: TuningOptions, worldSize: number, env: Readonly<Record<string, string | undefined>>, rails = 1): CollectiveTuning {
   const algorithm =
     options.algorithm !== undefined
       ? parseAlgorithmPolicy(String(options.algorithm), 'algorithm')
@@ -86,7 +121,18 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
     options.ringChannels ?? (env.GX1_RING_CHANNELS === undefined ? 1 : parseByteCount('GX1_RING_CHANNELS', env.GX1_RING_CHANNELS)),
   );
   const links = options.topologyLinks ?? env.GX1_TOPOLOGY_LINKS;
-  const topology = links === undefined ? null : links.trim().toLowerCase() === 'probe' ? 'probe' : parseTopologyLinks(worldSize, links);
+  const declared = links === undefined ? null : links.trim().toLowerCase() === 'probe' ? 'probe' : parseTopologyLinks(worldSize, links);
+  const railLinksGiven = options.topologyRailLinks ?? env.GX1_TOPOLOGY_RAIL_LINKS;
+  const railLinks = railLinksGiven === undefined ? [] : parseRailLinks(worldSize, rails, railLinksGiven);
+  const aggregateLinksGiven = options.topologyAggregateLinks ?? env.GX1_TOPOLOGY_AGGREGATE_LINKS;
+  const aggregateLinks = aggregateLinksGiven === undefined ? [] : parseAggregateLinks(worldSize, aggregateLinksGiven);
+  // Rail or aggregate links alone go on the reference's uniform links, as there.
+  const base = declared === null && (railLinks.length > 0 || aggregateLinks.length > 0) ? CollectiveTopology.uniform(worldSize) : declared;
+  const topology = base instanceof CollectiveTopology ? base.withRailLinks(rails, railLinks, aggregateLinks) : base;
+  const railOrderGiven = options.railOrder ?? env.GX1_RAIL_ORDER;
+  const railOrder = railOrderGiven === undefined ? 'auto' : typeof railOrderGiven === 'string' ? parseRailOrder(rails, railOrderGiven) : validateRailOrder(rails, railOrderGiven);
+  const directBandwidthMbps = setting(options.directBandwidthMbps, env.GX1_DIRECT_BANDWIDTH_MBPS, parseDirectBandwidth, DEFAULT_DIRECT_BANDWIDTH_MBPS);
+  const directLatencyNs = setting(options.directLatencyNs, env.GX1_DIRECT_LATENCY_NS, parseDirectLatency, DEFAULT_DIRECT_LATENCY_NS);
   const groupsGiven = options.topologyGroups ?? env.GX1_TOPOLOGY_GROUPS;
   const groups =
     groupsGiven === undefined
@@ -97,25 +143,32 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
   checkHierarchyHasGroups(algorithm, groups);
   // Read only where groups are inferred, as the reference does.
   const groupPayloadBytes =
-    groups !== 'auto'
-      ? DEFAULT_GROUP_PAYLOAD_BYTES
-      : options.groupPayloadBytes !== undefined
-        ? parseGroupPayloadBytes(String(options.groupPayloadBytes))
-        : env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES !== undefined
-          ? parseGroupPayloadBytes(env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES)
-          : DEFAULT_GROUP_PAYLOAD_BYTES;
+    groups !== 'auto' ? DEFAULT_GROUP_PAYLOAD_BYTES : setting(options.groupPayloadBytes, env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES, parseGroupPayloadBytes, DEFAULT_GROUP_PAYLOAD_BYTES);
   // Inferred now from declared links; from probed ones when the session has measured them.
-  const inferred = groups === 'auto' && topology !== 'probe' ? autoGroups(topology, groupPayloadBytes, ringChannels) : groups;
-  return { algorithm, ringThresholdBytes, ringOrder, ringChannels, topology, groups: inferred, groupPayloadBytes };
+  const inferred = groups === 'auto' && topology !== 'probe' ? autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }) : groups;
+  return {
+    algorithm,
+    ringThresholdBytes,
+    ringOrder,
+    ringChannels,
+    topology,
+    groups: inferred,
+    groupPayloadBytes,
+    railLinks,
+    aggregateLinks,
+    railOrder,
+    directBandwidthMbps,
+    directLatencyNs,
+  };
 }
 
 /** GX1_TOPOLOGY_GROUPS=auto over `topology` (`inferTopologyGroups`); without links there is nothing to infer from. */
-export function autoGroups(topology: CollectiveTopology | null, payloadBytes: number, ringChannels: number): TopologyGroups {
+export function autoGroups(topology: CollectiveTopology | null, payloadBytes: number, tuning: CostTuning): TopologyGroups {
   if (topology === null) {
     throw new ConfigurationError(
       'invalid collective hierarchy: automatic grouping found no distinct fast-link domains ' +
         '(GX1_TOPOLOGY_GROUPS=auto groups the links of GX1_TOPOLOGY_LINKS: declare them, or set it to probe)',
     );
   }
-  return inferTopologyGroups(topology, payloadBytes, ringChannels);
+  return inferTopologyGroups(topology, payloadBytes, tuning);
 }

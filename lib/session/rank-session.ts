@@ -44,7 +44,7 @@ import { logSessionEvents } from './log-session-events.js';
 import { openLinks } from './open-links.js';
 import { PointToPoint, type RailOption, type ReceiveShape } from './point-to-point.js';
 import type { ResolvedSessionOptions } from './session-options.js';
-import { sessionContext } from './session-context.js';
+import { railOrderOf, sessionContext } from './session-context.js';
 
 /** What a session holds beyond its connections: work its `close()` also waits for. */
 export interface SessionHolds {
@@ -768,11 +768,15 @@ export class RankSession {
    * becomes this session's ring, and GX1_TOPOLOGY_GROUPS=auto groups them.
    */
   private async useProbedTopology(): Promise<void> {
-    const topology = await this.probeTopology();
-    const context = this.context as { ringOrder: readonly number[]; topology: CollectiveTopology | null; topologyGroups: TopologyGroups | null };
+    const { railLinks, aggregateLinks } = this.tuning;
+    const probed = await this.probeTopology();
+    // Declared rail and aggregate links (GX1_TOPOLOGY_RAIL_LINKS, ..._AGGREGATE_LINKS) win over what was measured.
+    const topology = railLinks.length + aggregateLinks.length > 0 ? probed.withRailLinks(probed.rails, railLinks, aggregateLinks) : probed;
+    const context = this.context as { ringOrder: readonly number[]; topology: CollectiveTopology | null; topologyGroups: TopologyGroups | null; railOrder: readonly number[] | null };
     context.topology = topology;
+    context.railOrder = railOrderOf(this.tuning, topology);
     if (this.tuning.ringOrder === null) context.ringOrder = bestRingOrder(topology);
-    if (this.tuning.groups === 'auto') context.topologyGroups = autoGroups(topology, this.tuning.groupPayloadBytes, this.tuning.ringChannels);
+    if (this.tuning.groups === 'auto') context.topologyGroups = autoGroups(topology, this.tuning.groupPayloadBytes, this.tuning);
     // Schedules written for the old ring and groups are stale.
     this.context.schedules.clear();
     this.nativePlane?.forget();

@@ -6,6 +6,7 @@ import { agreeBeforeCoordinator } from '../collectives/schedule/plane-executor.j
 import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
+import { preferredRailOrder } from '../topology/link-tuning.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveChannel } from '../transport/collective-channel.js';
@@ -25,6 +26,12 @@ export interface SessionContextParts {
   readonly nextMeshSequence: () => bigint;
   readonly deadlines: LazyDeadlines;
   readonly abort: (reason: string) => void;
+}
+
+/** The rail order of a session: GX1_RAIL_ORDER, else (auto) the topology's best rails first, else none. */
+export function railOrderOf(tuning: CollectiveTuning, topology: CollectiveTopology | null): readonly number[] | null {
+  if (tuning.railOrder !== 'auto') return tuning.railOrder;
+  return topology === null || topology.rails === 1 ? null : preferredRailOrder(topology, topology.rails);
 }
 
 /**
@@ -49,6 +56,7 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     // `auto` groups are inferred when the session opens (RankSession.inferGroups).
     topologyGroups: tuning.groups === 'auto' ? null : tuning.groups,
     topology: tuning.topology instanceof CollectiveTopology ? tuning.topology : null,
+    railOrder: railOrderOf(tuning, tuning.topology instanceof CollectiveTopology ? tuning.topology : null),
     pieceBytes: PIECE_BYTES,
     agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
     nextMeshSequence: parts.nextMeshSequence,

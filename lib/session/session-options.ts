@@ -156,7 +156,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
     secret: resolveSecret(options.secret, env),
     tls,
-    tuning: resolveTuning(options, worldSize, env),
+    tuning: resolveTuning(options, worldSize, env, rails),
     scheduler: options.scheduler ?? asyncScheduler,
     busyPoll: resolveBusyPoll(options.busyPollMicros, env),
     // A fault-tolerant job's collectives run on the JS plane: the native plane's links end with a lost rank.

@@ -91,6 +91,8 @@ export interface MemoryJobOptions {
   readonly ringChannels?: number;
   /** The topology groups hierarchical algorithms follow (default none). */
   readonly topologyGroups?: TopologyGroups;
+  /** The rails in the order the JS plane's pieces take them (GX1_RAIL_ORDER; default 0, 1, ...). */
+  readonly railOrder?: readonly number[];
   readonly pieceBytes?: number;
   /** The session timeout: collectives at the coordinator and receives on the links (default 60 s). */
   readonly timeoutMs?: number;
@@ -326,6 +328,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       ringChannels: options.ringChannels ?? 1,
       topologyGroups: options.topologyGroups ?? null,
       topology: null,
+      railOrder: options.railOrder ?? null,
       pieceBytes: options.pieceBytes ?? 1 << 20,
       agreement: options.agreement ?? 'coordinator',
       nextMeshSequence: () => meshSequence.next++,

@@ -7,10 +7,10 @@
  */
 import type { Scheduler as InterleaveScheduler } from 'fast-check';
 import { lastValueFrom, type SchedulerLike, timer, VirtualTimeScheduler } from 'rxjs';
-import { checkHierarchyHasGroups, DEFAULT_RING_THRESHOLD_BYTES, type CollectiveTuning } from '../collectives/tuning.js';
+import { resolveTuning } from '../collectives/tuning.js';
 import { RankSession } from '../session/rank-session.js';
 import type { AlgorithmPolicy } from '../topology/ring-tuning.js';
-import { DEFAULT_GROUP_PAYLOAD_BYTES, type TopologyGroups, validateTopologyGroups } from '../topology/topology-groups.js';
+import type { TopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { type Fault, isRankFault, type LinkFault, type RankFault } from './faults.js';
 import { memoryJob, type MemoryTraffic } from './memory-job.js';
@@ -120,6 +120,19 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
   const timeoutMs = options.timeoutMs ?? 60_000;
   // A fault-tolerant job runs the JS plane, as a real one does.
   const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
+  // The job's tuning as a real session resolves it from these options (checked alike: bad groups are refused).
+  const tuning = resolveTuning(
+    {
+      ...(options.algorithm === undefined ? {} : { algorithm: options.algorithm }),
+      ...(options.ringThresholdBytes === undefined ? {} : { ringThresholdBytes: options.ringThresholdBytes }),
+      ...(options.ringOrder === undefined ? {} : { ringOrder: options.ringOrder }),
+      ...(options.ringChannels === undefined ? {} : { ringChannels: options.ringChannels }),
+      ...(options.topologyGroups === undefined ? {} : { topologyGroups: options.topologyGroups }),
+    },
+    worldSize,
+    {},
+    options.rails ?? 1,
+  );
   const job = memoryJob(worldSize, {
     dataPlane,
     ...(options.topologyGroups === undefined ? {} : { topologyGroups: options.topologyGroups }),
@@ -130,16 +143,6 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
     faultTolerant: options.faultTolerant === true,
     ...(options.scheduler === undefined ? {} : { interleave: options.scheduler }),
   });
-  const tuning: CollectiveTuning = {
-    algorithm: options.algorithm ?? 'auto',
-    ringThresholdBytes: options.ringThresholdBytes ?? DEFAULT_RING_THRESHOLD_BYTES,
-    ringOrder: options.ringOrder ?? null,
-    ringChannels: options.ringChannels ?? 1,
-    topology: null,
-    groups: options.topologyGroups === undefined ? null : validateTopologyGroups(worldSize, options.topologyGroups),
-    groupPayloadBytes: DEFAULT_GROUP_PAYLOAD_BYTES,
-  };
-  checkHierarchyHasGroups(tuning.algorithm, tuning.groups);
   const sleep = (ms: number) => lastValueFrom(timer(ms, clock), { defaultValue: undefined }).then(() => undefined);
   const outcomes = new Array<RankOutcome<T> | undefined>(worldSize).fill(undefined);
   const steps = new Array<number>(worldSize).fill(0);

@@ -45,6 +45,10 @@ export interface CollectiveTopologyJson {
   aggregateLinks: TopologyAggregateLink[];
 }
 
+/** The reference's uniform link (DEFAULT_BANDWIDTH_MBPS, DEFAULT_LATENCY_NS of src/rank/topology.rs). */
+export const UNIFORM_BANDWIDTH_MBPS = 32_000;
+export const UNIFORM_LATENCY_NS = 1_000;
+
 /** Ranks are u32 on the wire and ANY_RANK is reserved, so a world holds at most ANY_RANK ranks. */
 const MAX_WORLD_SIZE = ANY_RANK;
 
@@ -190,6 +194,31 @@ export class CollectiveTopology {
     this.links = Object.freeze([...this.linkIndex.values()].sort(compareLinks));
     this.railLinks = Object.freeze([...this.railLinkIndex.values()].sort(compareLinks));
     this.aggregateLinks = Object.freeze([...this.aggregateLinkIndex.values()].sort(compareLinks));
+  }
+
+  /**
+   * The reference's default topology (`CollectiveTopology::uniform`): every pair of ranks linked
+   * at 32000 MB/s and 1000 ns, what its planner assumes where no links are declared or probed.
+   */
+  static uniform(worldSize: number, rails = 1): CollectiveTopology {
+    const ranks = Array.from({ length: worldSize }, (_, rank) => rank);
+    const links = ranks.flatMap((source) =>
+      ranks.filter((destination) => destination !== source).map((destination) => ({ source, destination, bandwidthMbps: UNIFORM_BANDWIDTH_MBPS, latencyNs: UNIFORM_LATENCY_NS })),
+    );
+    return new CollectiveTopology({ worldSize, rails, links });
+  }
+
+  /** This topology with `rails` rails and these rail and aggregate links added (replacing any it had for the same pair). */
+  withRailLinks(rails: number, railLinks: readonly TopologyRailLink[], aggregateLinks: readonly TopologyAggregateLink[]): CollectiveTopology {
+    const keep = <T extends { source: number; destination: number; rail?: number }>(mine: readonly T[], added: readonly T[]) =>
+      [...mine.filter((link) => !added.some((other) => other.source === link.source && other.destination === link.destination && other.rail === link.rail)), ...added];
+    return new CollectiveTopology({
+      worldSize: this.worldSize,
+      rails,
+      links: this.links,
+      railLinks: keep(this.railLinks, railLinks),
+      aggregateLinks: keep(this.aggregateLinks, aggregateLinks),
+    });
   }
 
   /** Reads the `toJSON()` form (e.g. after `JSON.parse`), checking types before meaning. */

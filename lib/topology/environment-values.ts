@@ -32,6 +32,17 @@ export function parseUnsigned(text: string, maximum = Number.MAX_SAFE_INTEGER): 
   return value <= maximum ? value : undefined;
 }
 
+/**
+ * A count the reference reads as an untrimmed unsigned integer and refuses at zero, naming the
+ * value "0" however it was written ("00" too), as it does.
+ */
+export function parsePositive(name: string, value: string): number {
+  const parsed = parseUnsigned(value);
+  if (parsed === 0) throw invalidEnvironment(name, '0');
+  if (parsed === undefined) throw invalidEnvironment(name, value);
+  return parsed;
+}
+
 /** The reference's `InvalidEnvironment` error; Rust's `{:?}` quoting becomes JSON quoting. */
 export function invalidEnvironment(name: string, value: string): ConfigurationError {
   return new ConfigurationError(`invalid ${name} value ${JSON.stringify(value)}`);

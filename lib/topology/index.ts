@@ -5,3 +5,4 @@ export * from './probe.js';
 export * from './best-ring-order.js';
 export * from './ring-tuning.js';
 export * from './topology-groups.js';
+export * from './link-tuning.js';

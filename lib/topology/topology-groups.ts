@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import { invalidEnvironment, MAX_U32, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
+import { invalidEnvironment, MAX_U32, parsePositive, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
 
 /**
  * Topology groups (GX1_TOPOLOGY_GROUPS): ranks that share fast links (one host, one switch), every
@@ -61,11 +61,7 @@ export function parseTopologyGroups(worldSize: number, value: string, name = 'GX
 
 /** Reads GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES: a byte count, not trimmed, above zero. */
 export function parseGroupPayloadBytes(value: string): number {
-  const parsed = parseUnsigned(value);
-  // The reference names the value "0" for any zero ("00" too).
-  if (parsed === 0) throw invalidEnvironment('GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES', '0');
-  if (parsed === undefined) throw invalidEnvironment('GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES', value);
-  return parsed;
+  return parsePositive('GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES', value);
 }
 
 /** Groups as GX1_TOPOLOGY_GROUPS writes them: "0,1;2,3". */

@@ -253,9 +253,9 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
 describe('tuning from the environment (resolveTuning, resolveSessionOptions)', () => {
   it('reads every variable, and options win over them', () => {
     const env = { GX1_COLLECTIVE_ALGORITHM: ' Ring ', GX1_RING_THRESHOLD_BYTES: '4096', GX1_RING_ORDER: '1,0,2', GX1_RING_CHANNELS: '3', GX1_TOPOLOGY_LINKS: 'probe' };
-    expect(resolveTuning({}, 3, env)).toEqual({ algorithm: 'ring', ringThresholdBytes: 4096, ringOrder: [1, 0, 2], ringChannels: 3, topology: 'probe', groups: null, groupPayloadBytes: 16 << 20 });
+    expect(resolveTuning({}, 3, env)).toEqual({ algorithm: 'ring', ringThresholdBytes: 4096, ringOrder: [1, 0, 2], ringChannels: 3, topology: 'probe', groups: null, groupPayloadBytes: 16 << 20, railLinks: [], aggregateLinks: [], railOrder: 'auto', directBandwidthMbps: 32000, directLatencyNs: 1000 });
     expect(resolveTuning({ algorithm: 'direct', ringOrder: [2, 1, 0], ringChannels: 1 }, 3, env)).toMatchObject({ algorithm: 'direct', ringOrder: [2, 1, 0], ringChannels: 1 });
-    expect(resolveTuning({}, 3, {})).toEqual({ algorithm: 'auto', ringThresholdBytes: 256 * 1024, ringOrder: null, ringChannels: 1, topology: null, groups: null, groupPayloadBytes: 16 << 20 });
+    expect(resolveTuning({}, 3, {})).toEqual({ algorithm: 'auto', ringThresholdBytes: 256 * 1024, ringOrder: null, ringChannels: 1, topology: null, groups: null, groupPayloadBytes: 16 << 20, railLinks: [], aggregateLinks: [], railOrder: 'auto', directBandwidthMbps: 32000, directLatencyNs: 1000 });
   });
 
   it('refuses bad values with the reference messages', () => {

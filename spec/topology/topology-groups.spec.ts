@@ -4,20 +4,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { refusal } from '../helpers/refusal.js';
 import { inferTopologyGroups } from '../../lib/collectives/infer-groups.js';
 import { resolveTuning } from '../../lib/collectives/tuning.js';
 import { parseTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import { groupsText, parseGroupPayloadBytes, parseTopologyGroups } from '../../lib/topology/topology-groups.js';
 import { arbTopologyGroups } from '../../lib/testing/index.js';
-
-const refusal = (run: () => unknown) => {
-  try {
-    run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return 'accepted';
-};
 
 describe('GX1_TOPOLOGY_GROUPS', () => {
   it('reads groups by ";" and ranks by ",", each rank trimmed, blank ranks skipped, in the order given', () => {

@@ -25,6 +25,8 @@ export interface LinksWiring {
   readonly width: number;
   /** The session's piece size (PIECE_BYTES; tests make it tiny), times the schedule's `pieceScale`. */
   readonly pieceBytes: number;
+  /** The rails in the order pieces take them (GX1_RAIL_ORDER); null: 0, 1, ... */
+  readonly railOrder: readonly number[] | null;
 }
 
 /**
@@ -38,7 +40,8 @@ export const FOLD_IN_PLACE_BYTES = 4 * PIECE_BYTES;
  * Runs `schedule` on the JS plane: over `links`, on the event loop. Every message travels as
  * pieces of about `pieceBytes x pieceScale` (at most 4095 of them; a message of no bytes is one
  * empty piece), each a message of the links tagged with the algorithm's prefix, the sequence, the
- * message's channel and step and the piece's index, on rail (channel + piece) mod rails. Piece k of
+ * message's channel and step and the piece's index, on rail (channel + piece) mod rails of the rail
+ * order. Piece k of
  * a span waits for piece k of what it depends on, so every piece runs as its own pipeline: a ring's
  * steps overlap, a chain forwards piece by piece, an owner sends what it has reduced. Sends start
  * piece by piece across the schedule's sends (every link gets its first piece first); receives are
@@ -60,7 +63,11 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
     return memory[of.memory].subarray(of.offset + start, of.offset + Math.min(of.bytes, start + size * width));
   };
   const tagOf = (message: ScheduledMessage, piece: number) => pieceTag(schedule.tagPrefix, wiring.sequence, message.channel, message.step, piece);
-  const railOf = (message: ScheduledMessage, piece: number) => (message.channel + piece) % links.rails;
+  const { railOrder } = wiring;
+  const railOf = (message: ScheduledMessage, piece: number) => {
+    const slot = (message.channel + piece) % links.rails;
+    return railOrder === null ? slot : railOrder[slot]!;
+  };
   const shapeOf = (bytes: Uint8Array) => ({ elementType: wiring.elementType, count: bytes.length / width });
   const piecesOf = (bytes: number) => cut(bytes).count;
 

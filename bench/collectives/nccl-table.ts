@@ -46,6 +46,8 @@ export class NcclTable {
       if (last !== undefined) this.closeBlock();
       this.openBlock(row);
     }
+    // Which algorithm runs, each time it changes within the block (nccl-tests has no column for it).
+    if (row.algorithm !== undefined && row.algorithm !== this.block.at(-1)?.algorithm) this.print(`# from ${row.bytes} B: ${row.algorithm}`);
     this.block.push(row);
     this.rows.push(row);
     const cells = [row.bytes, row.count, row.dtype, redopOf(row.op), rootOf(row.op), row.timeUs.toFixed(2), row.algbw.toFixed(2), row.busbw.toFixed(2), row.wrong];
@@ -68,7 +70,8 @@ export class NcclTable {
 
   private openBlock(row: BenchRow): void {
     const meta = this.meta();
-    this.print(`# ${row.op}, ${row.worldSize} ranks, transport ${row.transport}, kernels ${String(meta.kernels ?? '?')}, Node ${String(meta.node ?? process.version)}`);
+    const groups = meta.groups === undefined ? '' : `, topology groups ${String(meta.groups)}`;
+    this.print(`# ${row.op}, ${row.worldSize} ranks, transport ${row.transport}${groups}, kernels ${String(meta.kernels ?? '?')}, Node ${String(meta.node ?? process.version)}`);
     this.print(`#${this.line(this.columns.map(([name]) => name))}`);
     this.print(`#${this.line(this.columns.map(([, unit]) => unit))}`);
   }

@@ -7,9 +7,21 @@ import { ConfigurationError } from '../../lib/errors.js';
 import type { DType } from '../../lib/protocol/element-type.js';
 import { DTYPES } from '../../lib/protocol/element-type.js';
 import { dtypeWidth } from '../../lib/tensor.js';
+import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 
 export const BENCH_OPS = ['allreduce', 'allgather', 'reducescatter', 'broadcast', 'reduce', 'alltoall', 'barrier'] as const;
 export type BenchOp = (typeof BENCH_OPS)[number];
+
+/** The session method each bench op calls. */
+export const COLLECTIVE_OF_OP: Record<BenchOp, CollectiveName> = {
+  allreduce: 'allReduce',
+  allgather: 'allGather',
+  reducescatter: 'reduceScatter',
+  broadcast: 'broadcast',
+  reduce: 'reduce',
+  alltoall: 'allToAll',
+  barrier: 'barrier',
+};
 
 /** Accepts `allreduce`, `all_reduce`, `all-reduce`, `allReduce`, ... */
 export function parseOp(name: string): BenchOp {
@@ -167,4 +179,6 @@ export interface BenchRow {
   readonly wrong: number;
   /** Which round measured it (1..R), when the bench ran more than one (`--rounds`). */
   readonly round?: number;
+  /** What ran, as `session.plan` names it: "ring on native", "hierarchical on js". */
+  readonly algorithm?: string;
 }

@@ -24,9 +24,9 @@ import { performance } from 'node:perf_hooks';
 import { kernelBackend } from '../../lib/kernels/index.js';
 import { openSession } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
-import { emptyLike, viewTensor } from '../../lib/tensor.js';
+import { dtypeWidth, emptyLike, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
-import { type BenchOp, type Budget, busFactor, type Cell, cellFor, type WorkerPlan } from './plan.js';
+import { type BenchOp, type Budget, busFactor, type Cell, cellFor, COLLECTIVE_OF_OP, type WorkerPlan } from './plan.js';
 import { median } from './median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -129,11 +129,20 @@ async function warmUpProcess(session: RankSession, plan: WorkerPlan): Promise<vo
   }
 }
 
+/** What a cell runs, as `session.plan` names it (planned at each rank's input size). */
+function algorithmOf(session: RankSession, cell: Cell): string {
+  const { algorithm, plane } = session.plan(COLLECTIVE_OF_OP[cell.op], cell.inputCount * dtypeWidth(cell.dtype));
+  return `${algorithm} on ${plane}`;
+}
+
 async function main(): Promise<number> {
   const plan = JSON.parse(process.env.BENCH_PLAN ?? 'null') as WorkerPlan | null;
   if (plan === null) throw new Error('BENCH_PLAN is not set: run bench/collectives/run.ts');
   const session = await openSession();
-  if (session.rank === 0) say(`META ${JSON.stringify({ kernels: kernelBackend(), transport: session.transport, node: process.version })}`);
+  if (session.rank === 0) {
+    const groups = session.topologyGroups?.map((group) => group.join(',')).join(';') ?? null;
+    say(`META ${JSON.stringify({ kernels: kernelBackend(), transport: session.transport, node: process.version, ...(groups === null ? {} : { groups }), fingerprints: session.autotuneFingerprints })}`);
+  }
   await warmUpProcess(session, plan);
   for (const cell of plan.cells) {
     const { samples, iterations, warmup, wrong } = await measure(session, cell, plan.budget);
@@ -157,6 +166,7 @@ async function main(): Promise<number> {
           iterations,
           warmup,
           wrong,
+          algorithm: algorithmOf(session, cell),
         })}`,
       );
     }

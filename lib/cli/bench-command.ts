@@ -1,18 +1,9 @@
-import { fileURLToPath } from 'node:url';
-import { ConfigurationError } from '../errors.js';
 import { parseTransport } from '../transport/transport-kind.js';
-import type { BenchOptions, RunBench } from './bench-options.js';
+import type { BenchOptions } from './bench-options.js';
 import { defineCommand } from './command.js';
+import { loadBench } from './load-bench.js';
 import { progressBar } from './progress-bar.js';
 import { UsageError } from './usage-error.js';
-
-/**
- * The collectives bench lives beside the library (bench/collectives/run.ts, built into
- * dist/bench/ for the package) and is loaded on demand: the rest of the CLI works without it.
- * The library imports nothing from bench/; the two meet on bench-options.ts.
- */
-const BENCH_MODULE = new URL('../../bench/collectives/run.js', import.meta.url);
-const BENCH_PATH = fileURLToPath(BENCH_MODULE);
 
 export const benchCommand = defineCommand(
   {
@@ -117,23 +108,7 @@ export const benchCommand = defineCommand(
  * as a C tool ends on SIGPIPE (status 141), and with it the rank processes (the bench kills them
  * on exit) and the in-process coordinator.
  */
-function endWhenReaderIsGone(error: NodeJS.ErrnoException): void {
+export function endWhenReaderIsGone(error: NodeJS.ErrnoException): void {
   if (error.code !== 'EPIPE') throw error;
   process.exit(141);
-}
-
-async function loadBench(): Promise<RunBench> {
-  let module: { runCollectivesBench?: unknown };
-  try {
-    module = (await import(BENCH_MODULE.href)) as { runCollectivesBench?: unknown };
-  } catch (error) {
-    // Only the bench module itself missing is "not in this build"; anything else is the bench's own error.
-    const missing = (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (error as Error).message.includes(BENCH_PATH.replace(/\.js$/, ''));
-    if (!missing) throw error;
-    throw new ConfigurationError(`the collectives bench is not available here: no ${BENCH_PATH} (a build without bench/; run \`npm run build\`)`);
-  }
-  if (typeof module.runCollectivesBench !== 'function') {
-    throw new ConfigurationError(`${BENCH_PATH} does not export runCollectivesBench(options)`);
-  }
-  return module.runCollectivesBench as RunBench;
 }

@@ -44,14 +44,24 @@ export interface BenchOptions {
   print?: ((text: string) => void) | null;
 }
 
-/** One measured row, as far as the command reads it. */
+/** One measured row, as far as the commands read it. */
 export interface BenchResultRow {
   /** Result elements that differed from the expected value, summed over ranks (nccl-tests' #wrong). */
   readonly wrong: number;
+  readonly op: string;
+  readonly worldSize: number;
+  /** nccl-tests' size: for allgather the whole output, for reducescatter and alltoall each rank's whole input. */
+  readonly bytes: number;
+  /** Median time of one call, microseconds. */
+  readonly timeUs: number;
+  /** What ran, as `session.plan` names it ("ring on native"). */
+  readonly algorithm?: string;
 }
 
 export interface BenchResult {
   readonly rows: readonly BenchResultRow[];
+  /** What rank 0 said of the job: kernels, transport, topology groups, autotune fingerprints. */
+  readonly meta: Readonly<Record<string, unknown>>;
 }
 
 /** The bench module's `runCollectivesBench`. */

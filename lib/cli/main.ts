@@ -1,5 +1,6 @@
 import { RxcclError } from '../errors.js';
 import { benchCommand } from './bench-command.js';
+import { tuneCommand } from './tune-command.js';
 import type { Command } from './command.js';
 import { coordinatorCommand } from './coordinator-command.js';
 import { didYouMean } from '../diagnostics/did-you-mean.js';
@@ -11,7 +12,7 @@ import { probeCommand } from './probe-command.js';
 import { traceCommand } from './trace-command.js';
 import { UsageError } from './usage-error.js';
 
-const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, probeCommand, traceCommand];
+const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, tuneCommand, probeCommand, traceCommand];
 const NAMES = COMMANDS.map((command) => command.name);
 
 const OVERVIEW = [

@@ -4,6 +4,7 @@ import type { Frame } from '../protocol/frame.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { TensorView } from '../tensor.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
+import type { AutotuneProfile } from './autotune-profile.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
@@ -39,6 +40,8 @@ export interface CollectiveContext {
   readonly topology: CollectiveTopology | null;
   /** The rails in the order the JS plane's pieces take them (GX1_RAIL_ORDER, or the topology's best); null: 0, 1, ... */
   readonly railOrder: readonly number[] | null;
+  /** The autotune profile `auto` takes its measured choices from (GX1_COLLECTIVE_AUTOTUNE_PROFILE), else null. */
+  readonly profile: AutotuneProfile | null;
   /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
   readonly pieceBytes: number;
   /**

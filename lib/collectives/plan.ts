@@ -1,6 +1,7 @@
 import type { CollectiveName } from './algorithm.js';
 import { type CostEstimates, estimateCollective, type ModelledCollective, MODELLED_COLLECTIVES } from './cost-model.js';
-import { type AlgorithmFamily, type Plane, selectAlgorithm, type Situation } from './select.js';
+import { profileEntry } from './autotune-profile.js';
+import { type AlgorithmFamily, type Plane, profiledRow, selectAlgorithm, type Situation } from './select.js';
 
 /**
  * What a collective of a given size will run, and why: the reference's `CollectivePlan`
@@ -15,9 +16,13 @@ export interface CollectivePlan {
   readonly algorithm: string;
   readonly family: AlgorithmFamily;
   readonly plane: Plane;
-  /** `policy`: GX1_COLLECTIVE_ALGORITHM asked for it; `model`: `auto` chose it (by size, hosts and, for the hierarchy, the cost model). */
-  readonly source: 'policy' | 'model';
-  /** The estimate of what runs, ns; null where the model has none (see below). */
+  /**
+   * `policy`: GX1_COLLECTIVE_ALGORITHM asked for it; `autotune`: `auto` took the autotune
+   * profile's measured choice; `model`: `auto` chose it (by size, hosts and, for the hierarchy,
+   * the cost model).
+   */
+  readonly source: 'policy' | 'autotune' | 'model';
+  /** The estimate of what runs, ns (the profile's measured time where it chose); null where the model has none (see below). */
   readonly estimatedTimeNs: number | null;
   /**
    * The cost model's estimates (lib/collectives/cost-model.ts) for the all-reduce, all-gather and
@@ -48,14 +53,15 @@ export function planCollective(collective: CollectiveName, situation: Situation)
   const row = selectAlgorithm(collective, situation);
   const { tuning } = situation;
   const estimates = isModelled(collective) ? estimateCollective(collective, situation) : null;
+  const measured = profiledRow(collective, situation) === undefined ? undefined : profileEntry(situation.profile!, collective, situation.bytes);
   return {
     collective,
     bytes: situation.bytes,
     algorithm: row.name,
     family: row.family,
     plane: row.plane,
-    source: tuning.algorithm === 'auto' ? 'model' : 'policy',
-    estimatedTimeNs: estimateOf(row.family, estimates),
+    source: tuning.algorithm !== 'auto' ? 'policy' : measured !== undefined ? 'autotune' : 'model',
+    estimatedTimeNs: measured?.measured_time_ns ?? estimateOf(row.family, estimates),
     directEstimatedTimeNs: estimates?.direct ?? null,
     peerEstimatedTimeNs: estimates?.peer ?? null,
     hierarchicalEstimatedTimeNs: estimates?.hierarchical ?? null,

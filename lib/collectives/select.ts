@@ -35,6 +35,7 @@ import { stagedScatter } from './scatter/staged.js';
 import { hierarchicalAllReduce } from './all-reduce/hierarchical.js';
 import { hierarchicalAllGather } from './all-gather/hierarchical.js';
 import { hierarchicalReduceScatter } from './reduce-scatter/hierarchical.js';
+import { type AutotuneProfile, profileEntry } from './autotune-profile.js';
 import { hierarchyBeatsRing, type ModelledCollective } from './cost-model.js';
 import type { ScheduleOf } from './schedule/schedule.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
@@ -96,6 +97,8 @@ export interface Situation {
   readonly topology: CollectiveTopology | null;
   /** The ring order of ring-family algorithms. */
   readonly ringOrder: readonly number[];
+  /** The autotune profile (GX1_COLLECTIVE_AUTOTUNE_PROFILE), else null. */
+  readonly profile: AutotuneProfile | null;
 }
 
 /** The plane a session runs its scheduled collectives on. */
@@ -257,7 +260,9 @@ function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolea
  * - `ring` (`hierarchical`): the collective's ring-family (hierarchical) row on the session's
  *   plane (on tcp_host_staged, the JS plane's, its pieces travelling the coordinator's
  *   point-to-point rails); a collective without one as `auto`;
- * - `auto`: the first row of the session's plane that serves the size and fits; else staged.
+ * - `auto`: the row the autotune profile measured best for this size, where it has one on the
+ *   session's plane (`profiledRow`); else the first row of the session's plane that serves the
+ *   size and fits; else staged.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
   const rows = table[collective] as readonly AlgorithmRow<N>[];
@@ -270,5 +275,19 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
     const asked = rows.find((row) => row.family === tuning.algorithm && row.plane === peerPlane);
     if (asked !== undefined) return asked;
   }
-  return rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
+  return profiledRow(collective, situation, table) ?? rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
+}
+
+/**
+ * Under `auto`, the row an autotune profile names for this call (its entry covering `bytes`): the
+ * staged row for `direct`, else the session's plane's row of that name (none: the table decides,
+ * as for a size the profile does not cover).
+ */
+export function profiledRow<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> | undefined {
+  const { profile, tuning, worldSize, plane } = situation;
+  if (profile === null || tuning.algorithm !== 'auto' || worldSize === 1) return undefined;
+  const entry = profileEntry(profile, collective, situation.bytes);
+  if (entry === undefined) return undefined;
+  const rows = table[collective] as readonly AlgorithmRow<N>[];
+  return entry.algorithm === 'direct' ? rows.find((row) => row.plane === 'coordinator') : rows.find((row) => row.plane === plane && row.name === entry.algorithm);
 }

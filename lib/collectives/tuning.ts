@@ -66,6 +66,8 @@ export interface TuningOptions {
   readonly directBandwidthMbps?: number;
   /** `GX1_DIRECT_LATENCY_NS`: the staged path's latency for the planner (default 1000). */
   readonly directLatencyNs?: number;
+  /** `GX1_COLLECTIVE_AUTOTUNE_PROFILE`: a profile `rxccl tune` wrote for this job's topology; `auto` takes its measured choices. */
+  readonly autotuneProfile?: string;
 }
 
 export interface CollectiveTuning {
@@ -88,6 +90,8 @@ export interface CollectiveTuning {
   /** The staged path's figures, for the planner. */
   readonly directBandwidthMbps: number;
   readonly directLatencyNs: number;
+  /** The autotune profile's path, read and checked when the session opens; null: none. */
+  readonly autotuneProfile: string | null;
 }
 
 /** `hierarchical` needs groups, given or `auto` (the reference's check, and its text). */
@@ -159,6 +163,7 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
     railOrder,
     directBandwidthMbps,
     directLatencyNs,
+    autotuneProfile: options.autotuneProfile ?? env.GX1_COLLECTIVE_AUTOTUNE_PROFILE ?? null,
   };
 }
 

@@ -1,3 +1,5 @@
+import { fnv1a64 } from './fnv1a.js';
+
 /** Layout texts this process has hashed, by hash, so a descriptor can name its layout. */
 const NAMED_LAYOUTS = new Map<bigint, string>();
 const MAX_NAMED_LAYOUTS = 1024;
@@ -7,11 +9,7 @@ const MAX_NAMED_LAYOUTS = 1024;
  * (docs/protocol.md 9.6; not a security measure).
  */
 export function layoutHash(layout: string): bigint {
-  let hash = 0xcbf29ce484222325n;
-  for (const byte of Buffer.from(layout, 'utf8')) {
-    hash ^= BigInt(byte);
-    hash = (hash * 0x100000001b3n) & 0xffff_ffff_ffff_ffffn;
-  }
+  const hash = fnv1a64(Buffer.from(layout, 'utf8'));
   if (NAMED_LAYOUTS.size < MAX_NAMED_LAYOUTS) NAMED_LAYOUTS.set(hash, layout);
   return hash;
 }

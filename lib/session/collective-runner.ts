@@ -82,8 +82,8 @@ export class CollectiveRunner {
   /** What a call of `bytes` is chosen in (`selectAlgorithm`): the same for `plan` as for the call. */
   situation(bytes: number): Situation {
     const { transport, plane, tuning, ranksShareHost, context } = this.parts;
-    const { worldSize, topologyGroups: groups, topology, ringOrder } = context;
-    return { transport, plane, worldSize, bytes, tuning, ranksShareHost, groups, topology, ringOrder };
+    const { worldSize, topologyGroups: groups, topology, ringOrder, profile } = context;
+    return { transport, plane, worldSize, bytes, tuning, ranksShareHost, groups, topology, ringOrder, profile };
   }
 
   /**

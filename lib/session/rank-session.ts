@@ -21,7 +21,8 @@ import { Opcode } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { Tensor, TensorOf } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
-import type { CollectiveTopology } from '../topology/collective-topology.js';
+import { CollectiveTopology } from '../topology/collective-topology.js';
+import { type AutotuneProfile, executionFingerprint, type FingerprintInput, readAutotuneProfile, topologyFingerprint, validateAutotuneProfile } from '../collectives/autotune-profile.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
@@ -269,14 +270,13 @@ export class RankSession {
       membership: worldMembership(links, jobFailure, losses),
     });
     logSessionEvents(session.events$, options.rank, debugLog);
-    if (options.tuning.topology === 'probe') {
-      try {
-        await session.useProbedTopology();
-      } catch (error) {
-        // Nothing inferred from the probe (or the probe failed): no session to hand back, nothing left open.
-        await session.close();
-        throw error;
-      }
+    try {
+      if (options.tuning.topology === 'probe') await session.useProbedTopology();
+      if (options.tuning.autotuneProfile !== null) session.useAutotuneProfile(options.tuning.autotuneProfile);
+    } catch (error) {
+      // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
+      await session.close();
+      throw error;
     }
     return session;
   }
@@ -366,6 +366,18 @@ export class RankSession {
     if (!Object.hasOwn(ALGORITHMS, collective)) throw new ConfigurationError(`plan: unknown collective ${JSON.stringify(collective)}; expected one of ${Object.keys(ALGORITHMS).join(' ')}`);
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new ConfigurationError(`plan: bytes must be a byte count, got ${String(bytes)}`);
     return planCollective(collective, this.runner.situation(bytes));
+  }
+
+  /**
+   * The fingerprints an autotune profile for this job carries (`rxccl tune` writes them; a profile
+   * with others is refused): the reference's recipe over this session's topology (declared,
+   * probed, else uniform), ring, groups, rails and direct figures, and rxccl's execution with
+   * this transport.
+   * @example
+   * const { topology, execution } = session.autotuneFingerprints;
+   */
+  get autotuneFingerprints(): { readonly topology: string; readonly execution: string } {
+    return { topology: topologyFingerprint(this.fingerprintInput()), execution: executionFingerprint(this.transport) };
   }
 
   /**
@@ -761,6 +773,23 @@ export class RankSession {
   /** `await using session = await openSession()` closes the session when the scope ends. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  private fingerprintInput(): FingerprintInput {
+    const { topology, ringOrder, topologyGroups: groups, railOrder } = this.context;
+    const { directBandwidthMbps, directLatencyNs } = this.tuning;
+    return { topology: topology ?? CollectiveTopology.uniform(this.worldSize), ringOrder, groups, directBandwidthMbps, directLatencyNs, rails: this.rails, railOrder };
+  }
+
+  /** GX1_COLLECTIVE_AUTOTUNE_PROFILE: reads the profile and checks it is this job's; `auto` then takes its choices. */
+  private useAutotuneProfile(path: string): void {
+    const profile = validateAutotuneProfile(readAutotuneProfile(path), {
+      worldSize: this.worldSize,
+      transport: this.transport,
+      ringChannels: this.tuning.ringChannels,
+      fingerprint: this.fingerprintInput(),
+    });
+    (this.context as { profile: AutotuneProfile | null }).profile = profile;
   }
 
   /**

@@ -57,6 +57,8 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     topologyGroups: tuning.groups === 'auto' ? null : tuning.groups,
     topology: tuning.topology instanceof CollectiveTopology ? tuning.topology : null,
     railOrder: railOrderOf(tuning, tuning.topology instanceof CollectiveTopology ? tuning.topology : null),
+    // Read when the session opens (RankSession.useAutotuneProfile): its fingerprint needs the probed topology.
+    profile: null,
     pieceBytes: PIECE_BYTES,
     agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
     nextMeshSequence: parts.nextMeshSequence,

@@ -329,6 +329,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       topologyGroups: options.topologyGroups ?? null,
       topology: null,
       railOrder: options.railOrder ?? null,
+      profile: null,
       pieceBytes: options.pieceBytes ?? 1 << 20,
       agreement: options.agreement ?? 'coordinator',
       nextMeshSequence: () => meshSequence.next++,

@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import { MAX_U64 } from '../protocol/constants.js';
+import { fnv1a64 } from '../protocol/fnv1a.js';
 
 /**
  * Probe measurements are noisy, but every rank must derive the same topology and the same ring
@@ -11,8 +12,6 @@ import { MAX_U64 } from '../protocol/constants.js';
 /** Every probe tag starts with "GZ" in its top 16 bits so it never collides with user tags. */
 export const TOPOLOGY_PROBE_TAG_PREFIX = 0x475a_0000_0000_0000n;
 
-const FNV_OFFSET_BASIS = 0xcbf2_9ce4_8422_2325n;
-const FNV_PRIME = 0x0000_0100_0000_01b3n;
 const TAG_HASH_MASK = 0x0000_ffff_ffff_ffffn;
 
 function toU64(value: bigint | number): bigint {
@@ -109,9 +108,5 @@ export function topologyProbeTag(
   view.setBigUint64(8, BigInt(rail), true);
   view.setBigUint64(16, BigInt(direction), true);
   view.setBigUint64(24, BigInt(kind), true);
-  let hash = FNV_OFFSET_BASIS;
-  for (const byte of bytes) {
-    hash = ((hash ^ BigInt(byte)) * FNV_PRIME) & MAX_U64;
-  }
-  return TOPOLOGY_PROBE_TAG_PREFIX | (hash & TAG_HASH_MASK);
+  return TOPOLOGY_PROBE_TAG_PREFIX | (fnv1a64(bytes) & TAG_HASH_MASK);
 }

@@ -199,7 +199,7 @@ describe('algorithm selection in sessions', () => {
 describe('selectAlgorithm (lib/collectives/select.ts)', () => {
   it('takes the pairwise family for large tensors only where every rank shares a host, from 3 ranks, with the ring untuned', () => {
     const tuning = resolveTuning({}, 4, {});
-    const base = { transport: 'tcp_peer' as const, plane: 'js' as const, worldSize: 4, bytes: 1 << 20, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3] };
+    const base = { transport: 'tcp_peer' as const, plane: 'js' as const, worldSize: 4, bytes: 1 << 20, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3], profile: null };
     const name = (changes: Partial<Situation>) => selectAlgorithm('allReduce', { ...base, ...changes }).name;
     expect(name({})).toBe('pairwise');
     expect(name({ worldSize: 3 })).toBe('pairwise');
@@ -221,7 +221,7 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
 
   it('on the native plane: all-pairs under 64 KiB, pairwise above; the ring where one is asked for, or across hosts from 4 MiB at 3 ranks or more; the chain from 1 MiB at 3 ranks', () => {
     const tuning = resolveTuning({}, 4, {});
-    const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 8, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3] };
+    const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 8, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3], profile: null };
     const choice = (collective: 'allReduce' | 'broadcast' | 'reduceScatter' | 'allGather' | 'reduce', changes: Partial<Situation> = {}) => {
       const row = selectAlgorithm(collective, { ...base, ...changes });
       return `${row.name} on ${row.plane}`;
@@ -253,9 +253,9 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
 describe('tuning from the environment (resolveTuning, resolveSessionOptions)', () => {
   it('reads every variable, and options win over them', () => {
     const env = { GX1_COLLECTIVE_ALGORITHM: ' Ring ', GX1_RING_THRESHOLD_BYTES: '4096', GX1_RING_ORDER: '1,0,2', GX1_RING_CHANNELS: '3', GX1_TOPOLOGY_LINKS: 'probe' };
-    expect(resolveTuning({}, 3, env)).toEqual({ algorithm: 'ring', ringThresholdBytes: 4096, ringOrder: [1, 0, 2], ringChannels: 3, topology: 'probe', groups: null, groupPayloadBytes: 16 << 20, railLinks: [], aggregateLinks: [], railOrder: 'auto', directBandwidthMbps: 32000, directLatencyNs: 1000 });
+    expect(resolveTuning({}, 3, env)).toEqual({ algorithm: 'ring', ringThresholdBytes: 4096, ringOrder: [1, 0, 2], ringChannels: 3, topology: 'probe', groups: null, groupPayloadBytes: 16 << 20, railLinks: [], aggregateLinks: [], railOrder: 'auto', directBandwidthMbps: 32000, directLatencyNs: 1000, autotuneProfile: null });
     expect(resolveTuning({ algorithm: 'direct', ringOrder: [2, 1, 0], ringChannels: 1 }, 3, env)).toMatchObject({ algorithm: 'direct', ringOrder: [2, 1, 0], ringChannels: 1 });
-    expect(resolveTuning({}, 3, {})).toEqual({ algorithm: 'auto', ringThresholdBytes: 256 * 1024, ringOrder: null, ringChannels: 1, topology: null, groups: null, groupPayloadBytes: 16 << 20, railLinks: [], aggregateLinks: [], railOrder: 'auto', directBandwidthMbps: 32000, directLatencyNs: 1000 });
+    expect(resolveTuning({}, 3, {})).toEqual({ algorithm: 'auto', ringThresholdBytes: 256 * 1024, ringOrder: null, ringChannels: 1, topology: null, groups: null, groupPayloadBytes: 16 << 20, railLinks: [], aggregateLinks: [], railOrder: 'auto', directBandwidthMbps: 32000, directLatencyNs: 1000, autotuneProfile: null });
   });
 
   it('refuses bad values with the reference messages', () => {

@@ -1,4 +1,4 @@
-import { carrierOf, hierarchicalIdentity, hierarchyOf, type Held, reduceAlongRuns } from '../hierarchical-family.js';
+import { carrierOf, type Held, type Hierarchy, hierarchicalIdentity, hierarchyOf, reduceAlongRuns } from '../hierarchical-family.js';
 import { evenRanges } from '../peer-data.js';
 import type { Schedule, ScheduleInput } from '../schedule/schedule.js';
 import { elements } from '../schedule/schedule.js';
@@ -17,10 +17,19 @@ import { WorldScheduleBuilder } from '../schedule/world-schedule-builder.js';
  *   final fold into its result. With groups of consecutive ranks the partial crosses each group
  *   boundary once: T bytes leave a group where a flat ring sends 2(W-1)/W T over its links.
  * - Distribute: the final values go back along the other groups' carriers (a chain, each group
- *   receiving the share once), and each carrier sends them to the rest of its group.
+ *   receiving the share once, in the reverse of the order the reduction left them: each boundary
+ *   the partial crossed one way, the result crosses the other), and each carrier sends them to
+ *   the rest of its group.
  *
  * Results are the staged path's bits (rank-order folds), identical on every rank.
  */
+/** The groups by the last run each has, latest first: the last fold's group, then back along the reduction. */
+function groupsBack(hierarchy: Hierarchy): number[] {
+  const lastRun = new Map<number, number>();
+  hierarchy.runs.forEach((run, index) => lastRun.set(run.group, index));
+  return [...lastRun].sort((a, b) => b[1] - a[1]).map(([group]) => group);
+}
+
 export function hierarchicalAllReduce(input: ScheduleInput): Schedule {
   const { rank, count, width, ringChannels, inPlace } = input;
   const hierarchy = hierarchyOf(input);
@@ -32,13 +41,12 @@ export function hierarchicalAllReduce(input: ScheduleInput): Schedule {
     finalSpan: () => elements('output', width, range),
   }));
   const reduced = reduceAlongRuns(world, hierarchy, shares, inPlace ? 'output' : 'input', width, input.op ?? 'sum');
-  // Back to every other group along a chain of its carriers, from the group after the last fold's.
-  const groupCount = hierarchy.groups.length;
+  // Back to every other group along a chain of its carriers, the reduction's way in reverse.
   const holders: Held[][] = reduced.map((final) => [final]);
-  for (let hop = 1; hop < groupCount; hop++) {
+  const back = groupsBack(hierarchy);
+  for (const group of back.slice(1)) {
     shares.forEach((share, which) => {
       const from = holders[which]!.at(-1)!;
-      const group = (hierarchy.groupOf[reduced[which]!.rank]! + hop) % groupCount;
       const to = carrierOf(hierarchy, group, share.lane);
       const into = elements('output', width, share);
       holders[which]!.push({ rank: to, span: into, after: world.transfer(from.rank, to, from.span, into, from.after) });

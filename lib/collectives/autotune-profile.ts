@@ -1,0 +1,280 @@
+import { readFileSync } from 'node:fs';
+import { ConfigurationError } from '../errors.js';
+import { fnv1a64OfU64s } from '../protocol/fnv1a.js';
+import type { CollectiveTopology } from '../topology/collective-topology.js';
+import type { TopologyGroups } from '../topology/topology-groups.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
+
+/**
+ * The reference's collective autotune profile (GX1_COLLECTIVE_AUTOTUNE_PROFILE, version 2):
+ * measured algorithm choices per operation and payload range, valid for one world size, one
+ * topology and one implementation, each named by a fingerprint. `rxccl tune` writes one; a
+ * session that reads it lets `auto` take the measured choice (`plan().source` is `autotune`).
+ *
+ * The fingerprints are the reference's recipe (FNV-1a 64 over u64s, printed as 16 hex digits)
+ * over rxccl's topology; the execution fingerprint names rxccl's executors instead of the
+ * reference's, so a profile measured on the other implementation is refused as one from another
+ * execution, as it should be.
+ */
+
+export const AUTOTUNE_PROFILE_VERSION = 2;
+
+/** rxccl's execution revision in the execution fingerprint (the reference's is 6); a new one when the algorithms' costs change. */
+export const RXCCL_EXECUTION_REVISION = 0x7278_0001;
+
+/** The operations a profile measures, as the reference names them. */
+export type ProfileOperation = 'allreduce' | 'allgather' | 'reduce_scatter' | 'alltoall';
+
+/** Each operation's collective, as the session's methods (and `CollectiveName`) name it. */
+export const PROFILE_OPERATIONS: Readonly<Record<ProfileOperation, string>> = {
+  allreduce: 'allReduce',
+  allgather: 'allGather',
+  reduce_scatter: 'reduceScatter',
+  alltoall: 'allToAll',
+};
+
+/** How Rust's Debug writes each operation in the reference's texts. */
+const OPERATION_DEBUG: Readonly<Record<ProfileOperation, string>> = { allreduce: 'AllReduce', allgather: 'AllGather', reduce_scatter: 'ReduceScatter', alltoall: 'AllToAll' };
+
+/**
+ * Algorithms an entry may name: the reference's (direct, ring, pairwise, hierarchical) and rxccl's
+ * rows of other names (all-pairs, exchange, chain), which a reference rank cannot read.
+ */
+const ENTRY_ALGORITHMS: Readonly<Record<string, string>> = {
+  direct: 'Direct',
+  ring: 'Ring',
+  pairwise: 'Pairwise',
+  hierarchical: 'Hierarchical',
+  'all-pairs': 'AllPairs',
+  exchange: 'Exchange',
+};
+
+/** Which algorithms can run which operation (rxccl has rows of those names for it). */
+const RUNS: Readonly<Record<ProfileOperation, readonly string[]>> = {
+  allreduce: ['direct', 'ring', 'pairwise', 'hierarchical', 'all-pairs', 'exchange'],
+  allgather: ['direct', 'ring', 'pairwise', 'hierarchical', 'exchange'],
+  reduce_scatter: ['direct', 'ring', 'pairwise', 'hierarchical', 'exchange'],
+  alltoall: ['direct', 'pairwise', 'exchange'],
+};
+
+export interface AutotuneEntry {
+  readonly operation: ProfileOperation;
+  readonly min_payload_bytes: number;
+  readonly max_payload_bytes: number;
+  readonly algorithm: string;
+  readonly ring_channels: number;
+  readonly measured_time_ns: number;
+}
+
+export interface AutotuneProfile {
+  readonly version: number;
+  readonly world_size: number;
+  readonly topology_fingerprint: string;
+  readonly execution_fingerprint: string;
+  readonly entries: readonly AutotuneEntry[];
+}
+
+/** What a profile must match: the job it is read into. */
+export interface ProfileJob {
+  readonly worldSize: number;
+  readonly transport: CollectiveTransport;
+  readonly ringChannels: number;
+  /** The fingerprints' inputs. */
+  readonly fingerprint: FingerprintInput;
+}
+
+export interface FingerprintInput {
+  readonly topology: CollectiveTopology;
+  readonly ringOrder: readonly number[];
+  readonly groups: TopologyGroups | null;
+  readonly directBandwidthMbps: number;
+  readonly directLatencyNs: number;
+  readonly rails: number;
+  readonly railOrder: readonly number[] | null;
+}
+
+function invalid(message: string): ConfigurationError {
+  return new ConfigurationError(`invalid collective autotune profile: ${message}`);
+}
+
+const hex = (value: bigint) => value.toString(16).padStart(16, '0');
+
+/**
+ * The topology fingerprint, in the reference's order: the world size; per rank pair i < j, i, j,
+ * then 1, bandwidth, latency of the link i -> j or 0; the rail links (marker, rails, per rail and
+ * pair) if any; the aggregate links (marker, per pair) if any; the ring (1 ring: its length and
+ * ranks); the groups (count, then each's length and ranks as listed; 0 without); the direct
+ * figures; the rails if not 1 (marker, count); the rail order if not 0, 1, ... (marker, rails).
+ */
+export function topologyFingerprint(input: FingerprintInput): string {
+  const { topology } = input;
+  const { worldSize } = topology;
+  const values: (number | bigint)[] = [worldSize];
+  const pairs: [number, number][] = [];
+  for (let first = 0; first < worldSize; first++) for (let second = first + 1; second < worldSize; second++) pairs.push([first, second]);
+  for (const [first, second] of pairs) {
+    const link = topology.link(first, second);
+    values.push(first, second, ...(link === undefined ? [0] : [1, link.bandwidthMbps, link.latencyNs]));
+  }
+  if (topology.railLinks.length > 0) {
+    values.push(0x4758_5241_494c_4c4bn, topology.rails);
+    for (let rail = 0; rail < topology.rails; rail++) {
+      values.push(rail);
+      for (const [first, second] of pairs) {
+        const link = topology.railLink(first, second, rail);
+        values.push(first, second, ...(link === undefined ? [0] : [1, link.bandwidthMbps, link.latencyNs]));
+      }
+    }
+  }
+  if (topology.aggregateLinks.length > 0) {
+    values.push(0x4758_4147_4752_4547n);
+    for (const [first, second] of pairs) {
+      const link = topology.aggregateLink(first, second);
+      values.push(first, second, ...(link === undefined ? [0] : [1, link.bandwidthMbps]));
+    }
+  }
+  values.push(1, input.ringOrder.length, ...input.ringOrder);
+  if (input.groups === null) values.push(0);
+  else values.push(input.groups.length, ...input.groups.flatMap((group) => [group.length, ...group]));
+  values.push(input.directBandwidthMbps, input.directLatencyNs);
+  if (input.rails !== 1) values.push(0x4758_5241_494c_0001n, input.rails);
+  if (input.railOrder !== null && input.railOrder.some((rail, index) => rail !== index)) values.push(0x4758_5241_494c_4f52n, ...input.railOrder);
+  return hex(fnv1a64OfU64s(values));
+}
+
+/** The execution fingerprint: rxccl's revision and the transport (the reference's codes: tcp_host_staged 2, tcp_peer 3). */
+export function executionFingerprint(transport: CollectiveTransport): string {
+  return hex(fnv1a64OfU64s([RXCCL_EXECUTION_REVISION, transport === 'tcp_peer' ? 3 : 2]));
+}
+
+/** Reads GX1_COLLECTIVE_AUTOTUNE_PROFILE's file. */
+export function readAutotuneProfile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigurationError(`cannot read collective autotune profile ${JSON.stringify(path)}: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw invalid(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function field<T>(record: Record<string, unknown>, name: string, where: string, is: (value: unknown) => value is T, what: string, fallback?: T): T {
+  const value = record[name] ?? fallback;
+  if (!is(value)) throw invalid(`${where} field "${name}" must be ${what}`);
+  return value;
+}
+
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+const isText = (value: unknown): value is string => typeof value === 'string';
+
+/**
+ * Checks a parsed profile against `job`, in the reference's order and with its texts: the version,
+ * the world size, the topology and execution fingerprints, measurements present, each entry
+ * (range, time, channels, an algorithm that can run the operation, groups for hierarchical), no
+ * two ranges of one operation overlapping. Beyond the reference: an entry's channels must be the
+ * job's (rxccl runs one channel count per session).
+ */
+export function validateAutotuneProfile(value: unknown, job: ProfileJob): AutotuneProfile {
+  if (!isRecord(value)) throw invalid('the profile must be a JSON object');
+  const version = field(value, 'version', 'profile', isCount, 'a count');
+  if (version !== AUTOTUNE_PROFILE_VERSION) throw invalid(`unsupported version ${version}, expected ${AUTOTUNE_PROFILE_VERSION}`);
+  const worldSize = field(value, 'world_size', 'profile', isCount, 'a count');
+  if (worldSize !== job.worldSize) throw invalid(`world size ${worldSize} does not match configured world size ${job.worldSize}`);
+  const expected = topologyFingerprint(job.fingerprint);
+  const fingerprint = field(value, 'topology_fingerprint', 'profile', isText, 'a string');
+  if (fingerprint.replace(/^0x/i, '').toLowerCase() !== expected) throw invalid(`topology fingerprint ${JSON.stringify(fingerprint)} does not match ${JSON.stringify(expected)}`);
+  const execution = field(value, 'execution_fingerprint', 'profile', isText, 'a string', '');
+  const expectedExecution = executionFingerprint(job.transport);
+  if (execution.replace(/^0x/i, '').toLowerCase() !== expectedExecution) {
+    throw invalid(`execution fingerprint ${JSON.stringify(execution)} does not match ${JSON.stringify(expectedExecution)} for transport ${job.transport === 'tcp_peer' ? 'TcpPeer' : 'TcpHostStaged'}`);
+  }
+  const list = field(value, 'entries', 'profile', Array.isArray, 'an array') as unknown[];
+  if (list.length === 0) throw invalid('profile contains no measurements');
+  const entries = list.map((raw, index): AutotuneEntry => {
+    const where = `entries[${index}]`;
+    if (!isRecord(raw)) throw invalid(`${where} must be an object`);
+    const operation = field(raw, 'operation', where, (v): v is ProfileOperation => typeof v === 'string' && Object.hasOwn(PROFILE_OPERATIONS, v), 'allreduce, allgather, reduce_scatter or alltoall');
+    const algorithm = field(raw, 'algorithm', where, (v): v is string => typeof v === 'string' && Object.hasOwn(ENTRY_ALGORITHMS, v), Object.keys(ENTRY_ALGORITHMS).join(', '));
+    const entry = {
+      operation,
+      min_payload_bytes: field(raw, 'min_payload_bytes', where, isCount, 'a count'),
+      max_payload_bytes: field(raw, 'max_payload_bytes', where, isCount, 'a count'),
+      algorithm,
+      ring_channels: field(raw, 'ring_channels', where, isCount, 'a count', 1),
+      measured_time_ns: field(raw, 'measured_time_ns', where, isCount, 'a count'),
+    };
+    const range = `${OPERATION_DEBUG[operation]} range ${entry.min_payload_bytes}..=${entry.max_payload_bytes}`;
+    if (entry.min_payload_bytes > entry.max_payload_bytes) throw invalid(`${range} is reversed`);
+    if (entry.measured_time_ns === 0) throw invalid(`${range} has zero measured time`);
+    if (entry.ring_channels < 1 || entry.ring_channels > 64) throw invalid(`${range} has invalid ring channel count ${entry.ring_channels}`);
+    if (!RUNS[operation].includes(algorithm)) throw invalid(`algorithm ${ENTRY_ALGORITHMS[algorithm]} cannot execute ${OPERATION_DEBUG[operation]}`);
+    if (algorithm === 'hierarchical' && job.fingerprint.groups === null) throw invalid('hierarchical measurement requires configured topology groups');
+    if (entry.ring_channels !== job.ringChannels) throw invalid(`${range} was measured with ${entry.ring_channels} ring channels, this job has ${job.ringChannels} (GX1_RING_CHANNELS)`);
+    return entry;
+  });
+  for (const [index, entry] of entries.entries()) {
+    for (const other of entries.slice(index + 1)) {
+      if (other.operation === entry.operation && other.min_payload_bytes <= entry.max_payload_bytes && entry.min_payload_bytes <= other.max_payload_bytes) {
+        throw invalid(`${OPERATION_DEBUG[entry.operation]} ranges ${entry.min_payload_bytes}..=${entry.max_payload_bytes} and ${other.min_payload_bytes}..=${other.max_payload_bytes} overlap`);
+      }
+    }
+  }
+  return { version, world_size: worldSize, topology_fingerprint: fingerprint, execution_fingerprint: execution, entries };
+}
+
+/** The profile's entry for a call of `collective` at `bytes`, if it has one (the first that covers it). */
+export function profileEntry(profile: AutotuneProfile, collective: string, bytes: number): AutotuneEntry | undefined {
+  return profile.entries.find((entry) => PROFILE_OPERATIONS[entry.operation] === collective && entry.min_payload_bytes <= bytes && bytes <= entry.max_payload_bytes);
+}
+
+/** One measured cell of `rxccl tune`: an operation at this rank's input size, what ran and how long it took. */
+export interface TuneMeasurement {
+  readonly operation: ProfileOperation;
+  /** This rank's input in bytes (what `plan` and the profile's ranges count). */
+  readonly bytes: number;
+  /** The row that ran (`staged` is the profile's `direct`). */
+  readonly algorithm: string;
+  readonly timeNs: number;
+}
+
+/**
+ * The profile of a set of measurements: per operation and size the fastest algorithm, each size's
+ * entry covering the sizes nearer to it than to its measured neighbours (geometric midpoints;
+ * the smallest from 0, the largest to the largest byte count).
+ */
+export function buildAutotuneProfile(
+  measurements: readonly TuneMeasurement[],
+  job: { readonly worldSize: number; readonly ringChannels: number; readonly fingerprints: { readonly topology: string; readonly execution: string } },
+): AutotuneProfile {
+  const entries: AutotuneEntry[] = [];
+  for (const operation of Object.keys(PROFILE_OPERATIONS) as ProfileOperation[]) {
+    const best = new Map<number, TuneMeasurement>();
+    for (const measured of measurements) {
+      if (measured.operation !== operation) continue;
+      const known = best.get(measured.bytes);
+      if (known === undefined || measured.timeNs < known.timeNs) best.set(measured.bytes, measured);
+    }
+    const sizes = [...best.keys()].sort((a, b) => a - b);
+    sizes.forEach((bytes, index) => {
+      const { algorithm, timeNs } = best.get(bytes)!;
+      const next = sizes[index + 1];
+      const from = index === 0 ? 0 : entries.at(-1)!.max_payload_bytes + 1;
+      const to = next === undefined ? Number.MAX_SAFE_INTEGER : Math.max(bytes, Math.floor(Math.sqrt(bytes * next)));
+      entries.push({
+        operation,
+        min_payload_bytes: from,
+        max_payload_bytes: to,
+        algorithm: algorithm === 'staged' ? 'direct' : algorithm,
+        ring_channels: job.ringChannels,
+        measured_time_ns: Math.max(1, Math.round(timeNs)),
+      });
+    });
+  }
+  return { version: AUTOTUNE_PROFILE_VERSION, world_size: job.worldSize, topology_fingerprint: job.fingerprints.topology, execution_fingerprint: job.fingerprints.execution, entries };
+}

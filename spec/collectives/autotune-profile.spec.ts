@@ -1,0 +1,99 @@
+/**
+ * The autotune profile (GX1_COLLECTIVE_AUTOTUNE_PROFILE, the reference's version 2): its checks in
+ * the reference's order with its texts, the fingerprints' recipe, and how measurements become
+ * entries. `rxccl tune` end to end: spec/cli/tune.spec.ts.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  buildAutotuneProfile,
+  executionFingerprint,
+  type FingerprintInput,
+  readAutotuneProfile,
+  topologyFingerprint,
+  validateAutotuneProfile,
+} from '../../lib/collectives/autotune-profile.js';
+import { CollectiveTopology } from '../../lib/topology/collective-topology.js';
+import { refusal } from '../helpers/refusal.js';
+
+const input: FingerprintInput = { topology: CollectiveTopology.uniform(2), ringOrder: [0, 1], groups: null, directBandwidthMbps: 32000, directLatencyNs: 1000, rails: 1, railOrder: null };
+const job = { worldSize: 2, transport: 'tcp_peer' as const, ringChannels: 1, fingerprint: input };
+const entry = { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 100, algorithm: 'ring', ring_channels: 1, measured_time_ns: 5 };
+const profile = (changes: Record<string, unknown> = {}, entries: Record<string, unknown>[] = [entry]) => ({
+  version: 2,
+  world_size: 2,
+  topology_fingerprint: topologyFingerprint(input),
+  execution_fingerprint: executionFingerprint('tcp_peer'),
+  entries,
+  ...changes,
+});
+const check = (value: unknown, against = job) => refusal(() => validateAutotuneProfile(value, against));
+
+const directory = mkdtempSync(join(tmpdir(), 'rxccl-profile-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+describe('the autotune profile', () => {
+  it('fingerprints: the reference recipe over the topology, ring, groups, direct figures and rails, stable as hex', () => {
+    const uniform = topologyFingerprint(input);
+    expect(uniform).toMatch(/^[0-9a-f]{16}$/);
+    // Each input counts.
+    expect(topologyFingerprint({ ...input, groups: [[0], [1]] })).not.toBe(uniform);
+    expect(topologyFingerprint({ ...input, ringOrder: [1, 0] })).not.toBe(uniform);
+    expect(topologyFingerprint({ ...input, directLatencyNs: 999 })).not.toBe(uniform);
+    expect(topologyFingerprint({ ...input, rails: 2 })).not.toBe(uniform);
+    expect(topologyFingerprint({ ...input, topology: CollectiveTopology.uniform(2).withRailLinks(2, [], [{ source: 0, destination: 1, bandwidthMbps: 9 }]) })).not.toBe(uniform);
+    // An identity rail order is no rail order.
+    expect(topologyFingerprint({ ...input, railOrder: [0] })).toBe(uniform);
+    expect(executionFingerprint('tcp_peer')).not.toBe(executionFingerprint('tcp_host_staged'));
+  });
+
+  it('accepts its own job\'s profile (a 0x prefix and upper case too)', () => {
+    expect(check(profile())).toBe('accepted');
+    expect(check(profile({ topology_fingerprint: `0x${topologyFingerprint(input).toUpperCase()}` }))).toBe('accepted');
+  });
+
+  it('refuses what the reference refuses, in its order, with its texts', () => {
+    const refused = (text: string) => `invalid collective autotune profile: ${text}`;
+    expect(check(profile({ version: 1 }))).toBe(refused('unsupported version 1, expected 2'));
+    expect(check(profile({ world_size: 3 }))).toBe(refused('world size 3 does not match configured world size 2'));
+    expect(check(profile({ topology_fingerprint: '00' }))).toBe(refused(`topology fingerprint "00" does not match "${topologyFingerprint(input)}"`));
+    expect(check(profile({ execution_fingerprint: executionFingerprint('tcp_host_staged') }))).toBe(
+      refused(`execution fingerprint "${executionFingerprint('tcp_host_staged')}" does not match "${executionFingerprint('tcp_peer')}" for transport TcpPeer`),
+    );
+    expect(check(profile({}, []))).toBe(refused('profile contains no measurements'));
+    expect(check(profile({}, [{ ...entry, min_payload_bytes: 200 }]))).toBe(refused('AllReduce range 200..=100 is reversed'));
+    expect(check(profile({}, [{ ...entry, measured_time_ns: 0 }]))).toBe(refused('AllReduce range 0..=100 has zero measured time'));
+    expect(check(profile({}, [{ ...entry, ring_channels: 65 }]))).toBe(refused('AllReduce range 0..=100 has invalid ring channel count 65'));
+    expect(check(profile({}, [{ ...entry, operation: 'alltoall' }]))).toBe(refused('algorithm Ring cannot execute AllToAll'));
+    expect(check(profile({}, [{ ...entry, algorithm: 'hierarchical' }]))).toBe(refused('hierarchical measurement requires configured topology groups'));
+    expect(check(profile({}, [{ ...entry, ring_channels: 2 }]))).toBe(refused('AllReduce range 0..=100 was measured with 2 ring channels, this job has 1 (GX1_RING_CHANNELS)'));
+    expect(check(profile({}, [entry, { ...entry, min_payload_bytes: 100, max_payload_bytes: 200 }]))).toBe(refused('AllReduce ranges 0..=100 and 100..=200 overlap'));
+    expect(check(profile({}, [{ ...entry, algorithm: 'warp' }]))).toMatch(/^invalid collective autotune profile: entries\[0\] field "algorithm" must be direct, ring, /);
+  });
+
+  it('reads a file, naming one it cannot read or parse', () => {
+    const broken = join(directory, 'broken.json');
+    writeFileSync(broken, '{ nope');
+    expect(refusal(() => readAutotuneProfile(join(directory, 'none.json')))).toMatch(/^cannot read collective autotune profile ".*none\.json": ENOENT/);
+    expect(refusal(() => readAutotuneProfile(broken))).toMatch(/^invalid collective autotune profile: .*broken\.json is not valid JSON: /);
+  });
+
+  it('turns measurements into entries: the fastest per size, each covering the sizes nearest it', () => {
+    const built = buildAutotuneProfile(
+      [
+        { operation: 'allreduce', bytes: 8, algorithm: 'exchange', timeNs: 50_000 },
+        { operation: 'allreduce', bytes: 8, algorithm: 'staged', timeNs: 90_000 },
+        { operation: 'allreduce', bytes: 1 << 20, algorithm: 'staged', timeNs: 4e6 },
+        { operation: 'allreduce', bytes: 1 << 20, algorithm: 'ring', timeNs: 5e6 },
+      ],
+      { worldSize: 2, ringChannels: 1, fingerprints: { topology: topologyFingerprint(input), execution: executionFingerprint('tcp_peer') } },
+    );
+    expect(built.entries).toEqual([
+      { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 2896, algorithm: 'exchange', ring_channels: 1, measured_time_ns: 50_000 },
+      { operation: 'allreduce', min_payload_bytes: 2897, max_payload_bytes: Number.MAX_SAFE_INTEGER, algorithm: 'direct', ring_channels: 1, measured_time_ns: 4e6 },
+    ]);
+    expect(check(JSON.parse(JSON.stringify(built)))).toBe('accepted');
+  });
+});

@@ -148,8 +148,8 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
   // Read only where groups are inferred, as the reference does.
   const groupPayloadBytes =
     groups !== 'auto' ? DEFAULT_GROUP_PAYLOAD_BYTES : setting(options.groupPayloadBytes, env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES, parseGroupPayloadBytes, DEFAULT_GROUP_PAYLOAD_BYTES);
-  // Inferred now from declared links; from probed ones when the session has measured them.
-  const inferred = groups === 'auto' && topology !== 'probe' ? autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }) : groups;
+  // Inferred now from declared links; from the hosts or probed links when the session opens.
+  const inferred = groups === 'auto' && topology instanceof CollectiveTopology ? autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }) : groups;
   return {
     algorithm,
     ringThresholdBytes,
@@ -172,7 +172,7 @@ export function autoGroups(topology: CollectiveTopology | null, payloadBytes: nu
   if (topology === null) {
     throw new ConfigurationError(
       'invalid collective hierarchy: automatic grouping found no distinct fast-link domains ' +
-        '(GX1_TOPOLOGY_GROUPS=auto groups the links of GX1_TOPOLOGY_LINKS: declare them, or set it to probe)',
+        '(GX1_TOPOLOGY_GROUPS=auto groups ranks by the host they advertise on tcp_peer, else by the links of GX1_TOPOLOGY_LINKS: declare them, or set it to probe)',
     );
   }
   return inferTopologyGroups(topology, payloadBytes, tuning);

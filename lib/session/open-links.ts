@@ -30,6 +30,7 @@ import type { RankLosses } from '../transport/rank-losses.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { validateResponse } from '../transport/validate-response.js';
 import { meshProcessesOnHost, stagedProcessesOnHost } from './busy-poll.js';
+import { hostGroups } from './host-groups.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 
 /** A session's connections: the ordered collective channel and the links for its transport. */
@@ -42,6 +43,8 @@ export interface OpenedLinks {
   readonly processesOnHost: number | null;
   /** The native data plane, where the job runs one (tcp_peer), else null. */
   readonly nativePlane: NativePlane | null;
+  /** The ranks by the host they advertise (`hostGroups`; tcp_peer), else null: not known. */
+  readonly hostGroups: number[][] | null;
 }
 
 /**
@@ -66,9 +69,9 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
   if (options.transport === 'tcp_peer') {
     const collective = await connectChannel(address, join(options, null));
     try {
-      const { links, sockets, processesOnHost, nativePlane, mesh } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
+      const { links, sockets, processesOnHost, nativePlane, mesh, hostGroups } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
       dropPeer = (rank) => mesh.dropPeer(rank);
-      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane };
+      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups };
     } catch (error) {
       collective.destroy();
       throw error;
@@ -83,6 +86,7 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
     sockets: channels.map((channel) => channel.socket),
     processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
     nativePlane: null,
+    hostGroups: null,
   };
 }
 
@@ -114,7 +118,7 @@ async function openMeshLinks(
   owner: RailOwner,
   timeoutMs: () => number,
   losses: RankLosses | null,
-): Promise<{ links: MeshLinks; mesh: PeerMesh; sockets: Socket[]; processesOnHost: number; nativePlane: NativePlane | null }> {
+): Promise<{ links: MeshLinks; mesh: PeerMesh; sockets: Socket[]; processesOnHost: number; nativePlane: NativePlane | null; hostGroups: number[][] }> {
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
@@ -155,6 +159,7 @@ async function openMeshLinks(
       mesh,
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,
+      hostGroups: hostGroups(table.endpoints),
       nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, options.spin), rank, worldSize),
     };
   } catch (error) {

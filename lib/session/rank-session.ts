@@ -241,7 +241,7 @@ export class RankSession {
     const failure = losses === null ? jobFailure : SessionFailure.following(jobFailure);
     const timeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost, nativePlane } = await openLinks(options, jobFailure, () => timeout.ms, losses);
+    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups } = await openLinks(options, jobFailure, () => timeout.ms, losses);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
@@ -272,6 +272,7 @@ export class RankSession {
     logSessionEvents(session.events$, options.rank, debugLog);
     try {
       if (options.tuning.topology === 'probe') await session.useProbedTopology();
+      if (options.tuning.groups === 'auto') session.useAutoGroups(hostGroups);
       if (options.tuning.autotuneProfile !== null) session.useAutotuneProfile(options.tuning.autotuneProfile);
     } catch (error) {
       // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
@@ -805,8 +806,21 @@ export class RankSession {
     context.topology = topology;
     context.railOrder = railOrderOf(this.tuning, topology);
     if (this.tuning.ringOrder === null) context.ringOrder = bestRingOrder(topology);
-    if (this.tuning.groups === 'auto') context.topologyGroups = autoGroups(topology, this.tuning.groupPayloadBytes, this.tuning);
-    // Schedules written for the old ring and groups are stale.
+    // Schedules written for the old ring are stale.
+    this.context.schedules.clear();
+    this.nativePlane?.forget();
+  }
+
+  /**
+   * GX1_TOPOLOGY_GROUPS=auto, where the links were not declared: the hosts the ranks advertise
+   * where they make groups (tcp_peer; at least two, not one rank each), else the fast domains of
+   * the probed links (`autoGroups`). Hosts first: a probe on busy machines is noisy, the machine a
+   * rank runs on is not.
+   */
+  private useAutoGroups(byHost: number[][] | null): void {
+    const hierarchy = byHost !== null && byHost.length >= 2 && byHost.length < this.worldSize;
+    const groups = hierarchy ? byHost : autoGroups(this.context.topology, this.tuning.groupPayloadBytes, this.tuning);
+    (this.context as { topologyGroups: TopologyGroups | null }).topologyGroups = groups;
     this.context.schedules.clear();
     this.nativePlane?.forget();
   }

@@ -107,4 +107,15 @@ describe('hierarchical collectives in sessions', () => {
     }
     expect(ranks[0]!.plan('broadcast', 8)).toMatchObject({ algorithm: 'exchange', source: 'policy' });
   });
+
+  it('GX1_TOPOLOGY_GROUPS=auto without links: the hosts the ranks advertise (tcp_peer); none to tell, refused at open with the reference text', async () => {
+    // Ranks 2 and 3 advertise another loopback address: another "host".
+    const apart = (rank: number): RankOverrides => (rank >= 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {});
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, (rank) => ({ dataPlane: 'js', topologyGroups: 'auto', ...apart(rank) }));
+    for (const session of ranks) expect(session.topologyGroups).toEqual([[0, 1], [2, 3]]);
+    const job = await startCoordinator(2, { transport: 'tcp_host_staged', timeoutMs: 10_000 });
+    jobs.push(job);
+    const errors = await Promise.all([0, 1].map((rank) => rejection(job.openRank(rank, { topologyGroups: 'auto' }))));
+    for (const error of errors) expect(error.message).toMatch(/^invalid collective hierarchy: automatic grouping found no distinct fast-link domains \(GX1_TOPOLOGY_GROUPS=auto groups ranks by the host/);
+  });
 });

@@ -20,8 +20,9 @@ import type { ScheduleOf } from './schedule/schedule.js';
  *   coordinator at GX1_DIRECT_BANDWIDTH_MBPS and GX1_DIRECT_LATENCY_NS (32000 MB/s, 1000 ns).
  * - ring and hierarchical: from the schedules that would run, every rank's: the bytes each
  *   directed link carries (pipelined, the busiest link bounds the time), plus the latency of the
- *   slowest link once per dependent step. Links are counted as independent, as the reference's
- *   model does; where ranks share one NIC the hierarchy's advantage is smaller than estimated.
+ *   slowest link once per dependent step. Links are independent, as in the reference's model,
+ *   except that with topology groups a group's links to other groups share one way out (a host's
+ *   NIC): the bytes leaving a group take at least their sum over its fastest such link.
  *   A link of several rails carries the sum of its rails' bandwidths (GX1_TOPOLOGY_RAIL_LINKS;
  *   a rail without a link of its own has the link's), capped by its aggregate link.
  *
@@ -98,7 +99,9 @@ function stripedBandwidth(topology: CollectiveTopology, source: number, destinat
  * bandwidth, plus `steps` times the slowest latency among the links used; null if a link is missing.
  */
 function scheduleEstimate(write: ScheduleOf, input: CostInput, topology: CollectiveTopology, steps: number): number | null {
-  const { worldSize, bytes } = input;
+  const { worldSize, bytes, groups } = input;
+  const groupOf = new Map(groups?.flatMap((members, group) => members.map((rank) => [rank, group] as const)) ?? []);
+  const leaving = new Map<number, { bytes: number; fastestMbps: number }>();
   let busiest = 0;
   let slowestLatency = 0;
   for (let rank = 0; rank < worldSize; rank++) {
@@ -111,8 +114,14 @@ function scheduleEstimate(write: ScheduleOf, input: CostInput, topology: Collect
       if (link === undefined || bandwidth === undefined) return null;
       busiest = Math.max(busiest, (sent * 1000) / bandwidth);
       slowestLatency = Math.max(slowestLatency, link.latencyNs);
+      const group = groupOf.get(rank);
+      if (group !== undefined && group !== groupOf.get(peer)) {
+        const out = leaving.get(group) ?? { bytes: 0, fastestMbps: 0 };
+        leaving.set(group, { bytes: out.bytes + sent, fastestMbps: Math.max(out.fastestMbps, bandwidth) });
+      }
     }
   }
+  for (const out of leaving.values()) busiest = Math.max(busiest, (out.bytes * 1000) / out.fastestMbps);
   return Math.ceil(busiest + steps * slowestLatency);
 }
 

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { type ProfileOperation, buildAutotuneProfile, type TuneMeasurement } from '../collectives/autotune-profile.js';
 import { resolveTuning } from '../collectives/tuning.js';
 import { ConfigurationError } from '../errors.js';
-import { parseTransport } from '../transport/transport-kind.js';
+import { parseRails, parseTransport } from '../transport/transport-kind.js';
 import type { BenchResult } from './bench-options.js';
 import { endWhenReaderIsGone } from './bench-command.js';
 import { defineCommand } from './command.js';
@@ -52,6 +52,8 @@ export const tuneCommand = defineCommand(
     for (const op of ops) if (!Object.hasOwn(OPERATION_OF_OP, op)) throw new UsageError(`--op ${op}: rxccl tune measures ${Object.keys(OPERATION_OF_OP).join(', ')}`);
     const worldSize = values.ranks ?? 4;
     const output = values.output ?? 'rxccl-autotune.json';
+    // The job's tuning, as its ranks will read it: a bad variable fails here, before any measuring.
+    const { ringChannels } = resolveTuning({}, worldSize, process.env, parseRails(process.env.GX1_P2P_RAILS));
     const bench = await loadBench();
     // Each policy's job reads its choice from the environment; a profile already set would steer `auto` itself.
     const saved = { algorithm: process.env.GX1_COLLECTIVE_ALGORITHM, profile: process.env.GX1_COLLECTIVE_AUTOTUNE_PROFILE };
@@ -109,7 +111,6 @@ export const tuneCommand = defineCommand(
         return [{ operation: OPERATION_OF_OP[row.op]!, bytes, algorithm: row.algorithm.split(' on ')[0]!, timeNs: row.timeUs * 1e3 }];
       }),
     );
-    const { ringChannels } = resolveTuning({}, worldSize, process.env);
     const profile = buildAutotuneProfile(measurements, { worldSize, ringChannels, fingerprints: first });
     writeFileSync(output, `${JSON.stringify(profile, null, 2)}\n`);
     say(`# tune: wrote ${output}: ${profile.entries.length} entries (${profile.entries.map((entry) => `${entry.operation} ..${entry.max_payload_bytes}: ${entry.algorithm}`).join(', ')})`);

@@ -78,6 +78,8 @@ export interface AutotuneProfile {
 export interface ProfileJob {
   readonly worldSize: number;
   readonly transport: CollectiveTransport;
+  /** The plane the session's scheduled collectives run on (`sessionPlane`). */
+  readonly plane: 'native' | 'js' | 'coordinator';
   readonly ringChannels: number;
   /** The fingerprints' inputs. */
   readonly fingerprint: FingerprintInput;
@@ -142,9 +144,16 @@ export function topologyFingerprint(input: FingerprintInput): string {
   return hex(fnv1a64OfU64s(values));
 }
 
-/** The execution fingerprint: rxccl's revision and the transport (the reference's codes: tcp_host_staged 2, tcp_peer 3). */
-export function executionFingerprint(transport: CollectiveTransport): string {
-  return hex(fnv1a64OfU64s([RXCCL_EXECUTION_REVISION, transport === 'tcp_peer' ? 3 : 2]));
+/** How a plane is named in the execution fingerprint. */
+const PLANE_CODES: Readonly<Record<'native' | 'js' | 'coordinator', number>> = { coordinator: 1, js: 2, native: 3 };
+
+/**
+ * The execution fingerprint: rxccl's revision, the transport (the reference's codes:
+ * tcp_host_staged 2, tcp_peer 3) and the session's plane (rxccl's: a profile measured on the
+ * native plane names rows and times the JS plane does not have).
+ */
+export function executionFingerprint(transport: CollectiveTransport, plane: 'native' | 'js' | 'coordinator'): string {
+  return hex(fnv1a64OfU64s([RXCCL_EXECUTION_REVISION, transport === 'tcp_peer' ? 3 : 2, PLANE_CODES[plane]]));
 }
 
 /** Reads GX1_COLLECTIVE_AUTOTUNE_PROFILE's file. */
@@ -190,7 +199,7 @@ export function validateAutotuneProfile(value: unknown, job: ProfileJob): Autotu
   const fingerprint = field(value, 'topology_fingerprint', 'profile', isText, 'a string');
   if (fingerprint.replace(/^0x/i, '').toLowerCase() !== expected) throw invalid(`topology fingerprint ${JSON.stringify(fingerprint)} does not match ${JSON.stringify(expected)}`);
   const execution = field(value, 'execution_fingerprint', 'profile', isText, 'a string', '');
-  const expectedExecution = executionFingerprint(job.transport);
+  const expectedExecution = executionFingerprint(job.transport, job.plane);
   if (execution.replace(/^0x/i, '').toLowerCase() !== expectedExecution) {
     throw invalid(`execution fingerprint ${JSON.stringify(execution)} does not match ${JSON.stringify(expectedExecution)} for transport ${job.transport === 'tcp_peer' ? 'TcpPeer' : 'TcpHostStaged'}`);
   }
@@ -246,7 +255,7 @@ export interface TuneMeasurement {
 /**
  * The profile of a set of measurements: per operation and size the fastest algorithm, each size's
  * entry covering the sizes nearer to it than to its measured neighbours (geometric midpoints;
- * the smallest from 0, the largest to the largest byte count).
+ * the smallest from 0, the largest up to itself: beyond what was measured the table decides).
  */
 export function buildAutotuneProfile(
   measurements: readonly TuneMeasurement[],
@@ -265,7 +274,7 @@ export function buildAutotuneProfile(
       const { algorithm, timeNs } = best.get(bytes)!;
       const next = sizes[index + 1];
       const from = index === 0 ? 0 : entries.at(-1)!.max_payload_bytes + 1;
-      const to = next === undefined ? Number.MAX_SAFE_INTEGER : Math.max(bytes, Math.floor(Math.sqrt(bytes * next)));
+      const to = next === undefined ? bytes : Math.max(bytes, Math.floor(Math.sqrt(bytes * next)));
       entries.push({
         operation,
         min_payload_bytes: from,

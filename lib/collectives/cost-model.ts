@@ -68,8 +68,6 @@ const SCHEDULES: Record<ModelledCollective, { ring: ScheduleOf; hierarchical: Sc
   reduceScatter: { ring: ringReduceScatter, hierarchical: hierarchicalReduceScatter },
 };
 
-/** Estimates kept per topology: a job plans few shapes, and writing every rank's schedule is not free. */
-const remembered = new WeakMap<CollectiveTopology, Map<string, CostEstimates>>();
 const uniform = new Map<number, CollectiveTopology>();
 
 function uniformTopology(worldSize: number): CollectiveTopology {
@@ -95,17 +93,34 @@ function stripedBandwidth(topology: CollectiveTopology, source: number, destinat
 }
 
 /**
- * The time of `write`'s schedules on `topology`: the busiest directed link's bytes over its
- * bandwidth, plus `steps` times the slowest latency among the links used; null if a link is missing.
+ * What a schedule costs per byte of the tensor and per step: the busiest directed link's (or
+ * group's way out) ns per byte at the reference size, and the slowest latency among the links
+ * used. The schedules' bytes per link grow with the tensor (up to rounding), so one write per
+ * shape serves every size; null where a link is missing or the algorithm cannot be written.
  */
-function scheduleEstimate(write: ScheduleOf, input: CostInput, topology: CollectiveTopology, steps: number): number | null {
-  const { worldSize, bytes, groups } = input;
+interface ScheduleCost {
+  readonly nsPerByte: number;
+  readonly latencyNs: number;
+}
+
+/** The tensor size the costs are taken at: divisible by any world, more elements than any schedule has shares. */
+const referenceBytes = (worldSize: number, channels: number) => worldSize * 64 * channels * 1024;
+
+function scheduleCost(write: ScheduleOf, input: CostInput, topology: CollectiveTopology): ScheduleCost | null {
+  const { worldSize, groups } = input;
+  const bytes = referenceBytes(worldSize, input.tuning.ringChannels);
   const groupOf = new Map(groups?.flatMap((members, group) => members.map((rank) => [rank, group] as const)) ?? []);
   const leaving = new Map<number, { bytes: number; fastestMbps: number }>();
   let busiest = 0;
-  let slowestLatency = 0;
+  let latencyNs = 0;
   for (let rank = 0; rank < worldSize; rank++) {
-    const schedule = write({ rank, worldSize, count: bytes, width: 1, op: 'sum', root: null, ringOrder: input.ringOrder, ringChannels: input.tuning.ringChannels, inPlace: false, ...(input.groups === null ? {} : { groups: input.groups }) });
+    let schedule;
+    try {
+      schedule = write({ rank, worldSize, count: bytes, width: 1, op: 'sum', root: null, ringOrder: input.ringOrder, ringChannels: input.tuning.ringChannels, inPlace: false, ...(groups === null ? {} : { groups }) });
+    } catch {
+      // More messages on a link than its tags can number: not an algorithm for this job.
+      return null;
+    }
     const perPeer = new Map<number, number>();
     for (const send of schedule.sends) perPeer.set(send.peer, (perPeer.get(send.peer) ?? 0) + send.span.bytes);
     for (const [peer, sent] of perPeer) {
@@ -113,7 +128,7 @@ function scheduleEstimate(write: ScheduleOf, input: CostInput, topology: Collect
       const bandwidth = stripedBandwidth(topology, rank, peer);
       if (link === undefined || bandwidth === undefined) return null;
       busiest = Math.max(busiest, (sent * 1000) / bandwidth);
-      slowestLatency = Math.max(slowestLatency, link.latencyNs);
+      latencyNs = Math.max(latencyNs, link.latencyNs);
       const group = groupOf.get(rank);
       if (group !== undefined && group !== groupOf.get(peer)) {
         const out = leaving.get(group) ?? { bytes: 0, fastestMbps: 0 };
@@ -122,7 +137,7 @@ function scheduleEstimate(write: ScheduleOf, input: CostInput, topology: Collect
     }
   }
   for (const out of leaving.values()) busiest = Math.max(busiest, (out.bytes * 1000) / out.fastestMbps);
-  return Math.ceil(busiest + steps * slowestLatency);
+  return { nsPerByte: busiest / bytes, latencyNs };
 }
 
 /** Dependent steps (each waits on a message of the one before): the ring's W-1 per pass, the hierarchy's hops. */
@@ -135,23 +150,33 @@ function dependentSteps(collective: ModelledCollective, algorithm: 'ring' | 'hie
   return collective === 'allReduce' ? reduce + (groups.length - 1) + 1 : reduce + 1;
 }
 
+/** The costs of the ring's and the hierarchy's schedules, per topology and shape (not per size). */
+const remembered = new WeakMap<CollectiveTopology, Map<string, { ring: ScheduleCost | null; hierarchical: ScheduleCost | null }>>();
+
+function costsOf(collective: ModelledCollective, input: CostInput, topology: CollectiveTopology) {
+  const key = `${collective} ${input.groups === null ? '-' : groupsText(input.groups)} ${input.ringOrder.join(',')} ${input.tuning.ringChannels}`;
+  let known = remembered.get(topology);
+  if (known === undefined) remembered.set(topology, (known = new Map()));
+  let costs = known.get(key);
+  if (costs === undefined) {
+    const { ring, hierarchical } = SCHEDULES[collective];
+    costs = { ring: scheduleCost(ring, input, topology), hierarchical: input.groups === null ? null : scheduleCost(hierarchical, input, topology) };
+    known.set(key, costs);
+  }
+  return costs;
+}
+
 /** The three estimates of one collective of `input.bytes` (`session.plan` reports them). */
 export function estimateCollective(collective: ModelledCollective, input: CostInput): CostEstimates {
   const topology = input.topology ?? uniformTopology(input.worldSize);
-  const { tuning } = input;
-  const key = `${collective} ${input.bytes} ${input.groups === null ? '-' : groupsText(input.groups)} ${input.ringOrder.join(',')} ${tuning.ringChannels} ${tuning.directBandwidthMbps} ${tuning.directLatencyNs}`;
-  let known = remembered.get(topology);
-  if (known === undefined) remembered.set(topology, (known = new Map()));
-  const cached = known.get(key);
-  if (cached !== undefined) return cached;
-  const { ring, hierarchical } = SCHEDULES[collective];
-  const estimates: CostEstimates = {
+  const costs = costsOf(collective, input, topology);
+  const time = (cost: ScheduleCost | null, algorithm: 'ring' | 'hierarchical') =>
+    cost === null ? null : Math.ceil(cost.nsPerByte * input.bytes + dependentSteps(collective, algorithm, input) * cost.latencyNs);
+  return {
     direct: directEstimate(collective, input),
-    peer: input.worldSize <= 1 ? 0 : scheduleEstimate(ring, input, topology, dependentSteps(collective, 'ring', input)),
-    hierarchical: input.groups === null ? null : scheduleEstimate(hierarchical, input, topology, dependentSteps(collective, 'hierarchical', input)),
+    peer: input.worldSize <= 1 ? 0 : time(costs.ring, 'ring'),
+    hierarchical: time(costs.hierarchical, 'hierarchical'),
   };
-  known.set(key, estimates);
-  return estimates;
 }
 
 /** Whether the hierarchy is expected to beat the flat ring (ties go to the ring, as the reference's). */

@@ -71,11 +71,12 @@ export interface Held {
   readonly after: Dependency | null;
 }
 
-/** One share of a reduction: the elements it covers in every rank's tensor, and its lane. */
+/** One share of a reduction: the elements it covers in every rank's tensor, its lane, and the channel its messages are labelled with. */
 export interface ReducedShare {
   readonly start: number;
   readonly count: number;
   readonly lane: number;
+  readonly channel: number;
   /** Where the final fold writes at the rank that makes it. */
   readonly finalSpan: (rank: number) => Span;
   /** The rank that must make the final fold, where one must (the owner of a reduce-scatter shard); else the last run's carrier. */
@@ -112,7 +113,7 @@ export function reduceAlongRuns(world: WorldScheduleBuilder, hierarchy: Hierarch
       return run.ranks.map((rank) => {
         if (rank === at) return { span: ownSpan(share), after: null };
         const slot = world.at(at).scratch(share.count * width);
-        return { span: slot, after: world.transfer(rank, at, ownSpan(share), slot, null) };
+        return { span: slot, after: world.transfer(rank, at, ownSpan(share), slot, null, share.channel) };
       });
     }),
   );
@@ -125,7 +126,7 @@ export function reduceAlongRuns(world: WorldScheduleBuilder, hierarchy: Hierarch
       if (index > 0) {
         const previous = held[which]!;
         const slot = world.at(at).scratch(share.count * width);
-        sources.unshift({ span: slot, after: world.transfer(previous.rank, at, previous.span, slot, previous.after) });
+        sources.unshift({ span: slot, after: world.transfer(previous.rank, at, previous.span, slot, previous.after, share.channel) });
       }
       const last = index === runs.length - 1;
       const target = last ? share.finalSpan(at) : world.at(at).scratch(share.count * width);

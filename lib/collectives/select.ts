@@ -280,8 +280,10 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
 
 /**
  * Under `auto`, the row an autotune profile names for this call (its entry covering `bytes`): the
- * staged row for `direct`, else the session's plane's row of that name (none: the table decides,
- * as for a size the profile does not cover).
+ * staged row for `direct`, else the row of that name on the plane the session's peer algorithms
+ * run on (on tcp_host_staged the JS plane's, as `ring` asks). None (no entry, no such row, or an
+ * exchange whose message would not fit a frame): the table decides, as for a size the profile
+ * does not cover.
  */
 export function profiledRow<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> | undefined {
   const { profile, tuning, worldSize, plane } = situation;
@@ -289,5 +291,8 @@ export function profiledRow<N extends CollectiveName>(collective: N, situation: 
   const entry = profileEntry(profile, collective, situation.bytes);
   if (entry === undefined) return undefined;
   const rows = table[collective] as readonly AlgorithmRow<N>[];
-  return entry.algorithm === 'direct' ? rows.find((row) => row.plane === 'coordinator') : rows.find((row) => row.plane === plane && row.name === entry.algorithm);
+  if (entry.algorithm === 'direct') return rows.find((row) => row.plane === 'coordinator');
+  const peerPlane = plane === 'coordinator' ? 'js' : plane;
+  const row = rows.find((candidate) => candidate.plane === peerPlane && candidate.name === entry.algorithm);
+  return row?.family === 'exchange' && !exchangeFits(situation) ? undefined : row;
 }

@@ -1,11 +1,10 @@
 import { ConfigurationError } from '../errors.js';
 import { CollectiveTopology, type TopologyAggregateLink, type TopologyRailLink } from '../topology/collective-topology.js';
+import { parsePositive } from '../topology/environment-values.js';
 import {
   DEFAULT_DIRECT_BANDWIDTH_MBPS,
   DEFAULT_DIRECT_LATENCY_NS,
   parseAggregateLinks,
-  parseDirectBandwidth,
-  parseDirectLatency,
   parseRailLinks,
   parseRailOrder,
   validateRailOrder,
@@ -23,7 +22,6 @@ import {
 } from '../topology/ring-tuning.js';
 import {
   DEFAULT_GROUP_PAYLOAD_BYTES,
-  parseGroupPayloadBytes,
   parseTopologyGroups,
   type TopologyGroups,
   type TopologyGroupsSetting,
@@ -101,10 +99,18 @@ function checkHierarchyHasGroups(algorithm: AlgorithmPolicy, groups: TopologyGro
   }
 }
 
-/** A number the option gives (as its text), else its variable, else `fallback`; both read by `parse`, as the reference reads the variable. */
-function setting(option: number | undefined, variable: string | undefined, parse: (text: string) => number, fallback: number): number {
-  if (option !== undefined) return parse(String(option));
-  return variable === undefined ? fallback : parse(variable);
+/**
+ * A number the option gives (as its text), else its variable, else `fallback`; both read by
+ * `parse` as the reference reads the variable, each named in its errors.
+ */
+function setting(
+  option: { readonly name: string; readonly value: number | undefined },
+  variable: { readonly name: string; readonly value: string | undefined },
+  parse: (name: string, text: string) => number,
+  fallback: number,
+): number {
+  if (option.value !== undefined) return parse(option.name, String(option.value));
+  return variable.value === undefined ? fallback : parse(variable.name, variable.value);
 }
 
 /** Resolves the tuning of one rank of a job with `rails` point-to-point rails from its options, else its environment. */
@@ -135,8 +141,13 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
   const topology = base instanceof CollectiveTopology ? base.withRailLinks(rails, railLinks, aggregateLinks) : base;
   const railOrderGiven = options.railOrder ?? env.GX1_RAIL_ORDER;
   const railOrder = railOrderGiven === undefined ? 'auto' : typeof railOrderGiven === 'string' ? parseRailOrder(rails, railOrderGiven) : validateRailOrder(rails, railOrderGiven);
-  const directBandwidthMbps = setting(options.directBandwidthMbps, env.GX1_DIRECT_BANDWIDTH_MBPS, parseDirectBandwidth, DEFAULT_DIRECT_BANDWIDTH_MBPS);
-  const directLatencyNs = setting(options.directLatencyNs, env.GX1_DIRECT_LATENCY_NS, parseDirectLatency, DEFAULT_DIRECT_LATENCY_NS);
+  const directBandwidthMbps = setting(
+    { name: 'directBandwidthMbps', value: options.directBandwidthMbps },
+    { name: 'GX1_DIRECT_BANDWIDTH_MBPS', value: env.GX1_DIRECT_BANDWIDTH_MBPS },
+    parsePositive,
+    DEFAULT_DIRECT_BANDWIDTH_MBPS,
+  );
+  const directLatencyNs = setting({ name: 'directLatencyNs', value: options.directLatencyNs }, { name: 'GX1_DIRECT_LATENCY_NS', value: env.GX1_DIRECT_LATENCY_NS }, parseByteCount, DEFAULT_DIRECT_LATENCY_NS);
   const groupsGiven = options.topologyGroups ?? env.GX1_TOPOLOGY_GROUPS;
   const groups =
     groupsGiven === undefined
@@ -147,7 +158,14 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
   checkHierarchyHasGroups(algorithm, groups);
   // Read only where groups are inferred, as the reference does.
   const groupPayloadBytes =
-    groups !== 'auto' ? DEFAULT_GROUP_PAYLOAD_BYTES : setting(options.groupPayloadBytes, env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES, parseGroupPayloadBytes, DEFAULT_GROUP_PAYLOAD_BYTES);
+    groups !== 'auto'
+      ? DEFAULT_GROUP_PAYLOAD_BYTES
+      : setting(
+          { name: 'groupPayloadBytes', value: options.groupPayloadBytes },
+          { name: 'GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES', value: env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES },
+          parsePositive,
+          DEFAULT_GROUP_PAYLOAD_BYTES,
+        );
   // Inferred now from declared links; from the hosts or probed links when the session opens.
   const inferred = groups === 'auto' && topology instanceof CollectiveTopology ? autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }) : groups;
   return {

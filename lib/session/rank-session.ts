@@ -7,7 +7,7 @@ import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
 import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
 import type { CollectiveContext, CollectiveName } from '../collectives/algorithm.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
-import { ALGORITHMS, sessionPlane } from '../collectives/select.js';
+import { ALGORITHMS, type Plane, sessionPlane } from '../collectives/select.js';
 import { autoGroups, type CollectiveTuning } from '../collectives/tuning.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
@@ -276,7 +276,7 @@ export class RankSession {
       if (options.tuning.autotuneProfile !== null) session.useAutotuneProfile(options.tuning.autotuneProfile);
     } catch (error) {
       // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
-      await session.close();
+      await session.close().catch(() => undefined);
       throw error;
     }
     return session;
@@ -369,6 +369,11 @@ export class RankSession {
     return planCollective(collective, this.runner.situation(bytes));
   }
 
+  /** The plane this session's scheduled collectives run on. */
+  private get plane(): Plane {
+    return sessionPlane(this.transport, this.nativePlane !== null);
+  }
+
   /**
    * The fingerprints an autotune profile for this job carries (`rxccl tune` writes them; a profile
    * with others is refused): the reference's recipe over this session's topology (declared,
@@ -378,7 +383,7 @@ export class RankSession {
    * const { topology, execution } = session.autotuneFingerprints;
    */
   get autotuneFingerprints(): { readonly topology: string; readonly execution: string } {
-    return { topology: topologyFingerprint(this.fingerprintInput()), execution: executionFingerprint(this.transport) };
+    return { topology: topologyFingerprint(this.fingerprintInput()), execution: executionFingerprint(this.transport, this.plane) };
   }
 
   /**
@@ -787,6 +792,7 @@ export class RankSession {
     const profile = validateAutotuneProfile(readAutotuneProfile(path), {
       worldSize: this.worldSize,
       transport: this.transport,
+      plane: this.plane,
       ringChannels: this.tuning.ringChannels,
       fingerprint: this.fingerprintInput(),
     });

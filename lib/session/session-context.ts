@@ -53,7 +53,7 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     scratch: parts.scratch,
     ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
     ringChannels: tuning.ringChannels,
-    // `auto` groups are inferred when the session opens (RankSession.inferGroups).
+    // `auto` groups without declared links are inferred when the session opens (RankSession.useAutoGroups).
     topologyGroups: tuning.groups === 'auto' ? null : tuning.groups,
     topology: tuning.topology instanceof CollectiveTopology ? tuning.topology : null,
     railOrder: railOrderOf(tuning, tuning.topology instanceof CollectiveTopology ? tuning.topology : null),

@@ -43,6 +43,11 @@ export function parsePositive(name: string, value: string): number {
   return parsed;
 }
 
+/** `auto` as the reference matches it: trimmed, `eq_ignore_ascii_case` (only ASCII letters fold). */
+export function isAuto(value: string): boolean {
+  return trimWhitespace(value).replace(/[A-Z]/g, (letter) => letter.toLowerCase()) === 'auto';
+}
+
 /** The reference's `InvalidEnvironment` error; Rust's `{:?}` quoting becomes JSON quoting. */
 export function invalidEnvironment(name: string, value: string): ConfigurationError {
   return new ConfigurationError(`invalid ${name} value ${JSON.stringify(value)}`);

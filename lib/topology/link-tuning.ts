@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import type { CollectiveTopology, TopologyAggregateLink, TopologyRailLink } from './collective-topology.js';
-import { invalidEnvironment, MAX_U32, parsePositive, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
+import { invalidEnvironment, isAuto, MAX_U32, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
 
 /**
  * The reference's multi-rail tuning as it arrives in environment variables: per-rail links
@@ -90,7 +90,7 @@ export function validateRailOrder(rails: number, order: readonly number[]): numb
 
 /** Reads GX1_RAIL_ORDER: `auto` (any case, trimmed) or every rail once (`1,0`), each trimmed, no blank entries. */
 export function parseRailOrder(rails: number, value: string): number[] | 'auto' {
-  if (trimWhitespace(value).replace(/[A-Z]/g, (letter) => letter.toLowerCase()) === 'auto') return 'auto';
+  if (isAuto(value)) return 'auto';
   const order = value.split(',').map((rail) => {
     const parsed = parseUnsigned(trimWhitespace(rail));
     if (parsed === undefined) throw invalidEnvironment('GX1_RAIL_ORDER', value);
@@ -125,16 +125,4 @@ export function preferredRailOrder(topology: CollectiveTopology, rails: number):
   return Array.from({ length: rails }, (_, rail) => score(rail))
     .sort((a, b) => b.bottleneck - a.bottleneck || b.total - a.total || a.latency - b.latency || a.rail - b.rail)
     .map(({ rail }) => rail);
-}
-
-/** Reads GX1_DIRECT_BANDWIDTH_MBPS: MB/s of the staged path, not trimmed, above zero. */
-export function parseDirectBandwidth(value: string): number {
-  return parsePositive('GX1_DIRECT_BANDWIDTH_MBPS', value);
-}
-
-/** Reads GX1_DIRECT_LATENCY_NS: ns of the staged path, not trimmed (0 allowed). */
-export function parseDirectLatency(value: string): number {
-  const parsed = parseUnsigned(value);
-  if (parsed === undefined) throw invalidEnvironment('GX1_DIRECT_LATENCY_NS', value);
-  return parsed;
 }

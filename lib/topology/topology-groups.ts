@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import { invalidEnvironment, MAX_U32, parsePositive, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
+import { invalidEnvironment, isAuto, MAX_U32, parseUnsigned, rankOutOfRange, trimWhitespace } from './environment-values.js';
 
 /**
  * Topology groups (GX1_TOPOLOGY_GROUPS): ranks that share fast links (one host, one switch), every
@@ -44,8 +44,7 @@ export function validateTopologyGroups(worldSize: number, groups: TopologyGroups
  * each rank trimmed, blank ranks skipped ("0,1;2,3"); a group with no rank is an empty group.
  */
 export function parseTopologyGroups(worldSize: number, value: string, name = 'GX1_TOPOLOGY_GROUPS'): TopologyGroupsSetting {
-  // Rust's eq_ignore_ascii_case: only ASCII letters fold.
-  if (trimWhitespace(value).replace(/[A-Z]/g, (letter) => letter.toLowerCase()) === 'auto') return 'auto';
+  if (isAuto(value)) return 'auto';
   const groups = value.split(';').map((group) =>
     group
       .split(',')
@@ -57,11 +56,6 @@ export function parseTopologyGroups(worldSize: number, value: string, name = 'GX
       }),
   );
   return validateTopologyGroups(worldSize, groups);
-}
-
-/** Reads GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES: a byte count, not trimmed, above zero. */
-export function parseGroupPayloadBytes(value: string): number {
-  return parsePositive('GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES', value);
 }
 
 /** Groups as GX1_TOPOLOGY_GROUPS writes them: "0,1;2,3". */

@@ -19,13 +19,13 @@ import { CollectiveTopology } from '../../lib/topology/collective-topology.js';
 import { refusal } from '../helpers/refusal.js';
 
 const input: FingerprintInput = { topology: CollectiveTopology.uniform(2), ringOrder: [0, 1], groups: null, directBandwidthMbps: 32000, directLatencyNs: 1000, rails: 1, railOrder: null };
-const job = { worldSize: 2, transport: 'tcp_peer' as const, ringChannels: 1, fingerprint: input };
+const job = { worldSize: 2, transport: 'tcp_peer' as const, plane: 'native' as const, ringChannels: 1, fingerprint: input };
 const entry = { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 100, algorithm: 'ring', ring_channels: 1, measured_time_ns: 5 };
 const profile = (changes: Record<string, unknown> = {}, entries: Record<string, unknown>[] = [entry]) => ({
   version: 2,
   world_size: 2,
   topology_fingerprint: topologyFingerprint(input),
-  execution_fingerprint: executionFingerprint('tcp_peer'),
+  execution_fingerprint: executionFingerprint('tcp_peer', 'native'),
   entries,
   ...changes,
 });
@@ -46,7 +46,8 @@ describe('the autotune profile', () => {
     expect(topologyFingerprint({ ...input, topology: CollectiveTopology.uniform(2).withRailLinks(2, [], [{ source: 0, destination: 1, bandwidthMbps: 9 }]) })).not.toBe(uniform);
     // An identity rail order is no rail order.
     expect(topologyFingerprint({ ...input, railOrder: [0] })).toBe(uniform);
-    expect(executionFingerprint('tcp_peer')).not.toBe(executionFingerprint('tcp_host_staged'));
+    expect(executionFingerprint('tcp_peer', 'native')).not.toBe(executionFingerprint('tcp_host_staged', 'coordinator'));
+    expect(executionFingerprint('tcp_peer', 'native')).not.toBe(executionFingerprint('tcp_peer', 'js'));
   });
 
   it('accepts its own job\'s profile (a 0x prefix and upper case too)', () => {
@@ -59,8 +60,8 @@ describe('the autotune profile', () => {
     expect(check(profile({ version: 1 }))).toBe(refused('unsupported version 1, expected 2'));
     expect(check(profile({ world_size: 3 }))).toBe(refused('world size 3 does not match configured world size 2'));
     expect(check(profile({ topology_fingerprint: '00' }))).toBe(refused(`topology fingerprint "00" does not match "${topologyFingerprint(input)}"`));
-    expect(check(profile({ execution_fingerprint: executionFingerprint('tcp_host_staged') }))).toBe(
-      refused(`execution fingerprint "${executionFingerprint('tcp_host_staged')}" does not match "${executionFingerprint('tcp_peer')}" for transport TcpPeer`),
+    expect(check(profile({ execution_fingerprint: executionFingerprint('tcp_host_staged', 'coordinator') }))).toBe(
+      refused(`execution fingerprint "${executionFingerprint('tcp_host_staged', 'coordinator')}" does not match "${executionFingerprint('tcp_peer', 'native')}" for transport TcpPeer`),
     );
     expect(check(profile({}, []))).toBe(refused('profile contains no measurements'));
     expect(check(profile({}, [{ ...entry, min_payload_bytes: 200 }]))).toBe(refused('AllReduce range 200..=100 is reversed'));
@@ -88,11 +89,11 @@ describe('the autotune profile', () => {
         { operation: 'allreduce', bytes: 1 << 20, algorithm: 'staged', timeNs: 4e6 },
         { operation: 'allreduce', bytes: 1 << 20, algorithm: 'ring', timeNs: 5e6 },
       ],
-      { worldSize: 2, ringChannels: 1, fingerprints: { topology: topologyFingerprint(input), execution: executionFingerprint('tcp_peer') } },
+      { worldSize: 2, ringChannels: 1, fingerprints: { topology: topologyFingerprint(input), execution: executionFingerprint('tcp_peer', 'native') } },
     );
     expect(built.entries).toEqual([
       { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 2896, algorithm: 'exchange', ring_channels: 1, measured_time_ns: 50_000 },
-      { operation: 'allreduce', min_payload_bytes: 2897, max_payload_bytes: Number.MAX_SAFE_INTEGER, algorithm: 'direct', ring_channels: 1, measured_time_ns: 4e6 },
+      { operation: 'allreduce', min_payload_bytes: 2897, max_payload_bytes: 1 << 20, algorithm: 'direct', ring_channels: 1, measured_time_ns: 4e6 },
     ]);
     expect(check(JSON.parse(JSON.stringify(built)))).toBe('accepted');
   });

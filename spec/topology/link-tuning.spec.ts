@@ -12,7 +12,7 @@ import { runScheduled } from '../../lib/collectives/run-scheduled.js';
 import { resolveTuning } from '../../lib/collectives/tuning.js';
 import { viewTensor } from '../../lib/tensor.js';
 import { memoryJob } from '../../lib/testing/index.js';
-import { parseAggregateLinks, parseDirectBandwidth, parseDirectLatency, parseRailLinks, parseRailOrder, preferredRailOrder } from '../../lib/topology/link-tuning.js';
+import { parseAggregateLinks, parseRailLinks, parseRailOrder, preferredRailOrder } from '../../lib/topology/link-tuning.js';
 import { parseTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import { rejection, startCoordinator } from '../helpers/job.js';
 
@@ -52,12 +52,13 @@ describe('multi-rail tuning variables', () => {
     expect(refusal(() => parseRailOrder(2, '1,1'))).toBe('invalid collective rail order: rail 1 appears more than once');
   });
 
-  it('GX1_DIRECT_BANDWIDTH_MBPS above zero, GX1_DIRECT_LATENCY_NS any, neither trimmed', () => {
-    expect(parseDirectBandwidth('+9000')).toBe(9000);
-    expect(refusal(() => parseDirectBandwidth('000'))).toBe('invalid GX1_DIRECT_BANDWIDTH_MBPS value "0"');
-    expect(refusal(() => parseDirectBandwidth(' 9'))).toBe('invalid GX1_DIRECT_BANDWIDTH_MBPS value " 9"');
-    expect(parseDirectLatency('0')).toBe(0);
-    expect(refusal(() => parseDirectLatency('1.5'))).toBe('invalid GX1_DIRECT_LATENCY_NS value "1.5"');
+  it('GX1_DIRECT_BANDWIDTH_MBPS above zero, GX1_DIRECT_LATENCY_NS any, neither trimmed; an option is named as itself', () => {
+    const direct = (options: object, env: Record<string, string>) => refusal(() => resolveTuning(options, 2, env));
+    expect(resolveTuning({}, 2, { GX1_DIRECT_BANDWIDTH_MBPS: '+9000', GX1_DIRECT_LATENCY_NS: '0' })).toMatchObject({ directBandwidthMbps: 9000, directLatencyNs: 0 });
+    expect(direct({}, { GX1_DIRECT_BANDWIDTH_MBPS: '000' })).toBe('invalid GX1_DIRECT_BANDWIDTH_MBPS value "0"');
+    expect(direct({}, { GX1_DIRECT_BANDWIDTH_MBPS: ' 9' })).toBe('invalid GX1_DIRECT_BANDWIDTH_MBPS value " 9"');
+    expect(direct({}, { GX1_DIRECT_LATENCY_NS: '1.5' })).toBe('invalid GX1_DIRECT_LATENCY_NS value "1.5"');
+    expect(direct({ directBandwidthMbps: 0 }, { GX1_DIRECT_BANDWIDTH_MBPS: '5' })).toBe('invalid directBandwidthMbps value "0"');
   });
 
   it('rail links join the topology (on the reference uniform links where none are declared); auto puts the best rail first', () => {

@@ -8,7 +8,7 @@ import { refusal } from '../helpers/refusal.js';
 import { inferTopologyGroups } from '../../lib/collectives/infer-groups.js';
 import { resolveTuning } from '../../lib/collectives/tuning.js';
 import { parseTopologyLinks } from '../../lib/topology/ring-tuning.js';
-import { groupsText, parseGroupPayloadBytes, parseTopologyGroups } from '../../lib/topology/topology-groups.js';
+import { groupsText, parseTopologyGroups } from '../../lib/topology/topology-groups.js';
 import { arbTopologyGroups } from '../../lib/testing/index.js';
 
 describe('GX1_TOPOLOGY_GROUPS', () => {
@@ -44,9 +44,11 @@ describe('GX1_TOPOLOGY_GROUPS', () => {
       groups: [[0, 1], [2, 3]],
     });
     expect(resolveTuning({ topologyGroups: [[1, 0], [3, 2]] }, 4, {}).groups).toEqual([[1, 0], [3, 2]]);
-    expect(refusal(() => parseGroupPayloadBytes('00'))).toBe('invalid GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES value "0"');
-    expect(refusal(() => parseGroupPayloadBytes(' 5'))).toBe('invalid GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES value " 5"');
-    expect(parseGroupPayloadBytes('+4096')).toBe(4096);
+    const auto = { GX1_TOPOLOGY_GROUPS: 'auto', GX1_TOPOLOGY_LINKS: 'probe' };
+    expect(refusal(() => resolveTuning({}, 4, { ...auto, GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES: '00' }))).toBe('invalid GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES value "0"');
+    expect(refusal(() => resolveTuning({}, 4, { ...auto, GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES: ' 5' }))).toBe('invalid GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES value " 5"');
+    expect(resolveTuning({}, 4, { ...auto, GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES: '+4096' }).groupPayloadBytes).toBe(4096);
+    expect(refusal(() => resolveTuning({ groupPayloadBytes: 0 }, 4, auto))).toBe('invalid groupPayloadBytes value "0"');
     expect(refusal(() => resolveTuning({}, 4, { GX1_TOPOLOGY_GROUPS: 'auto', GX1_TOPOLOGY_LINKS: '0-1:100:1', GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES: '0' }))).toBe(
       'invalid GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES value "0"',
     );

@@ -18,21 +18,22 @@ export function hierarchicalAllGather(input: ScheduleInput): Schedule {
   const parts = evenRanges(0, count, ringChannels);
   const slot = (owner: number, part: { start: number; count: number }) => elements('output', width, { start: owner * count + part.start, count: part.count });
   const block = (owner: number, part: { start: number; count: number }) => (inPlace ? slot(owner, part) : elements('input', width, part));
-  const relays: { carrier: number; owner: number; part: { start: number; count: number }; after: Dependency }[] = [];
+  const relays: { carrier: number; owner: number; part: { start: number; count: number }; channel: number; after: Dependency }[] = [];
   for (let owner = 0; owner < worldSize; owner++) {
     const home = hierarchy.groupOf[owner]!;
     if (!inPlace) world.at(owner).copy(elements('output', width, { start: owner * count, count }), elements('input', width, { start: 0, count }));
-    for (const part of parts) {
-      for (const member of hierarchy.groups[home]!) if (member !== owner) world.transfer(owner, member, block(owner, part), slot(owner, part), null);
+    parts.forEach((part, index) => {
+      const channel = owner * ringChannels + index;
+      for (const member of hierarchy.groups[home]!) if (member !== owner) world.transfer(owner, member, block(owner, part), slot(owner, part), null, channel);
       hierarchy.groups.forEach((_, group) => {
         if (group === home) return;
         const carrier = carrierOf(hierarchy, group, hierarchy.positionOf[owner]!);
-        relays.push({ carrier, owner, part, after: world.transfer(owner, carrier, block(owner, part), slot(owner, part), null) });
+        relays.push({ carrier, owner, part, channel, after: world.transfer(owner, carrier, block(owner, part), slot(owner, part), null, channel) });
       });
-    }
+    });
   }
-  for (const { carrier, owner, part, after } of relays) {
-    for (const member of hierarchy.groups[hierarchy.groupOf[carrier]!]!) if (member !== carrier) world.transfer(carrier, member, slot(owner, part), slot(owner, part), after);
+  for (const { carrier, owner, part, channel, after } of relays) {
+    for (const member of hierarchy.groups[hierarchy.groupOf[carrier]!]!) if (member !== carrier) world.transfer(carrier, member, slot(owner, part), slot(owner, part), after, channel);
   }
   return world.build(rank);
 }

@@ -38,6 +38,7 @@ export function hierarchicalAllReduce(input: ScheduleInput): Schedule {
   const shares = evenRanges(0, count, lanes * ringChannels).map((range, index) => ({
     ...range,
     lane: index % lanes,
+    channel: index,
     finalSpan: () => elements('output', width, range),
   }));
   const reduced = reduceAlongRuns(world, hierarchy, shares, inPlace ? 'output' : 'input', width, input.op ?? 'sum');
@@ -49,14 +50,14 @@ export function hierarchicalAllReduce(input: ScheduleInput): Schedule {
       const from = holders[which]!.at(-1)!;
       const to = carrierOf(hierarchy, group, share.lane);
       const into = elements('output', width, share);
-      holders[which]!.push({ rank: to, span: into, after: world.transfer(from.rank, to, from.span, into, from.after) });
+      holders[which]!.push({ rank: to, span: into, after: world.transfer(from.rank, to, from.span, into, from.after, share.channel) });
     });
   }
   // Inside each group, from its holder to every other member.
   shares.forEach((share, which) => {
     for (const holder of holders[which]!) {
       for (const member of hierarchy.groups[hierarchy.groupOf[holder.rank]!]!) {
-        if (member !== holder.rank) world.transfer(holder.rank, member, holder.span, elements('output', width, share), holder.after);
+        if (member !== holder.rank) world.transfer(holder.rank, member, holder.span, elements('output', width, share), holder.after, share.channel);
       }
     }
   });

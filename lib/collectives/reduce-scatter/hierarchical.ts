@@ -20,7 +20,8 @@ export function hierarchicalReduceScatter(input: ScheduleInput): Schedule {
   const world = new WorldScheduleBuilder(worldSize, hierarchicalIdentity(hierarchy.groups, ringChannels));
   const shard = count / worldSize;
   const shares = Array.from({ length: worldSize }, (_, owner) =>
-    evenRanges(0, shard, ringChannels).map((part) => ({
+    evenRanges(0, shard, ringChannels).map((part, index) => ({
+      channel: owner * ringChannels + index,
       start: owner * shard + part.start,
       count: part.count,
       lane: hierarchy.positionOf[owner]!,
@@ -32,7 +33,7 @@ export function hierarchicalReduceScatter(input: ScheduleInput): Schedule {
   const reduced = reduceAlongRuns(world, hierarchy, shares, 'input', width, input.op ?? 'sum');
   shares.forEach((share, which) => {
     const final = reduced[which]!;
-    if (final.rank !== share.finalRank) world.transfer(final.rank, share.finalRank, final.span, elements('output', width, share.part), final.after);
+    if (final.rank !== share.finalRank) world.transfer(final.rank, share.finalRank, final.span, elements('output', width, share.part), final.after, share.channel);
   });
   return world.build(rank);
 }

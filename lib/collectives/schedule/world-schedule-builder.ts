@@ -1,8 +1,9 @@
 import type { Dependency, Schedule, Span } from './schedule.js';
 import { ScheduleBuilder, type ScheduleIdentity } from './schedule-builder.js';
 
-/** A message's step is a 12-bit field of the JS plane's tags (docs/protocol.md 9.6). */
+/** A message's step and channel are 12- and 6-bit fields of the JS plane's tags (docs/protocol.md 9.6). */
 const MAX_STEPS_PER_LINK = 0x1000;
+const MAX_CHANNELS = 64;
 
 /**
  * Writes an algorithm's schedules for every rank at once, as transfers (a send at one rank and its
@@ -10,7 +11,7 @@ const MAX_STEPS_PER_LINK = 0x1000;
  * Every rank's schedule keeps that order on each of its links, so both ends of a link list its
  * messages alike, and the native plane's links, which carry one message after the other, never
  * wait on one listed later. A message's step is its index on its directed link: unique there, as
- * the JS plane's tags need.
+ * the JS plane's tags need; its channel (0..63) only spreads its pieces over the rails.
  *
  * For algorithms whose messages are easiest to state as who sends what to whom (the hierarchical
  * family); the ring and pairwise families write one rank's schedule directly.
@@ -33,15 +34,16 @@ export class WorldScheduleBuilder {
 
   /**
    * `from` sends `source` (as far as `after`, a dependency at `from`, has produced it) and `to`
-   * receives it into `into`; returns the receive, a dependency at `to`.
+   * receives it into `into`, labelled `channel` mod 64; returns the receive, a dependency at `to`.
    */
-  transfer(from: number, to: number, source: Span, into: Span, after: Dependency | null): Dependency {
+  transfer(from: number, to: number, source: Span, into: Span, after: Dependency | null, channel = 0): Dependency {
     const link = from * this.worldSize + to;
     const step = this.steps.get(link) ?? 0;
     if (step >= MAX_STEPS_PER_LINK) throw new RangeError(`schedule puts more than ${MAX_STEPS_PER_LINK} messages on link ${from} -> ${to}`);
     this.steps.set(link, step + 1);
-    this.at(from).send(to, source, { step }, after);
-    return this.at(to).receive(from, into, { step });
+    const label = { step, channel: channel % MAX_CHANNELS };
+    this.at(from).send(to, source, label, after);
+    return this.at(to).receive(from, into, label);
   }
 
   build(rank: number): Schedule {

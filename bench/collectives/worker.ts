@@ -23,6 +23,7 @@
 import { performance } from 'node:perf_hooks';
 import { kernelBackend } from '../../lib/kernels/index.js';
 import { openSession } from '../../lib/launch/open-session.js';
+import { formatTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { dtypeWidth, emptyLike, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
@@ -141,7 +142,9 @@ async function main(): Promise<number> {
   const session = await openSession();
   if (session.rank === 0) {
     const groups = session.topologyGroups?.map((group) => group.join(',')).join(';') ?? null;
-    say(`META ${JSON.stringify({ kernels: kernelBackend(), transport: session.transport, node: process.version, ...(groups === null ? {} : { groups }), fingerprints: session.autotuneFingerprints })}`);
+    const topologyLinks = session.topology === null ? null : formatTopologyLinks(session.topology);
+    const meta = { kernels: kernelBackend(), transport: session.transport, node: process.version, ...(groups === null ? {} : { groups }), topologyLinks, fingerprints: session.autotuneFingerprints };
+    say(`META ${JSON.stringify(meta)}`);
   }
   await warmUpProcess(session, plan);
   for (const cell of plan.cells) {

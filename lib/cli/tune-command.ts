@@ -66,6 +66,10 @@ export const tuneCommand = defineCommand(
       process.stdout.write(`${line}\n`);
     };
     const results: { policy: string; result: BenchResult }[] = [];
+    // Probed links are measured anew by every run: the first run's links (and groups) are every later run's, declared.
+    const probed = process.env.GX1_TOPOLOGY_LINKS?.trim().toLowerCase() === 'probe';
+    const pinned = { links: process.env.GX1_TOPOLOGY_LINKS, groups: process.env.GX1_TOPOLOGY_GROUPS };
+    let detectedLinks: string | null = null;
     process.stdout.on('error', endWhenReaderIsGone);
     try {
       for (const [index, policy] of policies.entries()) {
@@ -83,24 +87,35 @@ export const tuneCommand = defineCommand(
           ...(bar !== null ? { onProgress: (done: number) => bar.update(index * cellsPerRun + done, policies.length * cellsPerRun) } : {}),
         });
         const wrong = result.rows.reduce((sum, row) => sum + row.wrong, 0);
-        if (wrong > 0) throw new ConfigurationError(`rxccl tune: policy ${policy} gave ${wrong} wrong result elements; no profile written`);
+        if (wrong > 0) throw new ConfigurationError(`policy ${policy} gave ${wrong} wrong result elements; no profile written`);
         results.push({ policy, result });
+        if (probed && index === 0) {
+          detectedLinks = typeof result.meta.topologyLinks === 'string' ? result.meta.topologyLinks : null;
+          if (detectedLinks !== null) process.env.GX1_TOPOLOGY_LINKS = detectedLinks;
+          if (typeof result.meta.groups === 'string' && process.env.GX1_TOPOLOGY_GROUPS !== undefined) process.env.GX1_TOPOLOGY_GROUPS = result.meta.groups;
+        }
       }
     } finally {
       process.stdout.off('error', endWhenReaderIsGone);
-      for (const [name, value] of [['GX1_COLLECTIVE_ALGORITHM', saved.algorithm], ['GX1_COLLECTIVE_AUTOTUNE_PROFILE', saved.profile]] as const) {
+      const restored = [
+        ['GX1_COLLECTIVE_ALGORITHM', saved.algorithm],
+        ['GX1_COLLECTIVE_AUTOTUNE_PROFILE', saved.profile],
+        ['GX1_TOPOLOGY_LINKS', pinned.links],
+        ['GX1_TOPOLOGY_GROUPS', pinned.groups],
+      ] as const;
+      for (const [name, value] of restored) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }
     }
     const fingerprints = results.map(({ policy, result }) => ({ policy, fingerprints: result.meta.fingerprints as { topology: string; execution: string } | undefined }));
     const first = fingerprints[0]!.fingerprints;
-    if (first === undefined) throw new ConfigurationError('rxccl tune: the bench reported no fingerprints (an older bench build?)');
+    if (first === undefined) throw new ConfigurationError('the bench reported no fingerprints (an older bench build?)');
     const differing = fingerprints.find(({ fingerprints: other }) => other?.topology !== first.topology);
     if (differing !== undefined) {
       throw new ConfigurationError(
-        `rxccl tune: the job's topology changed between runs (fingerprint ${first.topology} under ${fingerprints[0]!.policy}, ${String(differing.fingerprints?.topology)} under ${differing.policy}): ` +
-          'a probed topology (GX1_TOPOLOGY_LINKS=probe) measured differently; declare the links instead',
+        `the job's topology changed between runs (fingerprint ${first.topology} under ${fingerprints[0]!.policy}, ${String(differing.fingerprints?.topology)} under ${differing.policy}): ` +
+          'a probed topology (GX1_TOPOLOGY_LINKS=probe) of several rails measured differently; declare the links instead',
       );
     }
     const measurements: TuneMeasurement[] = results.flatMap(({ result }) =>
@@ -111,7 +126,7 @@ export const tuneCommand = defineCommand(
         return [{ operation: OPERATION_OF_OP[row.op]!, bytes, algorithm: row.algorithm.split(' on ')[0]!, timeNs: row.timeUs * 1e3 }];
       }),
     );
-    const profile = buildAutotuneProfile(measurements, { worldSize, ringChannels, fingerprints: first });
+    const profile = buildAutotuneProfile(measurements, { worldSize, ringChannels, fingerprints: first, detectedLinks });
     writeFileSync(output, `${JSON.stringify(profile, null, 2)}\n`);
     say(`# tune: wrote ${output}: ${profile.entries.length} entries (${profile.entries.map((entry) => `${entry.operation} ..${entry.max_payload_bytes}: ${entry.algorithm}`).join(', ')})`);
     say(`# use it: GX1_COLLECTIVE_AUTOTUNE_PROFILE=${output}`);

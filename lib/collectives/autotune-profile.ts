@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigurationError } from '../errors.js';
 import { fnv1a64OfU64s } from '../protocol/fnv1a.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
+import { parseTopologyLinks } from '../topology/ring-tuning.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 
@@ -72,6 +73,8 @@ export interface AutotuneProfile {
   readonly topology_fingerprint: string;
   readonly execution_fingerprint: string;
   readonly entries: readonly AutotuneEntry[];
+  /** The links `rxccl tune` measured (GX1_TOPOLOGY_LINKS=probe), as that variable writes them; null where they were declared. */
+  readonly detected_topology_links?: string | null;
 }
 
 /** What a profile must match: the job it is read into. */
@@ -104,7 +107,7 @@ const hex = (value: bigint) => value.toString(16).padStart(16, '0');
 /**
  * The topology fingerprint, in the reference's order: the world size; per rank pair i < j, i, j,
  * then 1, bandwidth, latency of the link i -> j or 0; the rail links (marker, rails, per rail and
- * pair) if any; the aggregate links (marker, per pair) if any; the ring (1 ring: its length and
+ * pair) if any and more than one rail; the aggregate links (marker, per pair) if any; the ring (1 ring: its length and
  * ranks); the groups (count, then each's length and ranks as listed; 0 without); the direct
  * figures; the rails if not 1 (marker, count); the rail order if not 0, 1, ... (marker, rails).
  */
@@ -118,7 +121,8 @@ export function topologyFingerprint(input: FingerprintInput): string {
     const link = topology.link(first, second);
     values.push(first, second, ...(link === undefined ? [0] : [1, link.bandwidthMbps, link.latencyNs]));
   }
-  if (topology.railLinks.length > 0) {
+  // With one rail, its links are the links (the probe records them anyway): counted once.
+  if (topology.railLinks.length > 0 && topology.rails > 1) {
     values.push(0x4758_5241_494c_4c4bn, topology.rails);
     for (let rail = 0; rail < topology.rails; rail++) {
       values.push(rail);
@@ -203,6 +207,8 @@ export function validateAutotuneProfile(value: unknown, job: ProfileJob): Autotu
   if (execution.replace(/^0x/i, '').toLowerCase() !== expectedExecution) {
     throw invalid(`execution fingerprint ${JSON.stringify(execution)} does not match ${JSON.stringify(expectedExecution)} for transport ${job.transport === 'tcp_peer' ? 'TcpPeer' : 'TcpHostStaged'}`);
   }
+  const detected = value.detected_topology_links;
+  if (detected !== undefined && detected !== null && typeof detected !== 'string') throw invalid('detected_topology_links must be a string or null');
   const list = field(value, 'entries', 'profile', Array.isArray, 'an array') as unknown[];
   if (list.length === 0) throw invalid('profile contains no measurements');
   const entries = list.map((raw, index): AutotuneEntry => {
@@ -234,7 +240,39 @@ export function validateAutotuneProfile(value: unknown, job: ProfileJob): Autotu
       }
     }
   }
-  return { version, world_size: worldSize, topology_fingerprint: fingerprint, execution_fingerprint: execution, entries };
+  return { version, world_size: worldSize, topology_fingerprint: fingerprint, execution_fingerprint: execution, entries, detected_topology_links: detected ?? null };
+}
+
+/** How far a probed link may be from the profile's measurement of it and still be the same link (the reference's tolerance). */
+const PROBE_TOLERANCE = 4;
+
+/**
+ * A probed topology is measured anew by every job, in power-of-four buckets that move with load;
+ * where a profile was tuned on probed links (`detected_topology_links`), and this job's probe
+ * found the same links within 4x on every metric, the job takes the profile's links instead (the
+ * reference "pins" them), so its fingerprint is the profile's. Every rank probes the identical
+ * topology and reads the same file, so every rank decides alike. Returns the links to adopt, or
+ * null (no detected links, or a link more than 4x away, present on one side only).
+ */
+export function pinnedTopology(value: unknown, probed: CollectiveTopology): CollectiveTopology | null {
+  if (!isRecord(value) || typeof value.detected_topology_links !== 'string') return null;
+  let detected: CollectiveTopology;
+  try {
+    detected = parseTopologyLinks(probed.worldSize, value.detected_topology_links);
+  } catch {
+    return null;
+  }
+  const near = (first: number, second: number) => first <= second * PROBE_TOLERANCE && second <= first * PROBE_TOLERANCE;
+  for (let source = 0; source < probed.worldSize; source++) {
+    for (let destination = 0; destination < probed.worldSize; destination++) {
+      if (source === destination) continue;
+      const mine = probed.link(source, destination);
+      const theirs = detected.link(source, destination);
+      if ((mine === undefined) !== (theirs === undefined)) return null;
+      if (mine !== undefined && theirs !== undefined && !(near(mine.bandwidthMbps, theirs.bandwidthMbps) && near(mine.latencyNs, theirs.latencyNs))) return null;
+    }
+  }
+  return detected.withRailLinks(probed.rails, probed.railLinks, probed.aggregateLinks);
 }
 
 /** The profile's entry for a call of `collective` at `bytes`, if it has one (the first that covers it). */
@@ -259,7 +297,13 @@ export interface TuneMeasurement {
  */
 export function buildAutotuneProfile(
   measurements: readonly TuneMeasurement[],
-  job: { readonly worldSize: number; readonly ringChannels: number; readonly fingerprints: { readonly topology: string; readonly execution: string } },
+  job: {
+    readonly worldSize: number;
+    readonly ringChannels: number;
+    readonly fingerprints: { readonly topology: string; readonly execution: string };
+    /** The links the job probed, where it did (GX1_TOPOLOGY_LINKS=probe). */
+    readonly detectedLinks?: string | null;
+  },
 ): AutotuneProfile {
   const entries: AutotuneEntry[] = [];
   for (const operation of Object.keys(PROFILE_OPERATIONS) as ProfileOperation[]) {
@@ -285,5 +329,12 @@ export function buildAutotuneProfile(
       });
     });
   }
-  return { version: AUTOTUNE_PROFILE_VERSION, world_size: job.worldSize, topology_fingerprint: job.fingerprints.topology, execution_fingerprint: job.fingerprints.execution, entries };
+  return {
+    version: AUTOTUNE_PROFILE_VERSION,
+    world_size: job.worldSize,
+    topology_fingerprint: job.fingerprints.topology,
+    execution_fingerprint: job.fingerprints.execution,
+    entries,
+    detected_topology_links: job.detectedLinks ?? null,
+  };
 }

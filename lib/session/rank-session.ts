@@ -22,7 +22,15 @@ import type { ReduceOp } from '../protocol/reduce-op.js';
 import type { Tensor, TensorOf } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
-import { type AutotuneProfile, executionFingerprint, type FingerprintInput, readAutotuneProfile, topologyFingerprint, validateAutotuneProfile } from '../collectives/autotune-profile.js';
+import {
+  type AutotuneProfile,
+  executionFingerprint,
+  type FingerprintInput,
+  pinnedTopology,
+  readAutotuneProfile,
+  topologyFingerprint,
+  validateAutotuneProfile,
+} from '../collectives/autotune-profile.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
@@ -272,8 +280,12 @@ export class RankSession {
     logSessionEvents(session.events$, options.rank, debugLog);
     try {
       if (options.tuning.topology === 'probe') await session.useProbedTopology();
+      const profile = options.tuning.autotuneProfile === null ? null : readAutotuneProfile(options.tuning.autotuneProfile);
+      // A profile tuned on probed links within 4x of this probe's: its links, so its fingerprint.
+      const pinned = profile === null || session.context.topology === null || options.tuning.topology !== 'probe' ? null : pinnedTopology(profile, session.context.topology);
+      if (pinned !== null) session.adoptTopology(pinned);
       if (options.tuning.groups === 'auto') session.useAutoGroups(hostGroups);
-      if (options.tuning.autotuneProfile !== null) session.useAutotuneProfile(options.tuning.autotuneProfile);
+      if (profile !== null) session.useAutotuneProfile(profile);
     } catch (error) {
       // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
       await session.close().catch(() => undefined);
@@ -354,6 +366,16 @@ export class RankSession {
    */
   get topologyGroups(): TopologyGroups | null {
     return this.context.topologyGroups;
+  }
+
+  /**
+   * The links the planner weighs on this session (GX1_TOPOLOGY_LINKS: declared, or probed when it
+   * opened; with rail and aggregate links), else null: none declared or probed.
+   * @example
+   * console.log(session.topology?.link(0, 1)?.bandwidthMbps);
+   */
+  get topology(): CollectiveTopology | null {
+    return this.context.topology;
   }
 
   /**
@@ -787,9 +809,9 @@ export class RankSession {
     return { topology: topology ?? CollectiveTopology.uniform(this.worldSize), ringOrder, groups, directBandwidthMbps, directLatencyNs, rails: this.rails, railOrder };
   }
 
-  /** GX1_COLLECTIVE_AUTOTUNE_PROFILE: reads the profile and checks it is this job's; `auto` then takes its choices. */
-  private useAutotuneProfile(path: string): void {
-    const profile = validateAutotuneProfile(readAutotuneProfile(path), {
+  /** GX1_COLLECTIVE_AUTOTUNE_PROFILE: checks the profile is this job's; `auto` then takes its choices. */
+  private useAutotuneProfile(raw: unknown): void {
+    const profile = validateAutotuneProfile(raw, {
       worldSize: this.worldSize,
       transport: this.transport,
       plane: this.plane,
@@ -799,15 +821,16 @@ export class RankSession {
     (this.context as { profile: AutotuneProfile | null }).profile = profile;
   }
 
-  /**
-   * GX1_TOPOLOGY_LINKS=probe: measures the links; the planner weighs them, the best ring of them
-   * becomes this session's ring, and GX1_TOPOLOGY_GROUPS=auto groups them.
-   */
+  /** GX1_TOPOLOGY_LINKS=probe: measures the links and takes them (`adoptTopology`). */
   private async useProbedTopology(): Promise<void> {
     const { railLinks, aggregateLinks } = this.tuning;
     const probed = await this.probeTopology();
     // Declared rail and aggregate links (GX1_TOPOLOGY_RAIL_LINKS, ..._AGGREGATE_LINKS) win over what was measured.
-    const topology = railLinks.length + aggregateLinks.length > 0 ? probed.withRailLinks(probed.rails, railLinks, aggregateLinks) : probed;
+    this.adoptTopology(railLinks.length + aggregateLinks.length > 0 ? probed.withRailLinks(probed.rails, railLinks, aggregateLinks) : probed);
+  }
+
+  /** Makes `topology` the session's: the planner weighs it, its best ring and rails are the session's (unless configured). */
+  private adoptTopology(topology: CollectiveTopology): void {
     const context = this.context as { ringOrder: readonly number[]; topology: CollectiveTopology | null; topologyGroups: TopologyGroups | null; railOrder: readonly number[] | null };
     context.topology = topology;
     context.railOrder = railOrderOf(this.tuning, topology);

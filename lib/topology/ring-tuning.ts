@@ -123,6 +123,18 @@ export function parseTopologyLinks(worldSize: number, value: string): Collective
 }
 
 /**
+ * A topology's links as GX1_TOPOLOGY_LINKS writes them (`0-1:MBps:ns,...`, each pair once, its
+ * first-to-second link): what `parseTopologyLinks` reads back, for symmetric links as the probe
+ * measures them.
+ */
+export function formatTopologyLinks(topology: CollectiveTopology): string {
+  return topology.links
+    .filter((link) => link.source < link.destination)
+    .map((link) => `${link.source}-${link.destination}:${link.bandwidthMbps}:${link.latencyNs}`)
+    .join(',');
+}
+
+/**
  * Reads a byte count such as GX1_RING_THRESHOLD_BYTES, as the reference's usize variables: an
  * unsigned decimal integer, not trimmed (a space is an error there too).
  */

@@ -7,15 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  buildAutotuneProfile,
-  executionFingerprint,
-  type FingerprintInput,
-  readAutotuneProfile,
-  topologyFingerprint,
-  validateAutotuneProfile,
-} from '../../lib/collectives/autotune-profile.js';
+import { buildAutotuneProfile, executionFingerprint, type FingerprintInput, pinnedTopology, readAutotuneProfile, topologyFingerprint, validateAutotuneProfile } from '../../lib/collectives/autotune-profile.js';
 import { CollectiveTopology } from '../../lib/topology/collective-topology.js';
+import { formatTopologyLinks, parseTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import { refusal } from '../helpers/refusal.js';
 
 const input: FingerprintInput = { topology: CollectiveTopology.uniform(2), ringOrder: [0, 1], groups: null, directBandwidthMbps: 32000, directLatencyNs: 1000, rails: 1, railOrder: null };
@@ -96,5 +90,19 @@ describe('the autotune profile', () => {
       { operation: 'allreduce', min_payload_bytes: 2897, max_payload_bytes: 1 << 20, algorithm: 'direct', ring_channels: 1, measured_time_ns: 4e6 },
     ]);
     expect(check(JSON.parse(JSON.stringify(built)))).toBe('accepted');
+  });
+
+  it('pins probed links to the profile\'s detected ones where every link is within 4x, and only there', () => {
+    const probed = parseTopologyLinks(3, '0-1:256:4096,1-2:64:65536,0-2:64:65536');
+    const raw = (links: unknown) => ({ ...profile(), detected_topology_links: links });
+    const pinned = pinnedTopology(raw('0-1:1024:1024,1-2:16:65536,0-2:64:262144'), probed);
+    expect(pinned === null ? null : formatTopologyLinks(pinned)).toBe('0-1:1024:1024,0-2:64:262144,1-2:16:65536');
+    // 16x away, a link missing, no detected links, not links at all: the probe stands.
+    expect(pinnedTopology(raw('0-1:4096:4096,1-2:64:65536,0-2:64:65536'), probed)).toBeNull();
+    expect(pinnedTopology(raw('0-1:256:4096,1-2:64:65536'), probed)).toBeNull();
+    expect(pinnedTopology(raw(null), probed)).toBeNull();
+    expect(pinnedTopology(raw('junk'), probed)).toBeNull();
+    expect(check(raw(7))).toBe('invalid collective autotune profile: detected_topology_links must be a string or null');
+    expect(check(raw('0-1:1:1'))).toBe('accepted');
   });
 });

@@ -160,6 +160,12 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   const failures = Array.from({ length: worldSize }, () => new SessionFailure());
   const losses = Array.from({ length: worldSize }, () => (options.faultTolerant === true ? new RankLosses() : null));
   const dead = new Array<boolean>(worldSize).fill(false);
+  /**
+   * Links (sender, receiver, rail) that carried a corrupt frame: a real link's decoder stops there
+   * and the connection ends, so nothing later on it arrives (delivered, a later message would be
+   * taken for the lost one by a receiver that counts on the link's order, as the data plane does).
+   */
+  const broken = new Set<string>();
   const agreement = new CollectiveAgreement(worldSize);
   const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[], overwrittenSends: [] as string[] };
   // JSON.stringify cannot write a bigint: the tags go out as decimal strings.
@@ -206,12 +212,14 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       if (!sameBytes(sent.source, sent.bytes)) traffic.overwrittenSends.push(sent.label);
       sent.complete();
     }
-    if (dead[message.to]) return;
+    const link = `${message.from}>${message.to}@${message.rail}`;
+    if (dead[message.to] || broken.has(link)) return;
     let header: FrameHeader;
     try {
       header = decodeHeader(message.header);
     } catch (error) {
-      // What a mesh does with a corrupt frame: the receiver ends the job, naming the sender.
+      // What a mesh does with a corrupt frame: the receiver ends the job, naming the sender, and the link.
+      broken.add(link);
       abort(`rank ${message.to} rail ${message.rail}: corrupt frame from rank ${message.from}: ${failureText(error)}`, message.to);
       return;
     }

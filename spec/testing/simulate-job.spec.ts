@@ -17,6 +17,7 @@ import {
   runProgram,
   simulateJob,
   type Fault,
+  type ProgramStep,
   type SimulateJobOptions,
 } from '../../lib/testing/index.js';
 
@@ -128,6 +129,30 @@ describe('faults', () => {
         },
       ),
       { numRuns: 150 },
+    );
+  });
+
+  it('a corrupt frame ends its link: a later message on it is never taken for the lost one (found by the property above)', async () => {
+    // The shrunk counterexample: on tcp_peer's data plane (messages in link order), rank 1's first
+    // ring message to rank 0 corrupt; delivered, rank 1's next one stood in for it, and rank 0
+    // folded it into a wrong sum before its abort reached rank 1.
+    const u8 = (...values: number[]) => Uint8Array.from(values);
+    const barrier = { kind: 'barrier', dtype: 'u8', tagged: false, op: 'sum', root: 0, inputs: [u8(), u8()] } as const;
+    const program: ProgramStep[] = [
+      barrier,
+      { kind: 'message', dtype: 'u8', from: 0, to: 1, tag: 0, bytes: u8() },
+      barrier,
+      barrier,
+      barrier,
+      { kind: 'allReduce', dtype: 'u8', tagged: false, op: 'sum', root: 0, inputs: [u8(68, 0, 57, 37), u8(119, 139, 157, 166)] },
+    ];
+    const fault: Fault = { kind: 'corrupt', from: 1, to: 0, message: 4, bit: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (scheduler) => {
+        const result = await simulateJob({ worldSize: 2, transport: 'tcp_peer', algorithm: 'ring', faults: [fault], timeoutMs: 10_000, scheduler }, (rank) => runProgram(rank, program));
+        expect(referenceOrNamedFailure(result, modelProgram(program, 2), faultyRank(fault), 0.1)).toBeNull();
+      }),
+      { numRuns: 200 },
     );
   });
 

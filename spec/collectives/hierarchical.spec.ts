@@ -7,6 +7,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { hierarchicalIdentity } from '../../lib/collectives/hierarchical-family.js';
+import { WorldScheduleBuilder } from '../../lib/collectives/schedule/world-schedule-builder.js';
+import { ConfigurationError } from '../../lib/errors.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { type Tensor, tensorFromBytes, type TypedArray, viewTensor } from '../../lib/tensor.js';
 import { arbTopologyGroups, randomBytes, seededRandom, simulateJob, type SimulateJobOptions } from '../../lib/testing/index.js';
@@ -73,5 +76,13 @@ describe('hierarchical collectives in simulated jobs', () => {
     expect(await refusal([[0, 1], [2]])).toBe('invalid collective hierarchy: does not cover ranks [3]');
     expect(await refusal([[0, 1], [2, 3, 4]])).toBe('topology rank 4 is outside world size 4');
     expect(await refusal([[0, 1], [], [2, 3]])).toBe('invalid collective hierarchy: group 1 is empty');
+  });
+
+  it('a schedule with more messages on a link than its tags can number is refused with a typed error naming the link', () => {
+    const world = new WorldScheduleBuilder(2, hierarchicalIdentity([[0], [1]], 1));
+    const bytes = { memory: 'input' as const, offset: 0, bytes: 0 };
+    for (let message = 0; message < 4096; message++) world.transfer(0, 1, bytes, bytes, null);
+    expect(() => world.transfer(0, 1, bytes, bytes, null)).toThrow(ConfigurationError);
+    expect(() => world.transfer(0, 1, bytes, bytes, null)).toThrow(/^hierarchical schedule of 2 ranks puts more than 4096 messages on the link from rank 0 to rank 1 .*GX1_RING_CHANNELS/);
   });
 });

@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../../errors.js';
 import type { Dependency, Schedule, Span } from './schedule.js';
 import { ScheduleBuilder, type ScheduleIdentity } from './schedule-builder.js';
 
@@ -22,7 +23,7 @@ export class WorldScheduleBuilder {
 
   constructor(
     private readonly worldSize: number,
-    identity: ScheduleIdentity,
+    private readonly identity: ScheduleIdentity,
   ) {
     this.ranks = Array.from({ length: worldSize }, () => new ScheduleBuilder(identity));
   }
@@ -39,7 +40,11 @@ export class WorldScheduleBuilder {
   transfer(from: number, to: number, source: Span, into: Span, after: Dependency | null, channel = 0): Dependency {
     const link = from * this.worldSize + to;
     const step = this.steps.get(link) ?? 0;
-    if (step >= MAX_STEPS_PER_LINK) throw new RangeError(`schedule puts more than ${MAX_STEPS_PER_LINK} messages on link ${from} -> ${to}`);
+    if (step >= MAX_STEPS_PER_LINK) {
+      throw new ConfigurationError(
+        `${this.identity.algorithm} schedule of ${this.worldSize} ranks puts more than ${MAX_STEPS_PER_LINK} messages on the link from rank ${from} to rank ${to} (its tags number ${MAX_STEPS_PER_LINK}): use fewer ring channels (GX1_RING_CHANNELS) or another algorithm`,
+      );
+    }
     this.steps.set(link, step + 1);
     const label = { step, channel: channel % MAX_CHANNELS };
     this.at(from).send(to, source, label, after);

@@ -1,6 +1,5 @@
 import type { CollectiveName } from './algorithm.js';
 import { type CostEstimates, estimateCollective, type ModelledCollective, MODELLED_COLLECTIVES } from './cost-model.js';
-import { profileEntry } from './autotune-profile.js';
 import { type AlgorithmFamily, type Plane, profiledRow, selectAlgorithm, type Situation } from './select.js';
 
 /**
@@ -53,7 +52,7 @@ export function planCollective(collective: CollectiveName, situation: Situation)
   const row = selectAlgorithm(collective, situation);
   const { tuning } = situation;
   const estimates = isModelled(collective) ? estimateCollective(collective, situation) : null;
-  const measured = profiledRow(collective, situation) === undefined ? undefined : profileEntry(situation.profile!, collective, situation.bytes);
+  const measured = profiledRow(collective, situation)?.entry;
   return {
     collective,
     bytes: situation.bytes,

@@ -35,7 +35,7 @@ import { stagedScatter } from './scatter/staged.js';
 import { hierarchicalAllReduce } from './all-reduce/hierarchical.js';
 import { hierarchicalAllGather } from './all-gather/hierarchical.js';
 import { hierarchicalReduceScatter } from './reduce-scatter/hierarchical.js';
-import { type AutotuneProfile, profileEntry } from './autotune-profile.js';
+import { type AutotuneEntry, type AutotuneProfile, profileEntry } from './autotune-profile.js';
 import { hierarchyBeatsRing, type ModelledCollective } from './cost-model.js';
 import type { ScheduleOf } from './schedule/schedule.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
@@ -275,7 +275,7 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
     const asked = rows.find((row) => row.family === tuning.algorithm && row.plane === peerPlane);
     if (asked !== undefined) return asked;
   }
-  return profiledRow(collective, situation, table) ?? rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
+  return profiledRow(collective, situation, table)?.row ?? rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
 }
 
 /**
@@ -285,14 +285,19 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
  * exchange whose message would not fit a frame): the table decides, as for a size the profile
  * does not cover.
  */
-export function profiledRow<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> | undefined {
+export function profiledRow<N extends CollectiveName>(
+  collective: N,
+  situation: Situation,
+  table: AlgorithmTable = ALGORITHMS,
+): { readonly row: AlgorithmRow<N>; readonly entry: AutotuneEntry } | undefined {
   const { profile, tuning, worldSize, plane } = situation;
   if (profile === null || tuning.algorithm !== 'auto' || worldSize === 1) return undefined;
   const entry = profileEntry(profile, collective, situation.bytes);
   if (entry === undefined) return undefined;
   const rows = table[collective] as readonly AlgorithmRow<N>[];
-  if (entry.algorithm === 'direct') return rows.find((row) => row.plane === 'coordinator');
   const peerPlane = plane === 'coordinator' ? 'js' : plane;
-  const row = rows.find((candidate) => candidate.plane === peerPlane && candidate.name === entry.algorithm);
-  return row?.family === 'exchange' && !exchangeFits(situation) ? undefined : row;
+  const row =
+    entry.algorithm === 'direct' ? rows.find((candidate) => candidate.plane === 'coordinator') : rows.find((candidate) => candidate.plane === peerPlane && candidate.name === entry.algorithm);
+  if (row === undefined || (row.family === 'exchange' && !exchangeFits(situation))) return undefined;
+  return { row, entry };
 }

@@ -49,16 +49,18 @@ export async function dialAuthenticated(options: DialAuthenticatedOptions): Prom
       }
     }
     closedEarly += 1;
-    // Jittered, so ranks turned away together do not come back together.
-    const pause = wait * (0.5 + Math.random());
-    if (Date.now() + pause >= options.deadline) {
-      throw new RxcclError(
+    const timedOut = () =>
+      new RxcclError(
         'TIMEOUT',
         `rank ${options.rank} connecting to ${options.listener} timed out after ${Date.now() - started} ms: it closed ${closedEarly} connections before authenticating them, ` +
           'so its listener is most likely saturated by connections that never authenticate (a flood or a scan); see docs/errors.md',
       );
-    }
-    await new Promise((resolve) => setTimeout(resolve, pause));
+    // Jittered, so ranks turned away together do not come back together; never past the deadline,
+    // and the rank keeps trying until then (a long pause must not make it give up early).
+    const left = options.deadline - Date.now();
+    if (left <= 0) throw timedOut();
+    await new Promise((resolve) => setTimeout(resolve, Math.min(wait * (0.5 + Math.random()), left)));
+    if (Date.now() >= options.deadline) throw timedOut();
     wait = Math.min(wait * 2, LONGEST_RETRY_MS);
   }
 }

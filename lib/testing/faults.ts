@@ -1,36 +1,38 @@
 /**
  * Faults as data: what can go wrong in a simulated job, written down so fast-check can draw,
  * shrink and replay it. A rank's steps are the session calls its program makes (collectives,
- * sends, receives), counted from 0; a link's messages are those sent from `from` to `to` on any
- * rail, counted from 0.
+ * sends, receives), counted from 0; its fault points are the names it passes to
+ * `rank.faultPoint(name)`; a link's messages are those sent from `from` to `to` on any rail,
+ * counted from 0 (afresh in each generation of a job that restarts).
  */
-
-/** Rank `rank` dies as it starts step `atStep`: it never returns, and nothing reaches it any more. */
-export interface KillFault {
-  readonly kind: 'kill';
-  readonly rank: number;
-  readonly atStep: number;
-}
 
 /**
- * Rank `rank` calls `abort(reason)` instead of step `atStep` (default reason `injected at step
- * K`); that step fails with the abort once it comes back, as every rank's does: `rank R aborted:
- * <reason>`.
+ * When a rank fault strikes: as the rank starts step `atStep`, or as its program reaches
+ * `rank.faultPoint(atPoint)` for the `occurrence`-th time (from 0, the default); in the job's
+ * generation `generation` (default 0: a job restarted by `restarts` runs its later generations
+ * clean unless a fault names them).
  */
-export interface AbortFault {
-  readonly kind: 'abort';
-  readonly rank: number;
-  readonly atStep: number;
-  readonly reason?: string;
-}
+export type FaultMoment = (
+  | { readonly atStep: number; readonly atPoint?: undefined; readonly occurrence?: undefined }
+  | { readonly atPoint: string; readonly occurrence?: number; readonly atStep?: undefined }
+) & { readonly generation?: number };
 
-/** Rank `rank` stalls `ms` of (virtual) time before step `atStep`: past the timeout, the others give up on it. */
-export interface StallFault {
-  readonly kind: 'stall';
-  readonly rank: number;
-  readonly atStep: number;
-  readonly ms: number;
-}
+/**
+ * Rank `rank` dies at its moment: it never returns, and nothing reaches it any more. In a job with
+ * `restarts` left, the whole job restarts (see `SimulateJobOptions.restarts`); in a fault-tolerant
+ * job the others lose it.
+ */
+export type KillFault = { readonly kind: 'kill'; readonly rank: number } & FaultMoment;
+
+/**
+ * Rank `rank` calls `abort(reason)` at its moment, instead of its step (default reason `injected
+ * at step K` or `injected at fault point P`); the step (or the fault point) fails with the abort
+ * once it comes back, as every rank's does: `rank R aborted: <reason>`.
+ */
+export type AbortFault = { readonly kind: 'abort'; readonly rank: number; readonly reason?: string } & FaultMoment;
+
+/** Rank `rank` stalls `ms` of (virtual) time at its moment: past the timeout, the others give up on it. */
+export type StallFault = { readonly kind: 'stall'; readonly rank: number; readonly ms: number } & FaultMoment;
 
 /**
  * Message `message` (every message, if absent) from `from` to `to` is lost: the receiver times out
@@ -83,6 +85,19 @@ export interface PartitionFault {
 export type RankFault = KillFault | AbortFault | StallFault;
 export type LinkFault = DropFault | DelayFault | CorruptFault | PartitionFault;
 export type Fault = RankFault | LinkFault;
+
+/** Whether rank fault `fault` strikes at `moment` of its rank in generation `generation`. */
+export function strikesAt(fault: RankFault, generation: number, moment: { readonly step: number } | { readonly point: string; readonly occurrence: number }): boolean {
+  if ((fault.generation ?? 0) !== generation) return false;
+  if ('step' in moment) return fault.atStep === moment.step;
+  return fault.atPoint === moment.point && (fault.occurrence ?? 0) === moment.occurrence;
+}
+
+/** A rank fault's moment as people read it: `step 3` or `fault point "saved" (occurrence 1)`, with its generation past the first. */
+export function describeMoment(fault: RankFault): string {
+  const at = fault.atPoint === undefined ? `step ${fault.atStep}` : `fault point ${JSON.stringify(fault.atPoint)}${(fault.occurrence ?? 0) > 0 ? ` (occurrence ${fault.occurrence})` : ''}`;
+  return (fault.generation ?? 0) > 0 ? `${at} of generation ${fault.generation}` : at;
+}
 
 export function isRankFault(fault: Fault): fault is RankFault {
   return fault.kind === 'kill' || fault.kind === 'abort' || fault.kind === 'stall';

@@ -13,7 +13,7 @@
  */
 import { Observable, type Subscription } from 'rxjs';
 import { scheduleReduceSpans } from '../kernels/index.js';
-import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 import { dtypeOfElementType, ElementType } from '../protocol/element-type.js';
 import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { Links } from '../transport/links/links.js';
@@ -21,12 +21,25 @@ import type { NativeOutcome } from '../transport/data-plane.js';
 import { withHeaderExchange } from '../collectives/schedule/header-exchange.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import type { Dependency, Schedule, ScheduledMessage, Span } from '../collectives/schedule/schedule.js';
+import { Opcode } from '../protocol/opcode.js';
 import { concatBytes } from './bytes.js';
+import { previewPayload } from './payload-preview.js';
 
 /** The tag the model's messages travel under on rail 0 ("DATA"): FIFO per link, as a data link is. */
 export const MEMORY_DATA_LINK_TAG = 0x44415441n << 32n;
 
 const ANY_LENGTH = { elementType: ElementType.U8, count: null };
+
+/**
+ * A model data-link message as a counterexample shows it: the collective its descriptor names
+ * and a preview of its span in the collective's dtype (`data link (AllReduce, collective 3) i32
+ * [1, 2]`).
+ */
+export function describeDataLinkMessage(message: Uint8Array): string {
+  if (message.length < DESCRIPTOR_BYTES) return `data link ${previewPayload(ElementType.U8, message)}`;
+  const { descriptor, sequence } = decodeDescriptor(message.subarray(0, DESCRIPTOR_BYTES));
+  return `data link (${Opcode[descriptor.opcode] ?? descriptor.opcode}, collective ${sequence}) ${previewPayload(descriptor.elementType, message.subarray(DESCRIPTOR_BYTES))}`;
+}
 
 /** A native plane for rank `links.rank` of a memory job, timed by `deadlines`. */
 export function memoryDataPlane(links: Links, deadlines: LazyDeadlines): NativePlane {

@@ -31,7 +31,8 @@ import { SessionFailure } from '../transport/session-failure.js';
 import { TagMatcher } from '../transport/tag-matcher.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 import { concatBytes } from './bytes.js';
-import { memoryDataPlane } from './memory-data-plane.js';
+import { describeDataLinkMessage, MEMORY_DATA_LINK_TAG, memoryDataPlane } from './memory-data-plane.js';
+import { previewPayload } from './payload-preview.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
 import { flipBit } from './arbitraries/corruptions.js';
@@ -123,12 +124,18 @@ export interface MemoryJobOptions {
    * coordinator's notice says), and the in-memory coordinator serves the world no more.
    */
   readonly faultTolerant?: boolean;
+  /** Put before every delivery's label (a restarted job's `gen 1 `), so a counterexample tells the runs of a job apart. */
+  readonly labelPrefix?: string;
 }
 
 /** What the links carried, for tests that check which path the data took. */
 /** What a memory job carried; `JSON.stringify` writes it with each tag as a decimal string. */
 export interface MemoryTraffic {
-  readonly messages: { from: number; to: number; rail: number; tag: bigint; bytes: number }[];
+  /**
+   * Every message between ranks in send order: `index` counts the messages of its link (`from` to
+   * `to`, any rail) from 0, as link faults do; `preview` shows its first elements.
+   */
+  readonly messages: { from: number; to: number; rail: number; tag: bigint; bytes: number; index: number; preview: string }[];
   readonly coordinated: number;
   /** Who ended the job, with what (`rank` null: the coordinator). */
   readonly aborts: { rank: number | null; reason: string }[];
@@ -148,6 +155,27 @@ export interface MemoryJob {
    * (with `faultTolerant`: tells every other rank it was lost, and the job goes on).
    */
   kill(rank: number): void;
+  /**
+   * Every rank is gone at once, silently (a worker group stopped to restart): no abort, nothing
+   * delivered or recorded any more, every receive left waiting.
+   */
+  stop(): void;
+}
+
+/** `traffic` with a `toJSON`: JSON.stringify cannot write a bigint, so the tags go out as decimal strings. */
+function jsonSafe<Traffic extends MemoryTraffic>(traffic: Traffic): Traffic {
+  return Object.defineProperty(traffic, 'toJSON', { value: () => ({ ...traffic, messages: traffic.messages.map((message) => ({ ...message, tag: message.tag.toString() })) }) });
+}
+
+/** A copy of `traffic` as it stands now (a stopped generation's, which later deliveries must not change). */
+export function snapshotTraffic(traffic: MemoryTraffic): MemoryTraffic {
+  return jsonSafe({
+    messages: traffic.messages.map((message) => ({ ...message })),
+    coordinated: traffic.coordinated,
+    aborts: traffic.aborts.map((abort) => ({ ...abort })),
+    deliveries: [...traffic.deliveries],
+    overwrittenSends: [...traffic.overwrittenSends],
+  });
 }
 
 export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): MemoryJob {
@@ -167,28 +195,31 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
    */
   const broken = new Set<string>();
   const agreement = new CollectiveAgreement(worldSize);
-  const traffic = { messages: [] as MemoryTraffic['messages'], coordinated: 0, aborts: [] as MemoryTraffic['aborts'], deliveries: [] as string[], overwrittenSends: [] as string[] };
-  // JSON.stringify cannot write a bigint: the tags go out as decimal strings.
-  Object.defineProperty(traffic, 'toJSON', { value: () => ({ ...traffic, messages: traffic.messages.map((message) => ({ ...message, tag: message.tag.toString() })) }) });
+  const traffic = jsonSafe<{ -readonly [Key in keyof MemoryTraffic]: MemoryTraffic[Key] }>({ messages: [], coordinated: 0, aborts: [], deliveries: [], overwrittenSends: [] });
   /** Messages sent on each link (by `from * worldSize + to`), in order, not yet delivered. */
   const inFlight = new Map<number, Message[]>();
   const sentOn = new Array<number>(worldSize * worldSize).fill(0);
   const ringOrder = options.ringOrder ?? Array.from({ length: worldSize }, (_, rank) => rank);
 
   /** Runs `delivery` now (or `later`, on the clock), or when the interleaving scheduler picks it. */
-  const release = (label: string, delivery: () => void, later = false) => {
+  let stopped = false;
+  const release = (name: string, delivery: () => void, later = false) => {
+    if (stopped) return;
     if (options.interleave !== undefined) {
+      const label = `${options.labelPrefix ?? ''}${name}`;
       void options.interleave.schedule(Promise.resolve(label), label).then(() => {
+        if (stopped) return;
         traffic.deliveries.push(label);
         delivery();
       });
-    } else if (later) clock.schedule(delivery);
+    } else if (later) clock.schedule(() => stopped || delivery());
     else delivery();
   };
 
   // An Abort is a message too: the other ranks learn of it a moment later (and may meanwhile
   // find the same failure themselves). A rank's Abort reaches them as the coordinator words it.
   const abort = (reason: string, rank: number | null) => {
+    if (stopped) return;
     traffic.aborts.push({ rank, reason });
     const text = rank === null ? reason : `rank ${rank} aborted: ${reason}`;
     release(`abort from ${rank === null ? 'coordinator' : `rank ${rank}`}`, () => {
@@ -234,9 +265,15 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
    * Returns what withdraws a send its caller gave up on.
    */
   const send = (rank: number, rail: number, peer: number, tag: bigint, bytes: Uint8Array, shape: MessageShape, complete: () => void): (() => void) => {
-    traffic.messages.push({ from: rank, to: peer, rail, tag, bytes: bytes.length });
+    // A stopped job's processes are gone: what they would still send never leaves.
+    if (stopped) return () => undefined;
     const link = rank * worldSize + peer;
     const index = sentOn[link]!++;
+    // What a counterexample shows of this message: its link, tag, index on the link and payload.
+    const dataLink = tag === MEMORY_DATA_LINK_TAG;
+    const preview = dataLink ? describeDataLinkMessage(bytes) : previewPayload(shape.elementType, bytes);
+    traffic.messages.push({ from: rank, to: peer, rail, tag, bytes: bytes.length, index, preview });
+    const label = `${rank}>${peer} rail ${rail} ${dataLink ? '' : `${describeTag(tag)} `}#${index} ${preview}`;
     const fault = faults.find(
       (candidate) => candidate.kind !== 'partition' && candidate.from === rank && candidate.to === peer && (candidate.kind === 'delay' || candidate.message === undefined || candidate.message === index),
     );
@@ -253,7 +290,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       ),
     );
     const payload = bytes.slice();
-    const sent: PendingSend | undefined = onArrival ? { source: bytes, bytes: payload, label: `${rank}>${peer} rail ${rail} ${describeTag(tag)}`, complete, withdrawn: false } : undefined;
+    const sent: PendingSend | undefined = onArrival ? { source: bytes, bytes: payload, label, complete, withdrawn: false } : undefined;
     let message: Message = { header, payload, rail, from: rank, to: peer, ...(sent ? { sent } : {}) };
     if (fault?.kind === 'corrupt') {
       const corrupted = flipBit(concatBytes([header, message.payload]), fault.bit % ((FRAME_HEADER_BYTES + bytes.length) * 8));
@@ -263,7 +300,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     inFlight.set(link, queue);
     queue.push(message);
     // Each send releases the oldest message of its link: FIFO per link whatever the interleaving.
-    const next = () => release(`${rank}>${peer} rail ${rail} ${describeTag(tag)}`, () => arrive(queue.shift()!));
+    const next = () => release(label, () => arrive(queue.shift()!));
     const delayMs = Math.max(fault?.kind === 'delay' ? fault.ms : 0, held);
     if (delayMs > 0) timer(delayMs, clock).subscribe(next);
     else next();
@@ -368,6 +405,10 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       losses.forEach((heard, told) => {
         if (heard !== null && told !== rank) release(`coordinator>${told} notice: rank ${rank} lost`, () => heard.notice(rank, 'killed'), true);
       });
+    },
+    stop: () => {
+      stopped = true;
+      dead.fill(true);
     },
   };
 }

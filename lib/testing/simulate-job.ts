@@ -12,8 +12,12 @@ import { RankSession } from '../session/rank-session.js';
 import type { AlgorithmPolicy } from '../topology/ring-tuning.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
-import { type Fault, isRankFault, type LinkFault, type RankFault } from './faults.js';
-import { memoryJob, type MemoryTraffic } from './memory-job.js';
+import { ConfigurationError } from '../errors.js';
+import { describeMoment, type Fault, isRankFault, type LinkFault, strikesAt } from './faults.js';
+import { type HistoryEvent, HistoryRecorder } from './history.js';
+import { memoryJob, type MemoryTraffic, snapshotTraffic } from './memory-job.js';
+import { processClock } from './process-clock.js';
+import { type RankDisk, rankDisk } from './rank-disk.js';
 
 /** The session calls that are a rank's steps (faults strike at steps). */
 const STEP_METHODS = [
@@ -52,6 +56,22 @@ export type SimulatedRank = Pick<RankSession, 'rank' | 'worldSize' | 'rails' | '
    * time with the job's, so a failure detector or a retry loop is simulated exactly too.
    */
   readonly clock: SchedulerLike;
+  /**
+   * A named point in the program where a rank fault may strike (`{ kind: 'kill', rank, atPoint:
+   * 'saved' }`): between two writes of a checkpoint, after a reply is sent and before it is
+   * logged. Not a step; without a fault there, it returns at once.
+   */
+  faultPoint(name: string): Promise<void>;
+  /**
+   * Runs `run` as operation `f(input)` and records it in the job's history (`result.history`):
+   * an invoke now, an ok with its output when it returns, an info when its outcome is unknown.
+   * `checkLinearizable(result.history, model)` then judges the history.
+   */
+  operation<R>(f: string, input: unknown, run: () => Promise<R>): Promise<R>;
+  /** What this rank keeps across restarts of the job (see `restarts`). */
+  readonly disk: RankDisk;
+  /** Which run of the job this is: 0, then 1 after the first restart (torchrun's restart count). */
+  readonly generation: number;
 };
 
 export interface SimulateJobOptions {
@@ -82,6 +102,40 @@ export interface SimulateJobOptions {
    * other ranks' communicators with the killed rank fail with `RankLostError`, and `shrink()` goes on.
    */
   readonly faultTolerant?: boolean;
+  /**
+   * How many times the job restarts when a rank fails (killed, or its program threw; default 0),
+   * as `torchrun --max-restarts` restarts its worker group: every rank's program starts again, a
+   * new generation (`rank.generation`), with new links and sessions and only its `rank.disk`
+   * kept. Virtual time runs on. Not with `faultTolerant`, the other answer to a killed rank.
+   */
+  readonly restarts?: number;
+  /**
+   * Virtual ms between a rank's failure and the stop of the others for the restart (default 0:
+   * at once), as torchrun's agent notices a failed worker within its monitor interval and only
+   * then stops the group: meanwhile the others run on (and may save a newer checkpoint).
+   */
+  readonly restartDelayMs?: number;
+  /**
+   * Virtual ms after which a rank still running is `stuck` (default one hour): a program whose
+   * own timers never stop (a heartbeat `interval`) would otherwise keep the simulation going for
+   * ever.
+   */
+  readonly horizonMs?: number;
+}
+
+/** One restart of a simulated job: what ended its generation, and how that generation's ranks stood. */
+export interface JobRestart<T> {
+  /** The generation that ended (the next one is `generation + 1`). */
+  readonly generation: number;
+  /** The rank whose failure restarted the job, and what it was: `killed at step 3`, `threw TIMEOUT: ...`. */
+  readonly rank: number;
+  readonly cause: string;
+  /** When the generation was stopped. */
+  readonly virtualTimeMs: number;
+  /** The ranks as they stood: the failed one `killed` or `threw`, the others mostly `stopped`. */
+  readonly ranks: readonly RankOutcome<T>[];
+  /** That generation's traffic, as it stood when it was stopped. */
+  readonly traffic: MemoryTraffic;
 }
 
 /** An error as a rank observed it: its class, stable code and message. */
@@ -93,18 +147,24 @@ export interface ObservedError {
 
 /**
  * What a rank's program came to: `returned` its value, `threw` an error, was `killed` by a fault,
- * or got `stuck` (waiting on something that can never happen, such as a promise of its own).
+ * got `stuck` (waiting on something that can never happen, such as a promise of its own), or was
+ * `stopped` with its worker group for a restart (in `JobRestart.ranks` only).
  */
 export type RankOutcome<T> =
   | { readonly rank: number; readonly status: 'returned'; readonly value: T; readonly steps: number }
   | { readonly rank: number; readonly status: 'threw'; readonly error: ObservedError; readonly steps: number }
-  | { readonly rank: number; readonly status: 'killed' | 'stuck'; readonly steps: number };
+  | { readonly rank: number; readonly status: 'killed' | 'stuck' | 'stopped'; readonly steps: number };
 
 export interface SimulationResult<T> {
   readonly ranks: readonly RankOutcome<T>[];
   /** Virtual time when the last rank finished. */
   readonly virtualTimeMs: number;
+  /** The last generation's traffic. */
   readonly traffic: MemoryTraffic;
+  /** The job's restarts, first to last (empty unless `restarts` let a killed rank restart it). */
+  readonly restarts: readonly JobRestart<T>[];
+  /** Every `rank.operation` of every generation, as invoke / ok / info events in one order. */
+  readonly history: readonly HistoryEvent[];
 }
 
 export function observedError(error: unknown): ObservedError {
@@ -112,14 +172,10 @@ export function observedError(error: unknown): ObservedError {
   return { name: typeof error, code: undefined, message: String(error) };
 }
 
+
 /** Runs `program` on every rank of a simulated job; resolves once every rank is done. */
 export async function simulateJob<T>(options: SimulateJobOptions, program: (rank: SimulatedRank) => Promise<T>): Promise<SimulationResult<T>> {
-  const { worldSize, transport } = options;
-  const faults = options.faults ?? [];
-  const clock = new VirtualTimeScheduler();
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  // A fault-tolerant job runs the JS plane, as a real one does.
-  const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
+  const restartsAllowed = checkRestarts(options);
   // The job's tuning as a real session resolves it from these options (checked alike: bad groups are refused).
   const tuning = resolveTuning(
     {
@@ -129,11 +185,113 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
       ...(options.ringChannels === undefined ? {} : { ringChannels: options.ringChannels }),
       ...(options.topologyGroups === undefined ? {} : { topologyGroups: options.topologyGroups }),
     },
-    worldSize,
+    options.worldSize,
     {},
     options.rails ?? 1,
   );
-  const job = memoryJob(worldSize, {
+  const clock = new VirtualTimeScheduler();
+  const job: JobState = {
+    clock,
+    disks: Array.from({ length: options.worldSize }, () => new Map<string, unknown>()),
+    history: new HistoryRecorder(() => clock.now()),
+    tuning,
+  };
+  const restarts: JobRestart<T>[] = [];
+  for (let generation = 0; ; generation++) {
+    const run = await runGeneration(options, job, generation, generation < restartsAllowed, program);
+    if (run.failed === null) return { ranks: run.ranks, virtualTimeMs: run.virtualTimeMs, traffic: run.traffic, restarts, history: job.history.events };
+    restarts.push({ generation, ...run.failed, virtualTimeMs: run.virtualTimeMs, ranks: run.ranks, traffic: run.traffic });
+  }
+}
+
+/** The restarts a job allows, once its options and rank faults are checked: a fault that could never strike is a mistake. */
+function checkRestarts(options: SimulateJobOptions): number {
+  const restarts = options.restarts ?? 0;
+  if (!Number.isInteger(restarts) || restarts < 0) throw new ConfigurationError(`simulateJob: restarts must be a whole number >= 0, got ${String(options.restarts)}`);
+  if (restarts > 0 && options.faultTolerant === true) {
+    throw new ConfigurationError('simulateJob: restarts and faultTolerant are two answers to a killed rank (restart the job, or go on without it): choose one');
+  }
+  const delay = options.restartDelayMs ?? 0;
+  if (!(delay >= 0 && Number.isFinite(delay))) throw new ConfigurationError(`simulateJob: restartDelayMs must be a finite number >= 0, got ${String(delay)}`);
+  for (const fault of options.faults ?? []) {
+    if (!isRankFault(fault)) continue;
+    const text = JSON.stringify(fault);
+    if ((fault.atStep === undefined) === (fault.atPoint === undefined)) throw new ConfigurationError(`simulateJob: fault ${text} needs one moment: atStep, or atPoint (with occurrence)`);
+    if (fault.atStep !== undefined && !(Number.isInteger(fault.atStep) && fault.atStep >= 0)) throw new ConfigurationError(`simulateJob: fault ${text}: atStep must be a whole number >= 0`);
+    if (fault.occurrence !== undefined && !(Number.isInteger(fault.occurrence) && fault.occurrence >= 0)) throw new ConfigurationError(`simulateJob: fault ${text}: occurrence must be a whole number >= 0`);
+    const generation = fault.generation ?? 0;
+    if (!Number.isInteger(generation) || generation < 0 || generation > restarts) {
+      throw new ConfigurationError(`simulateJob: fault ${text} names generation ${generation}, which never runs: the job has generations 0..${restarts} (restarts: ${restarts})`);
+    }
+    if (!Number.isInteger(fault.rank) || fault.rank < 0 || fault.rank >= options.worldSize) {
+      throw new ConfigurationError(`simulateJob: fault ${text} names rank ${fault.rank}, outside world size ${options.worldSize}`);
+    }
+  }
+  return restarts;
+}
+
+/** What outlives a generation of a job: its clock, the ranks' disks, the history. */
+interface JobState {
+  readonly clock: VirtualTimeScheduler;
+  readonly disks: Map<string, unknown>[];
+  readonly history: HistoryRecorder;
+  readonly tuning: ReturnType<typeof resolveTuning>;
+}
+
+interface GenerationRun<T> {
+  readonly ranks: RankOutcome<T>[];
+  readonly virtualTimeMs: number;
+  readonly traffic: MemoryTraffic;
+  /** The failure that restarts the job, or null where the generation ran to its end. */
+  readonly failed: { readonly rank: number; readonly cause: string } | null;
+}
+
+/** A promise that never settles: what a call of a process that is gone returns. */
+const never = () => new Promise<never>(() => undefined);
+
+/**
+ * Wraps a communicator (a whole session of some ranks) so that, like the rank's own calls,
+ * nothing of it comes back to a process that is gone; communicators it makes are wrapped alike.
+ */
+function guarded<S>(session: S, guard: <R>(call: () => Promise<R>) => Promise<R>): S {
+  // A split's null (a rank outside every color) and other results pass as they are.
+  if (session === null || typeof session !== 'object' || !('allReduce' in session)) return session;
+  return new Proxy(session, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const result = (value as (...args: unknown[]) => unknown).apply(target, args);
+        if (!(result instanceof Promise)) return result;
+        // Handled here too: a process that is gone never hears of its failure.
+        result.catch(() => undefined);
+        return guard(() => result.then((settled: unknown) => guarded(settled, guard)));
+      };
+    },
+  });
+}
+
+/**
+ * One generation of the job: every rank's program over new links and sessions, until every rank
+ * is done, or, where `restartOnFailure`, until a rank fails (killed, or its program threw) and
+ * `restartDelayMs` has passed: the others are then stopped, as torchrun's agent stops its worker
+ * group, and nothing they would still do happens.
+ */
+async function runGeneration<T>(
+  options: SimulateJobOptions,
+  job: JobState,
+  generation: number,
+  restartOnFailure: boolean,
+  program: (rank: SimulatedRank) => Promise<T>,
+): Promise<GenerationRun<T>> {
+  const { worldSize, transport } = options;
+  const { clock, history, tuning } = job;
+  const faults = options.faults ?? [];
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const horizonMs = options.horizonMs ?? 3_600_000;
+  // A fault-tolerant job runs the JS plane, as a real one does.
+  const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
+  const memory = memoryJob(worldSize, {
     dataPlane,
     ...(options.topologyGroups === undefined ? {} : { topologyGroups: options.topologyGroups }),
     rails: options.rails ?? 1,
@@ -142,20 +300,37 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
     faults: faults.filter((fault): fault is LinkFault => !isRankFault(fault)),
     faultTolerant: options.faultTolerant === true,
     ...(options.scheduler === undefined ? {} : { interleave: options.scheduler }),
+    ...((options.restarts ?? 0) > 0 ? { labelPrefix: `gen ${generation} ` } : {}),
   });
-  const sleep = (ms: number) => lastValueFrom(timer(ms, clock), { defaultValue: undefined }).then(() => undefined);
   const outcomes = new Array<RankOutcome<T> | undefined>(worldSize).fill(undefined);
   const steps = new Array<number>(worldSize).fill(0);
   let finished = 0;
   let virtualTimeMs = 0;
-  const finish = (outcome: RankOutcome<T>) => {
+  let failed: GenerationRun<T>['failed'] = null;
+  /** Set once the group is stopped for a restart: every process of this generation is gone. */
+  let stopped = false;
+  /** Whether rank `rank`'s process of this generation still runs. */
+  const alive = (rank: number) => outcomes[rank] === undefined && !stopped;
+  const finish = (outcome: RankOutcome<T>, note: string) => {
     if (outcomes[outcome.rank] !== undefined) return;
     outcomes[outcome.rank] = outcome;
     finished += 1;
     virtualTimeMs = clock.now();
+    // What the program left running has no outcome now.
+    history.end(outcome.rank, generation, note);
+  };
+  /** A rank failed: with restarts left, the group is stopped (at once, or after the agent's delay). */
+  const failing = (rank: number, cause: string) => {
+    if (!restartOnFailure || failed !== null) return;
+    failed = { rank, cause };
+    const delay = options.restartDelayMs ?? 0;
+    if (delay === 0) stopped = true;
+    else clock.schedule(() => (stopped = true), delay);
   };
 
-  const sessions = job.ranks.map(({ links, context, failure, nativePlane, losses }, rank) => {
+  const sessions = memory.ranks.map(({ links, context, failure, nativePlane, losses }, rank) => {
+    const rankClock = processClock(clock, () => alive(rank));
+    const sleep = (ms: number) => lastValueFrom(timer(ms, rankClock), { defaultValue: undefined }).then(() => undefined);
     const session = RankSession.over({
       losses,
       nativePlane,
@@ -171,38 +346,61 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
       timeoutMs,
       scheduler: clock,
     });
-    const faultsAt = (step: number) => faults.filter((fault): fault is RankFault => isRankFault(fault) && fault.rank === rank && fault.atStep === step);
-    const step = async (call: () => Promise<unknown>) => {
-      const index = steps[rank]!++;
-      for (const fault of faultsAt(index)) {
+    /** A call into the kit: nothing comes back to a process that is gone. */
+    const guard = <R>(call: () => Promise<R>): Promise<R> => {
+      if (!alive(rank)) return never();
+      return call().then(
+        (value) => (alive(rank) ? value : never()),
+        (error: unknown) => (alive(rank) ? Promise.reject(error) : never()),
+      );
+    };
+    /** Runs the rank faults that strike at `moment`, in order; resolves when the rank goes on (an abort rejects, a kill never settles). */
+    const strike = async (moment: Parameters<typeof strikesAt>[2]): Promise<void> => {
+      for (const fault of faults) {
+        if (!isRankFault(fault) || fault.rank !== rank || !strikesAt(fault, generation, moment)) continue;
         if (fault.kind === 'stall') await sleep(fault.ms);
         if (fault.kind === 'abort') {
           // The rank gives up instead of taking its step, and waits for its abort to come back.
-          await session.abort(fault.reason ?? `injected at step ${index}`);
-          return lastValueFrom(session.failure$);
+          await session.abort(fault.reason ?? `injected at ${describeMoment(fault)}`);
+          await lastValueFrom(session.failure$);
         }
         if (fault.kind === 'kill') {
-          finish({ rank, status: 'killed', steps: index });
-          job.kill(rank);
-          return new Promise<never>(() => undefined);
+          // Killed as it starts a step: the steps it took are those before.
+          finish({ rank, status: 'killed', steps: 'step' in moment ? moment.step : steps[rank]! }, 'killed');
+          failing(rank, `killed at ${describeMoment(fault)}`);
+          memory.kill(rank);
+          return never();
         }
       }
-      return call();
     };
+    const occurrences = new Map<string, number>();
     const api: Record<string, unknown> = {
       rank,
       worldSize,
       rails: session.rails,
       transport,
+      generation,
+      disk: rankDisk(job.disks[rank]!, () => alive(rank)),
       now: () => clock.now(),
-      sleep,
-      clock,
-      split: session.split.bind(session),
-      group: session.group.bind(session),
-      shrink: session.shrink.bind(session),
+      sleep: (ms: number) => guard(() => sleep(ms)),
+      clock: rankClock,
+      faultPoint: (name: string) => {
+        if (typeof name !== 'string' || name === '') return Promise.reject(new ConfigurationError(`rank ${rank}: faultPoint needs a name (a non-empty string), got ${JSON.stringify(name)}`));
+        const occurrence = occurrences.get(name) ?? 0;
+        occurrences.set(name, occurrence + 1);
+        return guard(() => strike({ point: name, occurrence }));
+      },
+      operation: (f: string, input: unknown, run: () => Promise<unknown>) => guard(() => history.record(rank, generation, f, input, run, () => alive(rank))),
     };
+    for (const method of ['split', 'group', 'shrink'] as const) {
+      api[method] = (...args: unknown[]) => guard(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args).then((communicator) => guarded(communicator, guard)));
+    }
     for (const method of STEP_METHODS) {
-      api[method] = (...args: unknown[]) => step(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args));
+      api[method] = (...args: unknown[]) =>
+        guard(async () => {
+          await strike({ step: steps[rank]++ });
+          return (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args);
+        });
     }
     return { session, api: api as SimulatedRank };
   });
@@ -211,8 +409,13 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
     const { rank } = api;
     // A program that throws before its first await fails its rank like any other error.
     Promise.resolve(api).then(program).then(
-      (value) => finish({ rank, status: 'returned', value, steps: steps[rank]! }),
-      (error: unknown) => finish({ rank, status: 'threw', error: observedError(error), steps: steps[rank]! }),
+      (value) => alive(rank) && finish({ rank, status: 'returned', value, steps: steps[rank]! }, 'returned first'),
+      (error: unknown) => {
+        if (!alive(rank)) return;
+        const observed = observedError(error);
+        finish({ rank, status: 'threw', error: observed, steps: steps[rank]! }, 'threw first');
+        failing(rank, `threw ${observed.code ?? observed.name}: ${observed.message}`);
+      },
     );
   }
 
@@ -220,17 +423,19 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
   // interleaving's pick), else advance the clock to its next timer; nothing left: the rest are stuck.
   for (;;) {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (finished === worldSize) break;
+    if (finished === worldSize || stopped) break;
     if (options.scheduler !== undefined && options.scheduler.count() > 0) {
       await options.scheduler.waitNext(1);
       continue;
     }
     const next = clock.actions[0];
-    if (next === undefined) break;
+    if (next === undefined || next.delay > horizonMs) break;
     clock.maxFrames = next.delay;
     clock.flush();
   }
-  for (let rank = 0; rank < worldSize; rank++) finish({ rank, status: 'stuck', steps: steps[rank]! });
+  // Stopped for a restart: the others are stopped with their group. Else they are stuck.
+  for (let rank = 0; rank < worldSize; rank++) finish({ rank, status: stopped ? 'stopped' : 'stuck', steps: steps[rank]! }, stopped ? 'restarted' : 'stuck');
+  if (stopped) memory.stop();
   for (const { session } of sessions) await session.close();
-  return { ranks: outcomes as RankOutcome<T>[], virtualTimeMs, traffic: job.traffic };
+  return { ranks: outcomes as RankOutcome<T>[], virtualTimeMs, traffic: stopped ? snapshotTraffic(memory.traffic) : memory.traffic, failed: stopped ? failed : null };
 }

@@ -386,7 +386,7 @@ describe('memory a send still holds (the schedules of lib/collectives/{all-reduc
         const received = await interleave.waitFor(lastValueFrom(one.links.receive(0, 0, 7n, { elementType: ElementType.U8, count: 3 })));
         expect(sent).toBe(true);
         expect(Array.from(received)).toEqual([1, 2, 3]);
-        expect(traffic.overwrittenSends).toEqual(['0>1 rail 0 tag 7']);
+        expect(traffic.overwrittenSends).toEqual(['0>1 rail 0 tag 7 #0 u8 [1, 2, 3]']);
         // A send its caller gave up on is not checked: its memory is the caller's again.
         const withdrawn = Uint8Array.of(4);
         zero.links.send(0, 1, 8n, withdrawn, { elementType: ElementType.U8, count: 1 }).subscribe().unsubscribe();

@@ -16,7 +16,7 @@ describe('describeTag', () => {
     expect(describeTag(7n)).toBe('tag 7');
   });
 
-  it("a simulated job's deliveries name each collective message, not only its tag", async () => {
+  it("a simulated job's deliveries name each collective message, not only its tag, with its index on its link and its payload", async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), async (scheduler) => {
         const result = await simulateJob({ worldSize: 2, transport: 'tcp_peer', dataPlane: 'js', algorithm: 'ring', scheduler }, async (rank) =>
@@ -24,7 +24,7 @@ describe('describeTag', () => {
         );
         expect(result.ranks.map((outcome) => outcome.status === 'returned' && outcome.value)).toEqual([[3], [3]]);
         expect(result.traffic.deliveries.length).toBeGreaterThan(0);
-        for (const delivery of result.traffic.deliveries) expect(delivery).toMatch(/^[01]>[01] rail 0 tag \d+ \((ring|exchange) of collective 0, step \d+, piece \d+\)$/);
+        for (const delivery of result.traffic.deliveries) expect(delivery).toMatch(/^[01]>[01] rail 0 tag \d+ \((ring|exchange) of collective 0, step \d+, piece \d+\) #\d+ (i32|u8) \[[-\d, …]*\]( \(\d+ elements\))?$/);
       }),
       { numRuns: 3 },
     );

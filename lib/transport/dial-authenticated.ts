@@ -55,12 +55,16 @@ export async function dialAuthenticated(options: DialAuthenticatedOptions): Prom
         `rank ${options.rank} connecting to ${options.listener} timed out after ${Date.now() - started} ms: it closed ${closedEarly} connections before authenticating them, ` +
           'so its listener is most likely saturated by connections that never authenticate (a flood or a scan); see docs/errors.md',
       );
-    // Jittered, so ranks turned away together do not come back together; never past the deadline,
-    // and the rank keeps trying until then (a long pause must not make it give up early).
+    // Jittered, so ranks turned away together do not come back together. A pause that reaches
+    // the deadline is the last: the rank waits until then (not giving up early), then fails (a
+    // timer may fire a moment early, so this is decided before, not by the clock after).
     const left = options.deadline - Date.now();
-    if (left <= 0) throw timedOut();
-    await new Promise((resolve) => setTimeout(resolve, Math.min(wait * (0.5 + Math.random()), left)));
-    if (Date.now() >= options.deadline) throw timedOut();
+    const pause = wait * (0.5 + Math.random());
+    if (pause >= left) {
+      if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+      throw timedOut();
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
     wait = Math.min(wait * 2, LONGEST_RETRY_MS);
   }
 }

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 /** The targets a Debian cross compiler exists for: the compiler, and CMake's name for the CPU. */
-export const CROSS_TARGETS = {
+const CROSS_TARGETS = {
   'linux-arm64': { compiler: 'aarch64-linux-gnu-g++', processor: 'aarch64', aptPackage: 'g++-aarch64-linux-gnu' },
   'linux-x64': { compiler: 'x86_64-linux-gnu-g++', processor: 'x86_64', aptPackage: 'g++-x86-64-linux-gnu' },
 };
@@ -31,7 +31,7 @@ function fail(message) {
 }
 
 const target = process.argv[2];
-const spec = CROSS_TARGETS[target];
+const spec = target !== undefined && Object.hasOwn(CROSS_TARGETS, target) ? CROSS_TARGETS[target] : undefined;
 if (spec === undefined) {
   fail(`cross-build-native: unknown target ${JSON.stringify(target ?? '')}; expected one of ${Object.keys(CROSS_TARGETS).join(', ')} (musl has none: Debian ships no musl C++ toolchain)`);
 }
@@ -45,4 +45,6 @@ const result = spawnSync(
   { cwd: root, stdio: 'inherit' },
 );
 if (result.status !== 0) fail(`cross-build-native: the ${target} build failed (cmake-js exited with ${result.status ?? result.signal})`);
-process.stdout.write(`rxccl: native kernels for ${target} in ${out}/Release/rxccl_kernels.node${process.argv[3] === undefined ? ` (npm pack ships them in prebuilds/${target}/)` : ''}\n`);
+// prepack ships native/build-<target> for every target but the host's own (its native/build is that).
+const shipped = process.argv[3] === undefined && target !== `${process.platform}-${process.arch}`;
+process.stdout.write(`rxccl: native kernels for ${target} in ${out}/Release/rxccl_kernels.node${shipped ? ` (npm pack ships them in prebuilds/${target}/)` : ''}\n`);

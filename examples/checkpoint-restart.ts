@@ -11,8 +11,8 @@
  *   fault point "step saved") resumes at the new step with the old weights, and one step's update
  *   is lost. Shrunk: two ranks, rank 0 killed there at its first checkpoint. Fix: one write.
  * - ranks that resume apart: a rank stopped before it saved is a step behind the others, and
- *   all-reduces step k against their step k + 1. Shrunk: a kill as a step starts, and an
- *   interleaving where another rank had not yet heard that step's result. Fix: every rank
+ *   all-reduces step k against their step k + 1. Shrunk: a kill where one rank has saved a step,
+ *   and an interleaving where another had not yet heard that step's result. Fix: every rank
  *   resumes from rank 0's checkpoint (a broadcast), as DDP loads one checkpoint everywhere: the
  *   weights are the same on every rank, so any rank's is the job's.
  *

@@ -15,11 +15,14 @@ export interface HistoryEvent {
   /** The generation of the job the rank was in (0 unless the job restarted). */
   readonly generation: number;
   readonly f: string;
-  /** invoke: the input; ok: the output; info: undefined. */
+  /** invoke: the input; ok: the output (copies where `structuredClone` can copy them); info: undefined. */
   readonly value: unknown;
   /** Virtual ms. */
   readonly timeMs: number;
-  /** info: why the outcome is unknown (`threw TIMEOUT: ...`, `killed`, `restarted`, `stuck`). */
+  /**
+   * info: why the outcome is unknown: `threw TIMEOUT: ...`, `killed`, `restarted`, `stuck`, or
+   * `returned first` / `threw first` (the program ended with the operation still running).
+   */
   readonly note?: string;
 }
 
@@ -63,9 +66,18 @@ export class HistoryRecorder {
   }
 
   private push(event: Omit<HistoryEvent, 'index' | 'timeMs'>): HistoryEvent {
-    const recorded = { index: this.events.length, ...event, timeMs: this.now() };
+    // A copy: a program that later changes the array it wrote must not change its history.
+    const recorded = { index: this.events.length, ...event, value: copied(event.value), timeMs: this.now() };
     this.events.push(recorded);
     return recorded;
+  }
+}
+
+function copied(value: unknown): unknown {
+  try {
+    return structuredClone(value);
+  } catch {
+    return value; // a function, say: kept as it is
   }
 }
 

@@ -23,7 +23,7 @@ export { type ModelMemory, runScheduleModel, ScheduleModelError, type ScheduleMo
 export { MEMORY_DATA_LINK_TAG, memoryDataPlane } from './memory-data-plane.js';
 export * from './verdict.js';
 export * from './job-verdict.js';
-export * from './history.js';
+export type { HistoryEvent } from './history.js';
 export * from './linearizability.js';
 export type { RankDisk } from './rank-disk.js';
 export { previewPayload } from './payload-preview.js';

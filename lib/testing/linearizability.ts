@@ -132,10 +132,14 @@ export function checkLinearizable<S>(history: readonly HistoryEvent[], model: Se
 export function stateKey(state: unknown): string {
   if (state === null || typeof state !== 'object') {
     if (typeof state === 'bigint') return `${state}n`;
+    // NaN, Infinity and -0 apart (JSON writes them all as null or 0); strings are quoted.
+    if (typeof state === 'number') return Object.is(state, -0) ? '-0' : String(state);
     if (typeof state === 'function' || typeof state === 'symbol') throw new ConfigurationError(`checkLinearizable: a model state holds a ${typeof state}; give the model a key(state)`);
     return state === undefined ? 'undefined' : JSON.stringify(state);
   }
-  if (Array.isArray(state)) return `[${state.map(stateKey).join(',')}]`;
+  // Array.from: holes read as undefined, so [,] and [] differ.
+  if (Array.isArray(state)) return `[${Array.from(state, stateKey).join(',')}]`;
+  if (state instanceof DataView) return `DataView[${Buffer.from(state.buffer, state.byteOffset, state.byteLength).toString('hex')}]`;
   if (ArrayBuffer.isView(state)) return `${state.constructor.name}[${Array.from(state as unknown as ArrayLike<unknown>, stateKey).join(',')}]`;
   if (state instanceof Map) return `Map{${[...state].map(([key, value]) => `${stateKey(key)}:${stateKey(value)}`).sort().join(',')}}`;
   if (state instanceof Set) return `Set{${[...state].map(stateKey).sort().join(',')}}`;

@@ -51,6 +51,8 @@ interface Message {
   readonly to: number;
   /** With `sendsCompleteOnArrival`: the send waiting for this arrival (see `PendingSend`). */
   readonly sent?: PendingSend;
+  /** How a counterexample names its delivery. */
+  readonly label: string;
 }
 
 /** A send that completes when its message arrives. */
@@ -198,6 +200,25 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
   const traffic = jsonSafe<{ -readonly [Key in keyof MemoryTraffic]: MemoryTraffic[Key] }>({ messages: [], coordinated: 0, aborts: [], deliveries: [], overwrittenSends: [] });
   /** Messages sent on each link (by `from * worldSize + to`), in order, not yet delivered. */
   const inFlight = new Map<number, Message[]>();
+  /** Per link: messages whose delay has passed and that are not released yet; links with a release pending. */
+  const ready = new Map<number, number>();
+  const releasing = new Set<number>();
+  /**
+   * Releases the oldest ready message of `link`, one at a time: the next is offered to the
+   * interleaving only once this one arrived, so each delivery's label names the message it
+   * delivers (links are FIFO whatever the interleaving).
+   */
+  const pump = (link: number) => {
+    if (releasing.has(link) || (ready.get(link) ?? 0) === 0) return;
+    const queue = inFlight.get(link)!;
+    releasing.add(link);
+    ready.set(link, ready.get(link)! - 1);
+    release(queue[0]!.label, () => {
+      releasing.delete(link);
+      arrive(queue.shift()!);
+      pump(link);
+    });
+  };
   const sentOn = new Array<number>(worldSize * worldSize).fill(0);
   const ringOrder = options.ringOrder ?? Array.from({ length: worldSize }, (_, rank) => rank);
 
@@ -291,7 +312,7 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     );
     const payload = bytes.slice();
     const sent: PendingSend | undefined = onArrival ? { source: bytes, bytes: payload, label, complete, withdrawn: false } : undefined;
-    let message: Message = { header, payload, rail, from: rank, to: peer, ...(sent ? { sent } : {}) };
+    let message: Message = { header, payload, rail, from: rank, to: peer, label, ...(sent ? { sent } : {}) };
     if (fault?.kind === 'corrupt') {
       const corrupted = flipBit(concatBytes([header, message.payload]), fault.bit % ((FRAME_HEADER_BYTES + bytes.length) * 8));
       message = { ...message, header: corrupted.subarray(0, FRAME_HEADER_BYTES), payload: corrupted.subarray(FRAME_HEADER_BYTES) };
@@ -299,8 +320,10 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
     const queue = inFlight.get(link) ?? [];
     inFlight.set(link, queue);
     queue.push(message);
-    // Each send releases the oldest message of its link: FIFO per link whatever the interleaving.
-    const next = () => release(label, () => arrive(queue.shift()!));
+    const next = () => {
+      ready.set(link, (ready.get(link) ?? 0) + 1);
+      pump(link);
+    };
     const delayMs = Math.max(fault?.kind === 'delay' ? fault.ms : 0, held);
     if (delayMs > 0) timer(delayMs, clock).subscribe(next);
     else next();

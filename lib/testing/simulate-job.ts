@@ -116,9 +116,9 @@ export interface SimulateJobOptions {
    */
   readonly restartDelayMs?: number;
   /**
-   * Virtual ms after which a rank still running is `stuck` (default one hour): a program whose
-   * own timers never stop (a heartbeat `interval`) would otherwise keep the simulation going for
-   * ever.
+   * Virtual ms since the job started after which a rank still running is `stuck` (default one
+   * hour): a program whose own timers never stop (a heartbeat `interval`) would otherwise keep
+   * the simulation going for ever.
    */
   readonly horizonMs?: number;
 }
@@ -211,6 +211,8 @@ function checkRestarts(options: SimulateJobOptions): number {
   if (restarts > 0 && options.faultTolerant === true) {
     throw new ConfigurationError('simulateJob: restarts and faultTolerant are two answers to a killed rank (restart the job, or go on without it): choose one');
   }
+  const horizon = options.horizonMs ?? 1;
+  if (!(horizon > 0 && Number.isFinite(horizon))) throw new ConfigurationError(`simulateJob: horizonMs must be a finite number > 0, got ${String(horizon)}`);
   const delay = options.restartDelayMs ?? 0;
   if (!(delay >= 0 && Number.isFinite(delay))) throw new ConfigurationError(`simulateJob: restartDelayMs must be a finite number >= 0, got ${String(delay)}`);
   for (const fault of options.faults ?? []) {
@@ -253,7 +255,7 @@ const never = () => new Promise<never>(() => undefined);
  * Wraps a communicator (a whole session of some ranks) so that, like the rank's own calls,
  * nothing of it comes back to a process that is gone; communicators it makes are wrapped alike.
  */
-function guarded<S>(session: S, guard: <R>(call: () => Promise<R>) => Promise<R>): S {
+function guarded<S>(session: S, alive: () => boolean, guard: <R>(call: () => Promise<R>) => Promise<R>): S {
   // A split's null (a rank outside every color) and other results pass as they are.
   if (session === null || typeof session !== 'object' || !('allReduce' in session)) return session;
   return new Proxy(session, {
@@ -261,11 +263,13 @@ function guarded<S>(session: S, guard: <R>(call: () => Promise<R>) => Promise<R>
       const value = Reflect.get(target, property, target) as unknown;
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
+        // A process that is gone calls nothing (its communicator would still send).
+        if (!alive()) return never();
         const result = (value as (...args: unknown[]) => unknown).apply(target, args);
         if (!(result instanceof Promise)) return result;
         // Handled here too: a process that is gone never hears of its failure.
         result.catch(() => undefined);
-        return guard(() => result.then((settled: unknown) => guarded(settled, guard)));
+        return guard(() => result.then((settled: unknown) => guarded(settled, alive, guard)));
       };
     },
   });
@@ -393,7 +397,7 @@ async function runGeneration<T>(
       operation: (f: string, input: unknown, run: () => Promise<unknown>) => guard(() => history.record(rank, generation, f, input, run, () => alive(rank))),
     };
     for (const method of ['split', 'group', 'shrink'] as const) {
-      api[method] = (...args: unknown[]) => guard(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args).then((communicator) => guarded(communicator, guard)));
+      api[method] = (...args: unknown[]) => guard(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args).then((communicator) => guarded(communicator, () => alive(rank), guard)));
     }
     for (const method of STEP_METHODS) {
       api[method] = (...args: unknown[]) =>
@@ -433,9 +437,16 @@ async function runGeneration<T>(
     clock.maxFrames = next.delay;
     clock.flush();
   }
+  // A failure restarts the job even where the others ended (or stuck) before the agent's delay.
+  if (failed !== null) stopped = true;
   // Stopped for a restart: the others are stopped with their group. Else they are stuck.
   for (let rank = 0; rank < worldSize; rank++) finish({ rank, status: stopped ? 'stopped' : 'stuck', steps: steps[rank]! }, stopped ? 'restarted' : 'stuck');
-  if (stopped) memory.stop();
+  if (stopped) {
+    memory.stop();
+    // What is still on the clock is the stopped generation's (its sessions', its programs'
+    // timers): gone with it, so that the next generation's time is its own.
+    for (const action of [...clock.actions]) action.unsubscribe();
+  }
   for (const { session } of sessions) await session.close();
   return { ranks: outcomes as RankOutcome<T>[], virtualTimeMs, traffic: stopped ? snapshotTraffic(memory.traffic) : memory.traffic, failed: stopped ? failed : null };
 }

@@ -17,13 +17,13 @@ describe('examples/checkpoint-restart.ts', () => {
     expect(fc.defaultReportMessage(details)).toMatch(/gen 1 0>1 rail 0 #\d+ data link \((Broadcast|AllReduce), collective \d+\) i32 \[[-\d, ]*\]/);
   }, 120_000);
 
-  it('finds ranks that resume apart: a kill as a step starts, a rank that had not heard the last result, a wrong sum', async () => {
+  it('finds ranks that resume apart: a kill where one rank has saved a step another has not, a wrong sum', async () => {
     const details = await checkCheckpoints({ atomic: true, fromRankZero: false }, 7);
     expect(details.failed).toBe(true);
     const [{ kill }] = details.counterexample!;
-    expect(kill).toMatchObject({ kind: 'kill', atStep: expect.any(Number) });
-    // The first restart's cause; the ranks apart then time out, and restart the job again.
-    expect(String(details.errorInstance)).toMatch(/^Error: wrong: .*\(rank \d killed at step \d(; rank \d threw TIMEOUT: .*)?\)$/);
+    expect(kill.kind).toBe('kill');
+    // The first restart's cause; ranks apart then time out, and may restart the job again.
+    expect(String(details.errorInstance)).toMatch(/^Error: wrong: .*\(rank \d killed at (step \d|fault point "saved"( \(occurrence \d\))?)(; rank \d threw TIMEOUT: .*)?\)$/);
   }, 120_000);
 
   it('with one write per checkpoint and every rank resuming from rank 0, any kill leaves the weights of a run without one', async () => {

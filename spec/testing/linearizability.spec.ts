@@ -71,6 +71,9 @@ describe('checkLinearizable', () => {
     expect(checkLinearizable(events, store).linearizable).toBe(true);
     expect(stateKey(new Map<string, unknown>([['b', 1n], ['a', Float32Array.of(0.5)]]))).toBe(stateKey(new Map<string, unknown>([['a', Float32Array.of(0.5)], ['b', 1n]])));
     expect(stateKey(new Set([1, 2]))).not.toBe(stateKey(new Set([1, 3])));
+    // What JSON would write alike stays apart.
+    const keys = [NaN, null, Infinity, -Infinity, 0, -0, '1n', 1n, [], [undefined], Float32Array.of(NaN), Float32Array.of(0), new DataView(Uint8Array.of(1).buffer), new DataView(Uint8Array.of(2).buffer)].map(stateKey);
+    expect(new Set(keys).size).toBe(keys.length);
     class Account {
       constructor(readonly balance = 0) {}
     }

@@ -2,7 +2,8 @@
  * The kit's fault points, restarts (torchrun's restart of the whole worker group, with each rank's
  * disk kept), the recorded history and the readable traffic.
  */
-import { interval } from 'rxjs';
+import fc from 'fast-check';
+import { interval, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { previewPayload, simulateJob, type SimulatedRank } from '../../lib/testing/index.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
@@ -144,6 +145,29 @@ describe('restarts', () => {
     expect(result.ranks.map((outcome) => outcome.status === 'returned' && outcome.value)).toEqual([null, 1_000, 1_000]);
   });
 
+  it('restartDelayMs: a failure restarts the job even when the others end within the delay', async () => {
+    const result = await simulateJob({ ...job, restarts: 1, restartDelayMs: 1_000, faults: [{ kind: 'kill', rank: 1, atStep: 1 }] }, async (rank) => {
+      for (let step = 0; step < 3; step++) await rank.barrier();
+      return rank.generation;
+    });
+    expect(result.restarts.map(({ rank, cause }) => ({ rank, cause }))).toEqual([{ rank: 1, cause: 'killed at step 1' }]);
+    for (const outcome of result.ranks) expect(outcome).toMatchObject({ status: 'returned', value: 1 });
+  });
+
+  it("a stopped generation's timers leave the clock with it: the next generation's time is its own", async () => {
+    const result = await simulateJob({ ...job, restarts: 1, faults: [{ kind: 'kill', rank: 1, atStep: 0 }] }, async (rank) => {
+      if (rank.generation === 0) {
+        timer(50_000, rank.clock).subscribe();
+        await rank.barrier();
+      }
+      if (rank.rank === 0) await new Promise(() => undefined); // stuck in generation 1
+      return rank.generation;
+    });
+    expect(result.ranks.map((outcome) => outcome.status)).toEqual(['stuck', 'returned', 'returned']);
+    // Found stuck at once, not after running the stopped generation's 50 s timer.
+    expect(result.virtualTimeMs).toBe(0);
+  });
+
   it('a program whose own timer never stops ends stuck at the horizon, not never', async () => {
     const result = await simulateJob({ ...job, worldSize: 2, horizonMs: 60_000 }, async (rank) => {
       interval(1_000, rank.clock).subscribe();
@@ -210,6 +234,16 @@ describe('the history', () => {
 });
 
 describe('the history, when a program moves on', () => {
+  it('records copies: a program that changes what it passed later does not change its history', async () => {
+    const result = await simulateJob({ ...job, worldSize: 1 }, async (rank) => {
+      const input = [1, 2];
+      const output = await rank.operation('put', input, async () => input);
+      input[0] = 9;
+      output[1] = 9;
+    });
+    expect(result.history.map(({ value }) => value)).toEqual([[1, 2], [1, 2]]);
+  });
+
   it('an operation the program left running when it returned ends in info, saying so', async () => {
     const result = await simulateJob({ ...job, worldSize: 1 }, async (rank) => {
       void rank.operation('slow', 1, () => rank.sleep(1_000));
@@ -226,6 +260,19 @@ describe('the history, when a program moves on', () => {
 });
 
 describe('readable traffic', () => {
+  it("each delivery's label names the message it delivers, in any interleaving (a link is FIFO)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (scheduler) => {
+        const result = await simulateJob({ worldSize: 2, transport: 'tcp_peer', scheduler }, async (rank) => {
+          if (rank.rank === 0) for (const value of [100, 200, 300]) await rank.send(1, 7, Int32Array.of(value));
+          else for (let message = 0; message < 3; message++) await rank.receive(0, 7, { dtype: 'i32', count: 1 });
+        });
+        expect(result.traffic.deliveries).toEqual(['0>1 rail 0 tag 7 #0 i32 [100]', '0>1 rail 0 tag 7 #1 i32 [200]', '0>1 rail 0 tag 7 #2 i32 [300]']);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
   it("each message has its index on its link and a preview of its payload in the frame's dtype", async () => {
     const result = await simulateJob({ worldSize: 2, transport: 'tcp_peer' }, async (rank) => {
       if (rank.rank === 0) {

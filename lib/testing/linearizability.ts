@@ -86,7 +86,8 @@ export function describeOperation(operation: HistoryOperation): string {
 export function checkLinearizable<S>(history: readonly HistoryEvent[], model: SequentialModel<S>): LinearizabilityVerdict {
   const operations = operationsOf(history);
   const keyOf = model.key ?? stateKey;
-  const mustDo = operations.reduce((mask, operation, index) => (operation.known ? mask | (1n << BigInt(index)) : mask), 0n);
+  const bits = operations.map((_, index) => 1n << BigInt(index));
+  const mustDo = operations.reduce((mask, operation, index) => (operation.known ? mask | bits[index]! : mask), 0n);
   const seen = new Set<string>();
   const order: HistoryOperation[] = [];
   let longest: HistoryOperation[] = [];
@@ -94,20 +95,18 @@ export function checkLinearizable<S>(history: readonly HistoryEvent[], model: Se
 
   const search = (done: bigint, state: S): boolean => {
     if ((done & mustDo) === mustDo) return true;
+    const pending = bits.flatMap((bit, index) => ((done & bit) === 0n ? [index] : []));
     // Only an operation invoked before every pending one returned may go next.
-    let firstReturn = Infinity;
-    operations.forEach((operation, index) => {
-      if (operation.returnedAt !== null && (done & (1n << BigInt(index))) === 0n) firstReturn = Math.min(firstReturn, operation.returnedAt);
-    });
-    const candidates = operations.flatMap((operation, index) => ((done & (1n << BigInt(index))) === 0n && operation.invokedAt < firstReturn ? [index] : []));
-    if (order.length > longest.length || (order.length === longest.length && longest.length === 0)) {
+    const firstReturn = Math.min(...pending.map((index) => operations[index]!.returnedAt ?? Infinity));
+    const candidates = pending.filter((index) => operations[index]!.invokedAt < firstReturn);
+    if (order.length > longest.length || order.length === 0) {
       longest = [...order];
       blocked = candidates.map((index) => operations[index]!);
     }
     for (const index of candidates) {
       const next = model.step(state, operations[index]!);
       if (next === undefined) continue;
-      const reached = done | (1n << BigInt(index));
+      const reached = done | bits[index]!;
       const key = `${reached.toString(36)}|${keyOf(next)}`;
       if (seen.has(key)) continue;
       seen.add(key);

@@ -5,7 +5,7 @@
  */
 import { bf16ToNumber, halfToNumber } from '../kernels/half.js';
 import { dtypeOfElementType, elementWidth, ElementType } from '../protocol/element-type.js';
-import { arrayClassOf } from '../tensor.js';
+import { tensorFromBytes } from '../tensor.js';
 import { hex } from './bytes.js';
 
 /** Elements (or bytes, in hex) a preview shows before it elides the rest. */
@@ -20,10 +20,8 @@ export function previewPayload(elementType: ElementType, bytes: Uint8Array): str
   const dtype = dtypeOfElementType(elementType);
   const count = bytes.length / width;
   const shown = Math.min(count, PREVIEW_ELEMENTS);
-  // A copy of the shown elements only: the payload may be unaligned for its width.
-  const Class = arrayClassOf(dtype) as unknown as new (buffer: ArrayBufferLike) => ArrayLike<number | bigint>;
-  const values = Array.from(new Class(bytes.slice(0, shown * width).buffer), (value) =>
-    dtype === 'f16' ? halfToNumber(Number(value)) : dtype === 'bf16' ? bf16ToNumber(Number(value)) : value,
-  );
+  // The shown elements only, viewed in place where aligned (tensorFromBytes copies them where not).
+  const elements = tensorFromBytes(dtype, bytes.subarray(0, shown * width), false) as ArrayLike<number | bigint>;
+  const values = Array.from(elements, (value) => (dtype === 'f16' ? halfToNumber(Number(value)) : dtype === 'bf16' ? bf16ToNumber(Number(value)) : value));
   return `${dtype} [${values.join(', ')}${count > shown ? ', …' : ''}]${count > shown ? ` (${count} elements)` : ''}`;
 }

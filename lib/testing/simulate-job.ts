@@ -175,7 +175,7 @@ export function observedError(error: unknown): ObservedError {
 
 /** Runs `program` on every rank of a simulated job; resolves once every rank is done. */
 export async function simulateJob<T>(options: SimulateJobOptions, program: (rank: SimulatedRank) => Promise<T>): Promise<SimulationResult<T>> {
-  const restartsAllowed = checkRestarts(options);
+  const restartsAllowed = checkOptions(options);
   // The job's tuning as a real session resolves it from these options (checked alike: bad groups are refused).
   const tuning = resolveTuning(
     {
@@ -204,14 +204,14 @@ export async function simulateJob<T>(options: SimulateJobOptions, program: (rank
   }
 }
 
-/** The restarts a job allows, once its options and rank faults are checked: a fault that could never strike is a mistake. */
-function checkRestarts(options: SimulateJobOptions): number {
+/** Checks a job's restart options and rank faults (a fault that could never strike is a mistake); returns the restarts it allows. */
+function checkOptions(options: SimulateJobOptions): number {
   const restarts = options.restarts ?? 0;
   if (!Number.isInteger(restarts) || restarts < 0) throw new ConfigurationError(`simulateJob: restarts must be a whole number >= 0, got ${String(options.restarts)}`);
   if (restarts > 0 && options.faultTolerant === true) {
     throw new ConfigurationError('simulateJob: restarts and faultTolerant are two answers to a killed rank (restart the job, or go on without it): choose one');
   }
-  const horizon = options.horizonMs ?? 1;
+  const horizon = options.horizonMs ?? DEFAULT_HORIZON_MS;
   if (!(horizon > 0 && Number.isFinite(horizon))) throw new ConfigurationError(`simulateJob: horizonMs must be a finite number > 0, got ${String(horizon)}`);
   const delay = options.restartDelayMs ?? 0;
   if (!(delay >= 0 && Number.isFinite(delay))) throw new ConfigurationError(`simulateJob: restartDelayMs must be a finite number >= 0, got ${String(delay)}`);
@@ -247,6 +247,9 @@ interface GenerationRun<T> {
   /** The failure that restarts the job, or null where the generation ran to its end. */
   readonly failed: { readonly rank: number; readonly cause: string } | null;
 }
+
+/** How long a job may run before a rank still running is stuck (`horizonMs`): one virtual hour. */
+const DEFAULT_HORIZON_MS = 3_600_000;
 
 /** A promise that never settles: what a call of a process that is gone returns. */
 const never = () => new Promise<never>(() => undefined);
@@ -292,7 +295,7 @@ async function runGeneration<T>(
   const { clock, history, tuning } = job;
   const faults = options.faults ?? [];
   const timeoutMs = options.timeoutMs ?? 60_000;
-  const horizonMs = options.horizonMs ?? 3_600_000;
+  const horizonMs = options.horizonMs ?? DEFAULT_HORIZON_MS;
   // A fault-tolerant job runs the JS plane, as a real one does.
   const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
   const memory = memoryJob(worldSize, {
@@ -396,9 +399,9 @@ async function runGeneration<T>(
       },
       operation: (f: string, input: unknown, run: () => Promise<unknown>) => guard(() => history.record(rank, generation, f, input, run, () => alive(rank))),
     };
-    for (const method of ['split', 'group', 'shrink'] as const) {
-      api[method] = (...args: unknown[]) => guard(() => (session[method] as (...args: unknown[]) => Promise<unknown>).apply(session, args).then((communicator) => guarded(communicator, () => alive(rank), guard)));
-    }
+    // Communicators come guarded like the rank's own calls.
+    const guardedSession = guarded(session, () => alive(rank), guard);
+    for (const method of ['split', 'group', 'shrink'] as const) api[method] = guardedSession[method];
     for (const method of STEP_METHODS) {
       api[method] = (...args: unknown[]) =>
         guard(async () => {

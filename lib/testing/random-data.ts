@@ -28,31 +28,31 @@ export function randomInt(random: () => number, below: number): number {
  * even in f16), with an occasional -0 and +0, so no NaN can arise and results compare bit for bit.
  */
 export function randomBytes(dtype: DType, count: number, random: () => number): Uint8Array {
-  const Class = arrayClassOf(dtype);
-  const array = new Class(count);
-  const value = () => {
-    const pick = random();
-    if (pick < 0.03) return -0;
-    if (pick < 0.06) return 0;
-    return random() * 6 - 3;
-  };
-  for (let index = 0; index < count; index++) {
-    switch (dtype) {
-      case 'f32':
-      case 'f64':
-        array[index] = value();
-        break;
-      case 'f16':
-        array[index] = numberToHalf(value());
-        break;
-      case 'bf16':
-        array[index] = numberToBf16(value());
-        break;
-      default: {
-        const bytes = new Uint8Array(array.buffer, index * Class.BYTES_PER_ELEMENT, Class.BYTES_PER_ELEMENT);
-        for (let byte = 0; byte < bytes.length; byte++) bytes[byte] = randomInt(random, 256);
-      }
-    }
+  const array = new (arrayClassOf(dtype))(count);
+  const bytes = new Uint8Array(array.buffer);
+  // One loop per kind of element: a switch inside the loop costs more than the values (tests draw
+  // tensors of several MiB).
+  switch (dtype) {
+    case 'f32':
+    case 'f64':
+      for (let index = 0; index < count; index++) array[index] = randomFloat(random);
+      break;
+    case 'f16':
+      for (let index = 0; index < count; index++) array[index] = numberToHalf(randomFloat(random));
+      break;
+    case 'bf16':
+      for (let index = 0; index < count; index++) array[index] = numberToBf16(randomFloat(random));
+      break;
+    default:
+      // Integers: random bytes, element after element, little-endian.
+      for (let index = 0; index < bytes.length; index++) bytes[index] = randomInt(random, 256);
   }
-  return new Uint8Array(array.buffer);
+  return bytes;
+}
+
+function randomFloat(random: () => number): number {
+  const pick = random();
+  if (pick < 0.03) return -0;
+  if (pick < 0.06) return 0;
+  return random() * 6 - 3;
 }

@@ -20,7 +20,7 @@ function runSoak(args: readonly string[]): Promise<{ code: number | null; stdout
 
 describe('soak and faults', () => {
   it('kills a rank in each of three epochs: no wrong result, every survivor names the killed rank, exit 0', async () => {
-    const { code, stdout, stderr } = await runSoak(['--minutes', '0.4', '--kill-every', '8', '--json']);
+    const { code, stdout, stderr } = await runSoak(['--minutes', '0.2', '--kill-every', '4', '--json']);
     // stderr has the epochs as they ended: what a failure needs to be read.
     expect(stdout, stderr).not.toBe('');
     const { summary } = JSON.parse(stdout) as { summary: SoakSummary };

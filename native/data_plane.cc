@@ -44,9 +44,9 @@ int64_t MonotonicNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-DataLinks::DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns)
-    : rank_(rank), world_size_(world_size), send_fds_(std::move(send_fds)), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd),
-      headers_(size_t(world_size) * kDataHeaderBytes), spin_(spin_ns) {
+DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns)
+    : rank_(rank), world_size_(world_size), rails_(rails), send_fds_(std::move(send_fds)), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd),
+      headers_(size_t(world_size) * size_t(rails) * kDataHeaderBytes), spin_(spin_ns) {
   // Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
   const int on = 1;
   for (int fd : send_fds_) {
@@ -77,17 +77,24 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
   c.deadline_ns = c.progressed_ns + timeout_ms * 1'000'000;
   uint8_t* const memories[3] = {const_cast<uint8_t*>(input), output, Scratch(program.scratch_bytes)};
   auto at = [&](const SpanRef& ref) { return Span{memories[ref.memory] + ref.offset, ref.size}; };
-  // One transfer per peer, in the order rank + 1, rank + 2, ...: every rank starts with a different
-  // one. Each message is the header, then its payload.
-  std::vector<int> slot(size_t(world_size_), -1);
+  // One transfer per link the program uses, peers in the order rank + 1, rank + 2, ... (every rank
+  // starts with a different one), rails in turn. Each message is the header, then its payload.
+  const auto link = [this](int peer, int rail) { return size_t(peer * rails_ + rail); };
+  std::vector<bool> used(send_fds_.size(), false);
+  for (const ProgramSend& send : program.sends) used[link(send.peer, send.rail)] = true;
+  for (const ProgramReceive& receive : program.receives) used[link(receive.peer, receive.rail)] = true;
+  std::vector<int> slot(send_fds_.size(), -1);
   for (int k = 1; k < world_size_; k++) {
     const int peer = (rank_ + k) % world_size_;
-    slot[size_t(peer)] = int(c.transfers.size());
-    c.transfers.push_back(Transfer{peer, {}, {}, {}, {}});
+    for (int rail = 0; rail < rails_; rail++) {
+      if (!used[link(peer, rail)]) continue;
+      slot[link(peer, rail)] = int(c.transfers.size());
+      c.transfers.push_back(Transfer{peer, rail, {}, {}, {}, {}, {}});
+    }
   }
   for (size_t s = 0; s < program.sends.size(); s++) {
     const ProgramSend& send = program.sends[s];
-    Transfer& t = c.transfers[size_t(slot[size_t(send.peer)])];
+    Transfer& t = c.transfers[size_t(slot[link(send.peer, send.rail)])];
     t.sends.insert(t.sends.end(), {Span{c.header, kDataHeaderBytes}, at(send.span)});
     t.send_after.push_back(send.after);
     t.send_ids.push_back(s);
@@ -96,8 +103,8 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
   c.sent.assign(program.sends.size(), 0);
   for (size_t r = 0; r < program.receives.size(); r++) {
     const ProgramReceive& receive = program.receives[r];
-    Transfer& t = c.transfers[size_t(slot[size_t(receive.peer)])];
-    t.receives.insert(t.receives.end(), {Span{headers_.data() + size_t(receive.peer) * kDataHeaderBytes, kDataHeaderBytes}, at(receive.span)});
+    Transfer& t = c.transfers[size_t(slot[link(receive.peer, receive.rail)])];
+    t.receives.insert(t.receives.end(), {Span{headers_.data() + link(receive.peer, receive.rail) * kDataHeaderBytes, kDataHeaderBytes}, at(receive.span)});
     t.receive_ids.push_back(r);
     c.bytes += receive.span.size;
   }
@@ -194,8 +201,8 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       const bool unsent = t.sent < t.sends.size(), receiving = t.received < t.receives.size();
       // A send held back by its limit waits for receives, not for the socket.
       const bool sending = unsent && t.sent_total < t.send_limit;
-      ready[2 * i] = {sending ? send_fds_[t.peer] : -1, POLLOUT, 0};
-      ready[2 * i + 1] = {receiving ? recv_fds_[t.peer] : -1, POLLIN, 0};
+      ready[2 * i] = {sending ? SendFd(t) : -1, POLLOUT, 0};
+      ready[2 * i + 1] = {receiving ? ReceiveFd(t) : -1, POLLIN, 0};
       pending = pending || unsent || receiving;
     }
     // Folds run as their producers arrive (Settle), so with every message through they are done.
@@ -227,7 +234,9 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
             if (t.sent < t.sends.size()) outcome.missing.push_back(t.peer);
           }
         }
+        // A peer late on several rails is named once.
         std::sort(outcome.missing.begin(), outcome.missing.end());
+        outcome.missing.erase(std::unique(outcome.missing.begin(), outcome.missing.end()), outcome.missing.end());
         return true;
       }
       if (spin) sched_yield();
@@ -268,7 +277,7 @@ bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
     msghdr message{};
     message.msg_iov = parts;
     message.msg_iovlen = size_t(used);
-    ssize_t written = sendmsg(send_fds_[t.peer], &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t written = sendmsg(SendFd(t), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (written < 0) {
       if (errno == EAGAIN || errno == EINTR) return true;
       SetSystem(outcome, t.peer, errno, "send");
@@ -295,7 +304,7 @@ bool DataLinks::Receive(Collective& c, Transfer& t, Outcome& outcome) {
   while (t.received < t.receives.size()) {
     const Span& into = t.receives[t.received];
     if (into.size > 0) {
-      const ssize_t got = recv(recv_fds_[t.peer], into.data + t.received_bytes, into.size - t.received_bytes, MSG_DONTWAIT);
+      const ssize_t got = recv(ReceiveFd(t), into.data + t.received_bytes, into.size - t.received_bytes, MSG_DONTWAIT);
       if (got == 0) {
         outcome.kind = Outcome::Kind::kPeerClosed;
         outcome.peer = t.peer;

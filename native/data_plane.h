@@ -46,9 +46,11 @@ struct Span {
   size_t size;
 };
 
-// Everything one collective moves to and from one peer, in order, and how far each side has got.
+// Everything one collective moves to and from one peer on one rail (a data link each way), in
+// order, and how far each side has got.
 struct Transfer {
   int peer;
+  int rail;
   std::vector<Span> sends;     // header, payload, header, payload...
   std::vector<Span> receives;  // header, payload, header, payload...
   std::vector<Gate> send_after;   // per message: what produces its payload
@@ -94,10 +96,10 @@ struct Collective {
 // The data links of one session and the thread-side state that outlives a call.
 class DataLinks {
  public:
-  // send_fds[p] carries this rank's data to rank p, recv_fds[p] brings p's (-1 at p == rank).
-  // wake_fd: readable once the session ends (abort, failure, close); every wait watches it.
-  // spin_ns: how long a wait spins before it sleeps, < 0 adaptive (SpinBudget).
-  DataLinks(int rank, int world_size, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns);
+  // send_fds[p * rails + r] carries this rank's data to rank p on rail r, recv_fds[p * rails + r]
+  // brings p's (-1 at p == rank). wake_fd: readable once the session ends (abort, failure, close);
+  // every wait watches it. spin_ns: how long a wait spins before it sleeps, < 0 adaptive (SpinBudget).
+  DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns);
 
   // One collective at a time: the next is prepared only once the last is over. `input` and
   // `output` hold at least the program's input_bytes and output_bytes.
@@ -115,12 +117,17 @@ class DataLinks {
   // A send or a receive moved: the wait before it tells the spin budget.
   void Progressed(Collective& collective);
 
+  // The descriptor of a transfer's link, one way or the other.
+  int SendFd(const Transfer& t) const { return send_fds_[size_t(t.peer * rails_ + t.rail)]; }
+  int ReceiveFd(const Transfer& t) const { return recv_fds_[size_t(t.peer * rails_ + t.rail)]; }
+
   const int rank_;
   const int world_size_;
+  const int rails_;
   const std::vector<int> send_fds_;
   const std::vector<int> recv_fds_;
   const int wake_fd_;
-  // Received headers, one per peer, each checked as soon as it is complete.
+  // Received headers, one per link (peer and rail), each checked as soon as it is complete.
   std::vector<uint8_t> headers_;
   // Scratch memory of the schedules, grown once and kept: fresh memory per call would cost page faults.
   std::vector<uint8_t> scratch_;

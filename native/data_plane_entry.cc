@@ -52,7 +52,7 @@ const char* KindName(Outcome::Kind kind) {
 
 std::vector<int> FdArray(const Napi::CallbackInfo& info, size_t index, size_t length) {
   if (!info[index].IsArray() || info[index].As<Napi::Array>().Length() != length) {
-    ThrowKernelError(info.Env(), "data plane descriptors must be an array with one entry per rank");
+    ThrowKernelError(info.Env(), "data plane descriptors must be an array with one entry per rank and rail");
   }
   const Napi::Array list = info[index].As<Napi::Array>();
   std::vector<int> fds(length);
@@ -69,20 +69,25 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
                         InstanceMethod("close", &DataPlane::Close)});
   }
 
-  // new DataPlane(rank, worldSize, sendFds, recvFds, spinUs): spinUs < 0 adapts (spin_budget.h).
+  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs): the descriptors of rank p's
+  // links at p * rails + rail; spinUs < 0 adapts (spin_budget.h).
   explicit DataPlane(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DataPlane>(info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 5, 5);
+    ExpectArgumentCount(info, 6, 6);
     const int rank = int(CountArgument(info, 0, "rank"));
     const int world = int(CountArgument(info, 1, "worldSize"));
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
+    const int rails = int(CountArgument(info, 2, "rails"));
+    if (rails < 1 || rails > kMaxDataRails) ThrowKernelError(env, "data plane rails must be 1.." + std::to_string(kMaxDataRails));
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
     world_size_ = world;
     rank_ = rank;
-    if (!info[4].IsNumber()) ThrowKernelError(env, "data plane spinUs must be a number");
-    const int64_t spin_us = info[4].As<Napi::Number>().Int64Value();
-    links_ = std::make_unique<DataLinks>(rank, world, FdArray(info, 2, size_t(world)), FdArray(info, 3, size_t(world)), wake_fd_,
+    rails_ = rails;
+    if (!info[5].IsNumber()) ThrowKernelError(env, "data plane spinUs must be a number");
+    const int64_t spin_us = info[5].As<Napi::Number>().Int64Value();
+    const size_t links = size_t(world) * size_t(rails);
+    links_ = std::make_unique<DataLinks>(rank, world, rails, FdArray(info, 3, links), FdArray(info, 4, links), wake_fd_,
                                          spin_us < 0 ? -1 : spin_us * 1000);
     // Idle, the plane keeps the process alive no more than a closed socket would.
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
@@ -107,7 +112,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     Napi::Float64Array encoded = info[0].As<Napi::Float64Array>();
     auto program = std::make_unique<Program>();
     std::string error;
-    if (!DecodeProgram(encoded.Data(), encoded.ElementLength(), rank_, world_size_, *program, error)) ThrowKernelError(env, "data plane " + error);
+    if (!DecodeProgram(encoded.Data(), encoded.ElementLength(), rank_, world_size_, rails_, *program, error)) ThrowKernelError(env, "data plane " + error);
     for (size_t id = 0; id < programs_.size(); id++) {
       if (programs_[id] == nullptr) {
         programs_[id] = std::move(program);
@@ -286,7 +291,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   bool running_ = false;
   Napi::FunctionReference callback_;
   std::vector<Napi::ObjectReference> held_;
-  int world_size_ = 0, rank_ = 0;
+  int world_size_ = 0, rank_ = 0, rails_ = 1;
   // Compiled schedules by id (null: released). JS thread only.
   std::vector<std::unique_ptr<Program>> programs_;
 };

@@ -40,7 +40,7 @@ class Reader {
 
 }  // namespace
 
-bool DecodeProgram(const double* data, size_t length, int rank, int world_size, Program& program, std::string& error) {
+bool DecodeProgram(const double* data, size_t length, int rank, int world_size, int rails, Program& program, std::string& error) {
   Reader in(data, length);
   const size_t type = in.Count("element type");
   if (type != 0 && (type < size_t(DType::kU8) || type > size_t(DType::kF64))) in.Fail("program element type is not 0 or 1..12");
@@ -50,6 +50,11 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   auto peer = [&](const char* what) {
     const size_t value = in.Count(what);
     if (value >= size_t(world_size) || int(value) == rank) in.Fail(std::string("program ") + what + " is not another rank");
+    return int(value);
+  };
+  auto rail = [&](const char* what) {
+    const size_t value = in.Count(what);
+    if (value >= size_t(rails)) in.Fail(std::string("program ") + what + " is not one of the job's rails (0.." + std::to_string(rails - 1) + ")");
     return int(value);
   };
   auto span = [&](bool sized) {
@@ -71,12 +76,14 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   program.sends.resize(std::min(in.Count("send count"), length));
   for (ProgramSend& send : program.sends) {
     send.peer = peer("send peer");
+    send.rail = rail("send rail");
     send.span = span(true);
     send.after = gate();
   }
   program.receives.resize(std::min(in.Count("receive count"), length));
   for (ProgramReceive& receive : program.receives) {
     receive.peer = peer("receive peer");
+    receive.rail = rail("receive rail");
     receive.span = span(true);
   }
   program.folds.resize(std::min(in.Count("fold count"), length));

@@ -29,14 +29,19 @@ struct SpanRef {
   size_t size = 0;
 };
 
+// Rails of data links per pair of ranks (GX1_P2P_RAILS' range).
+constexpr int kMaxDataRails = 64;
+
 struct ProgramSend {
   int peer = 0;
+  int rail = 0;
   SpanRef span;
   Gate after;
 };
 
 struct ProgramReceive {
   int peer = 0;
+  int rail = 0;
   SpanRef span;
 };
 
@@ -61,8 +66,8 @@ struct Program {
   std::vector<ProgramFold> folds;
 };
 
-// Decodes `length` numbers (plane-executor.ts `encodeProgram`) for `rank` of
-// `world_size` ranks. On a malformed program returns false with `error` saying what.
-bool DecodeProgram(const double* data, size_t length, int rank, int world_size, Program& program, std::string& error);
+// Decodes `length` numbers (plane-executor.ts `encodeProgram`) for `rank` of `world_size` ranks
+// with `rails` data links per pair. On a malformed program returns false with `error` saying what.
+bool DecodeProgram(const double* data, size_t length, int rank, int world_size, int rails, Program& program, std::string& error);
 
 }  // namespace rxccl

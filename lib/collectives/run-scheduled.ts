@@ -5,6 +5,7 @@ import type { CollectiveContext, CollectiveName, Collectives } from './algorithm
 import { agreeOnPeerData } from './peer-agreement.js';
 import { runOnLinks } from './schedule/links-executor.js';
 import { runOnPlane } from './schedule/plane-executor.js';
+import { stripeOverRails } from './schedule/rail-stripes.js';
 import type { Schedule, ScheduleOf } from './schedule/schedule.js';
 import { SCHEDULED_CALLS, type ScheduledCall, type ScheduledName } from './scheduled-call.js';
 import type { AlgorithmRow } from './select.js';
@@ -52,7 +53,8 @@ export function runScheduled<N extends ScheduledName>(
     if (plane === 'native') {
       const native = context.nativePlane;
       if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);
-      const run = { key, schedule: () => schedule, elementType: call.elementType, memory: call };
+      // Over the data links of every rail (the addon compiles the stripes once per shape).
+      const run = { key, schedule: () => stripeOverRails(schedule, links.rails, context.railOrder), elementType: call.elementType, memory: call };
       return runOnPlane(native, context, { number: context.nextMeshSequence(), own: descriptor }, run, () => call.result());
     }
     return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(

@@ -2,7 +2,8 @@
  * A model of the native data plane (native/data_plane.cc) for memory jobs: it runs a schedule
  * under the plane's rules over the job's in-memory links, so simulated jobs run what users run by
  * default. The rules it keeps: every pair exchanges at least one message each way
- * (`withHeaderExchange`); messages between two ranks go one after the other; each starts with the
+ * (`withHeaderExchange`); messages between two ranks on one rail (a data link: the schedule's
+ * stripes, `stripeOverRails`) go one after the other; each starts with the
  * collective's header, which the receiver compares byte for byte with its own before it takes the
  * payload (a different one ends the collective as a mismatch, naming the peer); a send goes once
  * what produces it is there; folds run as their producers complete; a collective that is not
@@ -25,7 +26,7 @@ import { Opcode } from '../protocol/opcode.js';
 import { concatBytes } from './bytes.js';
 import { previewPayload } from './payload-preview.js';
 
-/** The tag the model's messages travel under on rail 0 ("DATA"): FIFO per link, as a data link is. */
+/** The tag the model's messages travel under on their rail ("DATA"): FIFO per link, as a data link is. */
 export const MEMORY_DATA_LINK_TAG = 0x44415441n << 32n;
 
 const ANY_LENGTH = { elementType: ElementType.U8, count: null };
@@ -85,7 +86,10 @@ function outcome(kind: NativeOutcome['kind'], fields: Partial<NativeOutcome> = {
   return { kind, peer: -1, error: 0, what: '', missing: [], header: new Uint8Array(DESCRIPTOR_BYTES), ...fields };
 }
 
-/** One collective of the model: its links' progress, its folds, its end. */
+/**
+ * One collective of the model: its links' progress, its folds, its end. Links are numbered as the
+ * engine numbers them: peer * rails + rail.
+ */
 class ModelRun {
   private readonly sendsTo = new Map<number, number[]>();
   private readonly receivesFrom = new Map<number, number[]>();
@@ -125,7 +129,9 @@ class ModelRun {
   }
 
   timeOut(): void {
-    const waiting = (of: Map<number, number[]>, upTo: Map<number, number>) => [...of.entries()].filter(([peer, list]) => (upTo.get(peer) ?? 0) < list.length).map(([peer]) => peer);
+    const waiting = (of: Map<number, number[]>, upTo: Map<number, number>) => [
+      ...new Set([...of.entries()].filter(([link, list]) => (upTo.get(link) ?? 0) < list.length).map(([link]) => this.peerOf(link))),
+    ];
     const missing = waiting(this.receivesFrom, this.receivedUpTo);
     this.finish(outcome('timed-out', { missing: (missing.length > 0 ? missing : waiting(this.sendsTo, this.sentUpTo)).sort((a, b) => a - b) }));
   }
@@ -137,9 +143,14 @@ class ModelRun {
   }
 
   private listed(by: Map<number, number[]>, message: ScheduledMessage): number[] {
-    const list = by.get(message.peer) ?? [];
-    by.set(message.peer, list);
+    const link = message.peer * this.links.rails + (message.rail ?? 0);
+    const list = by.get(link) ?? [];
+    by.set(link, list);
     return list;
+  }
+
+  private peerOf(link: number): number {
+    return Math.floor(link / this.links.rails);
   }
 
   private view(span: Span): Uint8Array {
@@ -152,14 +163,15 @@ class ModelRun {
     return 'fold' in dependency ? this.folded[dependency.fold]! : this.sent[dependency.send]!;
   }
 
-  private receiveNext(peer: number): void {
-    const list = this.receivesFrom.get(peer)!;
-    const at = this.receivedUpTo.get(peer) ?? 0;
+  private receiveNext(link: number): void {
+    const list = this.receivesFrom.get(link)!;
+    const at = this.receivedUpTo.get(link) ?? 0;
     if (at === list.length) return;
     const index = list[at]!;
     const into = this.view(this.schedule.receives[index]!.span);
+    const peer = this.peerOf(link);
     this.subscriptions.push(
-      this.links.receive(0, peer, MEMORY_DATA_LINK_TAG, ANY_LENGTH, undefined, Number.MAX_SAFE_INTEGER).subscribe({
+      this.links.receive(link % this.links.rails, peer, MEMORY_DATA_LINK_TAG, ANY_LENGTH, undefined, Number.MAX_SAFE_INTEGER).subscribe({
         next: (message) => {
           const theirs = message.subarray(0, DESCRIPTOR_BYTES);
           if (theirs.length < DESCRIPTOR_BYTES || theirs.some((byte, offset) => byte !== this.header[offset])) {
@@ -173,8 +185,8 @@ class ModelRun {
           into.set(message.subarray(DESCRIPTOR_BYTES));
           this.links.release(message);
           this.received[index] = true;
-          this.receivedUpTo.set(peer, at + 1);
-          this.receiveNext(peer);
+          this.receivedUpTo.set(link, at + 1);
+          this.receiveNext(link);
           this.settle();
         },
         // The links fail with the session: the session's failure ends the collective.
@@ -213,19 +225,20 @@ class ModelRun {
         moved = true;
       });
     }
-    for (const [peer, list] of this.sendsTo) {
-      for (let at = this.sentUpTo.get(peer) ?? 0; at < list.length && !this.over && this.isDone(this.schedule.sends[list[at]!]!.after); at++) {
+    for (const [link, list] of this.sendsTo) {
+      for (let at = this.sentUpTo.get(link) ?? 0; at < list.length && !this.over && this.isDone(this.schedule.sends[list[at]!]!.after); at++) {
         const index = list[at]!;
         const message = concatBytes([this.header, this.view(this.schedule.sends[index]!.span)]);
-        this.sentUpTo.set(peer, at + 1);
+        this.sentUpTo.set(link, at + 1);
         // The message is a copy: its memory is free at once (the engine's once the socket took it).
         this.sent[index] = true;
-        this.subscriptions.push(this.links.send(0, peer, MEMORY_DATA_LINK_TAG, message, { elementType: ElementType.U8, count: message.length }).subscribe({ error: () => this.finish(outcome('aborted')) }));
+        const sending = this.links.send(link % this.links.rails, this.peerOf(link), MEMORY_DATA_LINK_TAG, message, { elementType: ElementType.U8, count: message.length });
+        this.subscriptions.push(sending.subscribe({ error: () => this.finish(outcome('aborted')) }));
         this.again = true;
       }
     }
     if (this.over) return;
-    const sent = [...this.sendsTo].every(([peer, list]) => this.sentUpTo.get(peer) === list.length);
+    const sent = [...this.sendsTo].every(([link, list]) => this.sentUpTo.get(link) === list.length);
     if (sent && this.received.every(Boolean) && this.folded.every(Boolean)) this.finish(undefined);
   }
 }

@@ -247,8 +247,11 @@ function checkLinks(ranks: readonly RankState[]): void {
         if (send.span.bytes !== receive.span.bytes) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to} has ${send.span.bytes} bytes, rank ${to} receives ${receive.span.bytes}`);
         if (send.step !== receive.step || send.channel !== receive.channel) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to} is step ${send.step} channel ${send.channel}, rank ${to} receives step ${receive.step} channel ${receive.channel}`);
         if (send.step > 0xfff || send.channel > 0x3f) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to}: step ${send.step} or channel ${send.channel} does not fit its tag`);
-        const label = `${send.step}/${send.channel}`;
-        if (labels.has(label)) throw new ScheduleModelError(`rank ${from} sends rank ${to} two messages as step ${send.step} channel ${send.channel}: their tags would collide`);
+        // The native plane's stripes of one message share its step and channel, each on its own rail.
+        const [sendRail, receiveRail] = [send.rail ?? 0, receive.rail ?? 0];
+        if (sendRail !== receiveRail) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to} goes on rail ${sendRail}, rank ${to} receives it on rail ${receiveRail}`);
+        const label = `${send.step}/${send.channel}/${sendRail}`;
+        if (labels.has(label)) throw new ScheduleModelError(`rank ${from} sends rank ${to} two messages as step ${send.step} channel ${send.channel}${sendRail === 0 ? '' : ` rail ${sendRail}`}: their tags would collide`);
         labels.add(label);
       });
     }

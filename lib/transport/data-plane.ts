@@ -4,11 +4,15 @@ import { ConfigurationError } from '../errors.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 
-/** The sockets of the native data plane's links, by peer rank (undefined at this rank). */
+/**
+ * The sockets of the native data plane's links: `rails` per pair of ranks each way, peer p's on
+ * rail r at p * rails + r (undefined at this rank).
+ */
 export interface DataLinkSockets {
-  /** The link this rank's data goes to the peer on (the peer dialled it). */
+  readonly rails: number;
+  /** The links this rank's data goes to the peer on (the peer dialled them). */
   readonly send: (Socket | undefined)[];
-  /** The link the peer's data comes on (this rank dialled it). */
+  /** The links the peer's data comes on (this rank dialled them). */
   readonly receive: (Socket | undefined)[];
 }
 
@@ -46,10 +50,11 @@ export interface NativeDataPlane {
 }
 
 /**
- * The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors, -1 at the rank
- * itself; `spinUs`, how long a wait spins before it sleeps, -1 adaptive (native/spin_budget.h).
+ * The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors (peer p's on
+ * rail r at p * rails + r), -1 at the rank itself; `spinUs`, how long a wait spins before it
+ * sleeps, -1 adaptive (native/spin_budget.h).
  */
-export type DataPlaneEngine = new (rank: number, worldSize: number, sendFds: readonly number[], receiveFds: readonly number[], spinUs: number) => NativeDataPlane;
+export type DataPlaneEngine = new (rank: number, worldSize: number, rails: number, sendFds: readonly number[], receiveFds: readonly number[], spinUs: number) => NativeDataPlane;
 
 /** What every message of a collective on the plane carries as its header, and how long it may wait. */
 export interface PlaneCall {
@@ -85,17 +90,19 @@ export class DataPlane {
     private readonly sockets: readonly Socket[],
   ) {}
 
-  /** `Engine` (the addon's) over `links`, every peer's send and receive socket; its waits spin as `spin` says. */
+  /** `Engine` (the addon's) over `links`, every peer's send and receive sockets; its waits spin as `spin` says. */
   static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, spin: number | 'auto' = 'auto'): DataPlane {
-    const descriptor = (socket: Socket | undefined, peer: number) => {
+    const { rails } = links;
+    const descriptor = (socket: Socket | undefined, link: number) => {
+      const peer = Math.floor(link / rails);
       if (peer === rank) return -1;
       const fd = (socket as unknown as { _handle: { fd?: number } | null } | undefined)?._handle?.fd;
-      if (fd === undefined || fd < 0) throw new ConfigurationError(`rank ${rank} has no data link socket for rank ${peer}`);
+      if (fd === undefined || fd < 0) throw new ConfigurationError(`rank ${rank} has no data link socket for rank ${peer}${rails === 1 ? '' : ` rail ${link % rails}`}`);
       return fd;
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, send, receive, spin === 'auto' ? -1 : spin);
+    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin);
     return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined));
   }
 

@@ -22,7 +22,7 @@ import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.j
 import { LazyDeadlines } from './lazy-deadlines.js';
 import { TagMatcher } from './tag-matcher.js';
 import { headerKey, keyFields, keysText, keyText, type MessageKey } from '../protocol/message-key.js';
-import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
+import { MAX_P2P_RAILS, MAX_TIMER_DELAY_MS } from './transport-kind.js';
 
 /** Who a mesh belongs to. */
 export interface MeshIdentity {
@@ -31,8 +31,9 @@ export interface MeshIdentity {
   readonly worldSize: number;
   readonly rails: number;
   /**
-   * Whether every pair of ranks also opens a data link for the native data plane (one per
-   * direction, beside the rails; see `dataLinks`). Every rank of a job must say the same.
+   * Whether every pair of ranks also opens data links for the native data plane (one per
+   * direction on each rail, beside the rails' own links; see `dataLinks`). Every rank of a job
+   * must say the same.
    */
   readonly dataLinks?: boolean;
 }
@@ -66,10 +67,16 @@ export type Withdraw = () => void;
 export const DEFAULT_UNMATCHED_BYTES_LIMIT = 2 ** 30;
 
 /**
- * The rail number a data link's PeerHello carries in its tag ("DATA"): not a rail (rails are
- * 0..63), so a rank without data links refuses it by name (docs/protocol.md 9.9).
+ * The rail number a data link's PeerHello carries in its tag ("DATA"), plus the data link's rail:
+ * not a rail (rails are 0..63), so a rank without data links refuses it by name (docs/protocol.md
+ * 9.9).
  */
 export const DATA_LINK = 0x44415441;
+
+/** The rail of the data link a PeerHello's tag names, or null for a tag that names no data link. */
+function dataLinkRail(tag: number): number | null {
+  return tag >= DATA_LINK && tag < DATA_LINK + MAX_P2P_RAILS ? tag - DATA_LINK : null;
+}
 
 /** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
 const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
@@ -149,7 +156,7 @@ export class PeerMesh {
     this.unmatchedBytes = new Array<number>(links).fill(0);
     this.inboundEnded = new Array<boolean>(links).fill(false);
     this.sequences = new Array<bigint>(links).fill(0n);
-    this.dataSockets = { send: new Array<Socket | undefined>(identity.worldSize).fill(undefined), receive: new Array<Socket | undefined>(identity.worldSize).fill(undefined) };
+    this.dataSockets = { rails: identity.rails, send: new Array<Socket | undefined>(links).fill(undefined), receive: new Array<Socket | undefined>(links).fill(undefined) };
   }
 
   /**
@@ -181,15 +188,16 @@ export class PeerMesh {
       admission: options.admission ?? null,
     };
     const { rank, worldSize, rails } = options.identity;
-    // Per peer its rails, then its data link (on the rail 0 endpoint) where there are data links.
-    const perPeer = rails + (options.identity.dataLinks === true ? 1 : 0);
+    // Per peer its rails, then, where there are data links, one on each rail (to that rail's endpoint).
+    const perPeer = rails * (options.identity.dataLinks === true ? 2 : 1);
     const links = (worldSize - 1) * perPeer;
     const setup = Promise.all([
       ...Array.from({ length: links }, (_, index) => {
         const other = Math.floor(index / perPeer);
         const peer = other < rank ? other : other + 1;
-        const rail = index % perPeer === rails ? DATA_LINK : index % perPeer;
-        return mesh.dial(peer, rail, options.endpoints[peer]![rail === DATA_LINK ? 0 : rail]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
+        const slot = index % perPeer;
+        const tag = slot < rails ? slot : DATA_LINK + slot - rails;
+        return mesh.dial(peer, tag, options.endpoints[peer]![slot % rails]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
       }),
       mesh.acceptAll(options.incoming, links, handshake),
     ]);
@@ -390,13 +398,15 @@ export class PeerMesh {
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
   }
 
+  /** Dials `peer`'s link `tag` names: a rail (0..63), or the data link of rail r (DATA_LINK + r). */
   private async dial(
     peer: number,
-    rail: number,
+    tag: number,
     endpoint: SocketAddressText,
     { secret, tls, timeoutMs }: { readonly secret: JobSecret | null; readonly tls: TlsSettings | null; readonly timeoutMs: number },
   ): Promise<void> {
-    const reach = `direct peer rank ${peer} ${rail === DATA_LINK ? 'data link' : `rail ${rail}`} at ${formatEndpoint(endpoint)}`;
+    const dataRail = dataLinkRail(tag);
+    const reach = `direct peer rank ${peer} ${this.describeLink(tag)} at ${formatEndpoint(endpoint)}`;
     const { rank, worldSize } = this.identity;
     const channel = await dialAuthenticated({
       listener: `direct peer rank ${peer}`,
@@ -410,23 +420,30 @@ export class PeerMesh {
         });
         return new FrameChannel(socket, reads);
       },
-      authenticate: (opened, left) => dialHandshake(opened, { secret, claim: { rank, worldSize, peer, rail }, timeoutMs: left, scheduler: this.scheduler, acceptor: `direct peer rank ${peer}` }),
+      authenticate: (opened, left) => dialHandshake(opened, { secret, claim: { rank, worldSize, peer, rail: tag }, timeoutMs: left, scheduler: this.scheduler, acceptor: `direct peer rank ${peer}` }),
     });
     try {
-      channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
+      channel.send({ header: peerHelloHeader(this.identity, peer, tag), parts: [] });
       const reply = await firstHandshakeFrame(channel);
-      this.checkHello(reply, peer, rail);
-      if (rail === DATA_LINK) {
+      this.checkHello(reply, peer, tag);
+      if (dataRail !== null) {
         // Ready: the peer sends data only after this, so nothing of it was read here.
-        channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
-        this.dataSockets.receive[peer] = channel.handOver();
+        channel.send({ header: peerHelloHeader(this.identity, peer, tag), parts: [] });
+        this.dataSockets.receive[peer * this.identity.rails + dataRail] = channel.handOver();
         return;
       }
     } catch (error) {
       channel.destroy();
       throw error;
     }
-    this.attach(peer, rail, channel, 'inbound');
+    this.attach(peer, tag, channel, 'inbound');
+  }
+
+  /** A link as errors name it: `rail 1`, or `data link` (of rail 1, where there are several). */
+  private describeLink(tag: number): string {
+    const dataRail = dataLinkRail(tag);
+    if (dataRail === null) return `rail ${tag}`;
+    return this.identity.rails === 1 ? 'data link' : `data link of rail ${dataRail}`;
   }
 
   /**
@@ -462,12 +479,13 @@ export class PeerMesh {
         });
       const peer = hello.header.sourceRank;
       const rail = Number(hello.header.tag);
-      // A data link comes to the rail 0 endpoint.
-      if (listenerRail !== null && listenerRail !== (rail === DATA_LINK ? 0 : rail)) {
-        throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for rail ${rail}`);
+      // A data link comes to its rail's endpoint.
+      const dataRail = dataLinkRail(rail);
+      if (listenerRail !== null && listenerRail !== (dataRail ?? rail)) {
+        throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for ${this.describeLink(rail)}`);
       }
       this.checkHello(hello, peer, rail);
-      if (rail === DATA_LINK) return await this.acceptDataLink(peer, channel, handshake.timeoutMs);
+      if (dataRail !== null) return await this.acceptDataLink(peer, dataRail, channel, handshake.timeoutMs);
       if (this.outbound[this.linkIndex(peer, rail)] !== undefined) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
       if (this.failure !== null) throw this.failure;
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
@@ -481,21 +499,24 @@ export class PeerMesh {
   }
 
   /**
-   * The data link `peer` dialled: answer its hello, wait for its ready (a second PeerHello, after
-   * which it sends nothing), and keep the quiet socket for the native data plane.
+   * The data link of `rail` that `peer` dialled: answer its hello, wait for its ready (a second
+   * PeerHello, after which it sends nothing), and keep the quiet socket for the native data plane.
    */
-  private async acceptDataLink(peer: number, channel: FrameChannel, timeoutMs: number): Promise<boolean> {
-    if (this.dataSockets.send[peer] !== undefined) throw new ProtocolError(`direct peer rank ${peer} data link connected twice`);
+  private async acceptDataLink(peer: number, rail: number, channel: FrameChannel, timeoutMs: number): Promise<boolean> {
+    const tag = DATA_LINK + rail;
+    const link = `direct peer rank ${peer} ${this.describeLink(tag)}`;
+    const at = peer * this.identity.rails + rail;
+    if (this.dataSockets.send[at] !== undefined) throw new ProtocolError(`${link} connected twice`);
     if (this.failure !== null) throw this.failure;
-    channel.send({ header: peerHelloHeader(this.identity, peer, DATA_LINK), parts: [] });
+    channel.send({ header: peerHelloHeader(this.identity, peer, tag), parts: [] });
     const ready = await firstValueFrom(
-      channel.frames$.pipe(timeout({ first: timeoutMs, scheduler: this.scheduler, with: () => throwError(() => new TimeoutError(`direct peer rank ${peer} data link ready (${timeoutMs} ms)`)) })),
+      channel.frames$.pipe(timeout({ first: timeoutMs, scheduler: this.scheduler, with: () => throwError(() => new TimeoutError(`${link} ready (${timeoutMs} ms)`)) })),
     ).catch((error: unknown) => {
       if (error instanceof EmptyError) throw new ChannelClosedError('direct peer closed during the data link handshake');
       throw error;
     });
-    this.checkHello(ready, peer, DATA_LINK);
-    this.dataSockets.send[peer] = channel.handOver();
+    this.checkHello(ready, peer, tag);
+    this.dataSockets.send[at] = channel.handOver();
     return true;
   }
 
@@ -514,10 +535,12 @@ export class PeerMesh {
       throw new ProtocolError(`direct peer link is rank ${h.sourceRank} -> rank ${h.destinationRank}, expected rank ${peer} -> rank ${rank}`);
     }
     if (h.tag !== BigInt(rail)) throw new ProtocolError(`direct peer link is for rail ${h.tag}, expected rail ${rail}`);
-    if (rail === DATA_LINK) {
+    const dataRail = dataLinkRail(rail);
+    if (dataRail !== null) {
       if (this.identity.dataLinks !== true) {
         throw new ProtocolError(`direct peer rank ${peer} opened a native data link, but rank ${rank} does not use the native data plane (GX1_DATA_PLANE must be the same on every rank)`);
       }
+      if (dataRail >= rails) throw new ProtocolError(`direct peer rank ${peer} opened the data link of rail ${dataRail}, but this job has ${rails} rail${rails === 1 ? '' : 's'} (0..${rails - 1})`);
       return;
     }
     if (rail >= rails) throw new ProtocolError(`direct peer link is for rail ${rail}, but this job has ${rails} rail${rails === 1 ? '' : 's'} (0..${rails - 1})`);

@@ -8,12 +8,15 @@
  * - Every rank gets exactly the contributions it needs: the symbol of each result element names
  *   them; reductions fold in rank order (the staged path's bits), rings in ring order with every
  *   rank exactly once, avg divides once, at the end.
+ * All of it again cut into stripes over 2..4 rails (`stripeOverRails`, with units of a few
+ * elements rather than a MiB so that small shapes have many stripes), as the native plane runs it.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
+import { stripeCuts, stripeOverRails } from '../../lib/collectives/schedule/rail-stripes.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { arbRingOrder, arbTopologyGroups, type ModelMemory, runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
 
@@ -90,6 +93,9 @@ const arbCase = fc.integer({ min: 1, max: 16 }).chain((worldSize) =>
     channels: fc.integer({ min: 1, max: 3 }),
     inPlace: fc.boolean(),
     seed: fc.integer(),
+    rails: fc.integer({ min: 1, max: 4 }),
+    railsReversed: fc.boolean(),
+    stripeUnit: fc.constantFrom(8, 32),
   }),
 );
 
@@ -119,7 +125,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
 
   it('is well formed, never waits on itself, races no memory, and delivers exactly every contribution (rank order, or ring order once each)', () => {
     fc.assert(
-      fc.property(arbCase, ({ worldSize, scheduled, count: base, width, op, root, order, channels, inPlace, seed, groups }) => {
+      fc.property(arbCase, ({ worldSize, scheduled, count: base, width, op, root, order, channels, inPlace, seed, groups, rails, railsReversed, stripeUnit }) => {
         const { collective, family, schedule } = scheduled;
         const count = collective === 'barrier' ? 0 : SHARDED.has(collective) ? base * worldSize : base;
         const placement = inPlace ? (IN_PLACE[collective] ?? 'none') : 'none';
@@ -136,7 +142,9 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
           groups,
         });
         const outputElements = (rank: number) => expected(collective, rank, worldSize, count, root, op).length;
-        const schedules = Array.from({ length: worldSize }, (_, rank) => schedule(input(rank)));
+        const railOrder = railsReversed ? Array.from({ length: rails }, (_, rail) => rails - 1 - rail) : null;
+        const schedules = Array.from({ length: worldSize }, (_, rank) => stripeOverRails(schedule(input(rank)), rails, railOrder, stripeUnit));
+        for (const message of schedules.flatMap((striped) => [...striped.sends, ...striped.receives])) expect(message.rail ?? 0).toBeLessThan(rails);
         // Only the input's length and the in-place form describe every rank's memory alike.
         const outputs = schedules.map((_, rank) => rank);
         const perRank = outputs.map((rank) => {
@@ -159,7 +167,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
           if (collective === 'allReduce') expect(actual).toEqual(results[0]!.slice(0, wanted.length));
         });
       }),
-      { numRuns: 500 },
+      { numRuns: 400 },
     );
   });
 
@@ -202,5 +210,54 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
       folds: [],
     });
     expect(() => run(mismatched)).toThrow("rank 0's message 0 to rank 1 has 4 bytes, rank 1 receives 2");
+  });
+});
+
+describe('stripes over rails (the native plane with GX1_P2P_RAILS > 1)', () => {
+  it('cut a message into min(rails, its MiB units) stripes on unit boundaries, one at the least, covering it exactly', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 64 }), fc.constantFrom(8, 1 << 20), (units, rails, unit) => {
+        for (const bytes of [units * unit, Math.max(0, units * unit - 3)]) {
+          const cuts = stripeCuts(bytes, rails, unit);
+          expect(cuts[0]).toBe(0);
+          expect(cuts.at(-1)).toBe(bytes);
+          expect(cuts.length - 1).toBe(Math.max(1, Math.min(rails, Math.ceil(bytes / unit))));
+          cuts.slice(1, -1).forEach((cut, stripe) => {
+            expect(cut % unit).toBe(0);
+            expect(cut).toBeGreaterThan(cuts[stripe]!);
+          });
+        }
+      }),
+    );
+  });
+
+  it('send stripe k on rail order[(channel + k) mod rails], each waiting for stripe k of its producer, in the message order of every link', () => {
+    const MiB = 1 << 20;
+    const message = { peer: 1, step: 0, channel: 1 };
+    const schedule = {
+      algorithm: 'test',
+      layout: 'test',
+      tagPrefix: 0,
+      pieceScale: 1,
+      scratchBytes: 0,
+      receives: [{ ...message, span: { memory: 'output' as const, offset: 0, bytes: 3 * MiB + 5 } }],
+      sends: [{ ...message, span: { memory: 'output' as const, offset: 0, bytes: 3 * MiB + 5 }, after: { receive: 0 } }],
+      folds: [],
+    };
+    const striped = stripeOverRails(schedule, 3, [2, 0, 1]);
+    expect(striped.receives.map(({ span, rail }) => [span.offset, span.bytes, rail])).toEqual([
+      [0, MiB, 0],
+      [MiB, MiB, 1],
+      [2 * MiB, MiB + 5, 2],
+    ]);
+    expect(striped.sends.map(({ after, rail }) => [after, rail])).toEqual([
+      [{ receive: 0 }, 0],
+      [{ receive: 1 }, 1],
+      [{ receive: 2 }, 2],
+    ]);
+    expect(stripeOverRails(schedule, 1, null)).toBe(schedule);
+    expect(() => stripeOverRails({ ...schedule, sends: [{ ...schedule.sends[0]!, span: { memory: 'output', offset: 0, bytes: MiB } }] }, 2, null)).toThrow(
+      'schedule test: receive 0 (3145733 bytes) is a dependency of 1048576 bytes',
+    );
   });
 });

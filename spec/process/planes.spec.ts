@@ -37,10 +37,10 @@ interface Job {
   readonly ranks: RankProcess[];
 }
 
-/** A coordinator here and `worldSize` fixture processes running `args`, rank r with `envOf(r)`. */
-async function job(worldSize: number, args: readonly string[], envOf: (rank: number) => Record<string, string> = () => ({}), timeoutMs = TIMEOUT_MS): Promise<Job> {
+/** A coordinator here and `worldSize` fixture processes running `args`, rank r with `envOf(r)`, over `rails` rails. */
+async function job(worldSize: number, args: readonly string[], envOf: (rank: number) => Record<string, string> = () => ({}), timeoutMs = TIMEOUT_MS, rails = 1): Promise<Job> {
   const uniqueId = UniqueId.random();
-  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: timeoutMs, transport: 'tcp_peer' });
+  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: timeoutMs, transport: 'tcp_peer', rails });
   coordinators.push(coordinator);
   const ranks = Array.from({ length: worldSize }, (_, rank) =>
     spawnRank({
@@ -51,7 +51,7 @@ async function job(worldSize: number, args: readonly string[], envOf: (rank: num
       rank,
       worldSize,
       timeoutMs,
-      env: { GX1_COLLECTIVE_TRANSPORT: 'tcp_peer', ...envOf(rank) },
+      env: { GX1_COLLECTIVE_TRANSPORT: 'tcp_peer', GX1_P2P_RAILS: String(rails), ...envOf(rank) },
     }),
   );
   spawned.push(...ranks);
@@ -152,14 +152,15 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
     }
   });
 
-  it.skipIf(!native)(`The real native plane across processes, as a property: random programs, 3 or 4 ranks${skipped}`, async () => {
+  it.skipIf(!native)(`The real native plane across processes, as a property: random programs, 3 or 4 ranks, over 2 rails (large messages striped; every other job here has 1)${skipped}`, async () => {
+    const rails = 2;
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 0, max: 0x7fff_ffff }), fc.constantFrom(3, 4), async (seed, worldSize) => {
-        const running = await job(worldSize, ['random', String(seed)]);
+        const running = await job(worldSize, ['random', String(seed)], undefined, TIMEOUT_MS, rails);
         try {
           const reports = await completed(running);
           for (const { summary, events, what } of reports) {
-            const context = `seed ${seed}, ${worldSize} ranks\n${what}`;
+            const context = `seed ${seed}, ${worldSize} ranks, ${rails} rails\n${what}`;
             expect(summary.planes, context).toContain('native');
             for (const plane of summary.planes) expect(['native', 'coordinator'], context).toContain(plane);
             // Every program has a large all-reduce and a large broadcast.

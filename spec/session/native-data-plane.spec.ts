@@ -24,8 +24,8 @@ afterEach(async () => {
   await Promise.all(jobs.splice(0).map((job) => job.dispose()));
 });
 
-async function nativeJob(worldSize: number, timeoutMs = 5_000): Promise<{ job: TestJob; sessions: RankSession[] }> {
-  const job = await startCoordinator(worldSize, { transport: 'tcp_peer', timeoutMs, collectiveTimeoutMs: timeoutMs });
+async function nativeJob(worldSize: number, timeoutMs = 5_000, rails = 1): Promise<{ job: TestJob; sessions: RankSession[] }> {
+  const job = await startCoordinator(worldSize, { transport: 'tcp_peer', timeoutMs, collectiveTimeoutMs: timeoutMs, rails });
   jobs.push(job);
   const sessions = await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { dataPlane: 'native' })));
   return { job, sessions };
@@ -178,6 +178,35 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
         const wrong = result.findIndex((value, i) => value !== expected[i]);
         expect(wrong, `world ${worldSize}: element ${wrong} is ${result[wrong]}, expected ${expected[wrong]}`).toBe(-1);
       }
+      await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+    }
+  }, 60_000);
+
+  it('over 3 rails (data links each way per rail and pair, messages of a MiB or more striped over them): all-reduce, broadcast and all-gather past a MiB, and a small all-reduce, exact', async () => {
+    for (const worldSize of [2, 3]) {
+      const { sessions } = await nativeJob(worldSize, 20_000, 3);
+      const algorithms = algorithmsOf(sessions[0]!);
+      const count = (7 << 20) / 4 + 5;
+      const inputOf = (rank: number) => Int32Array.from({ length: count }, (_, i) => (i % 1013) * (rank + 1) - rank);
+      const sum = Int32Array.from({ length: count }, (_, i) => sessions.reduce((total, _, rank) => total + (i % 1013) * (rank + 1) - rank, 0));
+      const results = await Promise.all(
+        sessions.map(async (session, rank) => {
+          const reduced = await session.allReduce(inputOf(rank));
+          const broadcast = await session.broadcast(rank === 1 ? inputOf(1) : new Int32Array(count), 1, { inPlace: true });
+          const gathered = await session.allGather(inputOf(rank).subarray(0, (3 << 20) / 4));
+          const small = await session.allReduce(Int32Array.of(rank, 1));
+          return { reduced, broadcast, gathered, small };
+        }),
+      );
+      const first = (array: Int32Array, expected: Int32Array) => array.findIndex((value, i) => value !== expected[i]);
+      results.forEach(({ reduced, broadcast, gathered, small }, rank) => {
+        const what = `world ${worldSize} rank ${rank}`;
+        expect(first(reduced, sum), `${what} all-reduce`).toBe(-1);
+        expect(first(broadcast, inputOf(1)), `${what} broadcast`).toBe(-1);
+        sessions.forEach((_, from) => expect(first(gathered.subarray(from * ((3 << 20) / 4), (from + 1) * ((3 << 20) / 4)), inputOf(from)), `${what} all-gather from ${from}`).toBe(-1));
+        expect(Array.from(small)).toEqual([(worldSize * (worldSize - 1)) / 2, worldSize]);
+      });
+      expect(algorithms.every((name) => name.endsWith(' on native'))).toBe(true);
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
   }, 60_000);

@@ -10,6 +10,7 @@ import {
   arbProgram,
   failureNotNaming,
   faultyRank,
+  MEMORY_DATA_LINK_TAG,
   modelProgram,
   namesRank,
   oracleDifference,
@@ -32,6 +33,22 @@ describe('simulateJob', () => {
       expect(outcome.status).toBe('returned');
       if (outcome.status === 'returned') expect(outcome.value).toEqual([[6, 4], [0, 10, 20, 30]]);
     }
+  });
+
+  it('the native plane over 3 rails: a message of a MiB or more goes as stripes on every rail, a small one on rail 0; results exact', async () => {
+    const count = (7 << 20) / 4 + 3;
+    const result = await simulateJob({ worldSize: 3, transport: 'tcp_peer', rails: 3 }, async (rank) => {
+      const large = await rank.allReduce(Int32Array.from({ length: count }, (_, i) => (i % 977) + rank.rank));
+      const small = await rank.allReduce(Int32Array.of(rank.rank, 1));
+      return [large.every((value, i) => value === 3 * (i % 977) + 3), Array.from(small)];
+    });
+    for (const outcome of result.ranks) expect(outcome).toMatchObject({ status: 'returned', value: [true, [3, 3]] });
+    const dataLinks = result.traffic.messages.filter((message) => message.tag === MEMORY_DATA_LINK_TAG);
+    const railsOf = (bytes: (size: number) => boolean) => [...new Set(dataLinks.filter((message) => bytes(message.bytes)).map((message) => message.rail))].sort();
+    // Header (32 bytes) and payload: the large all-reduce's stripes (its 2.3 MiB segments as 1, 1
+    // and 0.3 MiB) on every rail, the small one's messages on rail 0.
+    expect(railsOf((size) => size > 64 << 10)).toEqual([0, 1, 2]);
+    expect(railsOf((size) => size < 64)).toEqual([0]);
   });
 
   it('point-to-point messages are matched by tag, in any order of sends and receives', async () => {

@@ -45,7 +45,7 @@ afterEach(async () => {
 async function engineAndPeer(spin: number | 'auto' = 'auto'): Promise<{ plane: DataPlane; peer: Socket }> {
   const [dialled, peer] = await loopbackPair();
   const socket = new FrameChannel(dialled).handOver();
-  const plane = DataPlane.open(engine!, 0, 2, { send: [undefined, socket], receive: [undefined, socket] }, spin);
+  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, socket], receive: [undefined, socket] }, spin);
   cleanups.push(() => {
     plane.close();
     peer.destroy();
@@ -72,7 +72,7 @@ async function engineBetweenPeers(): Promise<{ plane: DataPlane; peers: [Socket,
   const [toZero, zero] = await loopbackPair();
   const [toTwo, two] = await loopbackPair();
   const sockets = [new FrameChannel(toZero).handOver(), undefined, new FrameChannel(toTwo).handOver()];
-  const plane = DataPlane.open(engine!, 1, 3, { send: sockets, receive: sockets });
+  const plane = DataPlane.open(engine!, 1, 3, { rails: 1, send: sockets, receive: sockets });
   cleanups.push(() => {
     plane.close();
     zero.destroy();
@@ -373,18 +373,19 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('refuses a malformed program by name, and memory smaller than the program needs', async () => {
     const { plane } = await engineBetweenPeers();
     const compile = (numbers: number[]) => () => plane.program(String(Math.random()), () => Float64Array.from(numbers));
-    // element type, scratch bytes; sends (peer, memory, offset, bytes, gate kind, gate index); receives; folds.
-    expect(compile([6, 0, 1, 1, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
-    expect(compile([6, 0, 1, 3, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
-    expect(compile([6, 0, 1, 2, 0, 0, 4, 1, 0, 0, 0])).toThrow('data plane program send waits for a producer it does not have');
-    expect(compile([6, 0, 0, 1, 0, 2, 0, 8, 0])).toThrow('data plane program span lies outside its scratch');
+    // element type, scratch bytes; sends (peer, rail, memory, offset, bytes, gate kind, gate index); receives; folds.
+    expect(compile([6, 0, 1, 1, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
+    expect(compile([6, 0, 1, 3, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
+    expect(compile([6, 0, 1, 2, 1, 0, 0, 4, 0, 0, 0, 0])).toThrow("data plane program send rail is not one of the job's rails (0..0)");
+    expect(compile([6, 0, 1, 2, 0, 0, 0, 4, 1, 0, 0, 0])).toThrow('data plane program send waits for a producer it does not have');
+    expect(compile([6, 0, 0, 1, 0, 0, 2, 0, 8, 0])).toThrow('data plane program span lies outside its scratch');
     expect(compile([6, 0, 0, 0, 0, 7])).toThrow('data plane program has numbers after its last fold');
     expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 0])).toThrow('data plane program fold has no source');
     expect(compile([11, 0, 0, 0, 1, 1, 0, 4, 6, 1, 2, 0, 0, 0, 0, 0])).toThrow('data plane program fold op is not defined on its element type');
     expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 1, 0, 0, 1, 2, 5])).toThrow('data plane program fold waits for a producer it does not have');
     expect(compile([6, 0, 2])).toThrow('data plane program ends before its send peer');
     expect(() => plane.program('not numbers', () => new Float32Array(3) as unknown as Float64Array)).toThrow('data plane program must be a Float64Array');
-    const program = plane.program('sends 8 bytes', () => Float64Array.from([6, 0, 1, 2, 0, 0, 8, 0, 0, 0, 0]));
+    const program = plane.program('sends 8 bytes', () => Float64Array.from([6, 0, 1, 2, 0, 0, 0, 8, 0, 0, 0, 0]));
     const call = { descriptor: collectiveFor(2).own, sequence: 0n, timeoutMs: 1_000 };
     await expect(firstValueFrom(plane.run(program, new Uint8Array(4), new Uint8Array(0), call))).rejects.toThrow('data plane input is smaller than its program reads');
   });
@@ -463,7 +464,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('compiles each shape once and forgets the oldest past its limit', () => {
     const engine = { compiled: 0, released: [] as number[] };
     const fake = { compile: () => engine.compiled++, release: (id: number) => engine.released.push(id), run: () => undefined, wake: () => undefined, close: () => undefined };
-    const plane = DataPlane.open(function Engine() { return fake; } as never, 0, 1, { send: [undefined], receive: [undefined] });
+    const plane = DataPlane.open(function Engine() { return fake; } as never, 0, 1, { rails: 1, send: [undefined], receive: [undefined] });
     const encode = () => new Float64Array(0);
     expect(plane.program('a', encode)).toBe(0);
     expect(plane.program('a', encode)).toBe(0);

@@ -29,8 +29,8 @@ const MEMORY_CODES = { input: 0, output: 1, scratch: 2 } as const;
 
 /**
  * A schedule as the engine decodes it (native/schedule_program.cc), numbers in a Float64Array:
- * element type, scratch bytes; the sends (peer, memory, offset, bytes, gate kind, gate index),
- * then the receives (peer, memory, offset, bytes), then the folds (memory, offset, bytes, op,
+ * element type, scratch bytes; the sends (peer, rail, memory, offset, bytes, gate kind, gate
+ * index), then the receives (peer, rail, memory, offset, bytes), then the folds (memory, offset, bytes, op,
  * divisor, source count, (memory, offset) per source, gate count, (kind, index) per gate), each
  * list after its length. Memories: 0 input, 1 output, 2 scratch; gate kinds: 0 none, 1 a receive,
  * 2 a fold, 3 a send.
@@ -46,13 +46,13 @@ export function encodeProgram(schedule: Schedule, elementType: ElementType): Flo
   };
   numbers.push(schedule.sends.length);
   for (const send of schedule.sends) {
-    numbers.push(send.peer);
+    numbers.push(send.peer, send.rail ?? 0);
     spanOf(send.span);
     gate(send.after);
   }
   numbers.push(schedule.receives.length);
   for (const receive of schedule.receives) {
-    numbers.push(receive.peer);
+    numbers.push(receive.peer, receive.rail ?? 0);
     spanOf(receive.span);
   }
   numbers.push(schedule.folds.length);

@@ -40,6 +40,11 @@ export interface ScheduledMessage {
   readonly span: Span;
   readonly step: number;
   readonly channel: number;
+  /**
+   * The native plane's data link to `peer` it takes (./rail-stripes.ts cuts messages over the
+   * rails; absent: rail 0). The JS plane spreads pieces over its rails itself.
+   */
+  readonly rail?: number;
 }
 
 /**

@@ -1,0 +1,81 @@
+import type { Dependency, Schedule, ScheduledFold, ScheduledMessage, ScheduledSend, Span } from './schedule.js';
+
+/**
+ * The unit a message is cut at when it goes over several rails: a stripe is a run of whole units
+ * (1 MiB, a multiple of every element width, so no element is ever split).
+ */
+export const STRIPE_UNIT_BYTES = 1 << 20;
+
+/**
+ * Where a message (or a fold) of `bytes` is cut when there are `rails` data links per pair
+ * (docs/protocol.md 9.9): into min(rails, ceil(bytes / 1 MiB)) stripes (one at the least), stripe
+ * k starting at unit floor(k * units / stripes). Returns the stripes' starts and the end. Both
+ * ends of a message cut it alike from its size alone. (`unitBytes` is for tests: small shapes
+ * with many stripes.)
+ */
+export function stripeCuts(bytes: number, rails: number, unitBytes = STRIPE_UNIT_BYTES): number[] {
+  const units = Math.ceil(bytes / unitBytes);
+  const stripes = Math.max(1, Math.min(rails, units));
+  const cuts = Array.from({ length: stripes }, (_, stripe) => Math.floor((stripe * units) / stripes) * unitBytes);
+  cuts.push(bytes);
+  return cuts;
+}
+
+/**
+ * `schedule` for the native plane with `rails` data links per pair: every message goes as its
+ * stripes (`stripeCuts`), stripe k on rail `railOrder[(channel + k) mod rails]` (0, 1, ... when
+ * null), as the JS plane spreads a message's pieces; every fold is cut alike, and stripe k of
+ * anything waits for stripe k of what it waited for (a dependency covers as many bytes as its
+ * dependent, so both are cut at the same places). Stripes keep their message's order on each
+ * rail, so both ends of every data link still agree on what comes next. One rail: the schedule.
+ */
+export function stripeOverRails(schedule: Schedule, rails: number, railOrder: readonly number[] | null, unitBytes = STRIPE_UNIT_BYTES): Schedule {
+  if (rails === 1) return schedule;
+  const sendCuts = schedule.sends.map((send) => stripeCuts(send.span.bytes, rails, unitBytes));
+  const receiveCuts = schedule.receives.map((receive) => stripeCuts(receive.span.bytes, rails, unitBytes));
+  const foldCuts = schedule.folds.map((fold) => stripeCuts(fold.target.bytes, rails, unitBytes));
+  const firsts = (cuts: readonly number[][]) => {
+    let next = 0;
+    return cuts.map((of) => ((next += of.length - 1), next - (of.length - 1)));
+  };
+  const first = { send: firsts(sendCuts), receive: firsts(receiveCuts), fold: firsts(foldCuts) };
+  const cutsOf = { send: sendCuts, receive: receiveCuts, fold: foldCuts };
+  /** Stripe `stripe` of `dependency`, for a dependent cut at `cuts`. */
+  const striped = (dependency: Dependency, cuts: readonly number[], stripe: number): Dependency => {
+    const kind = 'receive' in dependency ? 'receive' : 'fold' in dependency ? 'fold' : 'send';
+    const index = (dependency as Record<typeof kind, number>)[kind];
+    const theirs = cutsOf[kind][index]!;
+    if (theirs.at(-1) !== cuts.at(-1)) {
+      throw new Error(`schedule ${schedule.algorithm}: ${kind} ${index} (${theirs.at(-1)} bytes) is a dependency of ${cuts.at(-1)} bytes`);
+    }
+    return { [kind]: first[kind][index]! + stripe } as Dependency;
+  };
+  const railOf = (message: ScheduledMessage, stripe: number) => {
+    const slot = (message.channel + stripe) % rails;
+    return railOrder === null ? slot : railOrder[slot]!;
+  };
+  const cut = (of: Span, cuts: readonly number[], stripe: number): Span => ({ memory: of.memory, offset: of.offset + cuts[stripe]!, bytes: cuts[stripe + 1]! - cuts[stripe]! });
+  const stripesOf = <T>(cuts: readonly number[], make: (stripe: number) => T): T[] => Array.from({ length: cuts.length - 1 }, (_, stripe) => make(stripe));
+  return {
+    ...schedule,
+    sends: schedule.sends.flatMap((send, index): ScheduledSend[] =>
+      stripesOf(sendCuts[index]!, (stripe) => ({
+        ...send,
+        span: cut(send.span, sendCuts[index]!, stripe),
+        rail: railOf(send, stripe),
+        after: send.after === null ? null : striped(send.after, sendCuts[index]!, stripe),
+      })),
+    ),
+    receives: schedule.receives.flatMap((receive, index): ScheduledMessage[] =>
+      stripesOf(receiveCuts[index]!, (stripe) => ({ ...receive, span: cut(receive.span, receiveCuts[index]!, stripe), rail: railOf(receive, stripe) })),
+    ),
+    folds: schedule.folds.flatMap((fold, index): ScheduledFold[] =>
+      stripesOf(foldCuts[index]!, (stripe) => ({
+        ...fold,
+        target: cut(fold.target, foldCuts[index]!, stripe),
+        sources: fold.sources.map((source) => cut(source, foldCuts[index]!, stripe)),
+        after: fold.after.map((dependency) => striped(dependency, foldCuts[index]!, stripe)),
+      })),
+    ),
+  };
+}

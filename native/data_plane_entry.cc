@@ -1,4 +1,4 @@
-// JavaScript's handle on the native data plane: `new DataPlane(rank, worldSize, sendFds, recvFds)`
+// JavaScript's handle on the native data plane: `new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs)`
 // keeps the schedules JavaScript compiles (one per collective shape) and owns one thread that runs
 // the session's data-plane collectives one at a time (collectives are
 // ordered per session; a small one starts on the calling thread, see kInlineBytes), and a wake

@@ -225,6 +225,17 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     await expect(job.coordinator.done).rejects.toThrow(mismatch);
   });
 
+  it('over 2 rails, a rank whose rail order (1,0) sends its small all-reduce on rail 1 while the other sends on rail 0 still meets it on rail 0: both named at once, not a timeout', async () => {
+    const job = await startCoordinator(2, { transport: 'tcp_peer', timeoutMs: 10_000, collectiveTimeoutMs: 10_000, rails: 2 });
+    jobs.push(job);
+    const sessions = await Promise.all([job.openRank(0, { dataPlane: 'native', railOrder: [1, 0] }), job.openRank(1, { dataPlane: 'native' })]);
+    const started = Date.now();
+    const errors = await Promise.all(sessions.map((session) => rejection(session.allReduce(Float32Array.of(1, 2)))));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    for (const error of errors) expect(error.message).toMatch(/mismatch: rank [01] submitted \{AllReduce F32 root ANY count 2 op sum layout "all-pairs( rails 1,0)?"\}, rank [01] submitted \{AllReduce F32 root ANY count 2 op sum layout "all-pairs( rails 1,0)?"\}/);
+    expect(errors.map((error) => error.message).join('\n')).toContain('rails 1,0');
+  });
+
   it('a barrier on one rank and an all-reduce on another: both named, with both descriptors', async () => {
     const { sessions } = await nativeJob(2);
     const errors = await Promise.all([rejection(sessions[0]!.barrier()), rejection(sessions[1]!.allReduce(Float32Array.of(1, 2)))]);

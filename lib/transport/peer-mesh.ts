@@ -209,6 +209,8 @@ export class PeerMesh {
       );
     } catch (error) {
       mesh.close();
+      // Data links already handed over belong to no engine yet: nothing else would close them.
+      for (const socket of [...mesh.dataSockets.send, ...mesh.dataSockets.receive]) socket?.destroy();
       throw error;
     }
     return mesh;

@@ -77,24 +77,13 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
   c.deadline_ns = c.progressed_ns + timeout_ms * 1'000'000;
   uint8_t* const memories[3] = {const_cast<uint8_t*>(input), output, Scratch(program.scratch_bytes)};
   auto at = [&](const SpanRef& ref) { return Span{memories[ref.memory] + ref.offset, ref.size}; };
-  // One transfer per link the program uses, peers in the order rank + 1, rank + 2, ... (every rank
-  // starts with a different one), rails in turn. Each message is the header, then its payload.
-  const auto link = [this](int peer, int rail) { return size_t(peer * rails_ + rail); };
-  std::vector<bool> used(send_fds_.size(), false);
-  for (const ProgramSend& send : program.sends) used[link(send.peer, send.rail)] = true;
-  for (const ProgramReceive& receive : program.receives) used[link(receive.peer, receive.rail)] = true;
-  std::vector<int> slot(send_fds_.size(), -1);
-  for (int k = 1; k < world_size_; k++) {
-    const int peer = (rank_ + k) % world_size_;
-    for (int rail = 0; rail < rails_; rail++) {
-      if (!used[link(peer, rail)]) continue;
-      slot[link(peer, rail)] = int(c.transfers.size());
-      c.transfers.push_back(Transfer{peer, rail, {}, {}, {}, {}, {}});
-    }
-  }
+  // One transfer per link the program uses, in its order (Program::links). Each message is the
+  // header, then its payload.
+  c.transfers.reserve(program.links.size());
+  for (const Program::Link& link : program.links) c.transfers.push_back(Transfer{link.peer, link.rail, {}, {}, {}, {}, {}});
   for (size_t s = 0; s < program.sends.size(); s++) {
     const ProgramSend& send = program.sends[s];
-    Transfer& t = c.transfers[size_t(slot[link(send.peer, send.rail)])];
+    Transfer& t = c.transfers[send.link];
     t.sends.insert(t.sends.end(), {Span{c.header, kDataHeaderBytes}, at(send.span)});
     t.send_after.push_back(send.after);
     t.send_ids.push_back(s);
@@ -103,8 +92,9 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
   c.sent.assign(program.sends.size(), 0);
   for (size_t r = 0; r < program.receives.size(); r++) {
     const ProgramReceive& receive = program.receives[r];
-    Transfer& t = c.transfers[size_t(slot[link(receive.peer, receive.rail)])];
-    t.receives.insert(t.receives.end(), {Span{headers_.data() + link(receive.peer, receive.rail) * kDataHeaderBytes, kDataHeaderBytes}, at(receive.span)});
+    Transfer& t = c.transfers[receive.link];
+    const size_t header = size_t(receive.peer * rails_ + receive.rail) * kDataHeaderBytes;
+    t.receives.insert(t.receives.end(), {Span{headers_.data() + header, kDataHeaderBytes}, at(receive.span)});
     t.receive_ids.push_back(r);
     c.bytes += receive.span.size;
   }

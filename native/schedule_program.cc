@@ -137,7 +137,23 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
     for (const SpanRef& source : fold.sources) fit(source);
   }
   error = in.error();
-  return error.empty();
+  if (!error.empty()) return false;
+  // Decided once per program, not per call: which links it uses, in the order the plane serves them.
+  const auto id = [rails](int peer, int rail) { return size_t(peer * rails + rail); };
+  std::vector<size_t> place(size_t(world_size) * size_t(rails), SIZE_MAX);
+  for (const ProgramSend& send : program.sends) place[id(send.peer, send.rail)] = 0;
+  for (const ProgramReceive& receive : program.receives) place[id(receive.peer, receive.rail)] = 0;
+  for (int k = 1; k < world_size; k++) {
+    const int peer = (rank + k) % world_size;
+    for (int rail = 0; rail < rails; rail++) {
+      if (place[id(peer, rail)] == SIZE_MAX) continue;
+      place[id(peer, rail)] = program.links.size();
+      program.links.push_back({peer, rail});
+    }
+  }
+  for (ProgramSend& send : program.sends) send.link = place[id(send.peer, send.rail)];
+  for (ProgramReceive& receive : program.receives) receive.link = place[id(receive.peer, receive.rail)];
+  return true;
 }
 
 }  // namespace rxccl

@@ -35,6 +35,8 @@ constexpr int kMaxDataRails = 64;
 struct ProgramSend {
   int peer = 0;
   int rail = 0;
+  // Its link's place in Program::links.
+  size_t link = 0;
   SpanRef span;
   Gate after;
 };
@@ -42,6 +44,8 @@ struct ProgramSend {
 struct ProgramReceive {
   int peer = 0;
   int rail = 0;
+  // Its link's place in Program::links.
+  size_t link = 0;
   SpanRef span;
 };
 
@@ -64,6 +68,13 @@ struct Program {
   std::vector<ProgramSend> sends;
   std::vector<ProgramReceive> receives;
   std::vector<ProgramFold> folds;
+  // The (peer, rail) links the messages use, peers in the order rank + 1, rank + 2, ... (every
+  // rank starts with a different one), rails in turn: the data plane's transfers, in this order.
+  struct Link {
+    int peer = 0;
+    int rail = 0;
+  };
+  std::vector<Link> links;
 };
 
 // Decodes `length` numbers (plane-executor.ts `encodeProgram`) for `rank` of `world_size` ranks

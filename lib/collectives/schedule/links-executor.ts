@@ -6,6 +6,7 @@ import type { Links } from '../../transport/links/links.js';
 import { receiveInto } from '../../transport/links/receive-into.js';
 import { MAX_PIECES, PIECE_BYTES, pieceTag } from '../peer-data.js';
 import { pieceWork, type StartWork } from './piece-work.js';
+import { railOfPart } from './rail-stripes.js';
 import type { Dependency, Schedule, ScheduledMessage, Span } from './schedule.js';
 
 /** The caller's memory a schedule's spans are bytes of. */
@@ -63,11 +64,7 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
     return memory[of.memory].subarray(of.offset + start, of.offset + Math.min(of.bytes, start + size * width));
   };
   const tagOf = (message: ScheduledMessage, piece: number) => pieceTag(schedule.tagPrefix, wiring.sequence, message.channel, message.step, piece);
-  const { railOrder } = wiring;
-  const railOf = (message: ScheduledMessage, piece: number) => {
-    const slot = (message.channel + piece) % links.rails;
-    return railOrder === null ? slot : railOrder[slot]!;
-  };
+  const railOf = (message: ScheduledMessage, piece: number) => railOfPart(message.channel, piece, links.rails, wiring.railOrder);
   const shapeOf = (bytes: Uint8Array) => ({ elementType: wiring.elementType, count: bytes.length / width });
   const piecesOf = (bytes: number) => cut(bytes).count;
 

@@ -22,59 +22,72 @@ export function stripeCuts(bytes: number, rails: number, unitBytes = STRIPE_UNIT
 }
 
 /**
+ * The rail part `part` of a message on `channel` takes: railOrder[(channel + part) mod rails] (0,
+ * 1, ... when null). Both planes spread a message so: the JS plane its pieces, the native plane
+ * its stripes.
+ */
+export function railOfPart(channel: number, part: number, rails: number, railOrder: readonly number[] | null): number {
+  const slot = (channel + part) % rails;
+  return railOrder === null ? slot : railOrder[slot]!;
+}
+
+/** Where each item's first stripe lands once every item before it was cut at `cuts`. */
+function firstStripes(cuts: readonly (readonly number[])[]): number[] {
+  const firsts: number[] = [];
+  let next = 0;
+  for (const of of cuts) {
+    firsts.push(next);
+    next += of.length - 1;
+  }
+  return firsts;
+}
+
+/**
  * `schedule` for the native plane with `rails` data links per pair: every message goes as its
- * stripes (`stripeCuts`), stripe k on rail `railOrder[(channel + k) mod rails]` (0, 1, ... when
- * null), as the JS plane spreads a message's pieces; every fold is cut alike, and stripe k of
- * anything waits for stripe k of what it waited for (a dependency covers as many bytes as its
- * dependent, so both are cut at the same places). Stripes keep their message's order on each
+ * stripes (`stripeCuts`), stripe k on the rail of part k (`railOfPart`); every fold is cut alike,
+ * and stripe k of anything waits for stripe k of what it waited for (a dependency covers as many
+ * bytes as its dependent, so both are cut at the same places). Stripes keep their message's order on each
  * rail, so both ends of every data link still agree on what comes next. One rail: the schedule.
  */
 export function stripeOverRails(schedule: Schedule, rails: number, railOrder: readonly number[] | null, unitBytes = STRIPE_UNIT_BYTES): Schedule {
   if (rails === 1) return schedule;
-  const sendCuts = schedule.sends.map((send) => stripeCuts(send.span.bytes, rails, unitBytes));
-  const receiveCuts = schedule.receives.map((receive) => stripeCuts(receive.span.bytes, rails, unitBytes));
-  const foldCuts = schedule.folds.map((fold) => stripeCuts(fold.target.bytes, rails, unitBytes));
-  const firsts = (cuts: readonly number[][]) => {
-    let next = 0;
-    return cuts.map((of) => ((next += of.length - 1), next - (of.length - 1)));
+  const cutsOf = {
+    send: schedule.sends.map((send) => stripeCuts(send.span.bytes, rails, unitBytes)),
+    receive: schedule.receives.map((receive) => stripeCuts(receive.span.bytes, rails, unitBytes)),
+    fold: schedule.folds.map((fold) => stripeCuts(fold.target.bytes, rails, unitBytes)),
   };
-  const first = { send: firsts(sendCuts), receive: firsts(receiveCuts), fold: firsts(foldCuts) };
-  const cutsOf = { send: sendCuts, receive: receiveCuts, fold: foldCuts };
+  const first = { send: firstStripes(cutsOf.send), receive: firstStripes(cutsOf.receive), fold: firstStripes(cutsOf.fold) };
   /** Stripe `stripe` of `dependency`, for a dependent cut at `cuts`. */
   const striped = (dependency: Dependency, cuts: readonly number[], stripe: number): Dependency => {
-    const kind = 'receive' in dependency ? 'receive' : 'fold' in dependency ? 'fold' : 'send';
-    const index = (dependency as Record<typeof kind, number>)[kind];
+    const [kind, index] = 'receive' in dependency ? (['receive', dependency.receive] as const) : 'fold' in dependency ? (['fold', dependency.fold] as const) : (['send', dependency.send] as const);
     const theirs = cutsOf[kind][index]!;
     if (theirs.at(-1) !== cuts.at(-1)) {
       throw new Error(`schedule ${schedule.algorithm}: ${kind} ${index} (${theirs.at(-1)} bytes) is a dependency of ${cuts.at(-1)} bytes`);
     }
     return { [kind]: first[kind][index]! + stripe } as Dependency;
   };
-  const railOf = (message: ScheduledMessage, stripe: number) => {
-    const slot = (message.channel + stripe) % rails;
-    return railOrder === null ? slot : railOrder[slot]!;
-  };
+  const railOf = (message: ScheduledMessage, stripe: number) => railOfPart(message.channel, stripe, rails, railOrder);
   const cut = (of: Span, cuts: readonly number[], stripe: number): Span => ({ memory: of.memory, offset: of.offset + cuts[stripe]!, bytes: cuts[stripe + 1]! - cuts[stripe]! });
   const stripesOf = <T>(cuts: readonly number[], make: (stripe: number) => T): T[] => Array.from({ length: cuts.length - 1 }, (_, stripe) => make(stripe));
   return {
     ...schedule,
     sends: schedule.sends.flatMap((send, index): ScheduledSend[] =>
-      stripesOf(sendCuts[index]!, (stripe) => ({
+      stripesOf(cutsOf.send[index]!, (stripe) => ({
         ...send,
-        span: cut(send.span, sendCuts[index]!, stripe),
+        span: cut(send.span, cutsOf.send[index]!, stripe),
         rail: railOf(send, stripe),
-        after: send.after === null ? null : striped(send.after, sendCuts[index]!, stripe),
+        after: send.after === null ? null : striped(send.after, cutsOf.send[index]!, stripe),
       })),
     ),
     receives: schedule.receives.flatMap((receive, index): ScheduledMessage[] =>
-      stripesOf(receiveCuts[index]!, (stripe) => ({ ...receive, span: cut(receive.span, receiveCuts[index]!, stripe), rail: railOf(receive, stripe) })),
+      stripesOf(cutsOf.receive[index]!, (stripe) => ({ ...receive, span: cut(receive.span, cutsOf.receive[index]!, stripe), rail: railOf(receive, stripe) })),
     ),
     folds: schedule.folds.flatMap((fold, index): ScheduledFold[] =>
-      stripesOf(foldCuts[index]!, (stripe) => ({
+      stripesOf(cutsOf.fold[index]!, (stripe) => ({
         ...fold,
-        target: cut(fold.target, foldCuts[index]!, stripe),
-        sources: fold.sources.map((source) => cut(source, foldCuts[index]!, stripe)),
-        after: fold.after.map((dependency) => striped(dependency, foldCuts[index]!, stripe)),
+        target: cut(fold.target, cutsOf.fold[index]!, stripe),
+        sources: fold.sources.map((source) => cut(source, cutsOf.fold[index]!, stripe)),
+        after: fold.after.map((dependency) => striped(dependency, cutsOf.fold[index]!, stripe)),
       })),
     ),
   };

@@ -180,6 +180,10 @@ void DataLinks::Settle(Collective& c) {
 bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   std::vector<Transfer>& phase = c.transfers;
   Settle(c);
+  // A socket can nearly always take a message: what may go is tried before the first poll.
+  for (Transfer& t : phase) {
+    if (t.sent < t.sends.size() && t.sent_total < t.send_limit && !Move(c, t, Direction::kSend, outcome)) return true;
+  }
   // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
   // and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 2 + 1);
@@ -234,24 +238,22 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     }
     for (size_t i = 0; i < phase.size(); i++) {
       Transfer& t = phase[i];
-      if (ready[2 * i].revents != 0) {
-        const size_t before = t.sent_total;
-        if (!Send(c, t, outcome)) return true;
-        if (t.sent_total != before) {
-          Progressed(c);
-          Settle(c);
-        }
-      }
-      if (ready[2 * i + 1].revents != 0) {
-        const size_t before = t.received_total;
-        if (!Receive(c, t, outcome)) return true;
-        if (t.received_total != before) {
-          Progressed(c);
-          Settle(c);
-        }
-      }
+      if (ready[2 * i].revents != 0 && !Move(c, t, Direction::kSend, outcome)) return true;
+      if (ready[2 * i + 1].revents != 0 && !Move(c, t, Direction::kReceive, outcome)) return true;
     }
   }
+}
+
+bool DataLinks::Move(Collective& c, Transfer& t, Direction direction, Outcome& outcome) {
+  const bool send = direction == Direction::kSend;
+  const size_t& total = send ? t.sent_total : t.received_total;
+  const size_t before = total;
+  if (!(send ? Send(c, t, outcome) : Receive(c, t, outcome))) return false;
+  if (total != before) {
+    Progressed(c);
+    Settle(c);
+  }
+  return true;
 }
 
 bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
@@ -290,32 +292,65 @@ bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
   return true;
 }
 
+ssize_t DataLinks::ReadLink(const Transfer& t, uint8_t* into, size_t size, Outcome& outcome) {
+  const ssize_t got = recv(ReceiveFd(t), into, size, MSG_DONTWAIT);
+  if (got > 0) return got;
+  if (got == 0) {
+    outcome.kind = Outcome::Kind::kPeerClosed;
+    outcome.peer = t.peer;
+    return -1;
+  }
+  if (errno == EAGAIN || errno == EINTR) return 0;
+  SetSystem(outcome, t.peer, errno, "receive");
+  return -1;
+}
+
+bool DataLinks::HeaderMatches(const Collective& c, const Transfer& t, const uint8_t* header, Outcome& outcome) {
+  if (memcmp(header, c.header, kDataHeaderBytes) == 0) return true;
+  outcome.kind = Outcome::Kind::kMismatch;
+  outcome.peer = t.peer;
+  memcpy(outcome.header, header, kDataHeaderBytes);
+  return false;
+}
+
+void DataLinks::Took(Collective& c, Transfer& t, size_t bytes) {
+  t.received_bytes += bytes;
+  t.received_total += bytes;
+  if (t.received % 2 == 1) c.received[t.receive_ids[t.received / 2]] = t.received_bytes;
+}
+
 bool DataLinks::Receive(Collective& c, Transfer& t, Outcome& outcome) {
   while (t.received < t.receives.size()) {
     const Span& into = t.receives[t.received];
-    if (into.size > 0) {
-      const ssize_t got = recv(ReceiveFd(t), into.data + t.received_bytes, into.size - t.received_bytes, MSG_DONTWAIT);
-      if (got == 0) {
-        outcome.kind = Outcome::Kind::kPeerClosed;
-        outcome.peer = t.peer;
-        return false;
-      }
-      if (got < 0) {
-        if (errno == EAGAIN || errno == EINTR) return true;
-        SetSystem(outcome, t.peer, errno, "receive");
-        return false;
-      }
-      t.received_bytes += size_t(got);
-      t.received_total += size_t(got);
-      if (t.received % 2 == 1) c.received[t.receive_ids[t.received / 2]] = t.received_bytes;
+    // Headers sit at even places, each followed by its payload.
+    const bool header = t.received % 2 == 0;
+    if (header && t.received_bytes == 0 && t.receives[t.received + 1].size <= kStagedPayloadBytes) {
+      // A small message comes in one read, its header and payload through `staged_` (exactly
+      // its bytes: the next message stays in the socket), so the payload reaches the caller's
+      // memory only once its header is checked.
+      const Span& payload = t.receives[t.received + 1];
+      const ssize_t got = ReadLink(t, staged_.data(), kDataHeaderBytes + payload.size, outcome);
+      if (got <= 0) return got == 0;
+      const size_t head = std::min(size_t(got), kDataHeaderBytes);
+      memcpy(into.data, staged_.data(), head);
+      Took(c, t, head);
+      // The rest of a header cut short comes as any other (below).
+      if (head < kDataHeaderBytes) continue;
+      if (!HeaderMatches(c, t, into.data, outcome)) return false;
+      t.received++;
+      t.received_bytes = 0;
+      const size_t body = size_t(got) - kDataHeaderBytes;
+      if (body > 0) memcpy(payload.data, staged_.data() + kDataHeaderBytes, body);
+      Took(c, t, body);
+      if (body < payload.size) continue;
+    } else if (into.size > 0) {
+      // Anything else is read straight into its place; a header is checked before a byte of its
+      // payload is read.
+      const ssize_t got = ReadLink(t, into.data + t.received_bytes, into.size - t.received_bytes, outcome);
+      if (got <= 0) return got == 0;
+      Took(c, t, size_t(got));
       if (t.received_bytes < into.size) continue;
-    }
-    // Headers sit at even places: each is checked before a byte of its payload is read.
-    if (t.received % 2 == 0 && memcmp(into.data, c.header, kDataHeaderBytes) != 0) {
-      outcome.kind = Outcome::Kind::kMismatch;
-      outcome.peer = t.peer;
-      memcpy(outcome.header, into.data, kDataHeaderBytes);
-      return false;
+      if (header && !HeaderMatches(c, t, into.data, outcome)) return false;
     }
     t.received++;
     t.received_bytes = 0;

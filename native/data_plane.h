@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@
 namespace rxccl {
 
 constexpr size_t kDataHeaderBytes = 32;
+
+// A message whose payload is at most this is read whole, header and payload, in one recv(): a
+// copy of this many bytes costs less than a second system call.
+constexpr size_t kStagedPayloadBytes = size_t(8) << 10;
 
 // How a schedule ended. Anything but kDone ends the session (JavaScript aborts the job).
 struct Outcome {
@@ -111,8 +116,19 @@ class DataLinks {
  private:
   // Runs every fold as far as its producers allow, then lets every send go as far as its own.
   void Settle(Collective& collective);
+  enum class Direction { kSend, kReceive };
+  // Sends or receives what the transfer's link takes now; any progress moves the folds and sends
+  // on (Settle). False when the collective is over (`outcome` says how).
+  bool Move(Collective& collective, Transfer& transfer, Direction direction, Outcome& outcome);
   bool Send(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool Receive(Collective& collective, Transfer& transfer, Outcome& outcome);
+  // recv() of up to `size` bytes of the transfer's link into `into`: the bytes read, 0 when none
+  // are there yet, -1 when the link failed or closed (`outcome` says which).
+  ssize_t ReadLink(const Transfer& transfer, uint8_t* into, size_t size, Outcome& outcome);
+  // Whether a received header is the collective's own; else the outcome is a mismatch naming it.
+  static bool HeaderMatches(const Collective& collective, const Transfer& transfer, const uint8_t* header, Outcome& outcome);
+  // `bytes` more of the transfer's current receive have come.
+  static void Took(Collective& collective, Transfer& transfer, size_t bytes);
   uint8_t* Scratch(size_t bytes);
   // A send or a receive moved: the wait before it tells the spin budget.
   void Progressed(Collective& collective);
@@ -132,6 +148,8 @@ class DataLinks {
   // Scratch memory of the schedules, grown once and kept: fresh memory per call would cost page faults.
   std::vector<uint8_t> scratch_;
   SpinBudget spin_;
+  // A small message's header and payload, read in one call (Receive).
+  std::vector<uint8_t> staged_ = std::vector<uint8_t>(kDataHeaderBytes + kStagedPayloadBytes);
 };
 
 int64_t MonotonicNs();

@@ -170,7 +170,8 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
         fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 16_384, max: 40_000 })),
         fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 5 }),
         fc.boolean(),
-        async (count, pieces, pairwise) => {
+        fc.boolean(),
+        async (count, pieces, pairwise, together) => {
           const { plane, peer } = await engineAndPeer();
           const readExactly = reader(peer);
           const ours = Array.from({ length: count }, (_, i) => i * 3 - 7);
@@ -188,9 +189,13 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
             // Rank 0 owns elements [0, ceil(count/2)), rank 1 the rest: each sends the other's part,
             // the owner sends back its reduced part.
             const half = Math.ceil(count / 2);
-            const [scattered] = await Promise.all([readExactly(32 + (count - half) * 4), writeInPieces(peer, concat(header, i32(theirs.slice(0, half))), pieces)]);
+            const scatter = concat(header, i32(theirs.slice(0, half)));
+            const gather = concat(header, i32(sum.slice(half)));
+            // `together`: the peer's second message is in the socket with its first (a read of
+            // the first must take its bytes only).
+            const [scattered] = await Promise.all([readExactly(32 + (count - half) * 4), writeInPieces(peer, together ? concat(scatter, gather) : scatter, pieces)]);
             expect(scattered).toEqual(concat(header, i32(ours.slice(half))));
-            const [gathered] = await Promise.all([readExactly(32 + half * 4), writeInPieces(peer, concat(header, i32(sum.slice(half))), pieces)]);
+            const [gathered] = await Promise.all([readExactly(32 + half * 4), together ? Promise.resolve() : writeInPieces(peer, gather, pieces)]);
             expect(gathered).toEqual(concat(header, i32(sum.slice(0, half))));
           }
           expect(await outcome).toBeUndefined();
@@ -260,6 +265,21 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
       'collective sequence 0 mismatch: rank 0 submitted {AllReduce I32 root ANY count 4 op sum layout "all-pairs"}, rank 1 submitted {AllReduce I32 root ANY count 5 op sum layout "all-pairs"}',
     );
     expect(aborts).toEqual([(error as Error).message]);
+  });
+
+  it('a disagreeing header leaves the memory its payload was bound for as it was, small (read whole) or large (read in place)', async () => {
+    for (const count of [2, 5_000]) {
+      const { plane, peer } = await engineAndPeer();
+      // Rank 0 receives rank 1's broadcast straight into its output.
+      const own = descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.I32, elementCount: count, rootRank: 1 }, 'pairwise');
+      const output = new Uint8Array(count * 4).fill(0xaa);
+      const outcome = runOn(plane, pairwiseBroadcast, inputOf(0, 2, count, { root: 1 }), { input: new Uint8Array(0), output }, { number: 0n, own });
+      const theirs = { number: 0n, own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.I32, elementCount: count, rootRank: 0 }, 'pairwise') };
+      peer.write(concat(headerOf(theirs), new Uint8Array(count * 4)));
+      expect((await outcome)!.kind).toBe('mismatch');
+      expect(output.every((byte) => byte === 0xaa)).toBe(true);
+      await cleanups.pop()!();
+    }
   });
 
   it('a header of another collective number, or a corrupt one, is named as such', async () => {

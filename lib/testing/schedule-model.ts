@@ -4,9 +4,10 @@
  * `r@i`, a fold of a and b is `(a+b)`, avg's division `(...)/W`, so a result says exactly which
  * contributions it holds and in which order they were folded.
  *
- * The model keeps the native plane's rules, the strictest of the two planes': messages between two
- * ranks travel in the order they are listed, whole; a send goes once what produces it is there, a
- * fold runs once its producers are done. Events happen in an order `random` picks among those
+ * The model keeps the native plane's rules, the strictest of the two planes': messages from one rank
+ * to another on one rail travel in the order they are listed, whole (a data link per pair and
+ * rail, so messages on different rails may overtake each other); a send goes once what produces
+ * it is there, a fold runs once its producers are done. Events happen in an order `random` picks among those
  * possible. It reports, instead of a result:
  * - a schedule that is malformed (a span outside its memory, messages of a link that do not pair
  *   up in size or label, a dependency that does not exist);
@@ -41,10 +42,31 @@ interface RankState {
   readonly folded: boolean[];
   /** Sends whose message has landed (until then they read their memory). */
   readonly landed: boolean[];
-  readonly sentUpTo: Map<number, number>;
-  readonly receivedUpTo: Map<number, number>;
-  readonly sendsTo: Map<number, number[]>;
-  readonly receivesFrom: Map<number, number[]>;
+  /** This rank's ends of its data links, by `Link`: what it sends on each, what it receives. */
+  readonly sendsTo: Map<Link, LinkMessages>;
+  readonly receivesFrom: Map<Link, LinkMessages>;
+}
+
+/** One rank's end of a data link: the peer and the rail, as `peer/rail`. */
+type Link = `${number}/${number}`;
+
+const linkOf = (peer: number, rail = 0): Link => `${peer}/${rail}`;
+
+/** The messages one end of a data link sends (or receives), in order. */
+interface LinkMessages {
+  readonly peer: number;
+  readonly rail: number;
+  /** The schedule's sends (or receives) on it, in order. */
+  readonly indices: number[];
+  /** How many of them have gone (or come). */
+  done: number;
+  /** The link's messages in flight, as the model files them: `from>to/rail`. */
+  readonly wire: string;
+}
+
+/** A link as error texts name it: `rank 2`, or `rank 2 rail 1`. */
+function describeLink({ peer, rail }: LinkMessages): string {
+  return rail === 0 ? `rank ${peer}` : `rank ${peer} rail ${rail}`;
 }
 
 /** A message on its way: what it carries, and the span its sender reads it from until it lands. */
@@ -52,6 +74,8 @@ interface InFlight {
   readonly values: string[];
   readonly from: number;
   readonly send: number;
+  /** The sender's end of the link it is on. */
+  readonly to: LinkMessages;
 }
 
 /**
@@ -63,8 +87,9 @@ export function runScheduleModel(schedules: readonly Schedule[], input: (rank: n
   const width = input(0).width;
   const ranks = schedules.map((plain, rank) => stateOf(withHeaderExchange(plain, worldSize, rank), rank, memory, width));
   checkLinks(ranks);
+  // Messages on their way, per data link (`LinkMessages.wire`).
   const links = new Map<string, InFlight[]>();
-  const inFlight = (from: number, to: number) => links.get(`${from}>${to}`) ?? links.set(`${from}>${to}`, []).get(`${from}>${to}`)!;
+  const inFlight = (wire: string) => links.get(wire) ?? links.set(wire, []).get(wire)!;
 
   for (;;) {
     const events = possibleEvents(ranks, links);
@@ -80,26 +105,25 @@ export function runScheduleModel(schedules: readonly Schedule[], input: (rank: n
   function possibleEvents(all: RankState[], queues: Map<string, InFlight[]>): (() => void)[] {
     const events: (() => void)[] = [];
     all.forEach((state, rank) => {
-      for (const [peer, list] of state.sendsTo) {
-        const at = state.sentUpTo.get(peer) ?? 0;
-        const send = state.schedule.sends[list[at] ?? -1];
+      for (const link of state.sendsTo.values()) {
+        const index = link.indices[link.done];
+        const send = state.schedule.sends[index ?? -1];
         if (send !== undefined && done(state, send.after)) {
           events.push(() => {
-            inFlight(rank, peer).push({ values: read(state, send.span), from: rank, send: list[at]! });
-            state.sentUpTo.set(peer, at + 1);
+            inFlight(link.wire).push({ values: read(state, send.span), from: rank, send: index!, to: link });
+            link.done++;
           });
         }
       }
-      for (const [peer, list] of state.receivesFrom) {
-        const at = state.receivedUpTo.get(peer) ?? 0;
-        const queue = queues.get(`${peer}>${rank}`);
-        if (at < list.length && queue !== undefined && queue.length > 0) {
+      for (const link of state.receivesFrom.values()) {
+        const queue = queues.get(link.wire);
+        if (link.done < link.indices.length && queue !== undefined && queue.length > 0) {
           events.push(() => {
             const message = queue.shift()!;
-            const index = list[at]!;
+            const index = link.indices[link.done]!;
             write(all, rank, state.schedule.receives[index]!.span, message.values, { receive: index });
             state.received[index] = true;
-            state.receivedUpTo.set(peer, at + 1);
+            link.done++;
             all[message.from]!.landed[message.send] = true;
           });
         }
@@ -123,11 +147,11 @@ export function runScheduleModel(schedules: readonly Schedule[], input: (rank: n
   /** Writes `values` at `span` of `rank`, after checking nothing still reads what they replace. */
   function write(all: RankState[], rank: number, span: Span, values: string[], writer: Dependency): void {
     const state = all[rank]!;
-    for (const [link, queue] of links) {
-      if (!link.startsWith(`${rank}>`)) continue;
+    for (const queue of links.values()) {
       for (const message of queue) {
+        if (message.from !== rank) continue;
         const sent = state.schedule.sends[message.send]!.span;
-        if (overlaps(state, span, sent)) throw new ScheduleModelError(`race: rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} while its send of ${describeSpan(sent)} to rank ${link.split('>')[1]} is in flight`);
+        if (overlaps(state, span, sent)) throw new ScheduleModelError(`race: rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} while its send of ${describeSpan(sent)} to ${describeLink(message.to)} is in flight`);
       }
     }
     state.schedule.folds.forEach((fold, index) => {
@@ -217,46 +241,52 @@ function stateOf(schedule: Schedule, rank: number, memory: ModelMemory, width: n
       if (spanOf(dependency).bytes !== fold.target.bytes) throw new ScheduleModelError(`rank ${rank} fold ${index} waits for ${describeDependency(dependency)} of another size`);
     }
   });
-  const sendsTo = new Map<number, number[]>();
-  const receivesFrom = new Map<number, number[]>();
-  schedule.sends.forEach((send, index) => (sendsTo.get(send.peer) ?? sendsTo.set(send.peer, []).get(send.peer)!).push(index));
-  schedule.receives.forEach((receive, index) => (receivesFrom.get(receive.peer) ?? receivesFrom.set(receive.peer, []).get(receive.peer)!).push(index));
+  const sendsTo = new Map<Link, LinkMessages>();
+  const receivesFrom = new Map<Link, LinkMessages>();
+  const listOn = (ends: Map<Link, LinkMessages>, peer: number, rail: number, wire: string) => {
+    const link = linkOf(peer, rail);
+    return ends.get(link) ?? ends.set(link, { peer, rail, indices: [], done: 0, wire }).get(link)!;
+  };
+  schedule.sends.forEach(({ peer, rail = 0 }, index) => listOn(sendsTo, peer, rail, `${rank}>${peer}/${rail}`).indices.push(index));
+  schedule.receives.forEach(({ peer, rail = 0 }, index) => listOn(receivesFrom, peer, rail, `${peer}>${rank}/${rail}`).indices.push(index));
   return {
     schedule,
     arrays,
     received: schedule.receives.map(() => false),
     folded: schedule.folds.map(() => false),
     landed: schedule.sends.map(() => false),
-    sentUpTo: new Map(),
-    receivedUpTo: new Map(),
     sendsTo,
     receivesFrom,
   };
 }
 
-/** The k-th message rank a sends rank b is the k-th b receives from a: same size, same JS tag labels, no tag used twice. */
+/**
+ * The k-th message rank a sends rank b on a rail is the k-th b receives from a on that rail: same
+ * size, same JS tag labels; no tag used twice between a and b (the JS plane's stripes of one
+ * message share its step and channel, each on its own rail).
+ */
 function checkLinks(ranks: readonly RankState[]): void {
   ranks.forEach((state, from) => {
-    for (const [to, sends] of state.sendsTo) {
-      const receives = ranks[to]?.receivesFrom.get(from) ?? [];
-      if (receives.length !== sends.length) throw new ScheduleModelError(`rank ${from} sends rank ${to} ${sends.length} messages, rank ${to} receives ${receives.length}`);
-      const labels = new Set<string>();
+    const labels = new Map<number, Set<string>>();
+    for (const { peer: to, rail, indices: sends } of state.sendsTo.values()) {
+      const receives = ranks[to]?.receivesFrom.get(linkOf(from, rail))?.indices ?? [];
+      const onRail = rail === 0 ? '' : ` on rail ${rail}`;
+      if (receives.length !== sends.length) throw new ScheduleModelError(`rank ${from} sends rank ${to} ${sends.length} messages${onRail}, rank ${to} receives ${receives.length}`);
+      const used = labels.get(to) ?? labels.set(to, new Set()).get(to)!;
       sends.forEach((index, k) => {
         const send = state.schedule.sends[index]!;
         const receive = ranks[to]!.schedule.receives[receives[k]!]!;
-        if (send.span.bytes !== receive.span.bytes) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to} has ${send.span.bytes} bytes, rank ${to} receives ${receive.span.bytes}`);
-        if (send.step !== receive.step || send.channel !== receive.channel) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to} is step ${send.step} channel ${send.channel}, rank ${to} receives step ${receive.step} channel ${receive.channel}`);
-        if (send.step > 0xfff || send.channel > 0x3f) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to}: step ${send.step} or channel ${send.channel} does not fit its tag`);
-        // The native plane's stripes of one message share its step and channel, each on its own rail.
-        const [sendRail, receiveRail] = [send.rail ?? 0, receive.rail ?? 0];
-        if (sendRail !== receiveRail) throw new ScheduleModelError(`rank ${from}'s message ${k} to rank ${to} goes on rail ${sendRail}, rank ${to} receives it on rail ${receiveRail}`);
-        const label = `${send.step}/${send.channel}/${sendRail}`;
-        if (labels.has(label)) throw new ScheduleModelError(`rank ${from} sends rank ${to} two messages as step ${send.step} channel ${send.channel}${sendRail === 0 ? '' : ` rail ${sendRail}`}: their tags would collide`);
-        labels.add(label);
+        const message = `rank ${from}'s message ${k} to rank ${to}${onRail}`;
+        if (send.span.bytes !== receive.span.bytes) throw new ScheduleModelError(`${message} has ${send.span.bytes} bytes, rank ${to} receives ${receive.span.bytes}`);
+        if (send.step !== receive.step || send.channel !== receive.channel) throw new ScheduleModelError(`${message} is step ${send.step} channel ${send.channel}, rank ${to} receives step ${receive.step} channel ${receive.channel}`);
+        if (send.step > 0xfff || send.channel > 0x3f) throw new ScheduleModelError(`${message}: step ${send.step} or channel ${send.channel} does not fit its tag`);
+        const label = `${send.step}/${send.channel}/${rail}`;
+        if (used.has(label)) throw new ScheduleModelError(`rank ${from} sends rank ${to} two messages as step ${send.step} channel ${send.channel}${onRail}: their tags would collide`);
+        used.add(label);
       });
     }
-    for (const [peer, receives] of state.receivesFrom) {
-      if (!ranks[peer]?.sendsTo.has(from)) throw new ScheduleModelError(`rank ${from} receives ${receives.length} messages from rank ${peer}, which sends it none`);
+    for (const link of state.receivesFrom.values()) {
+      if (!ranks[link.peer]?.sendsTo.has(linkOf(from, link.rail))) throw new ScheduleModelError(`rank ${from} receives ${link.indices.length} messages from ${describeLink(link)}, which sends it none there`);
     }
   });
 }
@@ -274,13 +304,11 @@ function same(a: Dependency, b: Dependency): boolean {
 }
 
 function describeStuck(state: RankState): string | null {
-  for (const [peer, list] of state.receivesFrom) {
-    const at = state.receivedUpTo.get(peer) ?? 0;
-    if (at < list.length) return `waits for message ${at} from rank ${peer}, which never comes`;
+  for (const link of state.receivesFrom.values()) {
+    if (link.done < link.indices.length) return `waits for message ${link.done} from ${describeLink(link)}, which never comes`;
   }
-  for (const [peer, list] of state.sendsTo) {
-    const at = state.sentUpTo.get(peer) ?? 0;
-    if (at < list.length) return `never sends message ${at} to rank ${peer}: it waits for ${describeDependency(state.schedule.sends[list[at]!]!.after!)}`;
+  for (const link of state.sendsTo.values()) {
+    if (link.done < link.indices.length) return `never sends message ${link.done} to ${describeLink(link)}: it waits for ${describeDependency(state.schedule.sends[link.indices[link.done]!]!.after!)}`;
   }
   const fold = state.folded.indexOf(false);
   return fold < 0 ? null : `never runs fold ${fold}`;

@@ -3,7 +3,9 @@
  * the listening rank to the dialling one (which reads it with `onread`), so a receive that names
  * its destination gets its payload written there by the kernel.
  */
-import type { Socket } from 'node:net';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
 import { asyncScheduler, lastValueFrom, merge } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -66,7 +68,61 @@ function received(mesh: PeerMesh, rail: number, source: number, tag: bigint, sha
   return new Promise((resolve, reject) => void mesh.post(rail, source, tag, shape, timeoutMs, into, { next: resolve, error: reject }));
 }
 
+/** The sockets this process holds open (Linux: /proc/self/fd), else null. */
+function openSockets(): number | null {
+  if (!existsSync('/proc/self/fd')) return null;
+  return readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`).startsWith('socket:');
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+const noProcFds = openSockets() === null;
+if (noProcFds) console.warn('spec/transport/peer-mesh-links.spec.ts: the open-socket count test is skipped: no /proc/self/fd here (not Linux)');
+
 describe('PeerMesh links', () => {
+  it.skipIf(noProcFds)('a setup that fails after data links were handed over closes them: every socket it opened is closed (Linux: /proc/self/fd)', async () => {
+    const before = openSockets()!;
+    const uniqueId = UniqueId.random();
+    // Rank 2 takes connections and never answers: ranks 0 and 1 mesh with each other (data links
+    // handed over included), then time out waiting for it.
+    const silent = createServer((socket) => socket.on('error', () => undefined));
+    const held: Socket[] = [];
+    silent.on('connection', (socket) => held.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const bound = await Promise.all(
+      [0, 1].map(async () => {
+        const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
+        const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, 1, (rail, socket) => incoming.write({ rail, socket }));
+        return { incoming, listeners };
+      }),
+    );
+    const endpoints = [...bound.map(({ listeners }) => [listeners.endpoints[0]!]), [{ host: '127.0.0.1', port: (silent.address() as { port: number }).port }]];
+    const failures = await Promise.all(
+      bound.map(({ incoming }, rank) =>
+        PeerMesh.connect({ identity: { uniqueId, rank, worldSize: 3, rails: 1, dataLinks: true }, endpoints, incoming, timeoutMs: 2_000, scheduler: asyncScheduler }).then(
+          () => null,
+          (error: unknown) => error,
+        ),
+      ),
+    );
+    expect(failures.map((error) => (error as Error).message)).toEqual(['rank 0 direct peer mesh setup timed out', 'rank 1 direct peer mesh setup timed out']);
+    for (const { incoming, listeners } of bound) {
+      incoming.end();
+      for (const server of listeners.servers) server.close();
+    }
+    for (const socket of held) socket.destroy();
+    silent.close();
+    // Closing is asynchronous: the count comes back within a few event-loop turns.
+    for (let turn = 0; turn < 50 && openSockets()! > before; turn++) await new Promise((resolve) => setTimeout(resolve, 20));
+    // At most as many as before (a socket of an earlier test may have finished closing meanwhile).
+    expect(openSockets()).toBeLessThanOrEqual(before);
+  });
+
   it('dials one link per peer and rail to receive on and accepts one per peer and rail to send on', async () => {
     const all = await meshes(3, 2);
     for (const mesh of all) {

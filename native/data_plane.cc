@@ -179,6 +179,10 @@ void DataLinks::Settle(Collective& c) {
 
 bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   std::vector<Transfer>& phase = c.transfers;
+  if (ended_.load(std::memory_order_acquire)) {
+    outcome.kind = Outcome::Kind::kAborted;
+    return true;
+  }
   Settle(c);
   // A socket can nearly always take a message: what may go is tried before the first poll.
   for (Transfer& t : phase) {

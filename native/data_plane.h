@@ -11,6 +11,7 @@
 // peer's header goes back to JavaScript, which names both ranks and both descriptors.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
@@ -112,6 +113,10 @@ class DataLinks {
   // Moves `collective` on until it is over (true; `outcome` says how) or `until_ns` has passed
   // (false: it goes on from where it is at the next call).
   bool Advance(Collective& collective, Outcome& outcome, int64_t until_ns);
+  // The session ended (any thread): the running collective and every later one end "aborted"
+  // before they send anything more. The wake descriptor tells a waiting poll(); this tells the
+  // sends a collective tries before its first poll.
+  void End() { ended_.store(true, std::memory_order_release); }
 
  private:
   // Runs every fold as far as its producers allow, then lets every send go as far as its own.
@@ -148,6 +153,7 @@ class DataLinks {
   // Scratch memory of the schedules, grown once and kept: fresh memory per call would cost page faults.
   std::vector<uint8_t> scratch_;
   SpinBudget spin_;
+  std::atomic<bool> ended_{false};
   // A small message's header and payload, read in one call (Receive).
   std::vector<uint8_t> staged_ = std::vector<uint8_t>(kDataHeaderBytes + kStagedPayloadBytes);
 };

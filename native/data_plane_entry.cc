@@ -208,6 +208,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   }
 
   void Signal() {
+    if (links_ != nullptr) links_->End();
     const uint64_t one = 1;
     if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {
       // Only an overflowing counter fails, and then it is readable already.

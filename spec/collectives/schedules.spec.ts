@@ -190,6 +190,20 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
     });
     expect(() => run(waiting)).toThrow(ScheduleModelError);
     expect(() => run(waiting)).toThrow(/deadlock: rank 0 waits for message 0 from rank 1/);
+    // The same on rail 1: the link is named with its rail.
+    const onRailOne: ScheduleOf = (input) => {
+      const plain = waiting(input);
+      return { ...plain, sends: plain.sends.map((send) => ({ ...send, rail: 1 })), receives: plain.receives.map((receive) => ({ ...receive, rail: 1 })) };
+    };
+    expect(() => run(onRailOne)).toThrow(/deadlock: rank 0 waits for message 0 from rank 1 rail 1, which never comes/);
+    // Rank 0 sends on rail 1 what rank 1 receives on rail 0: two links, each with one side only.
+    const crossedRails: ScheduleOf = ({ rank }) => ({
+      ...base,
+      sends: rank === 0 ? [{ peer: 1, span: whole('input'), step: 0, channel: 0, rail: 1, after: null }] : [],
+      receives: rank === 1 ? [{ peer: 0, span: whole('output'), step: 0, channel: 0 }] : [],
+      folds: [],
+    });
+    expect(() => run(crossedRails)).toThrow('rank 0 sends rank 1 1 messages on rail 1, rank 1 receives 0');
     // Receiving into the memory a send is still reading.
     const overwriting: ScheduleOf = ({ rank }) => ({
       ...base,

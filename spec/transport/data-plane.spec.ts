@@ -345,8 +345,10 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect((error as Error).message).toContain('rank 0 collective 0 (AllReduce) on the native data plane; missing ranks [1]');
   });
 
-  it('end() wakes a collective waiting on a silent peer in under 1 s; later ones end at once; settleNative leaves the error to the session', async () => {
-    const { plane } = await engineAndPeer();
+  it('end() wakes a collective waiting on a silent peer in under 1 s; later ones end at once, sending nothing; settleNative leaves the error to the session', async () => {
+    const { plane, peer } = await engineAndPeer();
+    let arrived = 0;
+    peer.on('data', (chunk: Buffer) => (arrived += chunk.length));
     const { context, aborts } = recordingContext();
     const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 }, 'all-pairs');
     const { outcome } = allReduce(plane, [1, 2], collective, 60_000);
@@ -357,6 +359,9 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(ended.kind).toBe('aborted');
     expect(performance.now() - started).toBeLessThan(1_000);
     expect((await allReduce(plane, [1, 2], collective, 60_000).outcome)?.kind).toBe('aborted');
+    // The peer got the first collective's message (header and 2 i32) and nothing of the later one.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(arrived).toBe(32 + 8);
     // Nothing is emitted and nothing announced: the session's own failure ends the collective.
     let emitted = false;
     settleNative(ended, context, collective, () => null).subscribe({ next: () => (emitted = true), error: () => (emitted = true), complete: () => (emitted = true) }).unsubscribe();

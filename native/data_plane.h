@@ -14,10 +14,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "codes.h"
 #include "schedule_program.h"

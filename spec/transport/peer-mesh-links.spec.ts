@@ -30,22 +30,28 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/**
+ * One rank's peer listeners on loopback and the connections they accept; `close` (also run after
+ * the test) ends both.
+ */
+async function listening(rails: number) {
+  const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
+  const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, rails, (rail, socket) => incoming.write({ rail, socket }));
+  let open = true;
+  const close = () => {
+    if (!open) return;
+    open = false;
+    incoming.end();
+    for (const server of listeners.servers) server.close();
+  };
+  cleanups.push(close);
+  return { incoming, endpoints: listeners.endpoints, close };
+}
+
 /** A whole mesh of `worldSize` ranks with `rails` rails, in this process. */
 async function meshes(worldSize: number, rails: number): Promise<PeerMesh[]> {
   const uniqueId = UniqueId.random();
-  const bound = await Promise.all(
-    Array.from({ length: worldSize }, async () => {
-      const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
-      const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, rails, (rail, socket) =>
-        incoming.write({ rail, socket }),
-      );
-      cleanups.push(() => {
-        incoming.end();
-        for (const server of listeners.servers) server.close();
-      });
-      return { incoming, endpoints: listeners.endpoints };
-    }),
-  );
+  const bound = await Promise.all(Array.from({ length: worldSize }, () => listening(rails)));
   const endpoints = bound.map(({ endpoints }) => Array.from({ length: rails }, (_, rail) => endpoints[rail] ?? endpoints[0]!));
   const all = await Promise.all(
     bound.map(({ incoming }, rank) =>
@@ -94,14 +100,8 @@ describe('PeerMesh links', () => {
     silent.on('connection', (socket) => held.push(socket));
     silent.listen(0, '127.0.0.1');
     await once(silent, 'listening');
-    const bound = await Promise.all(
-      [0, 1].map(async () => {
-        const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
-        const listeners = await bindPeerListeners({ listenAddresses: [{ host: '127.0.0.1', port: 0 }], advertiseAddresses: [] }, 1, (rail, socket) => incoming.write({ rail, socket }));
-        return { incoming, listeners };
-      }),
-    );
-    const endpoints = [...bound.map(({ listeners }) => [listeners.endpoints[0]!]), [{ host: '127.0.0.1', port: (silent.address() as { port: number }).port }]];
+    const bound = await Promise.all([0, 1].map(() => listening(1)));
+    const endpoints = [...bound.map(({ endpoints: [endpoint] }) => [endpoint!]), [{ host: '127.0.0.1', port: (silent.address() as { port: number }).port }]];
     const failures = await Promise.all(
       bound.map(({ incoming }, rank) =>
         PeerMesh.connect({ identity: { uniqueId, rank, worldSize: 3, rails: 1, dataLinks: true }, endpoints, incoming, timeoutMs: 2_000, scheduler: asyncScheduler }).then(
@@ -111,10 +111,7 @@ describe('PeerMesh links', () => {
       ),
     );
     expect(failures.map((error) => (error as Error).message)).toEqual(['rank 0 direct peer mesh setup timed out', 'rank 1 direct peer mesh setup timed out']);
-    for (const { incoming, listeners } of bound) {
-      incoming.end();
-      for (const server of listeners.servers) server.close();
-    }
+    for (const { close } of bound) close();
     for (const socket of held) socket.destroy();
     silent.close();
     // Closing is asynchronous: the count comes back within a few event-loop turns.

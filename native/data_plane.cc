@@ -30,12 +30,22 @@ constexpr size_t kStreamBytes = size_t(1) << 20;
 constexpr size_t kForwardBytes = size_t(256) << 10;
 
 void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
-  // A peer that reset its connection has gone (it died or aborted): that is how it is named.
-  const bool gone = error == ECONNRESET || error == EPIPE;
+  // A peer that reset its connection, or whose process is no more (single copy), has gone (it died
+  // or aborted): that is how it is named.
+  const bool gone = error == ECONNRESET || error == EPIPE || error == ESRCH;
   outcome.kind = gone ? Outcome::Kind::kPeerClosed : Outcome::Kind::kSystem;
   outcome.peer = peer;
   outcome.error = error;
   outcome.what = std::string(what) + ": " + strerror(error);
+}
+
+// A peer broke the data plane's protocol (single copy): the collective fails naming it.
+bool Broken(Outcome& outcome, int peer, std::string what) {
+  outcome.kind = Outcome::Kind::kSystem;
+  outcome.peer = peer;
+  outcome.error = EPROTO;
+  outcome.what = std::move(what);
+  return false;
 }
 
 }  // namespace
@@ -44,14 +54,43 @@ int64_t MonotonicNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns)
+DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
+                     const std::vector<int>& same_host, bool single_copy)
     : rank_(rank), world_size_(world_size), rails_(rails), send_fds_(std::move(send_fds)), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd),
-      headers_(size_t(world_size) * size_t(rails) * kDataHeaderBytes), spin_(spin_ns) {
+      headers_(size_t(world_size) * size_t(rails) * kDataHeaderBytes), spin_(spin_ns), memory_(size_t(world_size) * size_t(rails)),
+      single_copy_(single_copy) {
   // Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
   const int on = 1;
   for (int fd : send_fds_) {
     if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   }
+  // A link to a peer of this host starts with this rank's offer; its receiver answers before the
+  // first message (Send waits for that). A fresh socket takes these few bytes at once.
+  uint8_t offer[kOfferBytes];
+  bool built = false;
+  for (int peer : same_host) {
+    if (peer == rank || peer < 0 || peer >= world_size) continue;
+    if (!built) BuildOffer(single_copy, offer);
+    built = true;
+    for (int rail = 0; rail < rails; rail++) {
+      LinkMemory& link = memory_[size_t(peer * rails + rail)];
+      if (link.offer_due) continue;
+      link.answer = -1;
+      link.offer_due = true;
+      const ssize_t wrote = send(send_fds_[size_t(peer * rails + rail)], offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (wrote != ssize_t(kOfferBytes) && setup_error_.empty()) {
+        setup_error_ = "cannot write its single-copy offer to rank " + std::to_string(peer) + ": " + (wrote < 0 ? strerror(errno) : "the socket took part of it");
+      }
+    }
+  }
+}
+
+std::vector<int> DataLinks::SingleCopyLinks(bool sending) const {
+  std::vector<int> links;
+  for (size_t l = 0; l < memory_.size(); l++) {
+    if (sending ? memory_[l].answer == kAnswerReads : memory_[l].reads_from >= 0) links.push_back(int(l));
+  }
+  return links;
 }
 
 void DataLinks::Progressed(Collective& c) {
@@ -80,7 +119,11 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
   // One transfer per link the program uses, in its order (Program::links). Each message is the
   // header, then its payload.
   c.transfers.reserve(program.links.size());
-  for (const Program::Link& link : program.links) c.transfers.push_back(Transfer{link.peer, link.rail, {}, {}, {}, {}, {}});
+  for (const Program::Link& link : program.links) {
+    Transfer& t = c.transfers.emplace_back();
+    t.peer = link.peer;
+    t.rail = link.rail;
+  }
   for (size_t s = 0; s < program.sends.size(); s++) {
     const ProgramSend& send = program.sends[s];
     Transfer& t = c.transfers[send.link];
@@ -188,20 +231,25 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   for (Transfer& t : phase) {
     if (t.sent < t.sends.size() && t.sent_total < t.send_limit && !Move(c, t, Direction::kSend, outcome)) return true;
   }
-  // Per transfer its send and its receive socket (two sockets: a data link carries one direction),
-  // and the wake descriptor last.
+  // Per transfer its send and its receive socket (two sockets: a data link carries one direction;
+  // single copy's answers come back the other way), and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 2 + 1);
   for (;;) {
-    bool pending = false;
+    bool pending = false, reading = false;
     for (size_t i = 0; i < phase.size(); i++) {
       const Transfer& t = phase[i];
+      const LinkMemory& link = memory_[Link(t)];
       // A finished side is left out: poll() would keep reporting a peer that hung up after it.
       const bool unsent = t.sent < t.sends.size(), receiving = t.received < t.receives.size();
+      const bool queued = t.outbox_sent < t.outbox.size(), owing = !link.owed.empty();
+      // The receiver's answer to this rank's offer (nothing goes before it), or to its ranges.
+      const bool answers = (unsent && link.answer < 0) || !t.unanswered.empty();
       // A send held back by its limit waits for receives, not for the socket.
-      const bool sending = unsent && t.sent_total < t.send_limit;
-      ready[2 * i] = {sending ? SendFd(t) : -1, POLLOUT, 0};
-      ready[2 * i + 1] = {receiving ? ReceiveFd(t) : -1, POLLIN, 0};
-      pending = pending || unsent || receiving;
+      const bool sending = queued || (unsent && link.answer >= 0 && t.sent_total < t.send_limit);
+      ready[2 * i] = {sending || answers ? SendFd(t) : -1, short((sending ? POLLOUT : 0) | (answers ? POLLIN : 0)), 0};
+      ready[2 * i + 1] = {receiving || owing ? ReceiveFd(t) : -1, short((receiving ? POLLIN : 0) | (owing ? POLLOUT : 0)), 0};
+      pending = pending || unsent || queued || answers || receiving || owing;
+      reading = reading || t.range_left > 0;
     }
     // Folds run as their producers arrive (Settle), so with every message through they are done.
     if (!pending) return true;
@@ -209,9 +257,10 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     const int64_t now = MonotonicNs();
     if (now >= until_ns) return false;
     const bool spin = now - c.progressed_ns < spin_.spin_ns();
-    c.slept = c.slept || !spin;
+    c.slept = c.slept || !(spin || reading);
     const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
-    const int count = poll(ready.data(), ready.size(), spin ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
+    // A range being read goes on at once (below), so the poll only looks.
+    const int count = poll(ready.data(), ready.size(), spin || reading ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
     if (count < 0) {
       if (errno == EINTR) continue;
       SetSystem(outcome, -1, errno, "poll");
@@ -221,7 +270,7 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       outcome.kind = Outcome::Kind::kAborted;
       return true;
     }
-    if (count == 0) {
+    if (count == 0 && !reading) {
       if (MonotonicNs() >= c.deadline_ns) {
         outcome.kind = Outcome::Kind::kTimedOut;
         for (const Transfer& t : phase) {
@@ -229,7 +278,8 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
         }
         if (outcome.missing.empty()) {
           for (const Transfer& t : phase) {
-            if (t.sent < t.sends.size()) outcome.missing.push_back(t.peer);
+            // Single copy: a receiver that has not answered every range has not taken it all.
+            if (t.sent < t.sends.size() || !t.unanswered.empty()) outcome.missing.push_back(t.peer);
           }
         }
         // A peer late on several rails is named once.
@@ -243,17 +293,24 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     for (size_t i = 0; i < phase.size(); i++) {
       Transfer& t = phase[i];
       if (ready[2 * i].revents != 0 && !Move(c, t, Direction::kSend, outcome)) return true;
-      if (ready[2 * i + 1].revents != 0 && !Move(c, t, Direction::kReceive, outcome)) return true;
+      if ((ready[2 * i + 1].revents != 0 || t.range_left > 0) && !Move(c, t, Direction::kReceive, outcome)) return true;
     }
   }
 }
 
 bool DataLinks::Move(Collective& c, Transfer& t, Direction direction, Outcome& outcome) {
   const bool send = direction == Direction::kSend;
-  const size_t& total = send ? t.sent_total : t.received_total;
-  const size_t before = total;
-  if (!(send ? Send(c, t, outcome) : Receive(c, t, outcome))) return false;
-  if (total != before) {
+  const auto total = [&] { return send ? t.sent_total + t.answered_total : t.received_total; };
+  const size_t before = total();
+  const LinkMemory& link = memory_[Link(t)];
+  if (send) {
+    if ((link.answer < 0 || !t.unanswered.empty()) && !ReadAnswers(c, t, outcome)) return false;
+    if (!Send(c, t, outcome)) return false;
+  } else {
+    if (!link.owed.empty() && !WriteOwed(t, outcome)) return false;
+    if (!Receive(c, t, outcome)) return false;
+  }
+  if (total() != before) {
     Progressed(c);
     Settle(c);
   }
@@ -261,11 +318,21 @@ bool DataLinks::Move(Collective& c, Transfer& t, Direction direction, Outcome& o
 }
 
 bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
-  while (t.sent < t.sends.size() && t.sent_total < t.send_limit) {
+  // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before it.
+  if (memory_[Link(t)].answer < 0) return true;
+  for (;;) {
+    if (!WriteOutbox(t, outcome)) return false;
+    if (t.outbox_sent < t.outbox.size() || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
+    if (SendsInPlace(t, t.sends[t.sent | 1].size)) {
+      Announce(t);
+      continue;
+    }
     iovec parts[kMaxParts];
     int used = 0;
     size_t allowed = t.send_limit - t.sent_total;
     for (size_t k = t.sent, skip = t.sent_bytes; k < t.sends.size() && used < kMaxParts && allowed > 0; k++, skip = 0) {
+      // A message going by single copy goes through the outbox, after these.
+      if (k % 2 == 0 && SendsInPlace(t, t.sends[k + 1].size)) break;
       const size_t take = std::min(t.sends[k].size - skip, allowed);
       parts[used++] = {t.sends[k].data + skip, take};
       allowed -= take;
@@ -293,7 +360,77 @@ bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
     }
     if (t.sent < t.sends.size() && t.sent % 2 == 1) c.sent[t.send_ids[t.sent / 2]] = t.sent_bytes;
   }
+}
+
+void DataLinks::Announce(Transfer& t) {
+  // The outbox is empty here (Send wrote it): it is refilled.
+  t.outbox.clear();
+  t.outbox_sent = 0;
+  if (t.sent % 2 == 0) {
+    const Span& header = t.sends[t.sent];
+    t.outbox.insert(t.outbox.end(), header.data, header.data + header.size);
+    t.sent_total += header.size;
+    t.sent++;
+    t.sent_bytes = 0;
+  }
+  const Span& payload = t.sends[t.sent];
+  const size_t take = std::min(payload.size - t.sent_bytes, t.send_limit - t.sent_total);
+  if (take == 0) return;
+  uint8_t record[kRangeBytes];
+  EncodeRange(payload.data + t.sent_bytes, take, record);
+  t.outbox.insert(t.outbox.end(), record, record + kRangeBytes);
+  // Its bytes count as sent (their memory may change) only once the receiver answers (ReadAnswers).
+  t.unanswered.emplace_back(t.sent / 2, take);
+  t.sent_bytes += take;
+  t.sent_total += take;
+  if (t.sent_bytes == payload.size) {
+    t.sent++;
+    t.sent_bytes = 0;
+  }
+}
+
+bool DataLinks::WriteOutbox(Transfer& t, Outcome& outcome) {
+  while (t.outbox_sent < t.outbox.size()) {
+    const ssize_t written = send(SendFd(t), t.outbox.data() + t.outbox_sent, t.outbox.size() - t.outbox_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      SetSystem(outcome, t.peer, errno, "send");
+      return false;
+    }
+    t.outbox_sent += size_t(written);
+  }
   return true;
+}
+
+bool DataLinks::ReadAnswers(Collective& c, Transfer& t, Outcome& outcome) {
+  LinkMemory& link = memory_[Link(t)];
+  uint8_t answers[256];
+  for (;;) {
+    const ssize_t got = recv(SendFd(t), answers, sizeof answers, MSG_DONTWAIT);
+    if (got == 0) {
+      outcome.kind = Outcome::Kind::kPeerClosed;
+      outcome.peer = t.peer;
+      return false;
+    }
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      SetSystem(outcome, t.peer, errno, "receive");
+      return false;
+    }
+    for (ssize_t i = 0; i < got; i++) {
+      const uint8_t answer = answers[i];
+      if (link.answer < 0) {
+        if (answer != kAnswerInline && answer != kAnswerReads) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(answer) + " to this rank's offer (expected 0 or 1)");
+        link.answer = answer;
+        continue;
+      }
+      if (answer != kRangeRead || t.unanswered.empty()) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(answer) + " where no range was due");
+      const auto [message, bytes] = t.unanswered.front();
+      t.unanswered.pop_front();
+      c.sent[t.send_ids[message]] += bytes;
+      t.answered_total += bytes;
+    }
+  }
 }
 
 ssize_t DataLinks::ReadLink(const Transfer& t, uint8_t* into, size_t size, Outcome& outcome) {
@@ -324,11 +461,23 @@ void DataLinks::Took(Collective& c, Transfer& t, size_t bytes) {
 }
 
 bool DataLinks::Receive(Collective& c, Transfer& t, Outcome& outcome) {
+  LinkMemory& link = memory_[Link(t)];
+  // A link of this host starts with its sender's offer.
+  if (link.offer_due) {
+    if (!ReadOffer(t, outcome)) return false;
+    if (link.offer_due) return true;
+  }
   while (t.received < t.receives.size()) {
     const Span& into = t.receives[t.received];
     // Headers sit at even places, each followed by its payload.
     const bool header = t.received % 2 == 0;
-    if (header && t.received_bytes == 0 && t.receives[t.received + 1].size <= kStagedPayloadBytes) {
+    if (!header && ReadsInPlace(t, into.size)) {
+      bool waiting = false;
+      if (!ReadRange(c, t, outcome, waiting)) return false;
+      // A piece at a time: the folds and sends move in between, and Advance comes back for the rest.
+      if (waiting || t.range_left > 0) return true;
+      if (t.received_bytes < into.size) continue;
+    } else if (header && t.received_bytes == 0 && t.receives[t.received + 1].size <= kStagedPayloadBytes) {
       // A small message comes in one read, its header and payload through `staged_` (exactly
       // its bytes: the next message stays in the socket), so the payload reaches the caller's
       // memory only once its header is checked.
@@ -358,6 +507,70 @@ bool DataLinks::Receive(Collective& c, Transfer& t, Outcome& outcome) {
     }
     t.received++;
     t.received_bytes = 0;
+  }
+  return true;
+}
+
+bool DataLinks::ReadOffer(Transfer& t, Outcome& outcome) {
+  LinkMemory& link = memory_[Link(t)];
+  const ssize_t got = ReadLink(t, link.offer + link.offer_got, kOfferBytes - link.offer_got, outcome);
+  if (got < 0) return false;
+  link.offer_got += size_t(got);
+  if (link.offer_got < kOfferBytes) return true;
+  std::string error;
+  if (!OfferValid(link.offer, error)) return Broken(outcome, t.peer, error);
+  link.offer_due = false;
+  link.reads_from = ReadableSender(link.offer, single_copy_);
+  link.owed.push_back(link.reads_from >= 0 ? kAnswerReads : kAnswerInline);
+  return WriteOwed(t, outcome);
+}
+
+bool DataLinks::ReadRange(Collective& c, Transfer& t, Outcome& outcome, bool& waiting) {
+  const Span& into = t.receives[t.received];
+  LinkMemory& link = memory_[Link(t)];
+  if (t.range_left == 0) {
+    const ssize_t got = ReadLink(t, t.range + t.range_got, kRangeBytes - t.range_got, outcome);
+    if (got < 0) return false;
+    t.range_got += size_t(got);
+    waiting = t.range_got < kRangeBytes;
+    if (waiting) return true;
+    t.range_got = 0;
+    uint64_t address = 0, size = 0;
+    DecodeRange(t.range, address, size);
+    const size_t left = into.size - t.received_bytes;
+    if (size == 0 || size > left) {
+      return Broken(outcome, t.peer, "single-copy range of " + std::to_string(size) + " bytes where " + std::to_string(left) + " bytes of the payload are left");
+    }
+    t.range_address = address;
+    t.range_left = size_t(size);
+  }
+  const size_t piece = std::min(t.range_left, kStreamBytes);
+  iovec local{into.data + t.received_bytes, piece};
+  iovec remote{reinterpret_cast<void*>(uintptr_t(t.range_address)), piece};
+  const ssize_t got = process_vm_readv(link.reads_from, &local, 1, &remote, 1, 0);
+  if (got <= 0) {
+    if (got < 0 && errno == EINTR) return true;
+    SetSystem(outcome, t.peer, got < 0 ? errno : EFAULT, "process_vm_readv");
+    return false;
+  }
+  t.range_address += uint64_t(got);
+  t.range_left -= size_t(got);
+  Took(c, t, size_t(got));
+  if (t.range_left > 0) return true;
+  link.owed.push_back(kRangeRead);
+  return WriteOwed(t, outcome);
+}
+
+bool DataLinks::WriteOwed(const Transfer& t, Outcome& outcome) {
+  std::vector<uint8_t>& owed = memory_[Link(t)].owed;
+  while (!owed.empty()) {
+    const ssize_t written = send(ReceiveFd(t), owed.data(), owed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      SetSystem(outcome, t.peer, errno, "send");
+      return false;
+    }
+    owed.erase(owed.begin(), owed.begin() + written);
   }
   return true;
 }

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "codes.h"
 #include "schedule_program.h"
+#include "single_copy.h"
 #include "spin_budget.h"
 
 namespace rxccl {
@@ -56,8 +58,8 @@ struct Span {
 // Everything one collective moves to and from one peer on one rail (a data link each way), in
 // order, and how far each side has got.
 struct Transfer {
-  int peer;
-  int rail;
+  int peer = -1;
+  int rail = 0;
   std::vector<Span> sends;     // header, payload, header, payload...
   std::vector<Span> receives;  // header, payload, header, payload...
   std::vector<Gate> send_after;   // per message: what produces its payload
@@ -67,6 +69,34 @@ struct Transfer {
   // Bytes of `sends` that may go so far (a payload goes as its producer makes it), and gone; bytes
   // of `receives` come so far.
   size_t send_limit = 0, sent_total = 0, received_total = 0;
+  // Single copy, sending: bytes for the socket (a message's header, its ranges) and how many went;
+  // the ranges not answered yet (their message, their length), oldest first; bytes answered.
+  std::vector<uint8_t> outbox;
+  size_t outbox_sent = 0;
+  std::deque<std::pair<size_t, size_t>> unanswered;
+  size_t answered_total = 0;
+  // Single copy, receiving: the range being read (where in the sender's memory, bytes left), and
+  // the record of the next one as far as it has come.
+  uint64_t range_address = 0;
+  size_t range_left = 0;
+  uint8_t range[kRangeBytes] = {};
+  size_t range_got = 0;
+};
+
+// What a data link has agreed about single copy (single_copy.h), kept for the session. A link
+// between ranks of one host (JavaScript names those peers) starts with the agreement; any other is
+// agreed inline from the start.
+struct LinkMemory {
+  // Sending: -1 until the receiver answered this rank's offer, then kAnswerInline or kAnswerReads.
+  int answer = kAnswerInline;
+  // Receiving: whether the sender's offer is still to be read, how much of it has come; the pid
+  // this rank reads the sender's ranges from (-1: payloads come inline).
+  bool offer_due = false;
+  size_t offer_got = 0;
+  uint8_t offer[kOfferBytes] = {};
+  pid_t reads_from = -1;
+  // Receiving: bytes for the sender (the answer, a byte per range read) not written yet.
+  std::vector<uint8_t> owed;
 };
 
 // A fold, its memory resolved, and how far it has got.
@@ -106,7 +136,10 @@ class DataLinks {
   // send_fds[p * rails + r] carries this rank's data to rank p on rail r, recv_fds[p * rails + r]
   // brings p's (-1 at p == rank). wake_fd: readable once the session ends (abort, failure, close);
   // every wait watches it. spin_ns: how long a wait spins before it sleeps, < 0 adaptive (SpinBudget).
-  DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns);
+  // same_host: the peers on this rank's host, whose links start with the single-copy agreement
+  // (this rank's offers written here); single_copy: whether this rank offers and reads memory.
+  DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
+            const std::vector<int>& same_host, bool single_copy);
 
   // One collective at a time: the next is prepared only once the last is over. `input` and
   // `output` hold at least the program's input_bytes and output_bytes.
@@ -118,6 +151,11 @@ class DataLinks {
   // before they send anything more. The wake descriptor tells a waiting poll(); this tells the
   // sends a collective tries before its first poll.
   void End() { ended_.store(true, std::memory_order_release); }
+  // The links (p * rails + r) agreed to single copy so far: sending, and receiving. For tests and
+  // diagnostics, between collectives.
+  std::vector<int> SingleCopyLinks(bool sending) const;
+  // What went wrong writing the offers (the session cannot use its links), else empty.
+  const std::string& SetupError() const { return setup_error_; }
 
  private:
   // Runs every fold as far as its producers allow, then lets every send go as far as its own.
@@ -128,6 +166,18 @@ class DataLinks {
   bool Move(Collective& collective, Transfer& transfer, Direction direction, Outcome& outcome);
   bool Send(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool Receive(Collective& collective, Transfer& transfer, Outcome& outcome);
+  // Single copy (single_copy.h). Sending: queues a message's header and the ranges of its payload
+  // produced so far; writes the queue; reads the receiver's answers. Receiving: the sender's offer,
+  // then one piece of a range (at most kStreamBytes: the folds and sends move in between).
+  void Announce(Transfer& transfer);
+  bool WriteOutbox(Transfer& transfer, Outcome& outcome);
+  bool ReadAnswers(Collective& collective, Transfer& transfer, Outcome& outcome);
+  bool ReadOffer(Transfer& transfer, Outcome& outcome);
+  bool ReadRange(Collective& collective, Transfer& transfer, Outcome& outcome, bool& waiting);
+  bool WriteOwed(const Transfer& transfer, Outcome& outcome);
+  // Whether message payloads of `size` bytes go by single copy on the link, sending or receiving.
+  bool SendsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && memory_[Link(t)].answer == kAnswerReads; }
+  bool ReadsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && memory_[Link(t)].reads_from >= 0; }
   // recv() of up to `size` bytes of the transfer's link into `into`: the bytes read, 0 when none
   // are there yet, -1 when the link failed or closed (`outcome` says which).
   ssize_t ReadLink(const Transfer& transfer, uint8_t* into, size_t size, Outcome& outcome);
@@ -140,8 +190,9 @@ class DataLinks {
   void Progressed(Collective& collective);
 
   // The descriptor of a transfer's link, one way or the other.
-  int SendFd(const Transfer& t) const { return send_fds_[size_t(t.peer * rails_ + t.rail)]; }
-  int ReceiveFd(const Transfer& t) const { return recv_fds_[size_t(t.peer * rails_ + t.rail)]; }
+  size_t Link(const Transfer& t) const { return size_t(t.peer * rails_ + t.rail); }
+  int SendFd(const Transfer& t) const { return send_fds_[Link(t)]; }
+  int ReceiveFd(const Transfer& t) const { return recv_fds_[Link(t)]; }
 
   const int rank_;
   const int world_size_;
@@ -155,6 +206,10 @@ class DataLinks {
   std::vector<uint8_t> scratch_;
   SpinBudget spin_;
   std::atomic<bool> ended_{false};
+  // Per link (peer * rails + rail): its single-copy agreement, one side each way.
+  std::vector<LinkMemory> memory_;
+  const bool single_copy_;
+  std::string setup_error_;
   // A small message's header and payload, read in one call (Receive).
   std::vector<uint8_t> staged_ = std::vector<uint8_t>(kDataHeaderBytes + kStagedPayloadBytes);
 };

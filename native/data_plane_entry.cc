@@ -66,14 +66,16 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     return DefineClass(env, "DataPlane",
                        {InstanceMethod("compile", &DataPlane::Compile), InstanceMethod("release", &DataPlane::Release),
                         InstanceMethod("run", &DataPlane::Run), InstanceMethod("wake", &DataPlane::Wake),
-                        InstanceMethod("close", &DataPlane::Close)});
+                        InstanceMethod("close", &DataPlane::Close), InstanceMethod("singleCopyLinks", &DataPlane::SingleCopyLinks)});
   }
 
-  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs): the descriptors of rank p's
-  // links at p * rails + rail; spinUs < 0 adapts (spin_budget.h).
+  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy]): the
+  // descriptors of rank p's links at p * rails + rail; spinUs < 0 adapts (spin_budget.h); sameHost,
+  // the peers on this rank's host (their links start with the single-copy agreement, single_copy.h),
+  // none if left out; singleCopy, whether this rank offers and reads memory (true if left out).
   explicit DataPlane(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DataPlane>(info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 6, 6);
+    ExpectArgumentCount(info, 6, 8);
     const int rank = int(CountArgument(info, 0, "rank"));
     const int world = int(CountArgument(info, 1, "worldSize"));
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
@@ -87,8 +89,28 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (!info[5].IsNumber()) ThrowKernelError(env, "data plane spinUs must be a number");
     const int64_t spin_us = info[5].As<Napi::Number>().Int64Value();
     const size_t links = size_t(world) * size_t(rails);
+    std::vector<int> same_host;
+    if (info.Length() > 6 && !info[6].IsUndefined()) {
+      if (!info[6].IsArray()) ThrowKernelError(env, "data plane sameHost must be an array of ranks");
+      const Napi::Array peers = info[6].As<Napi::Array>();
+      for (uint32_t i = 0; i < peers.Length(); i++) {
+        const Napi::Value peer = peers.Get(i);
+        if (!peer.IsNumber() || peer.As<Napi::Number>().DoubleValue() != double(peer.As<Napi::Number>().Int32Value()) ||
+            peer.As<Napi::Number>().Int32Value() < 0 || peer.As<Napi::Number>().Int32Value() >= world) {
+          ThrowKernelError(env, "data plane sameHost must hold ranks below its world size");
+        }
+        same_host.push_back(peer.As<Napi::Number>().Int32Value());
+      }
+    }
+    if (info.Length() > 7 && !info[7].IsUndefined() && !info[7].IsBoolean()) ThrowKernelError(env, "data plane singleCopy must be a boolean");
+    const bool single_copy = info.Length() <= 7 || info[7].IsUndefined() || info[7].As<Napi::Boolean>().Value();
     links_ = std::make_unique<DataLinks>(rank, world, rails, FdArray(info, 3, links), FdArray(info, 4, links), wake_fd_,
-                                         spin_us < 0 ? -1 : spin_us * 1000);
+                                         spin_us < 0 ? -1 : spin_us * 1000, same_host, single_copy);
+    if (!links_->SetupError().empty()) {
+      close(wake_fd_);
+      wake_fd_ = -1;
+      ThrowKernelError(env, "data plane of rank " + std::to_string(rank) + " " + links_->SetupError());
+    }
     // Idle, the plane keeps the process alive no more than a closed socket would.
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
     done_.Unref(env);
@@ -199,6 +221,21 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   Napi::Value Wake(const Napi::CallbackInfo& info) {
     Signal();
     return info.Env().Undefined();
+  }
+
+  // singleCopyLinks(): {sends, receives}, the links (p * rails + rail) agreed to single copy so far.
+  Napi::Value SingleCopyLinks(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    ExpectArgumentCount(info, 0, 0);
+    ExpectIdle(env);
+    Napi::Object result = Napi::Object::New(env);
+    for (const bool sending : {true, false}) {
+      const std::vector<int> links = links_->SingleCopyLinks(sending);
+      Napi::Array list = Napi::Array::New(env, links.size());
+      for (size_t i = 0; i < links.size(); i++) list.Set(uint32_t(i), links[i]);
+      result.Set(sending ? "sends" : "receives", list);
+    }
+    return result;
   }
 
   // close(): wakes a running collective, waits for the thread; the sockets are JavaScript's to close.

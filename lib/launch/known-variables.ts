@@ -37,6 +37,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   'GX1_RING_THRESHOLD_BYTES',
   'GX1_SECRET',
   'GX1_SECRET_FILE',
+  'GX1_SINGLE_COPY',
   'GX1_SPIN_US',
   'GX1_TIMEOUT_MS',
   'GX1_TLS_CA',

@@ -34,6 +34,26 @@ export function resolveDataPlane(option: string | undefined, variable: string | 
   return 'native';
 }
 
+/**
+ * Whether this rank's native data plane takes part in single copy (docs/architecture.md, "Single
+ * copy on one host"): `auto`, where the ranks of one host agree on it, a receiver reads a large
+ * payload straight out of its sender's memory; `off`, this rank's payloads all travel its links
+ * (its peers' to it too). Ranks may differ: each link is agreed on by its two ends.
+ */
+export type SingleCopySetting = 'auto' | 'off';
+
+export const SINGLE_COPY_SETTINGS: readonly SingleCopySetting[] = ['auto', 'off'];
+
+/** `singleCopy` wins over `GX1_SINGLE_COPY`, else `auto`. */
+export function resolveSingleCopy(option: string | undefined, variable: string | undefined): SingleCopySetting {
+  const name = option !== undefined ? 'singleCopy' : 'GX1_SINGLE_COPY';
+  const value = (option ?? variable ?? 'auto').trim() || 'auto';
+  if (!(SINGLE_COPY_SETTINGS as readonly string[]).includes(value)) {
+    throw new ConfigurationError(`${name} must be one of ${SINGLE_COPY_SETTINGS.join(', ')}, got ${JSON.stringify(value)}`);
+  }
+  return value as SingleCopySetting;
+}
+
 /** The longest spin `spinMicros` / `GX1_SPIN_US` may ask for (native/spin_budget.h). */
 export const MAX_SPIN_MICROS = 100_000;
 

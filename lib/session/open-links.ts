@@ -154,13 +154,18 @@ async function openMeshLinks(
     mesh.failureHandler = (error) => owner.failure.fail(error);
     if (losses !== null) mesh.departureHandler = (peer) => losses.suspect(peer, 'its direct peer links closed');
     const sockets = mesh.dataLinks;
+    const groups = hostGroups(table.endpoints);
+    // The peers this rank's table puts on its host: every rank reads the same table, so both ends of
+    // a link agree on whether it starts with the single-copy agreement.
+    const sameHost = groups.find((group) => group.includes(rank))!.filter((peer) => peer !== rank);
+    const planeSettings = { spin: options.spin, sameHost, singleCopy: options.singleCopy !== 'off' };
     return {
       links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses === null ? null : (peer) => losses.needed(peer, 'its direct peer links closed while this rank needed it')),
       mesh,
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,
-      hostGroups: hostGroups(table.endpoints),
-      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, options.spin), rank, worldSize),
+      hostGroups: groups,
+      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings), rank, worldSize),
     };
   } catch (error) {
     control?.close();

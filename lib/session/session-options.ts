@@ -14,7 +14,7 @@ import {
 } from '../transport/peer-endpoint-config.js';
 import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
-import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane } from './data-plane-setting.js';
+import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from './data-plane-setting.js';
 import { type MicrosSetting, resolveMicros } from './micros-setting.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type CollectiveTransport, chooseTransport, parseRails, validateRails, validateTimeout } from '../transport/transport-kind.js';
@@ -90,6 +90,13 @@ export interface SessionOptions extends TuningOptions {
    * 0..100000.
    */
   spinMicros?: number | 'auto';
+  /**
+   * The native data plane on one host (default `GX1_SINGLE_COPY`, else `auto`): `auto` lets a peer
+   * of this host read this rank's large payloads (256 KiB or more) straight from its memory, and
+   * this rank read theirs, where both ends agree and the system allows it (Linux cross memory
+   * attach); `off` sends every payload over the links. Ranks may differ.
+   */
+  singleCopy?: SingleCopySetting;
 }
 
 export interface ResolvedSessionOptions {
@@ -110,6 +117,7 @@ export interface ResolvedSessionOptions {
   readonly busyPoll: BusyPollSetting;
   readonly dataPlane: DataPlaneSetting;
   readonly spin: MicrosSetting;
+  readonly singleCopy: SingleCopySetting;
   readonly faultTolerant: boolean;
 }
 
@@ -126,7 +134,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_FAULT_TOLERANT`, the tuning
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_SINGLE_COPY`, `GX1_FAULT_TOLERANT`, the tuning
  * variables),
  * else the default.
  */
@@ -163,6 +171,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     dataPlane: faultTolerant ? 'js' : dataPlane,
     faultTolerant,
     spin: resolveMicros(options.spinMicros, 'spinMicros', env, 'GX1_SPIN_US', MAX_SPIN_MICROS),
+    singleCopy: resolveSingleCopy(options.singleCopy, env.GX1_SINGLE_COPY),
   };
 }
 

@@ -47,14 +47,53 @@ export interface NativeDataPlane {
   wake(): void;
   /** Wakes, then waits for the engine's thread; the sockets stay open. */
   close(): void;
+  /** The links (p * rails + rail) agreed to single copy so far, sending and receiving; between collectives. */
+  singleCopyLinks(): SingleCopyLinks;
+}
+
+/** Links of the native data plane agreed to single copy (native/single_copy.h), as p * rails + rail (the engine's answer). */
+export interface SingleCopyLinks {
+  /** Links whose receiver reads this rank's large payloads from its memory. */
+  readonly sends: number[];
+  /** Links whose sender's large payloads this rank reads from the sender's memory. */
+  readonly receives: number[];
+}
+
+/** The peers a rank's plane has agreed single copy with, on a link of any rail. */
+export interface SingleCopyPeers {
+  /** Peers that read this rank's large payloads from its memory. */
+  readonly readBy: number[];
+  /** Peers whose large payloads this rank reads from their memory. */
+  readonly readsFrom: number[];
 }
 
 /**
  * The addon's engine class (lib/kernels/addon.ts finds it): sockets as descriptors (peer p's on
  * rail r at p * rails + r), -1 at the rank itself; `spinUs`, how long a wait spins before it
- * sleeps, -1 adaptive (native/spin_budget.h).
+ * sleeps, -1 adaptive (native/spin_budget.h); `sameHost`, the peers on this rank's host, whose
+ * links start with the single-copy agreement (none if left out; every rank must name the same
+ * pairs); `singleCopy`, whether this rank offers and reads memory on them (true if left out).
  */
-export type DataPlaneEngine = new (rank: number, worldSize: number, rails: number, sendFds: readonly number[], receiveFds: readonly number[], spinUs: number) => NativeDataPlane;
+export type DataPlaneEngine = new (
+  rank: number,
+  worldSize: number,
+  rails: number,
+  sendFds: readonly number[],
+  receiveFds: readonly number[],
+  spinUs: number,
+  sameHost?: readonly number[],
+  singleCopy?: boolean,
+) => NativeDataPlane;
+
+/** How a rank's plane waits, and which of its links may agree to single copy. */
+export interface DataPlaneSettings {
+  /** How long a wait spins before it sleeps (us), or adaptive. */
+  readonly spin?: number | 'auto';
+  /** The peers on this rank's host (the same pairs on every rank: from the endpoint table). */
+  readonly sameHost?: readonly number[];
+  /** Whether this rank offers and reads memory on those links. */
+  readonly singleCopy?: boolean;
+}
 
 /** What every message of a collective on the plane carries as its header, and how long it may wait. */
 export interface PlaneCall {
@@ -88,10 +127,12 @@ export class DataPlane {
   private constructor(
     private readonly engine: NativeDataPlane,
     private readonly sockets: readonly Socket[],
+    private readonly rails: number,
   ) {}
 
-  /** `Engine` (the addon's) over `links`, every peer's send and receive sockets; its waits spin as `spin` says. */
-  static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, spin: number | 'auto' = 'auto'): DataPlane {
+  /** `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say. */
+  static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}): DataPlane {
+    const { spin = 'auto', sameHost = [], singleCopy = true } = settings;
     const { rails } = links;
     const descriptor = (socket: Socket | undefined, link: number) => {
       const peer = Math.floor(link / rails);
@@ -102,8 +143,8 @@ export class DataPlane {
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin);
-    return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined));
+    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy);
+    return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined), rails);
   }
 
   /**
@@ -121,6 +162,14 @@ export class DataPlane {
       this.engine.release(oldest);
     }
     return program;
+  }
+
+  /** The peers agreed to single copy so far (native/single_copy.h), ascending; null while a collective runs. */
+  singleCopyPeers(): SingleCopyPeers | null {
+    if (this.running || this.closing) return null;
+    const { sends, receives } = this.engine.singleCopyLinks();
+    const peers = (links: number[]) => [...new Set(links.map((link) => Math.floor(link / this.rails)))];
+    return { readBy: peers(sends), readsFrom: peers(receives) };
   }
 
   /** Forgets every compiled schedule (the schedules' inputs changed: a new ring order). */

@@ -6,8 +6,7 @@
  * peer that leaves, silence past the timeout, the session's end) with the error `settleNative`
  * makes of it, and that it refuses a malformed program by name.
  */
-import { once } from 'node:events';
-import { createServer, connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import fc from 'fast-check';
 import { asyncScheduler, firstValueFrom, lastValueFrom, type SchedulerLike, VirtualTimeScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,10 +17,7 @@ import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
 import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
 import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pairwise.js';
 import { descriptorOf } from '../../lib/collectives/descriptor.js';
-import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
 import { encodeProgram, type NativeCollective, nativeCollective, PEER_LEFT_GRACE_MS, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
-import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
-import { DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
 import { dataPlaneEngine, loadAddon } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
@@ -29,7 +25,7 @@ import { Opcode } from '../../lib/protocol/opcode.js';
 import { DataPlane, type NativeOutcome, PLANE_PROGRAMS } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
-import { concatBytes } from '../../lib/testing/bytes.js';
+import { collectiveFor, concat, headerOf, i32, inputOf, loopbackPair, reader, runOn, writeInPieces } from '../helpers/data-plane-peer.js';
 
 const engine = dataPlaneEngine();
 const available = engine !== null;
@@ -45,26 +41,12 @@ afterEach(async () => {
 async function engineAndPeer(spin: number | 'auto' = 'auto'): Promise<{ plane: DataPlane; peer: Socket }> {
   const [dialled, peer] = await loopbackPair();
   const socket = new FrameChannel(dialled).handOver();
-  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, socket], receive: [undefined, socket] }, spin);
+  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, socket], receive: [undefined, socket] }, { spin });
   cleanups.push(() => {
     plane.close();
     peer.destroy();
   });
   return { plane, peer };
-}
-
-/** A connected loopback pair: the end this rank dialled, and the end the peer accepted. */
-async function loopbackPair(): Promise<[Socket, Socket]> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as { port: number }).port;
-  const accepted = once(server, 'connection') as Promise<[Socket]>;
-  const dialled = connect(port, '127.0.0.1');
-  await once(dialled, 'connect');
-  const [peer] = await accepted;
-  server.close();
-  return [dialled, peer];
 }
 
 /** The engine as rank 1 of 3, one loopback connection (both directions) to each of the peers 0 and 2, and the peers' ends. */
@@ -81,42 +63,6 @@ async function engineBetweenPeers(): Promise<{ plane: DataPlane; peers: [Socket,
   return { plane, peers: [zero, two] };
 }
 
-const concat = (...parts: Uint8Array[]) => concatBytes(parts);
-
-/** The peer's next `bytes` received bytes (every byte it receives goes to one read, in order). */
-function reader(peer: Socket): (bytes: number) => Promise<Uint8Array> {
-  let held: Uint8Array = new Uint8Array(0);
-  let waiting: { bytes: number; resolve: (bytes: Uint8Array) => void } | null = null;
-  const settle = () => {
-    if (waiting === null || held.length < waiting.bytes) return;
-    const { bytes, resolve } = waiting;
-    waiting = null;
-    resolve(held.slice(0, bytes));
-    held = held.slice(bytes);
-  };
-  peer.on('data', (chunk: Buffer) => {
-    held = concat(held, chunk);
-    settle();
-  });
-  return (bytes) =>
-    new Promise((resolve) => {
-      waiting = { bytes, resolve };
-      settle();
-    });
-}
-
-/** Writes `bytes` in pieces of the given sizes (cycled), a macrotask apart: TCP may cut them anywhere. */
-async function writeInPieces(peer: Socket, bytes: Uint8Array, pieces: readonly number[]): Promise<void> {
-  let offset = 0;
-  for (let index = 0; offset < bytes.length; index++) {
-    const size = Math.min(pieces[index % pieces.length]!, bytes.length - offset);
-    if (!peer.write(bytes.subarray(offset, offset + size))) await once(peer, 'drain');
-    offset += size;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-
 /** A context that records aborts (rank 0 of 2). */
 function recordingContext(scheduler: SchedulerLike = asyncScheduler): { context: CollectiveContext; aborts: string[] } {
   const aborts: string[] = [];
@@ -130,31 +76,6 @@ function recordingContext(scheduler: SchedulerLike = asyncScheduler): { context:
     deadlines: new LazyDeadlines(scheduler),
   } as unknown as CollectiveContext;
   return { context, aborts };
-}
-
-const i32 = (values: number[]) => new Uint8Array(Int32Array.from(values).buffer);
-
-/** An i32 sum all-reduce of `count` elements as mesh collective `sequence`, by `layout`. */
-function collectiveFor(count: number, sequence = 0n, layout = 'all-pairs', elementType = ElementType.I32): NativeCollective {
-  return { number: sequence, own: descriptorOf({ opcode: Opcode.AllReduce, elementType, elementCount: count, reduceOp: 1 }, layout) };
-}
-
-/** The header every message of `collective` carries. */
-function headerOf(collective: NativeCollective): Uint8Array {
-  const header = new Uint8Array(DESCRIPTOR_BYTES);
-  encodeDescriptor(collective.own, collective.number, header);
-  return header;
-}
-
-/** What a schedule is written from, for rank `rank` of `worldSize`: i32 sum unless said. */
-function inputOf(rank: number, worldSize: number, count: number, changes: Partial<ScheduleInput> = {}): ScheduleInput {
-  return { rank, worldSize, count, width: 4, op: 'sum', root: null, ringOrder: Array.from({ length: worldSize }, (_, r) => r), ringChannels: 1, inPlace: false, ...changes };
-}
-
-/** Compiles `write`'s schedule for `input` (with the plane's header exchange) and runs it over `memory`. */
-function runOn(plane: DataPlane, write: ScheduleOf, input: ScheduleInput, memory: { input: Uint8Array; output: Uint8Array }, collective: NativeCollective, timeoutMs = 5_000) {
-  const program = plane.program(JSON.stringify(input) + write.name, () => encodeProgram(withHeaderExchange(write(input), input.worldSize, input.rank), ElementType.I32));
-  return firstValueFrom(plane.run(program, memory.input, memory.output, { descriptor: collective.own, sequence: collective.number, timeoutMs }));
 }
 
 /** An all-pairs i32 sum all-reduce of `values` at rank 0 of 2: its outcome, and its output. */

@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { ElementType } from '../../protocol/element-type.js';
-import type { NativeOutcome, PlaneCall } from '../../transport/data-plane.js';
+import type { NativeOutcome, PlaneCall, SingleCopyPeers } from '../../transport/data-plane.js';
 import type { Schedule } from './schedule.js';
 
 /**
@@ -21,6 +21,8 @@ export interface NativePlane {
   close(): void;
   /** Forgets what it compiled (the schedules' inputs changed: a new ring order). */
   forget(): void;
+  /** The peers it agreed single copy with so far, null while a collective runs (the addon's engine; a model has none). */
+  singleCopyPeers?(): SingleCopyPeers | null;
 }
 
 export interface PlaneMemory {

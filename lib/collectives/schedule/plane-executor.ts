@@ -22,6 +22,7 @@ export function addonPlane(plane: DataPlane, rank: number, worldSize: number): N
     end: () => plane.end(),
     close: () => plane.close(),
     forget: () => plane.forgetPrograms(),
+    singleCopyPeers: () => plane.singleCopyPeers(),
   };
 }
 

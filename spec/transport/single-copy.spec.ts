@@ -1,0 +1,259 @@
+/**
+ * Single copy between ranks of one host (native/single_copy.h; docs/protocol.md 9.9, "Single
+ * copy"): engines whose links start with the agreement read each other's large payloads straight
+ * from memory, and every schedule is still right, whichever ranks turned it off; the sender's side
+ * on the wire against a receiver played here (its offer first, a large payload as a range held
+ * until answered, inline where refused); and a sender whose offer or range is bad ends the
+ * collective naming it, the receiving memory untouched. The engines all live in this process, so
+ * a range reads this process's memory, through the same system call as between processes.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
+import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
+import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
+import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
+import { descriptorOf } from '../../lib/collectives/descriptor.js';
+import type { NativeCollective } from '../../lib/collectives/schedule/plane-executor.js';
+import type { ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import { dataPlaneEngine } from '../../lib/kernels/addon.js';
+import { ElementType } from '../../lib/protocol/element-type.js';
+import { Opcode } from '../../lib/protocol/opcode.js';
+import { resolveSingleCopy } from '../../lib/session/data-plane-setting.js';
+import { resolveSessionOptions } from '../../lib/session/session-options.js';
+import { DataPlane } from '../../lib/transport/data-plane.js';
+import { FrameChannel } from '../../lib/transport/frame-channel.js';
+import { concat, headerOf, i32, inputOf, loopbackPair, reader, runOn } from '../helpers/data-plane-peer.js';
+
+const engine = dataPlaneEngine();
+const available = engine !== null;
+const reason = available ? '' : ' (skipped: the native addon is not built here)';
+if (!available) console.warn('spec/transport/single-copy.spec.ts: skipped: the native addon is not built here');
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const OFFER_BYTES = 56;
+const RANGE_BYTES = 16;
+/** The smallest payload that goes by single copy (native/single_copy.h kSingleCopyBytes). */
+const SINGLE_COPY_BYTES = 256 * 1024;
+
+/** A link each way between every two ranks, as the mesh builds them: `send[p]` to p, `receive[p]` from p. */
+async function links(worldSize: number): Promise<{ send: (Socket | undefined)[]; receive: (Socket | undefined)[] }[]> {
+  const ranks = Array.from({ length: worldSize }, () => ({ send: Array<Socket | undefined>(worldSize).fill(undefined), receive: Array<Socket | undefined>(worldSize).fill(undefined) }));
+  for (let from = 0; from < worldSize; from++) {
+    for (let to = 0; to < worldSize; to++) {
+      if (from === to) continue;
+      // The receiver dials; both ends stop reading in Node, as the mesh hands them over.
+      const [dialled, accepted] = await loopbackPair();
+      ranks[to]!.receive[from] = new FrameChannel(dialled).handOver();
+      ranks[from]!.send[to] = new FrameChannel(accepted).handOver();
+    }
+  }
+  return ranks;
+}
+
+/** `worldSize` engines on one host, rank r taking part in single copy where `singleCopy[r]`. */
+async function planesOnOneHost(singleCopy: readonly boolean[]): Promise<DataPlane[]> {
+  const worldSize = singleCopy.length;
+  const sockets = await links(worldSize);
+  const planes = sockets.map(({ send, receive }, rank) =>
+    DataPlane.open(engine!, rank, worldSize, { rails: 1, send, receive }, { sameHost: Array.from({ length: worldSize }, (_, r) => r).filter((r) => r !== rank), singleCopy: singleCopy[rank] }),
+  );
+  cleanups.push(() => {
+    for (const plane of planes) plane.close();
+  });
+  return planes;
+}
+
+/** An engine as rank 0 of 2 whose peer (rank 1, on its host) is played here over a link each way. */
+async function engineAndSameHostPeer(): Promise<{ plane: DataPlane; toPeer: Socket; fromPeer: Socket }> {
+  const [dialled, peerSends] = await loopbackPair();
+  const [peerReceives, accepted] = await loopbackPair();
+  const receive = new FrameChannel(dialled).handOver();
+  const send = new FrameChannel(accepted).handOver();
+  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, send], receive: [undefined, receive] }, { sameHost: [1] });
+  cleanups.push(() => {
+    plane.close();
+    peerSends.destroy();
+    peerReceives.destroy();
+  });
+  // `toPeer`: where the peer reads this rank's data and writes its answers; `fromPeer`: where it
+  // writes its own data and reads this rank's answers.
+  return { plane, toPeer: peerReceives, fromPeer: peerSends };
+}
+
+const broadcastOf = (count: number, root: number, sequence = 0n): NativeCollective => ({
+  number: sequence,
+  own: descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.I32, elementCount: count, rootRank: root }, 'pairwise'),
+});
+
+/** An offer that offers nothing (flags 0), as a sender with GX1_SINGLE_COPY=off writes it. */
+function offerOfNothing(): Uint8Array {
+  const offer = new Uint8Array(OFFER_BYTES);
+  offer.set([0x47, 0x58, 0x31, 0x43, 1]);
+  return offer;
+}
+
+const u64 = (bytes: Uint8Array, at: number) => Buffer.from(bytes).readBigUInt64LE(at);
+
+describe.skipIf(!available)(`single copy between the native data plane's engines of one host${reason}`, () => {
+  it('every schedule is right with single copy, and without it on any rank; a link reads in place exactly where both its ends take part', async () => {
+    const schedules: [string, ScheduleOf, 'all-reduce' | 'broadcast'][] = [
+      ['pairwise all-reduce', pairwiseAllReduce, 'all-reduce'],
+      ['ring all-reduce', ringAllReduce, 'all-reduce'],
+      ['pairwise broadcast', pairwiseBroadcast, 'broadcast'],
+      ['chain broadcast', chainBroadcast, 'broadcast'],
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.boolean(), { minLength: 2, maxLength: 3 }),
+        fc.constantFrom(...schedules),
+        // Below and above the single-copy size, per message (a ring's segment is a third of it).
+        fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 200_000, max: 300_000 })),
+        fc.nat(),
+        async (singleCopy, [name, write, kind], count, rootSeed) => {
+          const worldSize = singleCopy.length;
+          const planes = await planesOnOneHost(singleCopy);
+          const root = kind === 'broadcast' ? rootSeed % worldSize : null;
+          const collective: NativeCollective =
+            kind === 'broadcast' ? broadcastOf(count, root!) : { number: 0n, own: descriptorOf({ opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }, name) };
+          const inputs = planes.map((_, rank) => i32(Array.from({ length: count }, (_, i) => (rank + 1) * i - 7 * rank)));
+          const outputs = planes.map(() => new Uint8Array(count * 4));
+          const outcomes = await Promise.all(
+            planes.map((plane, rank) => runOn(plane, write, inputOf(rank, worldSize, count, { root }), { input: inputs[rank]!, output: outputs[rank]! }, collective, 20_000)),
+          );
+          expect(outcomes).toEqual(planes.map(() => undefined));
+          const expected =
+            kind === 'broadcast'
+              ? new Int32Array(inputs[root!]!.buffer)
+              : Int32Array.from({ length: count }, (_, i) => inputs.reduce((sum, input) => sum + new Int32Array(input.buffer)[i]!, 0));
+          for (const [rank, output] of outputs.entries()) {
+            // The first wrong element, not a diff of 300,000.
+            const got = new Int32Array(output.buffer);
+            const wrong = got.findIndex((value, i) => value !== expected[i]);
+            if (rank !== root) expect(wrong === -1 ? null : `element ${wrong}: ${got[wrong]}, expected ${expected[wrong]}`, `${name}, ${count} elements, rank ${rank}`).toBeNull();
+          }
+          // Every pair exchanged a message each way: every link is agreed, to single copy where both take part.
+          for (const [rank, plane] of planes.entries()) {
+            const both = planes.map((_, peer) => peer).filter((peer) => peer !== rank && singleCopy[rank] && singleCopy[peer]);
+            expect(plane.singleCopyPeers()).toEqual({ readBy: both, readsFrom: both });
+          }
+          await cleanups.pop()!();
+        },
+      ),
+      { numRuns: 24 },
+    );
+  }, 120_000);
+
+  it('a sender writes its offer first, holds a large payload as a range of its memory until the receiver answers it, and sends it inline where the receiver refused', async () => {
+    for (const reads of [true, false]) {
+      const { plane, toPeer, fromPeer } = await engineAndSameHostPeer();
+      const fromRank = reader(toPeer);
+      const answers = reader(fromPeer);
+      // The offer: who and where this process is, and a probe word of its memory.
+      const offer = await fromRank(OFFER_BYTES);
+      expect(Array.from(offer.subarray(0, 8))).toEqual([0x47, 0x58, 0x31, 0x43, 1, 1, 0, 0]);
+      expect(Buffer.from(offer.subarray(8, 24)).toString('hex')).toBe(readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().replaceAll('-', ''));
+      expect(u64(offer, 24)).toBe(statSync('/proc/self/ns/net', { bigint: true }).ino);
+      expect(Buffer.from(offer).readUInt32LE(32)).toBe(process.pid);
+      expect(u64(offer, 40)).not.toBe(0n);
+      // The peer offers nothing; the engine answers its offer before it reads a header.
+      fromPeer.write(offerOfNothing());
+      toPeer.write(Uint8Array.of(reads ? 1 : 0));
+      const count = SINGLE_COPY_BYTES / 4;
+      const values = Array.from({ length: count }, (_, i) => i * 5 - 3);
+      const collective = broadcastOf(count, 0);
+      let done = false;
+      const outcome = runOn(plane, pairwiseBroadcast, inputOf(0, 2, count, { root: 0 }), { input: i32(values), output: new Uint8Array(count * 4) }, collective).then((ended) => {
+        done = true;
+        return ended;
+      });
+      fromPeer.write(headerOf(collective));
+      expect(Array.from(await answers(1))).toEqual([0]);
+      if (reads) {
+        const message = await fromRank(32 + RANGE_BYTES);
+        // docs/protocol.md 9.9's example: the header, then one range of the whole payload.
+        expect(Buffer.from(message.subarray(0, 32)).toString('hex')).toBe('06060000000000000000010000000000e9c16d8224cd68d20000000000000000');
+        expect(u64(message, 32)).not.toBe(0n);
+        expect(u64(message, 40)).toBe(BigInt(count * 4));
+        // Its memory is the receiver's to read until answered: the collective waits for that.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(done).toBe(false);
+        toPeer.write(Uint8Array.of(1));
+      } else {
+        expect(Buffer.from(await fromRank(32 + count * 4)).equals(concat(headerOf(collective), i32(values))), 'header and payload inline').toBe(true);
+      }
+      expect(await outcome).toBeUndefined();
+      expect(plane.singleCopyPeers()).toEqual({ readBy: reads ? [1] : [], readsFrom: [] });
+      await cleanups.pop()!();
+    }
+  });
+
+  it('a receiver that took a range and never answers it is named as missing when the sender times out', async () => {
+    const { plane, toPeer, fromPeer } = await engineAndSameHostPeer();
+    const fromRank = reader(toPeer);
+    await fromRank(OFFER_BYTES);
+    fromPeer.write(offerOfNothing());
+    toPeer.write(Uint8Array.of(1));
+    const count = SINGLE_COPY_BYTES / 4;
+    const collective = broadcastOf(count, 0);
+    const outcome = runOn(plane, pairwiseBroadcast, inputOf(0, 2, count, { root: 0 }), { input: new Uint8Array(count * 4), output: new Uint8Array(count * 4) }, collective, 300);
+    fromPeer.write(headerOf(collective));
+    // Every message went, and came: only the answer to the range is missing.
+    await fromRank(32 + RANGE_BYTES);
+    expect(await outcome).toMatchObject({ kind: 'timed-out', missing: [1] });
+  });
+
+  it('a sender whose offer is malformed, or whose range overruns its payload or points at no memory, ends the collective naming it, the receiving memory untouched', async () => {
+    const count = SINGLE_COPY_BYTES / 4;
+    const cases: [string, (offer: Uint8Array, header: Uint8Array) => Uint8Array, string][] = [
+      ['a malformed offer', (offer) => Uint8Array.from(offer, (byte, i) => (i < 8 ? 0x58 : byte)), 'single-copy offer expected, got 5858585858585858'],
+      ['a range past the payload', (offer, header) => concat(offer, header, range(1n, count * 4 + 4)), `single-copy range of ${count * 4 + 4} bytes where ${count * 4} bytes of the payload are left`],
+      ['an empty range', (offer, header) => concat(offer, header, range(1n, 0)), `single-copy range of 0 bytes where ${count * 4} bytes of the payload are left`],
+      ['a range at no memory', (offer, header) => concat(offer, header, range(8n, count * 4)), 'process_vm_readv: Bad address'],
+    ];
+    for (const [what, send, text] of cases) {
+      const { plane, toPeer, fromPeer } = await engineAndSameHostPeer();
+      const fromRank = reader(toPeer);
+      // The engine's own offer names a word of this very process: sent back, the engine reads it
+      // and agrees to read the "peer's" ranges from this process.
+      const offer = await fromRank(OFFER_BYTES);
+      toPeer.write(Uint8Array.of(0));
+      const collective = broadcastOf(count, 1);
+      const output = new Uint8Array(count * 4).fill(0xee);
+      const outcome = runOn(plane, pairwiseBroadcast, inputOf(0, 2, count, { root: 1 }), { input: new Uint8Array(0), output }, collective);
+      fromPeer.write(send(offer, headerOf(collective)));
+      const ended = await outcome;
+      expect(ended, what).toMatchObject({ kind: 'system', peer: 1, what: text });
+      expect(output.every((byte) => byte === 0xee), what).toBe(true);
+      await cleanups.pop()!();
+    }
+  });
+});
+
+/** A range record: `size` bytes at `address`. */
+function range(address: bigint, size: number): Uint8Array {
+  const record = Buffer.alloc(RANGE_BYTES);
+  record.writeBigUInt64LE(address, 0);
+  record.writeBigUInt64LE(BigInt(size), 8);
+  return record;
+}
+
+describe('the single-copy setting', () => {
+  it('singleCopy wins over GX1_SINGLE_COPY, else auto; anything but auto and off is refused by name', () => {
+    expect(resolveSingleCopy(undefined, undefined)).toBe('auto');
+    expect(resolveSingleCopy(undefined, ' off ')).toBe('off');
+    expect(resolveSingleCopy('auto', 'off')).toBe('auto');
+    expect(() => resolveSingleCopy(undefined, 'no')).toThrow('GX1_SINGLE_COPY must be one of auto, off, got "no"');
+    expect(() => resolveSingleCopy('on', undefined)).toThrow('singleCopy must be one of auto, off, got "on"');
+    const options = { coordinator: '127.0.0.1:1', uniqueId: '00'.repeat(16), rank: 0, worldSize: 2 };
+    expect(resolveSessionOptions(options, { GX1_SINGLE_COPY: 'off' }).singleCopy).toBe('off');
+    expect(resolveSessionOptions({ ...options, singleCopy: 'off' }, {}).singleCopy).toBe('off');
+    expect(resolveSessionOptions(options, {}).singleCopy).toBe('auto');
+  });
+});

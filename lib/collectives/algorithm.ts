@@ -36,6 +36,12 @@ export interface CollectiveContext {
   readonly ringChannels: number;
   /** The topology groups hierarchical algorithms follow (GX1_TOPOLOGY_GROUPS, given or inferred), else null. */
   readonly topologyGroups: TopologyGroups | null;
+  /**
+   * The groups are the hosts the ranks advertise (the native plane's default where hosts hold
+   * several ranks, or GX1_TOPOLOGY_GROUPS=auto): the planner weighs them without links, a host's
+   * links out sharing one way out (lib/collectives/cost-model.ts).
+   */
+  readonly groupsAreHosts?: boolean;
   /** The job's links, declared (GX1_TOPOLOGY_LINKS) or probed, that the planner weighs; else null. */
   readonly topology: CollectiveTopology | null;
   /** The rails in the order the JS plane's pieces take them (GX1_RAIL_ORDER, or the topology's best); null: 0, 1, ... */

@@ -93,6 +93,8 @@ export interface Situation {
   readonly ranksShareHost: boolean;
   /** The topology groups (given, or inferred when the session opened), else null. */
   readonly groups: TopologyGroups | null;
+  /** The groups are the hosts the ranks advertise (the same on every rank): weighed without links. */
+  readonly groupsAreHosts?: boolean;
   /** The links, declared or probed, the cost model weighs (lib/collectives/cost-model.ts), else null. */
   readonly topology: CollectiveTopology | null;
   /** The ring order of ring-family algorithms. */
@@ -161,14 +163,26 @@ function exchangeFits({ bytes, worldSize }: Situation): boolean {
 const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= 3;
 
 /**
- * Under `auto`, the hierarchical row fits where the job has groups and links to weigh, and the
- * cost model (lib/collectives/cost-model.ts) expects it to beat the flat ring (the rows before
- * the ring's already chose the staged path or the pairwise family where they serve better).
+ * Groups that are the hosts (no links weighed) take the hierarchy from this size: below it the
+ * pairwise family's two steps beat the hierarchy's four or five (2 hosts x 2 ranks, native plane:
+ * at 256 KiB pairwise 1.1-1.2 ms against 1.2-1.7, at 1 MiB 3.3-3.7 ms against 1.7-2.2).
+ */
+export const HOSTS_HIERARCHY_FROM_BYTES = 1 << 20;
+
+/**
+ * Under `auto`, the hierarchical row fits where the job has groups and links to weigh (or groups
+ * that are its hosts, from HOSTS_HIERARCHY_FROM_BYTES: each host's links out share one way out,
+ * which the model weighs on uniform links), and the cost model (lib/collectives/cost-model.ts) expects it to beat the flat ring (the
+ * rows before the ring's already chose the staged path or the pairwise family where they serve
+ * better).
  */
 const hierarchyPays =
   (collective: ModelledCollective) =>
   (situation: Situation): boolean =>
-    situation.groups !== null && situation.topology !== null && hierarchyBeatsRing(collective, situation);
+    situation.groups !== null &&
+    (situation.topology !== null || (situation.groupsAreHosts === true && situation.bytes >= HOSTS_HIERARCHY_FROM_BYTES)) &&
+    hierarchyBeatsRing(collective, situation);
+
 
 /**
  * Every collective's algorithms, in order of preference per plane; the staged row, which every

@@ -83,7 +83,7 @@ export class CollectiveRunner {
   situation(bytes: number): Situation {
     const { transport, plane, tuning, ranksShareHost, context } = this.parts;
     const { worldSize, topologyGroups: groups, topology, ringOrder, profile } = context;
-    return { transport, plane, worldSize, bytes, tuning, ranksShareHost, groups, topology, ringOrder, profile };
+    return { transport, plane, worldSize, bytes, tuning, ranksShareHost, groups, groupsAreHosts: context.groupsAreHosts === true, topology, ringOrder, profile };
   }
 
   /**

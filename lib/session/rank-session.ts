@@ -285,6 +285,9 @@ export class RankSession {
       const pinned = profile === null || session.context.topology === null || options.tuning.topology !== 'probe' ? null : pinnedTopology(profile, session.context.topology);
       if (pinned !== null) session.adoptTopology(pinned);
       if (options.tuning.groups === 'auto') session.useAutoGroups(hostGroups);
+      // The native plane's ranks of one host share memory (single copy): by default its hosts are
+      // the groups, where they hold several ranks.
+      else if (options.tuning.groups === null && nativePlane !== null) session.useHostGroups(hostGroups);
       if (profile !== null) session.useAutotuneProfile(profile);
     } catch (error) {
       // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
@@ -789,6 +792,7 @@ export class RankSession {
       this.lossWatch?.unsubscribe();
       this.membership.communicators.delete(this);
       this.runner.close();
+      this.logSingleCopy();
       this.nativePlane?.close();
       this.links.close();
       this.coordinator.close();
@@ -847,9 +851,20 @@ export class RankSession {
    * rank runs on is not.
    */
   private useAutoGroups(byHost: number[][] | null): void {
-    const hierarchy = byHost !== null && byHost.length >= 2 && byHost.length < this.worldSize;
-    const groups = hierarchy ? byHost : autoGroups(this.context.topology, this.tuning.groupPayloadBytes, this.tuning);
-    (this.context as { topologyGroups: TopologyGroups | null }).topologyGroups = groups;
+    if (!this.useHostGroups(byHost)) this.useGroups(autoGroups(this.context.topology, this.tuning.groupPayloadBytes, this.tuning), false);
+  }
+
+  /** The hosts the ranks advertise as the groups, where they make a hierarchy (at least two, not one rank each): whether they do. */
+  private useHostGroups(byHost: number[][] | null): boolean {
+    if (byHost === null || byHost.length < 2 || byHost.length >= this.worldSize) return false;
+    this.useGroups(byHost, true);
+    return true;
+  }
+
+  private useGroups(groups: TopologyGroups, areHosts: boolean): void {
+    const context = this.context as { topologyGroups: TopologyGroups | null; groupsAreHosts?: boolean };
+    context.topologyGroups = groups;
+    context.groupsAreHosts = areHosts;
     this.context.schedules.clear();
     this.nativePlane?.forget();
   }
@@ -983,6 +998,14 @@ export class RankSession {
     this.membership.communicators.add(child);
     logSessionEvents(child.events$, this.rank, debugLog);
     return child;
+  }
+
+  /** `GX1_DEBUG=info`: which peers of this host the native plane read in place, and which read it. */
+  private logSingleCopy(): void {
+    if (!debugLog.enabled('info')) return;
+    const peers = this.nativePlane?.singleCopyPeers?.();
+    if (peers === undefined || peers === null) return;
+    debugLog.info(`rank ${this.rank} single copy: read from ranks [${peers.readsFrom.join(',')}], read by ranks [${peers.readBy.join(',')}]`);
   }
 
   /** Tells every rank to end the job, and stops this rank's own native collective now (not when the abort comes back). */

@@ -139,9 +139,12 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
     expect(liveProcesses()).toEqual([]);
   });
 
-  it.skipIf(!native)(`the same 4 processes, every one on defaults, run the native plane${skipped}`, async () => {
-    const reports = await completed(await job(4, ['fixed']));
-    for (const { summary, events, what } of reports) {
+  it.skipIf(!native)(`the same 4 processes, every one on defaults, run the native plane, every pair of them by single copy (one host)${skipped}`, async () => {
+    const reports = await completed(await job(4, ['fixed'], () => ({ GX1_DEBUG: 'info' })));
+    for (const { rank, summary, events, what } of reports) {
+      // Said at close (GX1_DEBUG=info): every link between two processes of this host agreed to single copy.
+      const others = [0, 1, 2, 3].filter((peer) => peer !== rank.rank).join(',');
+      expect(rank.stderr(), what).toContain(`rank ${rank.rank} single copy: read from ranks [${others}], read by ranks [${others}]`);
       expect(summary.planes, what).toContain('native');
       for (const plane of summary.planes) expect(['native', 'coordinator'], what).toContain(plane);
       expect(choices(events), what).toEqual(

@@ -118,4 +118,26 @@ describe('hierarchical collectives in sessions', () => {
     const errors = await Promise.all([0, 1].map((rank) => rejection(job.openRank(rank, { topologyGroups: 'auto' }))));
     for (const error of errors) expect(error.message).toMatch(/^invalid collective hierarchy: automatic grouping found no distinct fast-link domains \(GX1_TOPOLOGY_GROUPS=auto groups ranks by the host/);
   });
+
+  it('the native plane, groups unset: hosts of several ranks are the groups, so auto runs the hierarchical all-reduce and all-gather and the ring reduce-scatter, right; one rank per host or one host, no groups', async () => {
+    const apart = (rank: number): RankOverrides => (rank >= 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {});
+    const ranks = await sessions(4, { transport: 'tcp_peer' }, (rank) => ({ dataPlane: 'native', ...apart(rank) }));
+    for (const session of ranks) expect(session.topologyGroups).toEqual([[0, 1], [2, 3]]);
+    expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'all-pairs' });
+    expect(ranks[0]!.plan('allReduce', 256 << 10)).toMatchObject({ algorithm: 'pairwise' });
+    for (const collective of ['allReduce', 'allGather'] as const) expect(ranks[0]!.plan(collective, 1 << 20), collective).toMatchObject({ algorithm: 'hierarchical' });
+    expect(ranks[0]!.plan('reduceScatter', 64 << 20)).toMatchObject({ algorithm: 'ring' });
+    const { results, algorithms } = await run(ranks, 300_000);
+    expect(algorithms).toEqual(['allReduce:hierarchical on native', 'allReduce:hierarchical on native', 'allGather:hierarchical on native', 'reduceScatter:ring on native']);
+    // The hierarchy has the staged path's bits (it folds in rank order); the ring's reduce-scatter is checked elsewhere.
+    const staged = await run(await sessions(4, { transport: 'tcp_host_staged' }, () => ({ algorithm: 'direct' })), 300_000);
+    for (const [rank, result] of results.entries()) {
+      for (const [call, value] of result.slice(0, 3).entries()) expect(Buffer.from(value.buffer).equals(Buffer.from(staged.results[rank]![call]!.buffer)), `rank ${rank} call ${call}`).toBe(true);
+    }
+    for (const layout of [(rank: number) => ({ peerEndpoints: { listen: `127.0.0.${rank + 1}:0`, advertise: `127.0.0.${rank + 1}` } }), () => ({})]) {
+      const flat = await sessions(4, { transport: 'tcp_peer' }, (rank) => ({ dataPlane: 'native', ...layout(rank) }));
+      expect(flat[0]!.topologyGroups).toBeNull();
+      expect(flat[0]!.plan('allReduce', 64 << 20).algorithm).not.toBe('hierarchical');
+    }
+  });
 });

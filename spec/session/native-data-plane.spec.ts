@@ -332,7 +332,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
-  it('by default (auto) every collective goes native, on one host or across hosts (there the ring from 4 MiB)', async () => {
+  it('by default (auto) every collective goes native, on one host or across hosts (there, from 4 MiB, the hierarchy where a host holds several ranks, else the ring)', async () => {
     const allReduceOf = async (sessions: RankSession[]) => {
       const algorithms = algorithmsOf(sessions[0]!);
       await Promise.all(sessions.map((session) => session.allReduce(Float32Array.of(1))));
@@ -341,16 +341,22 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     const together = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
     jobs.push(together);
     expect(await allReduceOf(await Promise.all([0, 1, 2].map((rank) => together.openRank(rank))))).toEqual(['all-pairs on native']);
-    const apart = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
-    jobs.push(apart);
-    const sessions = await Promise.all([0, 1, 2].map((rank) => apart.openRank(rank, rank === 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {})));
-    expect(await allReduceOf(sessions)).toEqual(['all-pairs on native']);
-    // Large tensors across hosts take the ring (pairwise where every rank shares one host).
-    const algorithms = algorithmsOf(sessions[0]!);
-    const large = (rank: number) => new Float32Array(1 << 20).fill(rank + 1);
-    const results = await Promise.all(sessions.map((session, rank) => session.allReduce(large(rank))));
-    expect(algorithms).toEqual(['ring on native']);
-    for (const result of results) expect(result.every((value) => value === 6)).toBe(true);
+    // Ranks 0 and 1 on one "host" (127.0.0.1), rank 2 on another; then each on its own.
+    for (const [hostOf, large] of [
+      [(rank: number) => (rank === 2 ? 2 : 1), 'hierarchical on native'],
+      [(rank: number) => rank + 1, 'ring on native'],
+    ] as const) {
+      const apart = await startCoordinator(3, { transport: 'tcp_peer', timeoutMs: 5_000 });
+      jobs.push(apart);
+      const sessions = await Promise.all([0, 1, 2].map((rank) => apart.openRank(rank, { peerEndpoints: { listen: `127.0.0.${hostOf(rank)}:0`, advertise: `127.0.0.${hostOf(rank)}` } })));
+      expect(await allReduceOf(sessions)).toEqual(['all-pairs on native']);
+      // Large tensors across hosts (pairwise where every rank shares one host).
+      const algorithms = algorithmsOf(sessions[0]!);
+      const tensor = (rank: number) => new Float32Array(1 << 20).fill(rank + 1);
+      const results = await Promise.all(sessions.map((session, rank) => session.allReduce(tensor(rank))));
+      expect(algorithms).toEqual([large]);
+      for (const result of results) expect(result.every((value) => value === 6)).toBe(true);
+    }
   });
 
   it('dataPlane: a bad value, or native with TLS, is refused by name', async () => {

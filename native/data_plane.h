@@ -13,8 +13,8 @@
 
 #include <atomic>
 #include <cstddef>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,7 +87,8 @@ struct Transfer {
 // between ranks of one host (JavaScript names those peers) starts with the agreement; any other is
 // agreed inline from the start.
 struct LinkMemory {
-  // Sending: -1 until the receiver answered this rank's offer, then kAnswerInline or kAnswerReads.
+  // Sending: kAnswerInline, or on a link of this host -1 until the receiver answers this rank's
+  // offer, then kAnswerInline or kAnswerReads.
   int answer = kAnswerInline;
   // Receiving: whether the sender's offer is still to be read, how much of it has come; the pid
   // this rank reads the sender's ranges from (-1: payloads come inline).

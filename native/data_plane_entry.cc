@@ -81,8 +81,6 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
     const int rails = int(CountArgument(info, 2, "rails"));
     if (rails < 1 || rails > kMaxDataRails) ThrowKernelError(env, "data plane rails must be 1.." + std::to_string(kMaxDataRails));
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
     world_size_ = world;
     rank_ = rank;
     rails_ = rails;
@@ -104,7 +102,11 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     }
     if (info.Length() > 7 && !info[7].IsUndefined() && !info[7].IsBoolean()) ThrowKernelError(env, "data plane singleCopy must be a boolean");
     const bool single_copy = info.Length() <= 7 || info[7].IsUndefined() || info[7].As<Napi::Boolean>().Value();
-    links_ = std::make_unique<DataLinks>(rank, world, rails, FdArray(info, 3, links), FdArray(info, 4, links), wake_fd_,
+    const std::vector<int> send_fds = FdArray(info, 3, links), receive_fds = FdArray(info, 4, links);
+    // Opened once every argument is checked: a refused one leaks no descriptor.
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
+    links_ = std::make_unique<DataLinks>(rank, world, rails, send_fds, receive_fds, wake_fd_,
                                          spin_us < 0 ? -1 : spin_us * 1000, same_host, single_copy);
     if (!links_->SetupError().empty()) {
       close(wake_fd_);

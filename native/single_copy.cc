@@ -6,8 +6,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 
 namespace rxccl {
 namespace {
@@ -26,26 +29,44 @@ uint64_t GetU64(const uint8_t* at) {
   return value;
 }
 
-// Where this process is: the kernel's boot id (16 bytes) and its network namespace's inode. False
-// where either cannot be read (not Linux's /proc): such a process offers nothing.
-bool Whereabouts(uint8_t* boot_id, uint64_t& network) {
-  const int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[64] = {};
-  const ssize_t got = read(fd, text, sizeof text - 1);
-  close(fd);
-  size_t digits = 0;
-  for (ssize_t i = 0; i < got && digits < 32; i++) {
-    const char c = text[i];
-    const int value = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (value < 0) continue;
-    boot_id[digits / 2] = uint8_t(digits % 2 == 0 ? value << 4 : boot_id[digits / 2] | value);
-    digits++;
-  }
-  struct stat namespace_file {};
-  if (digits != 32 || stat("/proc/self/ns/net", &namespace_file) != 0) return false;
-  network = uint64_t(namespace_file.st_ino);
-  return true;
+// Where this process is: the kernel's boot id and its network namespace's inode; `known` false
+// where either cannot be read (not Linux's /proc): such a process offers and reads nothing.
+struct Whereabouts {
+  bool known = false;
+  uint8_t boot_id[16] = {};
+  uint64_t network = 0;
+};
+
+const Whereabouts& Here() {
+  static const Whereabouts here = [] {
+    Whereabouts found;
+    const int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return found;
+    char text[64] = {};
+    const ssize_t got = read(fd, text, sizeof text - 1);
+    close(fd);
+    size_t digits = 0;
+    for (ssize_t i = 0; i < got && digits < 32; i++) {
+      const char c = text[i];
+      const int value = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (value < 0) continue;
+      found.boot_id[digits / 2] = uint8_t(digits % 2 == 0 ? value << 4 : found.boot_id[digits / 2] | value);
+      digits++;
+    }
+    struct stat namespace_file {};
+    if (digits != 32 || stat("/proc/self/ns/net", &namespace_file) != 0) return found;
+    found.network = uint64_t(namespace_file.st_ino);
+    found.known = true;
+    return found;
+  }();
+  return here;
+}
+
+// Whether process `pid` runs as this process's user: a peer names its own pid, and only a process
+// of this job's user is one this rank would read.
+bool SameUser(pid_t pid) {
+  struct stat process {};
+  return stat(("/proc/" + std::to_string(pid)).c_str(), &process) == 0 && process.st_uid == geteuid();
 }
 
 // A word of this process's memory with a value no other process has: a receiver that reads it back
@@ -64,13 +85,14 @@ void BuildOffer(bool offering, uint8_t* offer) {
   memset(offer, 0, kOfferBytes);
   memcpy(offer, kMagic, sizeof kMagic);
   offer[4] = kVersion;
-  uint64_t network = 0;
-  if (!offering || !Whereabouts(offer + 8, network)) return;
+  const Whereabouts& here = Here();
+  if (!offering || !here.known) return;
   // Where Yama restricts reading another process's memory to its ancestors, allow this user's
   // processes (the ranks of this job are siblings). Elsewhere this fails harmlessly.
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   offer[5] = kOffersMemory;
-  PutU64(offer + 24, network);
+  memcpy(offer + 8, here.boot_id, sizeof here.boot_id);
+  PutU64(offer + 24, here.network);
   const uint32_t pid = uint32_t(getpid());
   for (int i = 0; i < 4; i++) offer[32 + i] = uint8_t(pid >> (8 * i));
   PutU64(offer + 40, uint64_t(reinterpret_cast<uintptr_t>(&ProbeWord())));
@@ -84,20 +106,24 @@ bool OfferValid(const uint8_t* offer, std::string& error) {
     for (size_t i = 0; i < 8; i++) error += {hex[offer[i] >> 4], hex[offer[i] & 15]};
     return false;
   }
+  if (offer[6] != 0 || offer[7] != 0 || offer[36] != 0 || offer[37] != 0 || offer[38] != 0 || offer[39] != 0) {
+    error = "single-copy offer whose bytes 6..7 or 36..39 are not zero";
+    return false;
+  }
   return true;
 }
 
 pid_t ReadableSender(const uint8_t* offer, bool reading) {
-  uint8_t boot_id[16] = {};
-  uint64_t network = 0;
-  if (!reading || (offer[5] & kOffersMemory) == 0 || !Whereabouts(boot_id, network)) return -1;
-  if (memcmp(offer + 8, boot_id, sizeof boot_id) != 0 || GetU64(offer + 24) != network) return -1;
+  const Whereabouts& here = Here();
+  if (!reading || (offer[5] & kOffersMemory) == 0 || !here.known) return -1;
+  if (memcmp(offer + 8, here.boot_id, sizeof here.boot_id) != 0 || GetU64(offer + 24) != here.network) return -1;
   uint32_t pid = 0;
   for (int i = 0; i < 4; i++) pid |= uint32_t(offer[32 + i]) << (8 * i);
+  if (pid == 0 || pid > uint32_t(INT32_MAX) || !SameUser(pid_t(pid))) return -1;
   uint64_t seen = 0;
   iovec local{&seen, sizeof seen};
   iovec remote{reinterpret_cast<void*>(uintptr_t(GetU64(offer + 40))), sizeof seen};
-  if (pid == 0 || process_vm_readv(pid_t(pid), &local, 1, &remote, 1, 0) != ssize_t(sizeof seen)) return -1;
+  if (process_vm_readv(pid_t(pid), &local, 1, &remote, 1, 0) != ssize_t(sizeof seen)) return -1;
   return seen == GetU64(offer + 48) ? pid_t(pid) : -1;
 }
 

@@ -42,7 +42,8 @@ bool OfferValid(const uint8_t* offer, std::string& error);
 
 // The pid to read the offering sender's memory from, or -1 where this process would not or cannot:
 // `reading` off, no offer, another kernel or network namespace (another "host", which these are
-// taken to be), or the probe word not readable as offered (another pid namespace, no permission).
+// taken to be), a pid not of this user, or the probe word not readable as offered (another pid
+// namespace, no permission).
 pid_t ReadableSender(const uint8_t* offer, bool reading);
 
 // A range record for `size` bytes at `data`.

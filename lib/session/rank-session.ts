@@ -808,7 +808,10 @@ export class RankSession {
   }
 
   private fingerprintInput(): FingerprintInput {
-    const { topology, ringOrder, topologyGroups: groups, railOrder } = this.context;
+    const { topology, ringOrder, railOrder } = this.context;
+    // The native plane's default groups follow from the hosts, as the job does, not from tuning: a
+    // profile tuned with or without them fits alike.
+    const groups = this.context.groupsAreHosts === true && this.tuning.groups === null ? null : this.context.topologyGroups;
     const { directBandwidthMbps, directLatencyNs } = this.tuning;
     return { topology: topology ?? CollectiveTopology.uniform(this.worldSize), ringOrder, groups, directBandwidthMbps, directLatencyNs, rails: this.rails, railOrder };
   }
@@ -975,7 +978,8 @@ export class RankSession {
     });
     const ringTuned = this.tuning.ringOrder !== null || this.tuning.topology !== null;
     const ring = this.context.ringOrder.filter((member) => members.includes(member)).map((member) => members.indexOf(member));
-    // The parent's groups, of the members only, renumbered; a group with none of them goes.
+    // The parent's groups, of the members only, renumbered; a group with none of them goes. (A
+    // communicator runs the JS plane: groups that were the hosts take the hierarchy only when asked.)
     const parentGroups = this.context.topologyGroups;
     const groups = parentGroups?.map((group) => group.filter((member) => members.includes(member)).map((member) => members.indexOf(member))).filter((group) => group.length > 0) ?? null;
     const child = new RankSession({

@@ -123,6 +123,8 @@ describe('hierarchical collectives in sessions', () => {
     const apart = (rank: number): RankOverrides => (rank >= 2 ? { peerEndpoints: { listen: '127.0.0.2:0', advertise: '127.0.0.2' } } : {});
     const ranks = await sessions(4, { transport: 'tcp_peer' }, (rank) => ({ dataPlane: 'native', ...apart(rank) }));
     for (const session of ranks) expect(session.topologyGroups).toEqual([[0, 1], [2, 3]]);
+    // Groups that follow from the hosts are not tuning: an autotune profile fits with or without them.
+    const fingerprints = ranks[0]!.autotuneFingerprints;
     expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'all-pairs' });
     expect(ranks[0]!.plan('allReduce', 256 << 10)).toMatchObject({ algorithm: 'pairwise' });
     for (const collective of ['allReduce', 'allGather'] as const) expect(ranks[0]!.plan(collective, 1 << 20), collective).toMatchObject({ algorithm: 'hierarchical' });
@@ -138,6 +140,7 @@ describe('hierarchical collectives in sessions', () => {
       const flat = await sessions(4, { transport: 'tcp_peer' }, (rank) => ({ dataPlane: 'native', ...layout(rank) }));
       expect(flat[0]!.topologyGroups).toBeNull();
       expect(flat[0]!.plan('allReduce', 64 << 20).algorithm).not.toBe('hierarchical');
+      expect(flat[0]!.autotuneFingerprints).toEqual(fingerprints);
     }
   });
 });

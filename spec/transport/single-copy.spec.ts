@@ -213,6 +213,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
     const count = SINGLE_COPY_BYTES / 4;
     const cases: [string, (offer: Uint8Array, header: Uint8Array) => Uint8Array, string][] = [
       ['a malformed offer', (offer) => Uint8Array.from(offer, (byte, i) => (i < 8 ? 0x58 : byte)), 'single-copy offer expected, got 5858585858585858'],
+      ['an offer with a reserved byte set', (offer) => Uint8Array.from(offer, (byte, i) => (i === 37 ? 1 : byte)), 'single-copy offer whose bytes 6..7 or 36..39 are not zero'],
       ['a range past the payload', (offer, header) => concat(offer, header, range(1n, count * 4 + 4)), `single-copy range of ${count * 4 + 4} bytes where ${count * 4} bytes of the payload are left`],
       ['an empty range', (offer, header) => concat(offer, header, range(1n, 0)), `single-copy range of 0 bytes where ${count * 4} bytes of the payload are left`],
       ['a range at no memory', (offer, header) => concat(offer, header, range(8n, count * 4)), 'process_vm_readv: Bad address'],

@@ -172,9 +172,9 @@ export const HOSTS_HIERARCHY_FROM_BYTES = 1 << 20;
 /**
  * Under `auto`, the hierarchical row fits where the job has groups and links to weigh (or groups
  * that are its hosts, from HOSTS_HIERARCHY_FROM_BYTES: each host's links out share one way out,
- * which the model weighs on uniform links), and the cost model (lib/collectives/cost-model.ts) expects it to beat the flat ring (the
- * rows before the ring's already chose the staged path or the pairwise family where they serve
- * better).
+ * which the model weighs on uniform links), and the cost model (lib/collectives/cost-model.ts)
+ * expects it to beat the flat ring (the rows before the ring's already chose the staged path or
+ * the pairwise family where they serve better).
  */
 const hierarchyPays =
   (collective: ModelledCollective) =>
@@ -182,7 +182,6 @@ const hierarchyPays =
     situation.groups !== null &&
     (situation.topology !== null || (situation.groupsAreHosts === true && situation.bytes >= HOSTS_HIERARCHY_FROM_BYTES)) &&
     hierarchyBeatsRing(collective, situation);
-
 
 /**
  * Every collective's algorithms, in order of preference per plane; the staged row, which every

@@ -39,6 +39,21 @@ void SetSystem(Outcome& outcome, int peer, int error, const char* what) {
   outcome.what = std::string(what) + ": " + strerror(error);
 }
 
+// Writes `bytes` from `written` on to `fd`, as far as its socket takes them (single copy's queues:
+// a message's header and ranges, a receiver's answers). False when the link failed (`outcome`).
+bool WriteQueued(int fd, const std::vector<uint8_t>& bytes, size_t& written, int peer, Outcome& outcome) {
+  while (written < bytes.size()) {
+    const ssize_t wrote = send(fd, bytes.data() + written, bytes.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (wrote < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      SetSystem(outcome, peer, errno, "send");
+      return false;
+    }
+    written += size_t(wrote);
+  }
+  return true;
+}
+
 // A peer broke the data plane's protocol (single copy): the collective fails naming it.
 bool Broken(Outcome& outcome, int peer, std::string what) {
   outcome.kind = Outcome::Kind::kSystem;
@@ -321,7 +336,7 @@ bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
   // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before it.
   if (memory_[Link(t)].answer < 0) return true;
   for (;;) {
-    if (!WriteOutbox(t, outcome)) return false;
+    if (!WriteQueued(SendFd(t), t.outbox, t.outbox_sent, t.peer, outcome)) return false;
     if (t.outbox_sent < t.outbox.size() || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
     if (SendsInPlace(t, t.sends[t.sent | 1].size)) {
       Announce(t);
@@ -387,19 +402,6 @@ void DataLinks::Announce(Transfer& t) {
     t.sent++;
     t.sent_bytes = 0;
   }
-}
-
-bool DataLinks::WriteOutbox(Transfer& t, Outcome& outcome) {
-  while (t.outbox_sent < t.outbox.size()) {
-    const ssize_t written = send(SendFd(t), t.outbox.data() + t.outbox_sent, t.outbox.size() - t.outbox_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (written < 0) {
-      if (errno == EAGAIN || errno == EINTR) return true;
-      SetSystem(outcome, t.peer, errno, "send");
-      return false;
-    }
-    t.outbox_sent += size_t(written);
-  }
-  return true;
 }
 
 bool DataLinks::ReadAnswers(Collective& c, Transfer& t, Outcome& outcome) {
@@ -562,15 +564,11 @@ bool DataLinks::ReadRange(Collective& c, Transfer& t, Outcome& outcome, bool& wa
 }
 
 bool DataLinks::WriteOwed(const Transfer& t, Outcome& outcome) {
-  std::vector<uint8_t>& owed = memory_[Link(t)].owed;
-  while (!owed.empty()) {
-    const ssize_t written = send(ReceiveFd(t), owed.data(), owed.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (written < 0) {
-      if (errno == EAGAIN || errno == EINTR) return true;
-      SetSystem(outcome, t.peer, errno, "send");
-      return false;
-    }
-    owed.erase(owed.begin(), owed.begin() + written);
+  LinkMemory& link = memory_[Link(t)];
+  if (!WriteQueued(ReceiveFd(t), link.owed, link.owed_sent, t.peer, outcome)) return false;
+  if (link.owed_sent == link.owed.size()) {
+    link.owed.clear();
+    link.owed_sent = 0;
   }
   return true;
 }

@@ -96,8 +96,9 @@ struct LinkMemory {
   size_t offer_got = 0;
   uint8_t offer[kOfferBytes] = {};
   pid_t reads_from = -1;
-  // Receiving: bytes for the sender (the answer, a byte per range read) not written yet.
+  // Receiving: bytes for the sender (the answer, a byte per range read), written up to owed_sent.
   std::vector<uint8_t> owed;
+  size_t owed_sent = 0;
 };
 
 // A fold, its memory resolved, and how far it has got.
@@ -168,10 +169,9 @@ class DataLinks {
   bool Send(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool Receive(Collective& collective, Transfer& transfer, Outcome& outcome);
   // Single copy (single_copy.h). Sending: queues a message's header and the ranges of its payload
-  // produced so far; writes the queue; reads the receiver's answers. Receiving: the sender's offer,
+  // produced so far; reads the receiver's answers. Receiving: the sender's offer,
   // then one piece of a range (at most kStreamBytes: the folds and sends move in between).
   void Announce(Transfer& transfer);
-  bool WriteOutbox(Transfer& transfer, Outcome& outcome);
   bool ReadAnswers(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool ReadOffer(Transfer& transfer, Outcome& outcome);
   bool ReadRange(Collective& collective, Transfer& transfer, Outcome& outcome, bool& waiting);

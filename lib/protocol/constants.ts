@@ -18,4 +18,9 @@ export const FLAG_P2P_CHANNEL = 0x0002;
 export const FLAG_COUNTS_PREFIX = 0x0004;
 /** A collective request whose data travels over the direct peer mesh: the coordinator only agrees. */
 export const FLAG_PEER_DATA = 0x0008;
-export const KNOWN_FLAGS = FLAG_PAYLOAD | FLAG_P2P_CHANNEL | FLAG_COUNTS_PREFIX | FLAG_PEER_DATA;
+/**
+ * A fragment of a point-to-point message cut into frames (docs/protocol.md 10.7): more fragments follow,
+ * and elementCount counts the elements from this fragment's first to the message's last.
+ */
+export const FLAG_MORE = 0x0010;
+export const KNOWN_FLAGS = FLAG_PAYLOAD | FLAG_P2P_CHANNEL | FLAG_COUNTS_PREFIX | FLAG_PEER_DATA | FLAG_MORE;

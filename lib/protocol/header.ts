@@ -2,6 +2,7 @@ import { ProtocolError } from '../errors.js';
 import {
   ANY_RANK,
   FLAG_COUNTS_PREFIX,
+  FLAG_MORE,
   FLAG_PAYLOAD,
   FLAG_PEER_DATA,
   FRAME_HEADER_BYTES,
@@ -14,7 +15,7 @@ import {
 } from './constants.js';
 import { crc32c } from './crc32c.js';
 import { ElementType, elementWidth, isElementType } from './element-type.js';
-import { isOpcode, LAST_OPCODE, Opcode } from './opcode.js';
+import { isOpcode, LAST_OPCODE, Opcode, opcodeName } from './opcode.js';
 import { REDUCE_OPS } from './reduce-op.js';
 import { UniqueId } from './unique-id.js';
 
@@ -131,12 +132,23 @@ export function validateHeader(header: FrameHeader): void {
   }
   const width = elementWidth(elementType);
   if (elementType === ElementType.None && elementCount !== 0) fail('elementCount', elementCount, '0 for element type None');
+  const fragment = (flags & FLAG_MORE) !== 0;
   if (!hasPayload) {
     if ((flags & FLAG_COUNTS_PREFIX) !== 0) fail('flags.COUNTS_PREFIX', 'set', 'clear without a payload');
+    if (fragment) fail('flags.MORE', 'set', 'clear without a payload');
     return;
   }
   if ((flags & FLAG_PEER_DATA) !== 0) fail('flags.PEER_DATA', 'set', 'clear on a frame with payload');
+  // Only point-to-point data is cut into fragments (10.7), and never with a counts prefix.
+  if (fragment && ((opcode !== Opcode.Send && opcode !== Opcode.Receive) || (flags & FLAG_COUNTS_PREFIX) !== 0)) {
+    fail('flags.MORE', 'set', `clear on ${(flags & FLAG_COUNTS_PREFIX) !== 0 ? 'a frame with COUNTS_PREFIX' : `opcode ${opcodeName(opcode)}`}`);
+  }
   if (elementType === ElementType.None) fail('elementType', 'None', 'a concrete type for a frame with payload');
+  // A fragment carries whole elements, fewer than the elements it counts (its own and the later fragments').
+  if (fragment) {
+    if (payloadBytes % width === 0 && payloadBytes < elementCount * width) return;
+    fail('payloadBytes', payloadBytes, `a multiple of ${width} below ${BigInt(elementCount) * BigInt(width)} (a fragment of ${elementCount} x ${width}-byte elements)`);
+  }
   // A payload always carries exactly the declared elements (after the counts prefix, if any);
   // a frame without payload may still declare a count (a receive's or a non-root's contract).
   // In bigint when it matters: elementCount x width may exceed 2^53, and the message must show it

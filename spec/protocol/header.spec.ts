@@ -9,6 +9,7 @@ import {
   encodeHeader,
   encodeHeaderInto,
   FLAG_COUNTS_PREFIX,
+  FLAG_MORE,
   FLAG_PEER_DATA,
   FLAG_P2P_CHANNEL,
   FLAG_PAYLOAD,
@@ -193,12 +194,25 @@ describe('header corruption', () => {
     );
   });
 
+  it('MORE: a fragment of a point-to-point Send or Receive, with whole elements fewer than it counts (10.7)', () => {
+    const fragment = (fields: Partial<FrameHeader>) => header({ opcode: Opcode.Send, reduceOp: 0, flags: FLAG_PAYLOAD | FLAG_MORE, elementCount: 6, payloadBytes: 8, ...fields });
+    expect(() => encodeHeader(fragment({}))).not.toThrow();
+    expect(() => encodeHeader(fragment({ opcode: Opcode.Receive }))).not.toThrow();
+    expect(() => encodeHeader(fragment({ flags: FLAG_MORE, payloadBytes: 0 }))).toThrow('header field flags.MORE is set, expected clear without a payload');
+    expect(() => encodeHeader(fragment({ opcode: Opcode.AllGather }))).toThrow('header field flags.MORE is set, expected clear on opcode AllGather');
+    expect(() => encodeHeader(fragment({ flags: FLAG_PAYLOAD | FLAG_MORE | FLAG_COUNTS_PREFIX }))).toThrow(
+      'header field flags.MORE is set, expected clear on a frame with COUNTS_PREFIX',
+    );
+    expect(() => encodeHeader(fragment({ payloadBytes: 24 }))).toThrow('header field payloadBytes is 24, expected a multiple of 4 below 24 (a fragment of 6 x 4-byte elements)');
+    expect(() => encodeHeader(fragment({ payloadBytes: 6 }))).toThrow('header field payloadBytes is 6, expected a multiple of 4 below 24 (a fragment of 6 x 4-byte elements)');
+  });
+
   it('rejects unknown flag bits', () => {
-    for (let bit = 4; bit < 16; bit++) {
+    for (let bit = 5; bit < 16; bit++) {
       const flag = 1 << bit;
       expectProtocolError(
         () => decodeEdited((view) => view.setUint16(12, FLAG_PAYLOAD | flag, true)),
-        `header field flags is 0x${(FLAG_PAYLOAD | flag).toString(16).padStart(4, '0')}, expected only bits 0x000f`,
+        `header field flags is 0x${(FLAG_PAYLOAD | flag).toString(16).padStart(4, '0')}, expected only bits 0x001f`,
       );
     }
   });

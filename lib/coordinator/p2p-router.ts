@@ -45,7 +45,8 @@ export interface P2pRouterOptions {
  * `bufferLimitBytes` of a rank's unmatched sends its acknowledgements wait for receives, and a
  * rank that sends on regardless fails the session, named (see `P2pMatcher`).
  *
- * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame: a rank silent
+ * With a heartbeat timeout the rail holds a lease per rank, renewed by any frame (at its header
+ * and when it is whole, so each fragment of a long message renews it too): a rank silent
  * for longer fails the session (`heartbeat lease for rank 1; last contact 153 ms ago`), checked
  * on a timer stream every quarter of the timeout (1..250 ms). Without a lease (or after LEAVE) a
  * connection that breaks only counts as closed: the rank is told why (`refuse`) and dropped. In a
@@ -80,7 +81,8 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
       if (sink.observed) report(rank, frame.header.opcode, deliveries);
       for (const delivery of deliveries) {
         try {
-          channels[delivery.rank]!.send(delivery.frame);
+          // In fragments: a Heartbeat echo or an Abort to that rank is written between them, never behind the data.
+          channels[delivery.rank]!.sendInFragments(delivery.frame);
         } catch (error) {
           // A rank that already went away cannot take its reply; its departure is handled on its own.
           if (!(error instanceof ChannelClosedError)) throw error;
@@ -121,6 +123,8 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
       if (closed.every(Boolean)) subscriber.complete();
     };
 
+    // Every header is contact, a fragment's too: a rank writing a long message is heard all along.
+    channels.forEach((channel, rank) => (channel.admitHeader = () => (lastSeen[rank] = scheduler.now())));
     const events = rankEvents(channels).subscribe((event) => {
       try {
         if (event.kind === 'frame') onFrame(event.rank, event.frame);

@@ -4,8 +4,9 @@ import { ChannelClosedError, RxcclError } from '../errors.js';
 import { decodeFrames } from '../protocol/decode-frames.js';
 import type { DirectReads } from './direct-reads.js';
 import { FRAME_HEADER_BYTES } from '../protocol/constants.js';
-import { encodeHeaderInto, type FrameHeader } from '../protocol/header.js';
+import { encodeHeaderInto, type FrameHeader, validateHeader } from '../protocol/header.js';
 import type { Frame } from '../protocol/frame.js';
+import { assembleFragments, jumpsFragments, FragmentAssembly, fragments } from './fragments.js';
 
 /** A frame to write: its header and the payload as one or more parts, written back to back. */
 export interface OutgoingFrame {
@@ -41,6 +42,11 @@ function socketChunks(socket: Socket): Observable<Uint8Array> {
  * One TCP connection speaking GX1: incoming bytes become `frames$`, outgoing frames are written as
  * header + payload parts in one corked batch (a single writev, no concatenation).
  *
+ * Point-to-point messages travel in fragments (`sendInFragments`, docs/protocol.md 10.7): a large
+ * one is written a fragment at a time, each once the socket drained the one before, and a
+ * Heartbeat or an Abort sent meanwhile goes out between two fragments; every other frame keeps its
+ * place behind the message. Incoming fragments are put back together before `frames$` sees them.
+ *
  * `frames$` has one subscriber at a time. The channel keeps one decoder for the whole connection,
  * so a consumer may unsubscribe (say after a handshake frame) and another subscribe later without
  * losing a byte: frames that arrive while nobody listens wait in a backlog and the socket is
@@ -65,6 +71,12 @@ export class FrameChannel {
   private ending: Ending | null = null;
   private discarding = false;
   private draining: Promise<void> | null = null;
+  /** Frames waiting to be written in order, the first one (its fragments) being written now. */
+  private readonly outbox: OutgoingFrame[] = [];
+  /** The fragments of `outbox[0]` still to write. */
+  private writing: Iterator<OutgoingFrame> | null = null;
+  /** Told once the outbox is empty (a finish, a `drained()`). */
+  private outboxEmptied: (() => void)[] = [];
 
   /** `reads`: the socket was dialled with its `onread`, so frames are read straight into their payloads. */
   constructor(
@@ -72,9 +84,16 @@ export class FrameChannel {
     reads: DirectReads | null = null,
   ) {
     socket.setNoDelay(true);
-    const hooks = { allocate: (header: FrameHeader) => this.allocatePayload(header), admit: (header: FrameHeader) => this.admitHeader(header) };
+    const assembly = new FragmentAssembly();
+    const hooks = {
+      allocate: (header: FrameHeader) => assembly.target(header) ?? this.allocatePayload(header),
+      admit: (header: FrameHeader) => {
+        this.admitHeader(header);
+        assembly.admit(header);
+      },
+    };
     const frames = reads === null ? socketChunks(socket).pipe(decodeFrames(hooks)) : reads.frames(socket, hooks);
-    this.reading = frames.subscribe({
+    this.reading = frames.pipe(assembleFragments(assembly)).subscribe({
       next: (frame) => this.dispatch(frame),
       error: (error: unknown) => {
         if (error instanceof RxcclError) {
@@ -91,7 +110,10 @@ export class FrameChannel {
     });
     // Stays after the decoder let go of the socket: an 'error' nobody listens to kills the process.
     socket.on('error', (error) => this.end({ error }));
-    socket.on('close', () => this.end({}));
+    socket.on('close', () => {
+      this.end({});
+      this.emptyOutbox();
+    });
     this.frames$ = new Observable<Frame>((subscriber) => {
       if (this.subscriber !== null) {
         subscriber.error(new ChannelClosedError(`frame channel ${this.describe()} already has a reader`));
@@ -115,12 +137,72 @@ export class FrameChannel {
 
   /**
    * Writes one frame. Returns false when the socket's buffer is full: the caller should wait for
-   * `drained()` before writing more (the frame itself is queued, never dropped).
+   * `drained()` before writing more (the frame itself is queued, never dropped). Behind a message
+   * being written in fragments it waits its turn, unless it is a Heartbeat or an Abort.
    */
   send(frame: OutgoingFrame): boolean {
+    this.checkOpen();
+    if (this.outbox.length === 0 || jumpsFragments(frame.header)) return this.write(frame);
+    this.enqueue(frame);
+    return false;
+  }
+
+  /**
+   * Writes a point-to-point message (a Send or a Receive response) after the frames waiting, in
+   * fragments of `FRAGMENT_BYTES` when it is larger (docs/protocol.md 10.7); a Heartbeat or an
+   * Abort at once. Parts are written by reference: they must stay as they are until the peer
+   * answered.
+   */
+  sendInFragments(frame: OutgoingFrame): void {
+    this.checkOpen();
+    if (jumpsFragments(frame.header)) this.write(frame);
+    else this.enqueue(frame);
+  }
+
+  private checkOpen(): void {
     if (this.socket.destroyed || this.socket.writableEnded) {
       throw new ChannelClosedError(`cannot send on closed connection ${this.describe()}`);
     }
+  }
+
+  private enqueue(frame: OutgoingFrame): void {
+    validateHeader(frame.header);
+    this.outbox.push(frame);
+    if (this.outbox.length === 1) this.pump();
+  }
+
+  /** Writes the outbox a fragment at a time: the next fragment only once the socket's buffer drained. */
+  private readonly pump = (): void => {
+    while (this.outbox.length > 0 && !this.socket.destroyed) {
+      if (this.socket.writableNeedDrain) {
+        this.socket.once('drain', this.pump);
+        return;
+      }
+      this.writing ??= fragments(this.outbox[0]!);
+      const fragment = this.writing.next();
+      if (fragment.done === true) {
+        this.outbox.shift();
+        this.writing = null;
+      } else {
+        this.write(fragment.value);
+      }
+    }
+    this.emptyOutbox();
+  };
+
+  /** Drops what the outbox still holds (the socket closed) and tells who waits for it to empty. */
+  private emptyOutbox(): void {
+    this.outbox.length = 0;
+    this.writing = null;
+    for (const emptied of this.outboxEmptied.splice(0)) emptied();
+  }
+
+  private whenOutboxEmpty(then: () => void): void {
+    if (this.outbox.length === 0) then();
+    else this.outboxEmptied.push(then);
+  }
+
+  private write(frame: OutgoingFrame): boolean {
     const socket = this.socket;
     let payloadBytes = 0;
     for (const part of frame.parts) payloadBytes += part.length;
@@ -167,6 +249,7 @@ export class FrameChannel {
    * waits shares one promise, so many pending sends add one listener, not one each.
    */
   drained(): Promise<void> {
+    if (this.outbox.length > 0) return new Promise<void>((resolve) => this.whenOutboxEmpty(resolve)).then(() => this.drained());
     if (!this.socket.writableNeedDrain || this.socket.destroyed) return Promise.resolve();
     this.draining ??= new Promise<void>((resolve) => {
       const done = () => {
@@ -182,15 +265,17 @@ export class FrameChannel {
   }
 
   /**
-   * Ends the connection after queued writes are flushed. Nothing more is read: later frames are
-   * discarded and the socket keeps flowing so the peer's end is seen and the socket closes (a
+   * Ends the connection after queued writes (the outbox's too) are flushed. Nothing more is read:
+   * later frames are discarded and the socket keeps flowing so the peer's end is seen and the socket closes (a
    * peer that never closes is cut off after `lingerMs`).
    */
   finish(lingerMs = 2_000): void {
     this.stopReading();
     if (this.socket.destroyed) return;
     this.socket.resume();
-    if (!this.socket.writableEnded) this.socket.end();
+    this.whenOutboxEmpty(() => {
+      if (!this.socket.destroyed && !this.socket.writableEnded) this.socket.end();
+    });
     setTimeout(() => this.socket.destroy(), lingerMs).unref();
   }
 

@@ -17,7 +17,10 @@ const uniqueId = UniqueId.fromBytes(new Array(16).fill(3));
 function fakeChannels(worldSize: number) {
   const inputs = Array.from({ length: worldSize }, () => new Subject<Frame>());
   const sent: OutgoingFrame[][] = Array.from({ length: worldSize }, () => []);
-  const channels = inputs.map((frames$, rank) => ({ frames$, send: (frame: OutgoingFrame) => (sent[rank]!.push(frame), true) }) as unknown as FrameChannel);
+  const channels = inputs.map((frames$, rank) => {
+    const send = (frame: OutgoingFrame) => (sent[rank]!.push(frame), true);
+    return { frames$, send, sendInFragments: send } as unknown as FrameChannel;
+  });
   return { inputs, sent, channels };
 }
 

@@ -89,7 +89,8 @@ export class RailClient {
         },
         payload.length,
       );
-      this.channel.send({ header, parts: [payload] });
+      // A large Send goes in fragments; a Heartbeat is written between them, never behind the data.
+      this.channel.sendInFragments({ header, parts: [payload] });
       return () => this.pending.delete(key);
     }).pipe(
       timeout({

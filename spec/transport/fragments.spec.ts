@@ -60,6 +60,17 @@ describe('fragments: cutting', () => {
     for (const fragment of cut) expect({ ...fragment.header, flags: 0, elementCount: 0, payloadBytes: 0 }).toEqual({ ...message.header, flags: 0, elementCount: 0, payloadBytes: 0 });
   });
 
+  it('cuts as docs/protocol.md 10.7 shows: 786434 f32 in fragments of 1 MiB', () => {
+    const count = 786434;
+    const message = outgoing(makeFrame({ uniqueId, opcode: Opcode.Send, elementType: ElementType.F32, sourceRank: 1, destinationRank: 0, worldSize: 2, sequence: 4n, tag: 7n, elementCount: count }, new Uint8Array(count * 4)));
+    expect([...fragments(message)].map(({ header }) => [header.flags, header.elementCount, header.payloadBytes])).toEqual([
+      [0x0011, 786434, 1048576],
+      [0x0011, 524290, 1048576],
+      [0x0011, 262146, 1048576],
+      [0x0001, 2, 8],
+    ]);
+  });
+
   it('cuts across payload parts; a message within one fragment, and any other frame, goes as it is', () => {
     const whole = send(6);
     const bytes = whole.parts[0]!;

@@ -235,6 +235,23 @@ void DataLinks::Settle(Collective& c) {
   }
 }
 
+std::vector<int> DataLinks::Missing(const Collective& c) {
+  std::vector<int> missing;
+  for (const Transfer& t : c.transfers) {
+    if (t.received < t.receives.size()) missing.push_back(t.peer);
+  }
+  if (missing.empty()) {
+    for (const Transfer& t : c.transfers) {
+      // Single copy: a receiver that has not answered every range has not taken it all.
+      if (t.sent < t.sends.size() || !t.unanswered.empty()) missing.push_back(t.peer);
+    }
+  }
+  // A peer late on several rails is named once.
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  return missing;
+}
+
 bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   std::vector<Transfer>& phase = c.transfers;
   if (ended_.load(std::memory_order_acquire)) {
@@ -288,18 +305,7 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     if (count == 0 && !reading) {
       if (MonotonicNs() >= c.deadline_ns) {
         outcome.kind = Outcome::Kind::kTimedOut;
-        for (const Transfer& t : phase) {
-          if (t.received < t.receives.size()) outcome.missing.push_back(t.peer);
-        }
-        if (outcome.missing.empty()) {
-          for (const Transfer& t : phase) {
-            // Single copy: a receiver that has not answered every range has not taken it all.
-            if (t.sent < t.sends.size() || !t.unanswered.empty()) outcome.missing.push_back(t.peer);
-          }
-        }
-        // A peer late on several rails is named once.
-        std::sort(outcome.missing.begin(), outcome.missing.end());
-        outcome.missing.erase(std::unique(outcome.missing.begin(), outcome.missing.end()), outcome.missing.end());
+        outcome.missing = Missing(c);
         return true;
       }
       if (spin) sched_yield();

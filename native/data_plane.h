@@ -149,6 +149,9 @@ class DataLinks {
   // Moves `collective` on until it is over (true; `outcome` says how) or `until_ns` has passed
   // (false: it goes on from where it is at the next call).
   bool Advance(Collective& collective, Outcome& outcome, int64_t until_ns);
+  // The peers `collective` waits for: those whose data has not all come, else those not taking
+  // this rank's. What a timeout names; the engine's thread also reports it while it waits.
+  static std::vector<int> Missing(const Collective& collective);
   // The session ended (any thread): the running collective and every later one end "aborted"
   // before they send anything more. The wake descriptor tells a waiting poll(); this tells the
   // sends a collective tries before its first poll.

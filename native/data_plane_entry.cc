@@ -34,6 +34,10 @@ namespace {
 constexpr size_t kInlineBytes = 64 * 1024;
 constexpr int64_t kInlineNs = 1'000'000;
 
+// While a collective waits for its peers, the engine's thread says every this often who they are
+// (waitingFor()): JavaScript asks when the collective has waited long, and gets an answer this fresh.
+constexpr int64_t kWaitingReportNs = 1'000'000'000;
+
 // Only a process with one open plane runs collectives inline: where ranks share a process (tests,
 // notebooks) the peer a rank waits for runs on this very thread, after it.
 std::atomic<int> open_planes{0};
@@ -66,7 +70,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     return DefineClass(env, "DataPlane",
                        {InstanceMethod("compile", &DataPlane::Compile), InstanceMethod("release", &DataPlane::Release),
                         InstanceMethod("run", &DataPlane::Run), InstanceMethod("wake", &DataPlane::Wake),
-                        InstanceMethod("close", &DataPlane::Close), InstanceMethod("singleCopyLinks", &DataPlane::SingleCopyLinks)});
+                        InstanceMethod("close", &DataPlane::Close), InstanceMethod("singleCopyLinks", &DataPlane::SingleCopyLinks),
+                        InstanceMethod("waitingFor", &DataPlane::WaitingFor)});
   }
 
   // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy]): the
@@ -240,6 +245,20 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     return result;
   }
 
+  // waitingFor(): the peers the running collective waits for (DataLinks::Missing), as the engine's
+  // thread last said (at most kWaitingReportNs ago); none while nothing waits on that thread.
+  Napi::Value WaitingFor(const Napi::CallbackInfo& info) {
+    ExpectArgumentCount(info, 0, 0);
+    std::vector<int> peers;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      peers = waiting_for_;
+    }
+    Napi::Array list = Napi::Array::New(info.Env(), peers.size());
+    for (size_t i = 0; i < peers.size(); i++) list.Set(uint32_t(i), peers[i]);
+    return list;
+  }
+
   // close(): wakes a running collective, waits for the thread; the sockets are JavaScript's to close.
   Napi::Value Close(const Napi::CallbackInfo& info) {
     Stop();
@@ -281,12 +300,18 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
         collective = std::move(job_);
       }
       auto* outcome = new Outcome();
-      links_->Advance(*collective, *outcome, INT64_MAX);
+      while (!links_->Advance(*collective, *outcome, MonotonicNs() + kWaitingReportNs)) ReportWaiting(DataLinks::Missing(*collective));
+      ReportWaiting({});
       done_.NonBlockingCall(outcome, [this](Napi::Env env, Napi::Function, Outcome* result) {
         std::unique_ptr<Outcome> owned(result);
         Finish(env, *owned);
       });
     }
+  }
+
+  void ReportWaiting(std::vector<int> peers) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_for_ = std::move(peers);
   }
 
   void Finish(Napi::Env env, const Outcome& outcome) {
@@ -327,6 +352,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   std::condition_variable wakeup_;
   std::unique_ptr<Collective> job_;
   bool stopped_ = false;
+  // The peers the collective on the engine's thread waits for (waitingFor()).
+  std::vector<int> waiting_for_;
   // JS thread only.
   bool running_ = false;
   Napi::FunctionReference callback_;

@@ -63,6 +63,8 @@ export const coordinatorCommand = defineCommand(
       // Ranks must match these too; the defaults need not be spelled out.
       ...(coordinator.rails !== 1 ? [`GX1_P2P_RAILS=${coordinator.rails}`] : []),
       ...(coordinator.transport !== DEFAULT_TRANSPORT ? [`GX1_COLLECTIVE_TRANSPORT=${coordinator.transport}`] : []),
+      // The ranks bound the collectives this coordinator does not see (tcp_peer's mesh) alike.
+      ...(values['collective-timeout'] !== undefined ? [`GX1_COLLECTIVE_TIMEOUT_MS=${values['collective-timeout']}`] : []),
     ];
     process.stdout.write(`${line.join(' ')}\n`);
 

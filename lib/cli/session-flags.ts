@@ -8,6 +8,6 @@ export const RAILS_FLAG = { kind: 'integer', value: 'R', min: 1, max: MAX_P2P_RA
 export const COORDINATOR_FLAGS = {
   rails: RAILS_FLAG,
   transport: { kind: 'string', value: 'T', help: 'tcp_peer or tcp_host_staged (default GX1_COLLECTIVE_TRANSPORT, else tcp_peer)' },
-  'collective-timeout': { kind: 'integer', value: 'MS', min: 1, max: MAX_TIMEOUT_MS, help: 'abort a collective some rank has not joined after MS (default 300000)' },
+  'collective-timeout': { kind: 'integer', value: 'MS', min: 1, max: MAX_TIMEOUT_MS, help: 'abort a collective still waiting for some rank after MS, on every transport and plane; the ranks get it as GX1_COLLECTIVE_TIMEOUT_MS (default 300000)' },
   'heartbeat-timeout': { kind: 'integer', value: 'MS', min: 1, max: MAX_TIMEOUT_MS, help: 'abort when a rank sends no heartbeat for MS (default: no lease)' },
 } as const satisfies Record<string, Flag>;

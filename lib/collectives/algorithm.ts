@@ -12,6 +12,7 @@ import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { Links } from '../transport/links/links.js';
 import type { NativePlane } from './schedule/native-plane.js';
 import type { ScheduleCache } from './schedule/schedule-cache.js';
+import type { WaitingRanks } from './waiting-ranks.js';
 
 /**
  * What an algorithm may use besides the links: the coordinator (the staged algorithms agree and
@@ -61,6 +62,8 @@ export interface CollectiveContext {
   timeoutMs(): number;
   /** Where those waits are timed: one lazy timer for the session's collectives (see `LazyDeadlines`). */
   readonly deadlines: LazyDeadlines;
+  /** Where those waits say whom they wait for, for the session's waiting warning; absent: nobody asks (tests' contexts). */
+  readonly waiting?: WaitingRanks;
   /** Ends the job on every rank with `reason` (a failure only this rank has seen). */
   abort(reason: string): void;
   /** The session's native data plane (tcp_peer, where every rank runs one), else null. */

@@ -146,6 +146,7 @@ export function runExchange<T>(
       ),
     );
     subscriber.add(() => context.deadlines.remove(due));
+    if (context.waiting !== undefined) subscriber.add(context.waiting.add(deadline.missing));
     const startRound = (index: number): void => {
       if (index === rounds.length) {
         subscriber.next(result());

@@ -60,7 +60,16 @@ export function runScheduled<N extends ScheduledName>(
     return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(
       mergeMap((sequence) => {
         const scratch = context.scratch.take(schedule.scratchBytes);
-        const wiring = { sequence, elementType: call.elementType, dtype: call.view?.dtype ?? null, width: call.width, pieceBytes: context.pieceBytes, railOrder: context.railOrder };
+        const wiring = {
+          sequence,
+          elementType: call.elementType,
+          dtype: call.view?.dtype ?? null,
+          width: call.width,
+          pieceBytes: context.pieceBytes,
+          railOrder: context.railOrder,
+          waitMs: context.timeoutMs(),
+          ...(context.waiting === undefined ? {} : { waiting: context.waiting }),
+        };
         return concat(
           runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
           defer(() => {

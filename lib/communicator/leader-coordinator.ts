@@ -1,4 +1,5 @@
 import { concat, defer, EMPTY, ignoreElements, map, merge, mergeMap, Observable, of, type SchedulerLike } from 'rxjs';
+import type { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { routeCollective } from '../coordinator/route-collective.js';
 import { failureText, TimeoutError } from '../errors.js';
 import { CollectiveAgreement } from '../protocol/agreement.js';
@@ -52,6 +53,8 @@ export interface LeaderParts {
   /** Memory for responses that only feed a kernel (`scratch`). */
   readonly pool: BufferPool;
   readonly timeoutMs: () => number;
+  /** Where the leader's rounds say which members they wait for (the communicator's waiting warning), if anyone asks. */
+  readonly waiting?: WaitingRanks;
   /** The clock of its round timeouts. */
   readonly scheduler: SchedulerLike;
   /** Ends the job on every rank (a mismatch, a timeout), as the coordinator's Abort does. */
@@ -157,11 +160,13 @@ export class LeaderCoordinator {
         this.parts.abort(failureText(error));
         subscriber.error(error);
       };
+      // Missing: a member whose request (or its payload) has not come.
+      const missing = () => ranks.filter((rank) => frames[rank] === undefined);
+      const waiting = this.parts.waiting?.add(missing);
       const deadline = deadlines.add(Math.min(this.parts.timeoutMs(), MAX_TIMER_DELAY_MS), () => {
-        // Missing: a member whose request (or its payload) has not come.
-        const missing = ranks.filter((rank) => frames[rank] === undefined);
-        const jobRanks = missing.map((rank) => this.parts.jobRanks[rank]);
-        fail(new TimeoutError(`${name} collective sequence ${sequence}; missing ranks [${missing.join(',')}] (job ranks [${jobRanks.join(',')}])`));
+        const absent = missing();
+        const jobRanks = absent.map((rank) => this.parts.jobRanks[rank]);
+        fail(new TimeoutError(`${name} collective sequence ${sequence}; missing ranks [${absent.join(',')}] (job ranks [${jobRanks.join(',')}])`));
       });
       const round = requests.subscribe({
         next: ({ rank, frame }) => (frames[rank] = frame),
@@ -187,6 +192,7 @@ export class LeaderCoordinator {
       });
       return () => {
         deadlines.remove(deadline);
+        waiting?.();
         round.unsubscribe();
       };
     });

@@ -27,6 +27,7 @@ export async function sessionOptionsFromEnvironment(env: Environment): Promise<S
     rails: job.rails,
     transport: job.transport,
     ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
+    ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
     ...(secret !== null ? { secret } : {}),
     ...(tls !== null ? { tls: { cert: tls.cert, key: tls.key, ...(tls.ca !== null ? { ca: tls.ca } : {}) } } : {}),
   };

@@ -27,8 +27,9 @@ export interface DiscoveredJob {
   readonly transport: CollectiveTransport;
   /** `GX1_TIMEOUT_MS`: the session timeout (connecting, and each response). */
   readonly timeoutMs: number | undefined;
-  /** `GX1_COLLECTIVE_TIMEOUT_MS` and `GX1_HEARTBEAT_TIMEOUT_MS`: for the coordinator rank 0 hosts. */
+  /** `GX1_COLLECTIVE_TIMEOUT_MS`: every rank's collective timeout, and that of the coordinator rank 0 hosts. */
   readonly collectiveTimeoutMs: number | undefined;
+  /** `GX1_HEARTBEAT_TIMEOUT_MS`: for the coordinator rank 0 hosts. */
   readonly heartbeatTimeoutMs: number | undefined;
 }
 

@@ -128,7 +128,10 @@ export class LocalJob {
     const uniqueId = UniqueId.random();
     // The ranks' session timeout (they inherit this environment) is how long they wait for each other.
     const env = options.env ?? process.env;
-    const { timeoutMs } = sessionSettings(new EnvironmentReader(env, 'rxccl launch'));
+    const settings = sessionSettings(new EnvironmentReader(env, 'rxccl launch'));
+    const { timeoutMs } = settings;
+    // One collective timeout for the coordinator and every rank: the flag's, else the ranks' variable.
+    const collectiveTimeoutMs = options.collectiveTimeoutMs ?? settings.collectiveTimeoutMs;
     // Even on loopback: another user of this host must not join, read or stall the job.
     const secret = generateSecret();
     const coordinator = await Coordinator.listen({
@@ -140,7 +143,7 @@ export class LocalJob {
       // Unset, they come from GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT, as for `rxccl coordinator` and openSession().
       ...(options.rails !== undefined ? { rails: options.rails } : {}),
       ...(options.transport !== undefined ? { transport: options.transport } : {}),
-      ...(options.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: options.collectiveTimeoutMs } : {}),
+      ...(collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs } : {}),
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
       ...(options.keepGoing === true ? { faultTolerant: true } : {}),
@@ -153,6 +156,8 @@ export class LocalJob {
       GX1_LOCAL_WORLD_SIZE: String(options.worldSize),
       GX1_P2P_RAILS: String(coordinator.rails),
       GX1_COLLECTIVE_TRANSPORT: coordinator.transport,
+      // The ranks bound the collectives no coordinator sees (tcp_peer's mesh, the native plane) alike.
+      ...(collectiveTimeoutMs !== undefined ? { GX1_COLLECTIVE_TIMEOUT_MS: String(collectiveTimeoutMs) } : {}),
       GX1_SECRET: secret,
       ...(options.keepGoing === true ? { GX1_FAULT_TOLERANT: '1' } : {}),
     };

@@ -1,16 +1,21 @@
-import { Observable, type Subject, tap, throwError } from 'rxjs';
+import { Observable, type SchedulerLike, type Subject, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { runRow } from '../collectives/run-scheduled.js';
 import { type AlgorithmRow, type Plane, selectAlgorithm, type Situation } from '../collectives/select.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
+import type { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { debugLog } from '../diagnostics/debug-log.js';
+import type { EventLogger } from '../diagnostics/log-events.js';
 import { ChannelClosedError } from '../errors.js';
 import type { SessionLinks } from '../transport/links/links.js';
+import { LazyDeadline } from '../transport/lazy-deadlines.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { CollectiveQueue } from './collective-queue.js';
 import type { EventLoopHold } from './event-loop-hold.js';
 import type { SessionEvent } from './events.js';
+
+type WaitingEvent = Extract<SessionEvent, { type: 'collective-waiting' }>;
 
 /** What a session's collectives run on. */
 export interface RunnerParts {
@@ -25,6 +30,14 @@ export interface RunnerParts {
   readonly failure: SessionFailure;
   readonly loop: EventLoopHold;
   readonly events: Subject<SessionEvent>;
+  /** Where the context's waits say whom they wait for. */
+  readonly waiting: WaitingRanks;
+  /** After how long, and again every as long, a collective still waiting for ranks says so (below the collective timeout). */
+  readonly slowCollectiveMs: number;
+  /** Where the waiting warnings are written (the debug log at `warn`), null when it is off. */
+  readonly warnings: EventLogger<WaitingEvent> | null;
+  /** Whose clock `slowCollectiveMs` and the waited time are on. */
+  readonly scheduler: SchedulerLike;
   /** What a call after `close()` is refused with (`rank 0 session closed`, `rank 1 of communicator 0x... closed`). */
   readonly closedText: string;
 }
@@ -32,7 +45,8 @@ export interface RunnerParts {
 /**
  * A session's ordered operations: each collective (and `setTimeout`, `exchange`) queued in call
  * order, run one at a time by the algorithm and plane the table picks for it, ended by the
- * session's failure, and reported on the session's events.
+ * session's failure, and reported on the session's events; a collective that waits long for
+ * ranks no coordinator sees it wait for is reported as waiting (`watched`).
  */
 export class CollectiveRunner {
   private readonly queue = new CollectiveQueue();
@@ -64,7 +78,7 @@ export class CollectiveRunner {
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.
     return this.queued((sequence) => {
-      const run = runRow(collective, row, links, request, context);
+      const run = this.watched(runRow(collective, row, links, request, context), sequence, collective, row);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!events.observed) return run;
       const base = { sequence, collective, algorithm: row.name, plane: row.plane };
@@ -77,6 +91,31 @@ export class CollectiveRunner {
         }),
       );
     }, row.plane !== 'native');
+  }
+
+  /**
+   * `run`, reported every `slowCollectiveMs` while its waits name ranks they wait for
+   * (`WaitingRanks`): where no coordinator sees a collective (on the mesh, the JS plane's links, the
+   * native plane), the rank itself says which collective waits for whom, as the coordinator does
+   * for those it routes. Not at or past the collective timeout, which names them in its error.
+   */
+  private watched<T>(run: Observable<T>, sequence: number, collective: CollectiveName, row: AlgorithmRow<CollectiveName>): Observable<T> {
+    const { context, waiting, slowCollectiveMs, scheduler, warnings, events } = this.parts;
+    if (slowCollectiveMs >= context.timeoutMs()) return run;
+    return new Observable<T>((subscriber) => {
+      const started = scheduler.now();
+      const slow = new LazyDeadline(context.deadlines, () => {
+        slow.set(slowCollectiveMs);
+        const missing = waiting.missing();
+        if (missing.length === 0) return;
+        const event: WaitingEvent = { type: 'collective-waiting', sequence, collective, algorithm: row.name, plane: row.plane, waitedMs: scheduler.now() - started, missing };
+        warnings?.write(event);
+        if (events.observed) events.next(event);
+      });
+      slow.set(slowCollectiveMs);
+      subscriber.add(() => slow.clear());
+      subscriber.add(run.subscribe(subscriber));
+    });
   }
 
   /** What a call of `bytes` is chosen in (`selectAlgorithm`): the same for `plan` as for the call. */

@@ -20,6 +20,11 @@ export type SessionEvent =
   | (CollectiveFields & { readonly type: 'collective-started'; readonly bytes: number })
   | (CollectiveFields & { readonly type: 'collective-finished'; readonly bytes: number; readonly durationMs: number })
   | (CollectiveFields & { readonly type: 'collective-failed'; readonly error: unknown })
+  /**
+   * A collective no coordinator sees (on the mesh, the JS plane's links or the native plane) has
+   * waited `waitedMs` for `missing`, whose data has not come: every `slowCollectiveMs` while it waits.
+   */
+  | (CollectiveFields & { readonly type: 'collective-waiting'; readonly waitedMs: number; readonly missing: readonly number[] })
   /** A send the transport took (the coordinator acknowledged it, or the peer socket accepted it). */
   | { readonly type: 'p2p-sent'; readonly destination: number; readonly tag: bigint; readonly rail: number; readonly bytes: number; readonly durationMs: number }
   /** A receive that matched its send. */
@@ -39,6 +44,8 @@ export function describeSessionEvent(event: SessionEvent): string {
       return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}, ${event.plane}) ${event.bytes} bytes in ${event.durationMs.toFixed(3)} ms`;
     case 'collective-failed':
       return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}, ${event.plane}) failed: ${errorMessage(event.error)}`;
+    case 'collective-waiting':
+      return `collective sequence ${event.sequence} ${event.collective} (${event.algorithm}, ${event.plane}) has waited ${Math.round(event.waitedMs)} ms for ranks [${event.missing.join(',')}]`;
     case 'p2p-sent':
       return `sent ${event.bytes} bytes to rank ${event.destination} tag ${event.tag} rail ${event.rail} in ${event.durationMs.toFixed(3)} ms`;
     case 'p2p-received':

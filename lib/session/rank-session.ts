@@ -9,6 +9,8 @@ import type { CollectiveContext, CollectiveName } from '../collectives/algorithm
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { ALGORITHMS, type Plane, sessionPlane } from '../collectives/select.js';
 import { autoGroups, type CollectiveTuning } from '../collectives/tuning.js';
+import { WaitingRanks } from '../collectives/waiting-ranks.js';
+import { DEFAULT_SLOW_COLLECTIVE_MS } from '../coordinator/coordinator.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, failureText, RankLostError } from '../errors.js';
@@ -49,7 +51,7 @@ import { EventLoopHold } from './event-loop-hold.js';
 import type { SessionEvent } from './events.js';
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
 import { leaveBeforeExit } from './leave-before-exit.js';
-import { logSessionEvents } from './log-session-events.js';
+import { logSessionEvents, sessionWarningLogger } from './log-session-events.js';
 import { openLinks } from './open-links.js';
 import { PointToPoint, type RailOption, type ReceiveShape } from './point-to-point.js';
 import type { ResolvedSessionOptions } from './session-options.js';
@@ -73,8 +75,11 @@ export interface SessionParts {
   readonly coordinator: Pick<CollectiveChannel, 'exchange' | 'close'>;
   readonly failure: SessionFailure;
   readonly tuning: CollectiveTuning;
+  /** The collective timeout (see `SessionOptions.collectiveTimeoutMs`). */
   readonly timeoutMs: number;
   readonly scheduler: SchedulerLike;
+  /** After how long, and again every as long, a collective waiting for ranks no coordinator sees says so (default 30 s, as the coordinator's). */
+  readonly slowCollectiveMs?: number;
   /** Every rank on one host (default false): large all-reduces, all-gathers, reduce-scatters and broadcasts then go pairwise under `auto`. */
   readonly ranksShareHost?: boolean;
   /** The native data plane (tcp_peer), where the job runs one; default none (the JS plane). */
@@ -107,9 +112,14 @@ function worldMembership(links: SessionLinks, jobFailure: SessionFailure, losses
 }
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
-interface SessionCore extends Omit<SessionParts, 'timeoutMs' | 'ranksShareHost' | 'nativePlane' | 'losses'> {
+interface SessionCore extends Omit<SessionParts, 'timeoutMs' | 'ranksShareHost' | 'nativePlane' | 'losses' | 'slowCollectiveMs'> {
   /** The collective timeout now (`setTimeout` changes it). */
   readonly timeout: { ms: number };
+  readonly slowCollectiveMs: number;
+  /** Whom its running collective waits for (its waits, and a communicator's leader, say so). */
+  readonly waiting: WaitingRanks;
+  /** How long its links wait for a point-to-point message (the session timeout until `setTimeout`); null: the links time their own. */
+  readonly messageTimeout: { ms: number } | null;
   readonly holds: readonly Promise<unknown>[];
   readonly loop: EventLoopHold;
   /** Memory for buffers that live for one collective: also where the coordinator's responses that feed a kernel are assembled. */
@@ -154,6 +164,8 @@ export class RankSession {
   private readonly failure: SessionFailure;
   private readonly tuning: CollectiveTuning;
   private readonly timeout: { ms: number };
+  private readonly slowCollectiveMs: number;
+  private readonly messageTimeout: { ms: number } | null;
   private readonly holds: readonly Promise<unknown>[];
   private readonly loop: EventLoopHold;
   private readonly scheduler: SchedulerLike;
@@ -192,6 +204,8 @@ export class RankSession {
     this.failure = core.failure;
     this.tuning = core.tuning;
     this.timeout = core.timeout;
+    this.slowCollectiveMs = core.slowCollectiveMs;
+    this.messageTimeout = core.messageTimeout;
     this.holds = core.holds;
     this.loop = core.loop;
     this.scheduler = core.scheduler;
@@ -199,7 +213,7 @@ export class RankSession {
     this.ranksShareHost = core.ranksShareHost;
     this.nativePlane = core.nativePlane;
     this.membership = core.membership;
-    const { rank, worldSize, transport, tuning, coordinator, failure, nativePlane, timeout, links, loop } = core;
+    const { rank, worldSize, transport, tuning, coordinator, failure, nativePlane, timeout, links, loop, waiting } = core;
     this.stopLeavingOnExit = core.membership.id === WORLD_COMMUNICATOR ? leaveBeforeExit(() => void this.close()) : () => undefined;
     this.failure$ = failure.failure$;
     this.events$ = this.events.asObservable();
@@ -212,6 +226,8 @@ export class RankSession {
     });
     this.deadlines = new LazyDeadlines(core.scheduler);
     this.lossWatch = this.watchLosses();
+    // The engine waits on a thread of its own, and says whom for while it does (none otherwise).
+    if (nativePlane?.waitingFor !== undefined) waiting.add(() => nativePlane.waitingFor!());
     this.context = sessionContext({
       rank,
       worldSize,
@@ -223,6 +239,7 @@ export class RankSession {
       timeoutMs: () => timeout.ms,
       nextMeshSequence: () => this.meshSequence++,
       deadlines: this.deadlines,
+      waiting,
       abort: (reason) => void this.abortLinks(reason),
     });
     const plane = sessionPlane(transport, nativePlane !== null);
@@ -236,6 +253,10 @@ export class RankSession {
       failure,
       loop,
       events: this.events,
+      waiting,
+      slowCollectiveMs: core.slowCollectiveMs,
+      warnings: sessionWarningLogger(rank, debugLog),
+      scheduler: core.scheduler,
       closedText: this.closedText,
     });
     this.requests = new CollectiveRequests(this.runner, rank, worldSize);
@@ -247,9 +268,11 @@ export class RankSession {
     const losses = options.faultTolerant ? new RankLosses(options.scheduler) : null;
     // In a fault-tolerant job the world can fail alone (a lost rank) while the job goes on.
     const failure = losses === null ? jobFailure : SessionFailure.following(jobFailure);
-    const timeout = { ms: options.timeoutMs };
+    // Collectives wait the collective timeout; point-to-point messages the session timeout (connecting too).
+    const timeout = { ms: options.collectiveTimeoutMs };
+    const messageTimeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups } = await openLinks(options, jobFailure, () => timeout.ms, losses);
+    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
@@ -269,6 +292,9 @@ export class RankSession {
       failure,
       tuning: options.tuning,
       timeout,
+      slowCollectiveMs: DEFAULT_SLOW_COLLECTIVE_MS,
+      waiting: new WaitingRanks(),
+      messageTimeout,
       holds: holds.closeAfter ?? [],
       loop: new EventLoopHold(sockets, busyPoll / 1000),
       scheduler: options.scheduler,
@@ -311,6 +337,9 @@ export class RankSession {
       failure,
       tuning,
       timeout: { ms: timeoutMs },
+      slowCollectiveMs: parts.slowCollectiveMs ?? DEFAULT_SLOW_COLLECTIVE_MS,
+      waiting: new WaitingRanks(),
+      messageTimeout: null,
       holds: [],
       loop: new EventLoopHold([]),
       scheduler,
@@ -625,7 +654,8 @@ export class RankSession {
   }
 
   /**
-   * Reconfigures the collective timeout of every later sequence, on every rank (a collective).
+   * Reconfigures, on every rank (a collective), the collective timeout of every later sequence,
+   * and how long every later point-to-point send or receive waits (until then the session timeout).
    * @example
    * await session.setTimeout(600_000); // a long checkpoint step: give every rank ten minutes
    */
@@ -634,6 +664,7 @@ export class RankSession {
     const milliseconds = BigInt(Math.max(1, Math.round(ms)));
     await lastValueFrom(this.runner.queued(() => this.context.coordinate({ opcode: Opcode.SetTimeout, tag: milliseconds }, [])));
     this.timeout.ms = Number(milliseconds);
+    if (this.messageTimeout !== null) this.messageTimeout.ms = Number(milliseconds);
   }
 
   /**
@@ -965,8 +996,10 @@ export class RankSession {
     const failure = SessionFailure.following(jobFailure);
     const rank = members.indexOf(this.rank);
     const timeout = { ms: this.timeout.ms };
+    const waiting = new WaitingRanks();
     const links = new GroupLinks(jobLinks, members.map((member) => jobRanks[member]!), rank, id, failure, () => timeout.ms);
     const coordinator = new LeaderCoordinator({
+      waiting,
       links,
       uniqueId: communicatorUniqueId(id),
       name: `communicator ${communicatorText(id)}`,
@@ -991,6 +1024,10 @@ export class RankSession {
       failure,
       tuning: { ...this.tuning, ringOrder: ringTuned ? ring : null, topology: null, groups },
       timeout,
+      slowCollectiveMs: this.slowCollectiveMs,
+      waiting,
+      // Its messages travel on the job's links, timed by its own timeout (`GroupLinks`).
+      messageTimeout: null,
       holds: [],
       loop: this.loop,
       scheduler: this.scheduler,

@@ -5,6 +5,7 @@ import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { agreeBeforeCoordinator } from '../collectives/schedule/plane-executor.js';
 import { ScheduleCache } from '../collectives/schedule/schedule-cache.js';
 import type { CollectiveTuning } from '../collectives/tuning.js';
+import type { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
 import { preferredRailOrder } from '../topology/link-tuning.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
@@ -25,6 +26,7 @@ export interface SessionContextParts {
   readonly timeoutMs: () => number;
   readonly nextMeshSequence: () => bigint;
   readonly deadlines: LazyDeadlines;
+  readonly waiting: WaitingRanks;
   readonly abort: (reason: string) => void;
 }
 
@@ -64,6 +66,7 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     nextMeshSequence: parts.nextMeshSequence,
     timeoutMs: parts.timeoutMs,
     deadlines: parts.deadlines,
+    waiting: parts.waiting,
     abort: parts.abort,
     nativePlane,
     schedules: new ScheduleCache(),

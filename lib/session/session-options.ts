@@ -28,8 +28,18 @@ export interface SessionOptions extends TuningOptions {
   uniqueId: UniqueId | string;
   rank: number;
   worldSize: number;
-  /** Connecting, and each response (the reference design's session timeout). Default 300 s. */
+  /**
+   * Connecting, and each point-to-point send or receive until `session.setTimeout(ms)` (the
+   * reference design's session timeout; collectives wait `collectiveTimeoutMs`). Default 300 s.
+   */
   timeoutMs?: number;
+  /**
+   * How long a collective waits for its peers before it fails naming those missing, on every
+   * transport and plane: the coordinator's routing, mesh agreements, the JS plane's receives, the
+   * native plane, communicators' leaders. Default `GX1_COLLECTIVE_TIMEOUT_MS` (`rxccl launch
+   * --collective-timeout` sets it), else `timeoutMs`; `session.setTimeout(ms)` changes it on every rank.
+   */
+  collectiveTimeoutMs?: number;
   /** Point-to-point rails, 1..64; default `GX1_P2P_RAILS`, else 1. */
   rails?: number;
   /** Default `GX1_COLLECTIVE_TRANSPORT`, else tcp_peer (`DEFAULT_TRANSPORT`). */
@@ -106,6 +116,7 @@ export interface ResolvedSessionOptions {
   readonly rank: number;
   readonly worldSize: number;
   readonly timeoutMs: number;
+  readonly collectiveTimeoutMs: number;
   readonly rails: number;
   readonly transport: CollectiveTransport;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
@@ -133,7 +144,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 
 /**
  * Checks the options; what they leave out comes from the environment where a variable exists
- * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
+ * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_COLLECTIVE_TIMEOUT_MS`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
  * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_SINGLE_COPY`, `GX1_FAULT_TOLERANT`, the tuning
  * variables),
  * else the default.
@@ -151,13 +162,15 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     throw new ConfigurationError('dataPlane=native cannot be used in a fault-tolerant job (GX1_FAULT_TOLERANT=1): its data links do not survive a lost rank (use auto or js)');
   }
   const dataPlane = resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null);
+  const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');
   return {
     host,
     port,
     uniqueId: UniqueId.from(options.uniqueId),
     rank: options.rank,
     worldSize,
-    timeoutMs: validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout'),
+    timeoutMs,
+    collectiveTimeoutMs: resolveCollectiveTimeout(options.collectiveTimeoutMs, env.GX1_COLLECTIVE_TIMEOUT_MS, timeoutMs),
     rails,
     transport: chooseTransport(options.transport, env),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
@@ -193,6 +206,18 @@ function peerEndpointOptions(options: NonNullable<SessionOptions['peerEndpoints'
   };
   validatePeerEndpointConfiguration(configuration, rails);
   return configuration;
+}
+
+/**
+ * `collectiveTimeoutMs`, else `GX1_COLLECTIVE_TIMEOUT_MS` (whole milliseconds), else the session
+ * timeout: a job that sets only that one bounds its collectives by it, as it always has.
+ */
+function resolveCollectiveTimeout(option: number | undefined, variable: string | undefined, sessionTimeoutMs: number): number {
+  if (option !== undefined) return validateTimeout(option, 'collectiveTimeoutMs');
+  const digits = variable?.trim();
+  if (digits === undefined || digits === '') return sessionTimeoutMs;
+  if (!/^\d+$/.test(digits)) throw new ConfigurationError(`GX1_COLLECTIVE_TIMEOUT_MS must be whole milliseconds, got ${JSON.stringify(variable)}`);
+  return validateTimeout(Number(digits), 'GX1_COLLECTIVE_TIMEOUT_MS');
 }
 
 /** `unmatchedBytesLimit` wins over `GX1_P2P_UNMATCHED_BYTES`; each must be a positive integer, and names itself if not. */

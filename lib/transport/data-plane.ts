@@ -49,6 +49,8 @@ export interface NativeDataPlane {
   close(): void;
   /** The links (p * rails + rail) agreed to single copy so far, sending and receiving; between collectives. */
   singleCopyLinks(): SingleCopyLinks;
+  /** The peers the collective on the engine's thread waits for, as that thread said within the last second; none while none waits there. */
+  waitingFor(): number[];
 }
 
 /** Links of the native data plane agreed to single copy (native/single_copy.h), as p * rails + rail (the engine's answer). */
@@ -170,6 +172,11 @@ export class DataPlane {
     const { sends, receives } = this.engine.singleCopyLinks();
     const peers = (links: number[]) => [...new Set(links.map((link) => Math.floor(link / this.rails)))];
     return { readBy: peers(sends), readsFrom: peers(receives) };
+  }
+
+  /** The peers the running collective waits for (its engine's thread says so every second), none while none waits. */
+  waitingFor(): number[] {
+    return this.running && !this.closing ? this.engine.waitingFor() : [];
   }
 
   /** Forgets every compiled schedule (the schedules' inputs changed: a new ring order). */

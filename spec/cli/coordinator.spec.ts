@@ -39,8 +39,9 @@ describe('rxccl coordinator', () => {
   }, 60_000);
 
   it('exits 1 with the reason when the job fails', async () => {
-    const { coordinator, line, sessions } = await startJob(['--world-size', '2', '--bind', '127.0.0.1:0', '--rails', '2']);
-    expect(line).toMatch(/ GX1_P2P_RAILS=2$/);
+    const { coordinator, line, sessions } = await startJob(['--world-size', '2', '--bind', '127.0.0.1:0', '--rails', '2', '--collective-timeout', '60000']);
+    // The ranks take the coordinator's collective timeout from the line too.
+    expect(line).toMatch(/ GX1_P2P_RAILS=2 GX1_COLLECTIVE_TIMEOUT_MS=60000$/);
     await sessions[1]!.abort('rank 1 gave up');
     const result = await coordinator.finished;
     expect(result.code).toBe(1);

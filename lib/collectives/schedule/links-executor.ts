@@ -3,6 +3,7 @@ import { ProtocolError } from '../../errors.js';
 import { scheduleReduceSpans } from '../../kernels/index.js';
 import type { DType, ElementType } from '../../protocol/element-type.js';
 import type { Links } from '../../transport/links/links.js';
+import type { WaitingRanks } from '../waiting-ranks.js';
 import { receiveInto } from '../../transport/links/receive-into.js';
 import { MAX_PIECES, PIECE_BYTES, pieceTag } from '../peer-data.js';
 import { pieceWork, type StartWork } from './piece-work.js';
@@ -28,6 +29,10 @@ export interface LinksWiring {
   readonly pieceBytes: number;
   /** The rails in the order pieces take them (GX1_RAIL_ORDER); null: 0, 1, ... */
   readonly railOrder: readonly number[] | null;
+  /** How long each receive waits for its peer (the collective timeout). */
+  readonly waitMs: number;
+  /** Where the schedule says whom it still waits for (the session's waiting warning), if anyone asks. */
+  readonly waiting?: WaitingRanks;
 }
 
 /**
@@ -46,7 +51,7 @@ export const FOLD_IN_PLACE_BYTES = 4 * PIECE_BYTES;
  * a span waits for piece k of what it depends on, so every piece runs as its own pipeline: a ring's
  * steps overlap, a chain forwards piece by piece, an owner sends what it has reduced. Sends start
  * piece by piece across the schedule's sends (every link gets its first piece first); receives are
- * posted at once, straight into their spans where the links can.
+ * posted at once, straight into their spans where the links can, each waiting `waitMs` for its peer.
  *
  * Completes once every piece was sent, received and folded; errors with the first failure.
  */
@@ -96,12 +101,19 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
         );
       });
     }
+    // Receive pieces not in yet, by peer: whom the schedule waits for.
+    const unreceived = new Array<number>(links.worldSize).fill(0);
     schedule.receives.forEach((receive, index) => {
       for (let piece = 0; piece < piecesOf(receive.span.bytes); piece++) {
         const bytes = view(receive.span, piece);
-        start(receiveInto(links, railOf(receive, piece), receive.peer, tagOf(receive, piece), shapeOf(bytes), bytes), () => progress.done({ receive: index }, piece));
+        unreceived[receive.peer]! += 1;
+        start(receiveInto(links, railOf(receive, piece), receive.peer, tagOf(receive, piece), shapeOf(bytes), bytes, wiring.waitMs), () => {
+          unreceived[receive.peer]! -= 1;
+          progress.done({ receive: index }, piece);
+        });
       }
     });
+    return wiring.waiting?.add(() => unreceived.flatMap((pieces, peer) => (pieces > 0 ? [peer] : [])));
   });
   // Everything a schedule starts hangs off its receives and its unconditional sends and folds: a
   // piece left waiting when all of that is over is a schedule that waits on itself.

@@ -23,6 +23,7 @@ export function addonPlane(plane: DataPlane, rank: number, worldSize: number): N
     close: () => plane.close(),
     forget: () => plane.forgetPrograms(),
     singleCopyPeers: () => plane.singleCopyPeers(),
+    waitingFor: () => plane.waitingFor(),
   };
 }
 

@@ -266,6 +266,18 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect((error as Error).message).toContain('rank 0 collective 0 (AllReduce) on the native data plane; missing ranks [1]');
   });
 
+  it("says which peers a collective waits for while it waits on the engine's thread (refreshed every second), and none once it ended", async () => {
+    const { plane } = await engineAndPeer();
+    const { context } = recordingContext();
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 2, reduceOp: 1 }, 'all-pairs');
+    expect(plane.waitingFor()).toEqual([]);
+    const { outcome } = allReduce(plane, [1, 2], collective, 2_500);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(plane.waitingFor()).toEqual([1]);
+    expect(await outcome).toMatchObject({ kind: 'timed-out', missing: [1] });
+    expect(plane.waitingFor()).toEqual([]);
+  });
+
   it('end() wakes a collective waiting on a silent peer in under 1 s; later ones end at once, sending nothing; settleNative leaves the error to the session', async () => {
     const { plane, peer } = await engineAndPeer();
     let arrived = 0;

@@ -15,6 +15,8 @@ export interface RecordedEventJson {
   readonly tag?: string;
   readonly operation?: string;
   readonly peer?: number | null;
+  readonly waitedMs?: number;
+  readonly missing?: readonly number[];
   readonly error?: { readonly code?: string; readonly message?: string };
 }
 
@@ -148,6 +150,8 @@ function describe(event: RecordedEventJson): string {
       return `${call} ${event.bytes} bytes finished`;
     case 'collective-failed':
       return `${call} failed: ${event.error?.message ?? '?'}`;
+    case 'collective-waiting':
+      return `${call} has waited ${Math.round(event.waitedMs ?? 0)} ms for ranks [${event.missing?.join(',') ?? '?'}]`;
     case 'p2p-sent':
       return `sent ${event.bytes} bytes to rank ${event.destination} tag ${event.tag}`;
     case 'p2p-received':

@@ -53,6 +53,11 @@ describe('mergeFlightRecords', () => {
     // A record written at a failed receive, the session still up: that failure is the first.
     const receiveFailed = { ...record(1, stuck), events: [...record(1, stuck).events, { at: '2026-12-05T12:00:00.500Z', type: 'p2p-failed', operation: 'receive', peer: 0, tag: '9', error: { message: 'receive timed out' } }] };
     expect(mergeFlightRecords([record(0, stuck), receiveFailed]).verdict).toMatch(/; the first failure: rank 1: receive timed out$/);
+    // A rank's waiting warning is a line of the timeline, and leaves the verdict as it was.
+    const waiting = { at: '2026-12-05T12:00:30.000Z', type: 'collective-waiting', sequence: 2, collective: 'allReduce', algorithm: 'ring', plane: 'js', waitedMs: 30_000, missing: [3] };
+    const warned = mergeFlightRecords([{ ...record(0, stuck), events: [...record(0, stuck).events, waiting] }, record(1, stuck), record(2, stuck), record(3, done)]);
+    expect(warned.verdict).toBe(behind.verdict);
+    expect(warned.events.at(-1)!.text).toBe('collective sequence 2 allReduce (ring, js) has waited 30000 ms for ranks [3]');
   });
 
   it('reads the records of a directory, skipping a file cut short and naming it', () => {

@@ -101,6 +101,21 @@ describe('heartbeat lease on a virtual clock', () => {
     expect(sent[0]!.length).toBe(3); // heartbeats at 30, 60, 90 were answered
   });
 
+  it('every header renews a lease: a rank whose long message arrives fragment by fragment stays alive', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { inputs, channels } = fakeChannels(2);
+    const result = outcome(p2pRouter(channels, { uniqueId, heartbeatTimeoutMs: 100, scheduler }), scheduler);
+    // Rank 1 sends nothing whole for 300 ms, but a fragment's header arrives every 60 ms; rank 0 heartbeats.
+    const fragmentHeader = makeFrame({ uniqueId, opcode: Opcode.Send, sourceRank: 1, destinationRank: 0, worldSize: 2 }).header;
+    for (let time = 60; time <= 300; time += 60) scheduler.schedule(() => channels[1]!.admitHeader(fragmentHeader), time);
+    for (let time = 30; time <= 600; time += 30) scheduler.schedule(() => inputs[0]!.next(heartbeat(0, BigInt(time))), time);
+    scheduler.schedule(() => expect(result.error).toBeUndefined(), 399);
+    scheduler.flush();
+    // Then silent: its lease runs out 100 ms after the last header.
+    expect(result.error?.message).toBe('heartbeat lease for rank 1; last contact 100 ms ago timed out');
+    expect(result.at).toBe(400);
+  });
+
   it('LEAVE ends the lease; closing without LEAVE is a failure when leases are on', () => {
     const scheduler = new VirtualTimeScheduler();
     const { inputs, channels } = fakeChannels(2);

@@ -1,6 +1,7 @@
 import type { Server, Socket } from 'node:net';
 import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject, type Subscription, timer } from 'rxjs';
 import { debugLog } from '../diagnostics/debug-log.js';
+import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame, rankLostFrame } from '../protocol/control-frames.js';
@@ -39,8 +40,6 @@ export const DEFAULT_JOIN_TIMEOUT_MS = 10_000;
 export const DEFAULT_RENDEZVOUS_TIMEOUT_MS = 300_000;
 /** How often the coordinator reports the ranks that have not joined yet. */
 export const DEFAULT_JOIN_REPORT_INTERVAL_MS = 10_000;
-/** After how long a collective still waiting for ranks is reported, with where each rank is. */
-export const DEFAULT_SLOW_COLLECTIVE_MS = 30_000;
 
 export interface CoordinatorOptions {
   host?: string;

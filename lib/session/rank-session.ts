@@ -10,7 +10,7 @@ import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { ALGORITHMS, type Plane, sessionPlane } from '../collectives/select.js';
 import { autoGroups, type CollectiveTuning } from '../collectives/tuning.js';
 import { WaitingRanks } from '../collectives/waiting-ranks.js';
-import { DEFAULT_SLOW_COLLECTIVE_MS } from '../coordinator/coordinator.js';
+import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, failureText, RankLostError } from '../errors.js';

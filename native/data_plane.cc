@@ -79,20 +79,23 @@ DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_
   for (int fd : send_fds_) {
     if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   }
-  // A link to a peer of this host starts with this rank's offer; its receiver answers before the
-  // first message (Send waits for that). A fresh socket takes these few bytes at once.
-  uint8_t offer[kOfferBytes];
-  bool built = false;
+  // A link to a peer of this host starts with this rank's offer, naming where it will hold the
+  // receiver's challenge (ReadAnswers); the receiver answers before the first message (Send waits
+  // for that). A fresh socket takes these few bytes at once. The sender writes first: the receiver
+  // (the mesh's dialler) stopped reading the link in Node before it said ready, while the sender's
+  // Node read it until ready came, and could have taken a byte the receiver wrote first.
   for (int peer : same_host) {
     if (peer == rank || peer < 0 || peer >= world_size) continue;
-    if (!built) BuildOffer(single_copy, offer);
-    built = true;
+    if (single_copy && ptracer_ == nullptr) ptracer_ = std::make_unique<PtracerGrant>();
     for (int rail = 0; rail < rails; rail++) {
-      LinkMemory& link = memory_[size_t(peer * rails + rail)];
+      const size_t l = size_t(peer * rails + rail);
+      LinkMemory& link = memory_[l];
       if (link.offer_due) continue;
       link.answer = -1;
       link.offer_due = true;
-      const ssize_t wrote = send(send_fds_[size_t(peer * rails + rail)], offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+      uint8_t offer[kOfferBytes];
+      BuildOffer(single_copy, link.probe, offer);
+      const ssize_t wrote = send(send_fds_[l], offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (wrote != ssize_t(kOfferBytes) && setup_error_.empty()) {
         setup_error_ = "cannot write its single-copy offer to rank " + std::to_string(peer) + ": " + (wrote < 0 ? strerror(errno) : "the socket took part of it");
       }
@@ -103,7 +106,7 @@ DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_
 std::vector<int> DataLinks::SingleCopyLinks(bool sending) const {
   std::vector<int> links;
   for (size_t l = 0; l < memory_.size(); l++) {
-    if (sending ? memory_[l].answer == kAnswerReads : memory_[l].reads_from >= 0) links.push_back(int(l));
+    if (sending ? memory_[l].answer == kAnswerReads : memory_[l].sender.verified()) links.push_back(int(l));
   }
   return links;
 }
@@ -339,11 +342,11 @@ bool DataLinks::Move(Collective& c, Transfer& t, Direction direction, Outcome& o
 }
 
 bool DataLinks::Send(Collective& c, Transfer& t, Outcome& outcome) {
-  // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before it.
-  if (memory_[Link(t)].answer < 0) return true;
   for (;;) {
     if (!WriteQueued(SendFd(t), t.outbox, t.outbox_sent, t.peer, outcome)) return false;
-    if (t.outbox_sent < t.outbox.size() || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
+    // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before
+    // it but the echo of the receiver's challenge (the outbox's first bytes, ReadAnswers).
+    if (t.outbox_sent < t.outbox.size() || memory_[Link(t)].answer < 0 || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
     if (SendsInPlace(t, t.sends[t.sent | 1].size)) {
       Announce(t);
       continue;
@@ -412,9 +415,9 @@ void DataLinks::Announce(Transfer& t) {
 
 bool DataLinks::ReadAnswers(Collective& c, Transfer& t, Outcome& outcome) {
   LinkMemory& link = memory_[Link(t)];
-  uint8_t answers[256];
+  uint8_t bytes_in[256];
   for (;;) {
-    const ssize_t got = recv(SendFd(t), answers, sizeof answers, MSG_DONTWAIT);
+    const ssize_t got = recv(SendFd(t), bytes_in, sizeof bytes_in, MSG_DONTWAIT);
     if (got == 0) {
       outcome.kind = Outcome::Kind::kPeerClosed;
       outcome.peer = t.peer;
@@ -426,13 +429,21 @@ bool DataLinks::ReadAnswers(Collective& c, Transfer& t, Outcome& outcome) {
       return false;
     }
     for (ssize_t i = 0; i < got; i++) {
-      const uint8_t answer = answers[i];
-      if (link.answer < 0) {
-        if (answer != kAnswerInline && answer != kAnswerReads) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(answer) + " to this rank's offer (expected 0 or 1)");
-        link.answer = answer;
+      const uint8_t byte = bytes_in[i];
+      if (link.answer < 0 && link.probe_got < kChallengeBytes) {
+        // The receiver's challenge, into the memory this rank's offer named. Once whole, it is
+        // echoed, saying so (the receiver reads it back from this process, then answers): the
+        // outbox is empty until the answer.
+        link.probe[link.probe_got++] = byte;
+        if (link.probe_got == kChallengeBytes) t.outbox.insert(t.outbox.end(), link.probe, link.probe + kChallengeBytes);
         continue;
       }
-      if (answer != kRangeRead || t.unanswered.empty()) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(answer) + " where no range was due");
+      if (link.answer < 0) {
+        if (byte != kAnswerInline && byte != kAnswerReads) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " to this rank's offer (expected 0 or 1)");
+        link.answer = byte;
+        continue;
+      }
+      if (byte != kRangeRead || t.unanswered.empty()) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " where no range was due");
       const auto [message, bytes] = t.unanswered.front();
       t.unanswered.pop_front();
       c.sent[t.send_ids[message]] += bytes;
@@ -521,15 +532,25 @@ bool DataLinks::Receive(Collective& c, Transfer& t, Outcome& outcome) {
 
 bool DataLinks::ReadOffer(Transfer& t, Outcome& outcome) {
   LinkMemory& link = memory_[Link(t)];
-  const ssize_t got = ReadLink(t, link.offer + link.offer_got, kOfferBytes - link.offer_got, outcome);
+  // The offer; then, once this rank challenged it, the sender's echo of the challenge.
+  const size_t due = link.offer_got < kOfferBytes ? kOfferBytes : kOfferBytes + kChallengeBytes;
+  const ssize_t got = ReadLink(t, link.offer + link.offer_got, due - link.offer_got, outcome);
   if (got < 0) return false;
   link.offer_got += size_t(got);
-  if (link.offer_got < kOfferBytes) return true;
-  std::string error;
-  if (!OfferValid(link.offer, error)) return Broken(outcome, t.peer, error);
+  if (link.offer_got < due) return true;
+  if (due == kOfferBytes) {
+    std::string error;
+    if (!OfferValid(link.offer, error)) return Broken(outcome, t.peer, error);
+    // A fresh challenge, the first bytes of the link's other direction: the sender's Node stopped
+    // reading the link before it offered.
+    NewChallenge(link.challenge);
+    link.owed.insert(link.owed.end(), link.challenge, link.challenge + kChallengeBytes);
+    return WriteOwed(t, outcome);
+  }
+  if (memcmp(link.offer + kOfferBytes, link.challenge, kChallengeBytes) != 0) return Broken(outcome, t.peer, "single-copy echo of another challenge than this rank's");
   link.offer_due = false;
-  link.reads_from = ReadableSender(link.offer, single_copy_);
-  link.owed.push_back(link.reads_from >= 0 ? kAnswerReads : kAnswerInline);
+  const bool reads = link.sender.Verify(link.offer, link.challenge, ReceiveFd(t), single_copy_);
+  link.owed.push_back(reads ? kAnswerReads : kAnswerInline);
   return WriteOwed(t, outcome);
 }
 
@@ -553,9 +574,7 @@ bool DataLinks::ReadRange(Collective& c, Transfer& t, Outcome& outcome, bool& wa
     t.range_left = size_t(size);
   }
   const size_t piece = std::min(t.range_left, kStreamBytes);
-  iovec local{into.data + t.received_bytes, piece};
-  iovec remote{reinterpret_cast<void*>(uintptr_t(t.range_address)), piece};
-  const ssize_t got = process_vm_readv(link.reads_from, &local, 1, &remote, 1, 0);
+  const ssize_t got = link.sender.Read(t.range_address, into.data + t.received_bytes, piece);
   if (got <= 0) {
     if (got < 0 && errno == EINTR) return true;
     SetSystem(outcome, t.peer, got < 0 ? errno : EFAULT, "process_vm_readv");

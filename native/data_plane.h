@@ -85,18 +85,26 @@ struct Transfer {
 
 // What a data link has agreed about single copy (single_copy.h), kept for the session. A link
 // between ranks of one host (JavaScript names those peers) starts with the agreement; any other is
-// agreed inline from the start.
+// agreed inline from the start. Held in place for the session (DataLinks::memory_ never grows):
+// `probe` is memory this rank's offer names.
 struct LinkMemory {
   // Sending: kAnswerInline, or on a link of this host -1 until the receiver answers this rank's
   // offer, then kAnswerInline or kAnswerReads.
   int answer = kAnswerInline;
-  // Receiving: whether the sender's offer is still to be read, how much of it has come; the pid
-  // this rank reads the sender's ranges from (-1: payloads come inline).
+  // Sending: the receiver's challenge as far as it has come, where this rank's offer said it would
+  // hold it (the receiver reads it back from this process before it answers).
+  uint8_t probe[kChallengeBytes] = {};
+  size_t probe_got = 0;
+  // Receiving: the challenge this rank wrote the sender; whether the agreement is still to be read,
+  // how much of it has come (the offer, then the sender's echo of the challenge); the process this
+  // rank reads the sender's ranges from (not verified: payloads come inline).
+  uint8_t challenge[kChallengeBytes] = {};
   bool offer_due = false;
   size_t offer_got = 0;
-  uint8_t offer[kOfferBytes] = {};
-  pid_t reads_from = -1;
-  // Receiving: bytes for the sender (the answer, a byte per range read), written up to owed_sent.
+  uint8_t offer[kOfferBytes + kChallengeBytes] = {};
+  SenderProcess sender;
+  // Receiving: bytes for the sender (the challenge, the answer, a byte per range read), written up
+  // to owed_sent.
   std::vector<uint8_t> owed;
   size_t owed_sent = 0;
 };
@@ -172,8 +180,9 @@ class DataLinks {
   bool Send(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool Receive(Collective& collective, Transfer& transfer, Outcome& outcome);
   // Single copy (single_copy.h). Sending: queues a message's header and the ranges of its payload
-  // produced so far; reads the receiver's answers. Receiving: the sender's offer,
-  // then one piece of a range (at most kStreamBytes: the folds and sends move in between).
+  // produced so far; reads the receiver's challenge (then queues its echo) and answers. Receiving:
+  // the sender's offer and echo, then one piece of a range (at most kStreamBytes: the folds and
+  // sends move in between).
   void Announce(Transfer& transfer);
   bool ReadAnswers(Collective& collective, Transfer& transfer, Outcome& outcome);
   bool ReadOffer(Transfer& transfer, Outcome& outcome);
@@ -181,7 +190,7 @@ class DataLinks {
   bool WriteOwed(const Transfer& transfer, Outcome& outcome);
   // Whether message payloads of `size` bytes go by single copy on the link, sending or receiving.
   bool SendsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && memory_[Link(t)].answer == kAnswerReads; }
-  bool ReadsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && memory_[Link(t)].reads_from >= 0; }
+  bool ReadsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && memory_[Link(t)].sender.verified(); }
   // recv() of up to `size` bytes of the transfer's link into `into`: the bytes read, 0 when none
   // are there yet, -1 when the link failed or closed (`outcome` says which).
   ssize_t ReadLink(const Transfer& transfer, uint8_t* into, size_t size, Outcome& outcome);
@@ -213,6 +222,8 @@ class DataLinks {
   // Per link (peer * rails + rail): its single-copy agreement, one side each way.
   std::vector<LinkMemory> memory_;
   const bool single_copy_;
+  // Held while this rank offers its memory to a peer of its host (single_copy.h).
+  std::unique_ptr<PtracerGrant> ptracer_;
   std::string setup_error_;
   // A small message's header and payload, read in one call (Receive).
   std::vector<uint8_t> staged_ = std::vector<uint8_t>(kDataHeaderBytes + kStagedPayloadBytes);

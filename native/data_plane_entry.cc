@@ -284,6 +284,9 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     }
     wakeup_.notify_one();
     if (thread_.joinable()) thread_.join();
+    // The links go with the thread, and with them this rank's leave to be read by any process of
+    // its user (single_copy.h, PtracerGrant): at close, not whenever the collector comes.
+    links_.reset();
     // A finished collective's call is queued already and still arrives.
     done_.Release();
     close(wake_fd_);

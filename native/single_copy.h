@@ -4,9 +4,14 @@
 // of the kernel's TCP buffers. The sender's data link carries where the bytes are; the receiver
 // answers each range once it has read it, after which the sender may change that memory.
 //
-// Whether a link does so is agreed once per link: its sender writes an offer (who and where it is,
-// and a probe word of its memory) as the link's first bytes, and its receiver answers with one
-// byte, 1 only where it is on the same kernel and network namespace and actually read the probe.
+// Whether a link does so is agreed once per link (revision 8). Its sender writes an offer (who and
+// where it is, and the address where it will hold a challenge) as the link's first bytes; its
+// receiver answers that with a fresh random challenge on the link's other direction; the sender
+// reads it into that memory and echoes it; the receiver answers with one byte, 1 only where the
+// process the offer names is the very one at the other end of this link: it holds this link's
+// socket, and the challenge no third process has seen where the offer said. Everything in the offer
+// is the sender's word; those two facts are not, so a rank cannot make its peer read (and send on)
+// the memory of another process of the peer's user.
 #pragma once
 
 #include <cstddef>
@@ -23,28 +28,68 @@ namespace rxccl {
 constexpr size_t kSingleCopyBytes = size_t(256) << 10;
 
 // The offer a sender writes as its link's first bytes (little-endian):
-//   0..3 "GX1C", 4 version (1), 5 flags (bit 0: it offers its memory), 6..7 zero,
+//   0..3 "GX1C", 4 version (2), 5 flags (bit 0: it offers its memory), 6..7 zero,
 //   8..23 the kernel's boot id, 24..31 its network namespace's inode, 32..35 its pid, 36..39 zero,
-//   40..47 the address of its probe word, 48..55 the probe word's value.
-constexpr size_t kOfferBytes = 56;
+//   40..47 the address of the kChallengeBytes where it will hold the receiver's challenge.
+constexpr size_t kOfferBytes = 48;
+// The challenge a receiver writes, once it has the offer, as the first bytes of its link's other
+// direction (getrandom); the sender echoes it once it holds it.
+constexpr size_t kChallengeBytes = 16;
 // A range of the sender's memory: its address, then its length (u64 each, little-endian).
 constexpr size_t kRangeBytes = 16;
 // What a receiver answers to an offer: single copy, or payloads inline; and to each range it read.
 constexpr uint8_t kAnswerInline = 0, kAnswerReads = 1, kRangeRead = 1;
 
-// This process's offer, `offering` or not. Offering also lets processes of this user read this
-// process's memory where Yama would allow only its ancestors (prctl PR_SET_PTRACER_ANY, as Open MPI
-// does): without it no peer could.
-void BuildOffer(bool offering, uint8_t* offer);
+// A fresh random challenge (kChallengeBytes, getrandom).
+void NewChallenge(uint8_t* challenge);
+
+// This process's offer, `offering` or not, naming `challenge` (where this process will hold the
+// receiver's challenge; it must stay there until the receiver answered).
+void BuildOffer(bool offering, const uint8_t* challenge, uint8_t* offer);
 
 // Whether `offer` (kOfferBytes) is well formed; else `error` says why.
 bool OfferValid(const uint8_t* offer, std::string& error);
 
-// The pid to read the offering sender's memory from, or -1 where this process would not or cannot:
-// `reading` off, no offer, another kernel or network namespace (another "host", which these are
-// taken to be), a pid not of this user, or the probe word not readable as offered (another pid
-// namespace, no permission).
-pid_t ReadableSender(const uint8_t* offer, bool reading);
+// The process a receiver reads its sender's ranges from, once the offer is verified (Verify): its
+// pid, and a pidfd of it, so that a read can tell the process is still the one verified (a pid
+// names another process once its own is gone and reaped; a pidfd never does).
+class SenderProcess {
+ public:
+  SenderProcess() = default;
+  SenderProcess(const SenderProcess&) = delete;
+  SenderProcess& operator=(const SenderProcess&) = delete;
+  ~SenderProcess();
+
+  // Whether the sender of the link received on `link_fd` is to be read in place, having offered
+  // `offer` after this rank wrote it `challenge`: `reading` on, the offer's flag set, this kernel and
+  // network namespace (another "host", which these are taken to be), a pid of this user that holds
+  // the socket at the other end of `link_fd` and holds `challenge` at the address offered. Anything
+  // else (a forged offer, another pid namespace, no permission, a seccomp filter) is false: the
+  // link's payloads come inline.
+  bool Verify(const uint8_t* offer, const uint8_t* challenge, int link_fd, bool reading);
+  // Whether Verify succeeded: ranges are read from this process.
+  bool verified() const { return pid_ > 0; }
+  // Reads `size` bytes at `address` of the sender into `into`: the bytes read, else -1 and errno
+  // (ESRCH: the verified process is gone, even where its pid names another by now).
+  ssize_t Read(uint64_t address, uint8_t* into, size_t size) const;
+
+ private:
+  bool Alive() const;
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+};
+
+// While one is held (a plane that offers its memory is open), where Yama's ptrace scope is 1 (only
+// a process's ancestors may read it, and the ranks of a job are siblings), any process of this user
+// may read this process's memory: prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), as Open MPI does. The
+// last one released takes it back (PR_SET_PTRACER 0). Process-wide: the planes of a process share it.
+class PtracerGrant {
+ public:
+  PtracerGrant();
+  PtracerGrant(const PtracerGrant&) = delete;
+  PtracerGrant& operator=(const PtracerGrant&) = delete;
+  ~PtracerGrant();
+};
 
 // A range record for `size` bytes at `data`.
 void EncodeRange(const uint8_t* data, size_t size, uint8_t* record);

@@ -37,8 +37,11 @@ export function resolveDataPlane(option: string | undefined, variable: string | 
 /**
  * Whether this rank's native data plane takes part in single copy (docs/architecture.md, "Single
  * copy on one host"): `auto`, where the ranks of one host agree on it, a receiver reads a large
- * payload straight out of its sender's memory; `off`, this rank's payloads all travel its links
- * (its peers' to it too). Ranks may differ: each link is agreed on by its two ends.
+ * payload straight out of its sender's memory (only the process that proved to be at the other end
+ * of the link: docs/protocol.md 9.9), and where Yama's ptrace scope is 1 any process of this user
+ * may read this rank while its session is open (the threat model there); `off`, this rank's
+ * payloads all travel its links (its peers' to it too). Ranks may differ: each link is agreed on by
+ * its two ends.
  */
 export type SingleCopySetting = 'auto' | 'off';
 

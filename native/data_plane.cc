@@ -54,6 +54,16 @@ bool WriteQueued(int fd, const std::vector<uint8_t>& bytes, size_t& written, int
   return true;
 }
 
+void PutLabel(uint8_t* header, uint32_t label) {
+  for (size_t i = 0; i < 4; i++) header[kLabelOffset + i] = uint8_t(label >> (8 * i));
+}
+
+uint32_t GetLabel(const uint8_t* header) {
+  uint32_t label = 0;
+  for (size_t i = 0; i < 4; i++) label |= uint32_t(header[kLabelOffset + i]) << (8 * i);
+  return label;
+}
+
 // A peer broke the data plane's protocol (single copy): the collective fails naming it.
 bool Broken(Outcome& outcome, int peer, std::string what) {
   outcome.kind = Outcome::Kind::kSystem;
@@ -142,10 +152,14 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
     t.peer = link.peer;
     t.rail = link.rail;
   }
+  c.send_headers.resize(program.sends.size() * kDataHeaderBytes);
   for (size_t s = 0; s < program.sends.size(); s++) {
     const ProgramSend& send = program.sends[s];
     Transfer& t = c.transfers[send.link];
-    t.sends.insert(t.sends.end(), {Span{c.header, kDataHeaderBytes}, at(send.span)});
+    uint8_t* own = c.send_headers.data() + s * kDataHeaderBytes;
+    memcpy(own, c.header, kDataHeaderBytes);
+    PutLabel(own, send.label);
+    t.sends.insert(t.sends.end(), {Span{own, kDataHeaderBytes}, at(send.span)});
     t.send_after.push_back(send.after);
     t.send_ids.push_back(s);
     c.bytes += send.span.size;
@@ -160,6 +174,8 @@ std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uin
     c.bytes += receive.span.size;
   }
   c.received.assign(program.receives.size(), 0);
+  c.receive_labels.reserve(program.receives.size());
+  for (const ProgramReceive& receive : program.receives) c.receive_labels.push_back(receive.label);
   for (const ProgramFold& fold : program.folds) {
     RunningFold running;
     running.target = at(fold.target).data;
@@ -466,9 +482,14 @@ ssize_t DataLinks::ReadLink(const Transfer& t, uint8_t* into, size_t size, Outco
 }
 
 bool DataLinks::HeaderMatches(const Collective& c, const Transfer& t, const uint8_t* header, Outcome& outcome) {
-  if (memcmp(header, c.header, kDataHeaderBytes) == 0) return true;
+  // The message due on this link is the transfer's next receive: the collective's header with that
+  // receive's label.
+  const uint32_t label = c.receive_labels[t.receive_ids[t.received / 2]];
+  if (memcmp(header, c.header, kLabelOffset) == 0 && GetLabel(header) == label) return true;
   outcome.kind = Outcome::Kind::kMismatch;
   outcome.peer = t.peer;
+  outcome.rail = t.rail;
+  outcome.label = label;
   memcpy(outcome.header, header, kDataHeaderBytes);
   return false;
 }

@@ -29,6 +29,9 @@
 namespace rxccl {
 
 constexpr size_t kDataHeaderBytes = 32;
+// Where a header carries its message's label (ProgramSend::label), u32 little-endian: the bytes
+// before it are the collective's, the same in each of its messages.
+constexpr size_t kLabelOffset = 28;
 
 // A message whose payload is at most this is read whole, header and payload, in one recv(): a
 // copy of this many bytes costs less than a second system call.
@@ -40,6 +43,9 @@ struct Outcome {
   Kind kind = Kind::kDone;
   // kMismatch, kPeerClosed, kSystem: the peer whose link it was.
   int peer = -1;
+  // kMismatch: the link's rail, and the label of the message this rank expected there.
+  int rail = 0;
+  uint32_t label = 0;
   // kSystem, kPeerClosed (a reset): errno, and what was being done.
   int error = 0;
   std::string what;
@@ -124,7 +130,11 @@ struct RunningFold {
 // thread for a moment and, if its peers are late, by the engine's thread to its end. It owns its
 // header, which its transfers point at: it stays where it was made (held by unique_ptr).
 struct Collective {
+  // The collective's header (label 0); each send's own, its label in place (the transfers' header
+  // spans point into it: sized once, never grown); each receive's expected label.
   uint8_t header[kDataHeaderBytes] = {};
+  std::vector<uint8_t> send_headers;
+  std::vector<uint32_t> receive_labels;
   DType type = DType::kU8;
   size_t width = 1;
   std::vector<Transfer> transfers;

@@ -162,7 +162,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
 
   // run(id, input, output, header, timeoutMs, done): runs compiled program `id` over the caller's
   // input and output (Uint8Arrays holding at least what the program's spans need). done() once it
-  // is done, else done(outcome) with outcome {kind, peer, error, what, missing, header}, on the JS
+  // is done, else done(outcome) with outcome {kind, peer, rail, label, error, what, missing, header}, on the JS
   // thread: before run returns if it was over on this thread (Start), else later; the buffers stay
   // referenced until then and must not be touched meanwhile. The header is copied: its memory may
   // be reused at once.
@@ -336,6 +336,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     Napi::Object result = Napi::Object::New(env);
     result.Set("kind", KindName(outcome.kind));
     result.Set("peer", outcome.peer);
+    result.Set("rail", outcome.rail);
+    result.Set("label", outcome.label);
     result.Set("error", outcome.error);
     result.Set("what", outcome.what);
     Napi::Array missing = Napi::Array::New(env, outcome.missing.size());

@@ -57,6 +57,11 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
     if (value >= size_t(rails)) in.Fail(std::string("program ") + what + " is not one of the job's rails (0.." + std::to_string(rails - 1) + ")");
     return int(value);
   };
+  auto label = [&](const char* what) {
+    const size_t value = in.Count(what);
+    if (value > kMaxLabel) in.Fail(std::string("program ") + what + " is not a 24-bit label");
+    return uint32_t(value);
+  };
   auto span = [&](bool sized) {
     SpanRef ref;
     ref.memory = int(in.Count("memory"));
@@ -77,6 +82,7 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   for (ProgramSend& send : program.sends) {
     send.peer = peer("send peer");
     send.rail = rail("send rail");
+    send.label = label("send label");
     send.span = span(true);
     send.after = gate();
   }
@@ -84,6 +90,7 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   for (ProgramReceive& receive : program.receives) {
     receive.peer = peer("receive peer");
     receive.rail = rail("receive rail");
+    receive.label = label("receive label");
     receive.span = span(true);
   }
   program.folds.resize(std::min(in.Count("fold count"), length));

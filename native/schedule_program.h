@@ -32,9 +32,15 @@ struct SpanRef {
 // Rails of data links per pair of ranks (GX1_P2P_RAILS' range).
 constexpr int kMaxDataRails = 64;
 
+// A message's label (docs/protocol.md 9.9, "Message labels"): which of the schedule's messages it
+// is, written in its header's bytes 28..31, so one that arrives where another is due is named,
+// never folded in its place.
+constexpr uint32_t kMaxLabel = (uint32_t(1) << 24) - 1;
+
 struct ProgramSend {
   int peer = 0;
   int rail = 0;
+  uint32_t label = 0;
   // Its link's place in Program::links.
   size_t link = 0;
   SpanRef span;
@@ -44,6 +50,7 @@ struct ProgramSend {
 struct ProgramReceive {
   int peer = 0;
   int rail = 0;
+  uint32_t label = 0;
   // Its link's place in Program::links.
   size_t link = 0;
   SpanRef span;

@@ -4,8 +4,8 @@
  * default. The rules it keeps: every pair exchanges at least one message each way
  * (`withHeaderExchange`); messages between two ranks on one rail (a data link: the schedule's
  * stripes, `stripeOverRails`) go one after the other; each starts with the
- * collective's header, which the receiver compares byte for byte with its own before it takes the
- * payload (a different one ends the collective as a mismatch, naming the peer); a send goes once
+ * collective's header, with its message's label, which the receiver compares byte for byte with
+ * the one it expects before it takes the payload (a different one ends the collective as a mismatch, naming the peer); a send goes once
  * what produces it is there; folds run as their producers complete; a collective that is not
  * over within its timeout names the peers it still waits for; `end()` stops it.
  *
@@ -14,11 +14,12 @@
  */
 import { Observable, type Subscription } from 'rxjs';
 import { scheduleReduceSpans } from '../kernels/index.js';
-import { decodeDescriptor, DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { decodeDescriptor, DESCRIPTOR_BYTES } from '../protocol/descriptor-codec.js';
 import { dtypeOfElementType, ElementType } from '../protocol/element-type.js';
 import type { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { Links } from '../transport/links/links.js';
-import type { NativeOutcome } from '../transport/data-plane.js';
+import { encodeLinkHeader, type NativeOutcome } from '../transport/data-plane.js';
+import { headerLabel, labelledHeader, labelText, messageLabel } from '../collectives/schedule/message-label.js';
 import { withHeaderExchange } from '../collectives/schedule/header-exchange.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import type { Dependency, Schedule, ScheduledMessage, Span } from '../collectives/schedule/schedule.js';
@@ -32,14 +33,18 @@ export const MEMORY_DATA_LINK_TAG = 0x44415441n << 32n;
 const ANY_LENGTH = { elementType: ElementType.U8, count: null };
 
 /**
- * A model data-link message as a counterexample shows it: the collective its descriptor names
- * and a preview of its span in the collective's dtype (`data link (AllReduce, collective 3) i32
- * [1, 2]`).
+ * A model data-link message as a counterexample shows it: the collective its descriptor names,
+ * its label where it is not 0, and a preview of its span in the collective's dtype (`data link
+ * (AllReduce, collective 3) i32 [1, 2]`, `data link (AllReduce, collective 3, step 1 channel 0
+ * stripe 0) i32 [3]`).
  */
 export function describeDataLinkMessage(message: Uint8Array): string {
   if (message.length < DESCRIPTOR_BYTES) return `data link ${previewPayload(ElementType.U8, message)}`;
-  const { descriptor, sequence } = decodeDescriptor(message.subarray(0, DESCRIPTOR_BYTES));
-  return `data link (${Opcode[descriptor.opcode] ?? descriptor.opcode}, collective ${sequence}) ${previewPayload(descriptor.elementType, message.subarray(DESCRIPTOR_BYTES))}`;
+  const header = message.subarray(0, DESCRIPTOR_BYTES);
+  const label = headerLabel(header);
+  const { descriptor, sequence } = decodeDescriptor(labelledHeader(header, 0));
+  const which = label === 0 ? '' : `, ${labelText(label)}`;
+  return `data link (${Opcode[descriptor.opcode] ?? descriptor.opcode}, collective ${sequence}${which}) ${previewPayload(descriptor.elementType, message.subarray(DESCRIPTOR_BYTES))}`;
 }
 
 /** A native plane for rank `links.rank` of a memory job, timed by `deadlines`. */
@@ -54,8 +59,7 @@ export function memoryDataPlane(links: Links, deadlines: LazyDeadlines): NativeP
           subscriber.complete();
           return undefined;
         }
-        const header = new Uint8Array(DESCRIPTOR_BYTES);
-        encodeDescriptor(call.descriptor, call.sequence, header);
+        const header = encodeLinkHeader(call, new Uint8Array(DESCRIPTOR_BYTES));
         const schedule = withHeaderExchange(write(), links.worldSize, links.rank);
         const run = new ModelRun(links, schedule, elementType, { ...memory, scratch: new Uint8Array(schedule.scratchBytes) }, header, (result) => {
           running = null;
@@ -83,7 +87,7 @@ export function memoryDataPlane(links: Links, deadlines: LazyDeadlines): NativeP
 }
 
 function outcome(kind: NativeOutcome['kind'], fields: Partial<NativeOutcome> = {}): NativeOutcome {
-  return { kind, peer: -1, error: 0, what: '', missing: [], header: new Uint8Array(DESCRIPTOR_BYTES), ...fields };
+  return { kind, peer: -1, rail: 0, label: 0, error: 0, what: '', missing: [], header: new Uint8Array(DESCRIPTOR_BYTES), ...fields };
 }
 
 /**
@@ -170,12 +174,13 @@ class ModelRun {
     const index = list[at]!;
     const into = this.view(this.schedule.receives[index]!.span);
     const peer = this.peerOf(link);
+    const expected = labelledHeader(this.header, messageLabel(this.schedule.receives[index]!));
     this.subscriptions.push(
       this.links.receive(link % this.links.rails, peer, MEMORY_DATA_LINK_TAG, ANY_LENGTH, undefined, Number.MAX_SAFE_INTEGER).subscribe({
         next: (message) => {
           const theirs = message.subarray(0, DESCRIPTOR_BYTES);
-          if (theirs.length < DESCRIPTOR_BYTES || theirs.some((byte, offset) => byte !== this.header[offset])) {
-            this.finish(outcome('mismatch', { peer, header: Uint8Array.from(theirs) }));
+          if (theirs.length < DESCRIPTOR_BYTES || theirs.some((byte, offset) => byte !== expected[offset])) {
+            this.finish(outcome('mismatch', { peer, rail: link % this.links.rails, label: headerLabel(expected), header: Uint8Array.from(theirs) }));
             return;
           }
           if (message.length !== DESCRIPTOR_BYTES + into.length) {
@@ -228,7 +233,8 @@ class ModelRun {
     for (const [link, list] of this.sendsTo) {
       for (let at = this.sentUpTo.get(link) ?? 0; at < list.length && !this.over && this.isDone(this.schedule.sends[list[at]!]!.after); at++) {
         const index = list[at]!;
-        const message = concatBytes([this.header, this.view(this.schedule.sends[index]!.span)]);
+        const send = this.schedule.sends[index]!;
+        const message = concatBytes([labelledHeader(this.header, messageLabel(send)), this.view(send.span)]);
         this.sentUpTo.set(link, at + 1);
         // The message is a copy: its memory is free at once (the engine's once the socket took it).
         this.sent[index] = true;

@@ -16,6 +16,7 @@
  *   it has yet to run and does not wait for that write.
  */
 import { withHeaderExchange } from '../collectives/schedule/header-exchange.js';
+import { labelText, messageLabel } from '../collectives/schedule/message-label.js';
 import type { MemoryName, Dependency, Schedule, ScheduleInput, Span } from '../collectives/schedule/schedule.js';
 
 /** Where each rank's memories lie (aliases: in place, the input and output share one array). */
@@ -262,7 +263,7 @@ function stateOf(schedule: Schedule, rank: number, memory: ModelMemory, width: n
 
 /**
  * The k-th message rank a sends rank b on a rail is the k-th b receives from a on that rail: same
- * size, same JS tag labels; no tag used twice between a and b (the JS plane's stripes of one
+ * size, same label (step, channel and stripe: the JS plane's tags, the native plane's headers); no tag used twice between a and b (the JS plane's stripes of one
  * message share its step and channel, each on its own rail).
  */
 function checkLinks(ranks: readonly RankState[]): void {
@@ -278,7 +279,7 @@ function checkLinks(ranks: readonly RankState[]): void {
         const receive = ranks[to]!.schedule.receives[receives[k]!]!;
         const message = `rank ${from}'s message ${k} to rank ${to}${onRail}`;
         if (send.span.bytes !== receive.span.bytes) throw new ScheduleModelError(`${message} has ${send.span.bytes} bytes, rank ${to} receives ${receive.span.bytes}`);
-        if (send.step !== receive.step || send.channel !== receive.channel) throw new ScheduleModelError(`${message} is step ${send.step} channel ${send.channel}, rank ${to} receives step ${receive.step} channel ${receive.channel}`);
+        if (messageLabel(send) !== messageLabel(receive)) throw new ScheduleModelError(`${message} is ${labelText(messageLabel(send))}, rank ${to} receives ${labelText(messageLabel(receive))}`);
         if (send.step > 0xfff || send.channel > 0x3f) throw new ScheduleModelError(`${message}: step ${send.step} or channel ${send.channel} does not fit its tag`);
         const label = `${send.step}/${send.channel}/${rail}`;
         if (used.has(label)) throw new ScheduleModelError(`rank ${from} sends rank ${to} two messages as step ${send.step} channel ${send.channel}${onRail}: their tags would collide`);

@@ -21,6 +21,9 @@ export interface NativeOutcome {
   readonly kind: 'done' | 'aborted' | 'timed-out' | 'mismatch' | 'peer-closed' | 'system';
   /** The peer whose link it was (mismatch, peer-closed, system), else -1. */
   readonly peer: number;
+  /** mismatch: the link's rail, and the label of the message this rank expected on it (docs/protocol.md 9.9). */
+  readonly rail: number;
+  readonly label: number;
   /** errno of a system failure or a reset, else 0. */
   readonly error: number;
   readonly what: string;
@@ -103,6 +106,21 @@ export interface PlaneCall {
   readonly descriptor: OperationDescriptor;
   readonly sequence: bigint;
   readonly timeoutMs: number;
+}
+
+/**
+ * A collective's header on the data links (docs/protocol.md 9.9): its descriptor, with the mesh
+ * number's low 32 bits in bytes 24..27; bytes 28..31 are each message's label, 0 here (the engine
+ * writes each send's own).
+ */
+export function encodeLinkHeader(call: Pick<PlaneCall, 'descriptor' | 'sequence'>, into: Uint8Array): Uint8Array {
+  encodeDescriptor(call.descriptor, linkSequence(call.sequence), into);
+  return into;
+}
+
+/** The mesh number as a data link header carries it: modulo 2^32 (both ends count alike). */
+export function linkSequence(sequence: bigint): bigint {
+  return sequence & 0xffff_ffffn;
 }
 
 /** Compiled schedules a plane keeps: a collective's shapes repeat, so each is compiled once. */
@@ -192,7 +210,7 @@ export class DataPlane {
    */
   run(program: number, input: Uint8Array, output: Uint8Array, call: PlaneCall): Observable<NativeOutcome | undefined> {
     return new Observable<NativeOutcome | undefined>((subscriber) => {
-      encodeDescriptor(call.descriptor, call.sequence, this.header);
+      encodeLinkHeader(call, this.header);
       // `done` may come before `run` returns: a small collective runs on this thread first.
       this.running = true;
       try {

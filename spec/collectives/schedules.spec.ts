@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
+import { messageLabel } from '../../lib/collectives/schedule/message-label.js';
 import { stripeCuts, stripeOverRails } from '../../lib/collectives/schedule/rail-stripes.js';
 import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
 import { arbRingOrder, arbTopologyGroups, type ModelMemory, runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
@@ -302,6 +303,8 @@ describe('stripes over rails (the native plane with GX1_P2P_RAILS > 1)', () => {
       [{ receive: 1 }, 1],
       [{ receive: 2 }, 2],
     ]);
+    // docs/protocol.md 9.9's example: each stripe's header is labelled with its stripe, send and receive alike.
+    for (const stripes of [striped.sends, striped.receives]) expect(stripes.map(messageLabel)).toEqual([0x1000, 0x41000, 0x81000]);
     expect(stripeOverRails(schedule, 1, null)).toBe(schedule);
     expect(() => stripeOverRails({ ...schedule, sends: [{ ...schedule.sends[0]!, span: { memory: 'output', offset: 0, bytes: MiB } }] }, 2, null)).toThrow(
       'schedule test: receive 0 (3145733 bytes) is a dependency of 1048576 bytes',

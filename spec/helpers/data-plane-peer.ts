@@ -10,11 +10,13 @@ import { descriptorOf } from '../../lib/collectives/descriptor.js';
 import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
 import { encodeProgram, type NativeCollective } from '../../lib/collectives/schedule/plane-executor.js';
 import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
-import { DESCRIPTOR_BYTES, encodeDescriptor } from '../../lib/protocol/descriptor-codec.js';
+import { labelledHeader, messageLabel } from '../../lib/collectives/schedule/message-label.js';
+import { DESCRIPTOR_BYTES } from '../../lib/protocol/descriptor-codec.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
-import type { DataPlane } from '../../lib/transport/data-plane.js';
+import { type DataPlane, encodeLinkHeader } from '../../lib/transport/data-plane.js';
 import { concatBytes } from '../../lib/testing/bytes.js';
+import { FrameChannel } from '../../lib/transport/frame-channel.js';
 
 /** A connected loopback pair: the end this rank dialled, and the end the peer accepted. */
 export async function loopbackPair(): Promise<[Socket, Socket]> {
@@ -28,6 +30,21 @@ export async function loopbackPair(): Promise<[Socket, Socket]> {
   const [peer] = await accepted;
   server.close();
   return [dialled, peer];
+}
+
+/** A link each way between every two ranks of `worldSize`, as the mesh builds them: `send[p]` to p, `receive[p]` from p. */
+export async function engineLinks(worldSize: number): Promise<{ send: (Socket | undefined)[]; receive: (Socket | undefined)[] }[]> {
+  const ranks = Array.from({ length: worldSize }, () => ({ send: Array<Socket | undefined>(worldSize).fill(undefined), receive: Array<Socket | undefined>(worldSize).fill(undefined) }));
+  for (let from = 0; from < worldSize; from++) {
+    for (let to = 0; to < worldSize; to++) {
+      if (from === to) continue;
+      // The receiver dials; both ends stop reading in Node, as the mesh hands them over.
+      const [dialled, accepted] = await loopbackPair();
+      ranks[to]!.receive[from] = new FrameChannel(dialled).handOver();
+      ranks[from]!.send[to] = new FrameChannel(accepted).handOver();
+    }
+  }
+  return ranks;
 }
 
 export const concat = (...parts: Uint8Array[]) => concatBytes(parts);
@@ -72,11 +89,10 @@ export function collectiveFor(count: number, sequence = 0n, layout = 'all-pairs'
   return { number: sequence, own: descriptorOf({ opcode: Opcode.AllReduce, elementType, elementCount: count, reduceOp: 1 }, layout) };
 }
 
-/** The header every message of `collective` carries. */
-export function headerOf(collective: NativeCollective): Uint8Array {
-  const header = new Uint8Array(DESCRIPTOR_BYTES);
-  encodeDescriptor(collective.own, collective.number, header);
-  return header;
+/** The header a message of `collective` carries: its first message's (step 0, channel 0) unless `message` says which. */
+export function headerOf(collective: NativeCollective, message: { step: number; channel?: number; stripe?: number } = { step: 0 }): Uint8Array {
+  const header = encodeLinkHeader({ descriptor: collective.own, sequence: collective.number }, new Uint8Array(DESCRIPTOR_BYTES));
+  return labelledHeader(header, messageLabel({ channel: 0, ...message }));
 }
 
 /** What a schedule is written from, for rank `rank` of `worldSize`: i32 sum unless said. */

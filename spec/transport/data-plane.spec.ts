@@ -111,13 +111,14 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
             // the owner sends back its reduced part.
             const half = Math.ceil(count / 2);
             const scatter = concat(header, i32(theirs.slice(0, half)));
-            const gather = concat(header, i32(sum.slice(half)));
+            // Step 1's messages carry its label (docs/protocol.md 9.9).
+            const gather = concat(headerOf(collective, { step: 1 }), i32(sum.slice(half)));
             // `together`: the peer's second message is in the socket with its first (a read of
             // the first must take its bytes only).
             const [scattered] = await Promise.all([readExactly(32 + (count - half) * 4), writeInPieces(peer, together ? concat(scatter, gather) : scatter, pieces)]);
             expect(scattered).toEqual(concat(header, i32(ours.slice(half))));
             const [gathered] = await Promise.all([readExactly(32 + half * 4), together ? Promise.resolve() : writeInPieces(peer, gather, pieces)]);
-            expect(gathered).toEqual(concat(header, i32(sum.slice(0, half))));
+            expect(gathered).toEqual(concat(headerOf(collective, { step: 1 }), i32(sum.slice(0, half))));
           }
           expect(await outcome).toBeUndefined();
           expect(Array.from(new Int32Array(output.buffer))).toEqual(sum);
@@ -161,11 +162,12 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     const { plane, peer } = await engineAndPeer();
     const readExactly = reader(peer);
     const own = descriptorOf({ opcode: Opcode.Broadcast, elementType: ElementType.F32, elementCount: 2, rootRank: 0 }, 'pairwise');
-    const header = Buffer.from('060b0000000000000200000000000000e9c16d8224cd68d20500000000000000', 'hex');
+    const header = '060b0000000000000200000000000000e9c16d8224cd68d205000000';
     const input = new Uint8Array(Float32Array.of(1, 2).buffer);
     const outcome = runOn(plane, pairwiseBroadcast, inputOf(0, 2, 2, { root: 0 }), { input, output: new Uint8Array(8) }, { number: 5n, own });
-    peer.write(header);
-    expect(Buffer.from(await readExactly(40)).toString('hex')).toBe(`${header.toString('hex')}0000803f00000040`);
+    // The peer's header alone is labelled 0; the tensor is the broadcast's step 1 (label 1).
+    peer.write(Buffer.from(`${header}00000000`, 'hex'));
+    expect(Buffer.from(await readExactly(40)).toString('hex')).toBe(`${header}010000000000803f00000040`);
     expect(await outcome).toBeUndefined();
   });
 
@@ -216,6 +218,28 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
       const error = await lastValueFrom(settleNative(await outcome, context, collective, () => null)).catch((failure: unknown) => failure as Error);
       expect((error as Error).message).toBe(expected);
     }
+  });
+
+  it('a message of the right collective sent out of order (its step 1 before its step 0) is a PROTOCOL error naming the link and both labels, its payload never read', async () => {
+    const { plane, peer } = await engineAndPeer();
+    const { context, aborts } = recordingContext();
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: 4, reduceOp: 1 }, 'pairwise');
+    // A pairwise all-reduce of 4 elements at 2 ranks: step 0 (the peer's values of rank 0's half)
+    // and step 1 (the peer's reduced half) are 8 bytes each, so without labels step 1's values
+    // would be folded as step 0's.
+    const output = new Uint8Array(16).fill(0xaa);
+    const outcome = runOn(plane, pairwiseAllReduce, inputOf(0, 2, 4), { input: i32([1, 2, 3, 4]), output }, collective);
+    peer.write(concat(headerOf(collective, { step: 1 }), i32([30, 40]), headerOf(collective), i32([10, 20])));
+    const ended = (await outcome)!;
+    expect(ended).toMatchObject({ kind: 'mismatch', peer: 1, rail: 0, label: 0 });
+    expect(output.every((byte) => byte === 0xaa)).toBe(true);
+    const error = await lastValueFrom(settleNative(ended, context, collective, () => null)).catch((failure: unknown) => failure as Error);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect((error as ProtocolError).code).toBe('PROTOCOL');
+    expect((error as Error).message).toBe(
+      'rank 1 sent collective 0 (AllReduce) message step 1 channel 0 stripe 0 on its data link to rank 0, where rank 0 expects message step 0 channel 0 stripe 0',
+    );
+    expect(aborts).toEqual([(error as Error).message]);
   });
 
   it('a peer that closes mid-payload ends the collective naming it', async () => {
@@ -331,19 +355,20 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('refuses a malformed program by name, and memory smaller than the program needs', async () => {
     const { plane } = await engineBetweenPeers();
     const compile = (numbers: number[]) => () => plane.program(String(Math.random()), () => Float64Array.from(numbers));
-    // element type, scratch bytes; sends (peer, rail, memory, offset, bytes, gate kind, gate index); receives; folds.
-    expect(compile([6, 0, 1, 1, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
-    expect(compile([6, 0, 1, 3, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
-    expect(compile([6, 0, 1, 2, 1, 0, 0, 4, 0, 0, 0, 0])).toThrow("data plane program send rail is not one of the job's rails (0..0)");
-    expect(compile([6, 0, 1, 2, 0, 0, 0, 4, 1, 0, 0, 0])).toThrow('data plane program send waits for a producer it does not have');
-    expect(compile([6, 0, 0, 1, 0, 0, 2, 0, 8, 0])).toThrow('data plane program span lies outside its scratch');
+    // element type, scratch bytes; sends (peer, rail, label, memory, offset, bytes, gate kind, gate index); receives; folds.
+    expect(compile([6, 0, 1, 1, 0, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
+    expect(compile([6, 0, 1, 3, 0, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
+    expect(compile([6, 0, 1, 2, 1, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow("data plane program send rail is not one of the job's rails (0..0)");
+    expect(compile([6, 0, 1, 2, 0, 0, 0, 0, 4, 1, 0, 0, 0])).toThrow('data plane program send waits for a producer it does not have');
+    expect(compile([6, 0, 1, 2, 0, 2 ** 24, 0, 0, 4, 0, 0, 0, 0, 0])).toThrow('data plane program send label is not a 24-bit label');
+    expect(compile([6, 0, 0, 1, 0, 0, 0, 2, 0, 8, 0])).toThrow('data plane program span lies outside its scratch');
     expect(compile([6, 0, 0, 0, 0, 7])).toThrow('data plane program has numbers after its last fold');
     expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 0])).toThrow('data plane program fold has no source');
     expect(compile([11, 0, 0, 0, 1, 1, 0, 4, 6, 1, 2, 0, 0, 0, 0, 0])).toThrow('data plane program fold op is not defined on its element type');
     expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 1, 0, 0, 1, 2, 5])).toThrow('data plane program fold waits for a producer it does not have');
     expect(compile([6, 0, 2])).toThrow('data plane program ends before its send peer');
     expect(() => plane.program('not numbers', () => new Float32Array(3) as unknown as Float64Array)).toThrow('data plane program must be a Float64Array');
-    const program = plane.program('sends 8 bytes', () => Float64Array.from([6, 0, 1, 2, 0, 0, 0, 8, 0, 0, 0, 0]));
+    const program = plane.program('sends 8 bytes', () => Float64Array.from([6, 0, 1, 2, 0, 0, 0, 0, 8, 0, 0, 0, 0]));
     const call = { descriptor: collectiveFor(2).own, sequence: 0n, timeoutMs: 1_000 };
     await expect(firstValueFrom(plane.run(program, new Uint8Array(4), new Uint8Array(0), call))).rejects.toThrow('data plane input is smaller than its program reads');
   });

@@ -31,7 +31,7 @@ import { resolveSessionOptions } from '../../lib/session/session-options.js';
 import { DataPlane } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { memoryVictim, readProcessMemory, selfReads } from '../helpers/cross-memory.js';
-import { concat, headerOf, i32, inputOf, loopbackPair, reader, runOn } from '../helpers/data-plane-peer.js';
+import { concat, engineLinks, headerOf, i32, inputOf, loopbackPair, reader, runOn } from '../helpers/data-plane-peer.js';
 import { CHALLENGE_BYTES, OFFER_BYTES, forgedOffer, offerOfNothing } from '../helpers/single-copy-offer.js';
 
 const engine = dataPlaneEngine();
@@ -52,25 +52,10 @@ const RANGE_BYTES = 16;
 /** The smallest payload that goes by single copy (native/single_copy.h kSingleCopyBytes). */
 const SINGLE_COPY_BYTES = 256 * 1024;
 
-/** A link each way between every two ranks, as the mesh builds them: `send[p]` to p, `receive[p]` from p. */
-async function links(worldSize: number): Promise<{ send: (Socket | undefined)[]; receive: (Socket | undefined)[] }[]> {
-  const ranks = Array.from({ length: worldSize }, () => ({ send: Array<Socket | undefined>(worldSize).fill(undefined), receive: Array<Socket | undefined>(worldSize).fill(undefined) }));
-  for (let from = 0; from < worldSize; from++) {
-    for (let to = 0; to < worldSize; to++) {
-      if (from === to) continue;
-      // The receiver dials; both ends stop reading in Node, as the mesh hands them over.
-      const [dialled, accepted] = await loopbackPair();
-      ranks[to]!.receive[from] = new FrameChannel(dialled).handOver();
-      ranks[from]!.send[to] = new FrameChannel(accepted).handOver();
-    }
-  }
-  return ranks;
-}
-
 /** `worldSize` engines on one host, rank r taking part in single copy where `singleCopy[r]`. */
 async function planesOnOneHost(singleCopy: readonly boolean[]): Promise<DataPlane[]> {
   const worldSize = singleCopy.length;
-  const sockets = await links(worldSize);
+  const sockets = await engineLinks(worldSize);
   const planes = sockets.map(({ send, receive }, rank) =>
     DataPlane.open(engine!, rank, worldSize, { rails: 1, send, receive }, { sameHost: Array.from({ length: worldSize }, (_, r) => r).filter((r) => r !== rank), singleCopy: singleCopy[rank] }),
   );
@@ -204,7 +189,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
       if (peerReads) {
         const message = await fromRank(32 + RANGE_BYTES);
         // docs/protocol.md 9.9's example: the header, then one range of the whole payload.
-        expect(Buffer.from(message.subarray(0, 32)).toString('hex')).toBe('06060000000000000000010000000000e9c16d8224cd68d20000000000000000');
+        expect(Buffer.from(message.subarray(0, 32)).toString('hex')).toBe('06060000000000000000010000000000e9c16d8224cd68d20000000001000000');
         expect(u64(message, 32)).not.toBe(0n);
         expect(u64(message, 40)).toBe(BigInt(count * 4));
         // Its memory is the receiver's to read until answered: the collective waits for that.
@@ -212,7 +197,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
         expect(done).toBe(false);
         toPeer.write(Uint8Array.of(1));
       } else {
-        expect(Buffer.from(await fromRank(32 + count * 4)).equals(concat(headerOf(collective), i32(values))), 'header and payload inline').toBe(true);
+        expect(Buffer.from(await fromRank(32 + count * 4)).equals(concat(headerOf(collective, { step: 1 }), i32(values))), 'header and payload inline').toBe(true);
       }
       expect(await outcome).toBeUndefined();
       expect(plane.singleCopyPeers()).toEqual({ readBy: peerReads ? [1] : [], readsFrom: [] });
@@ -267,7 +252,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
         toPeer.write(Uint8Array.of(0));
         fromPeer.write(challenge);
         expect(Array.from(await answers(1)), `${what}: the engine's answer`).toEqual([1]);
-        fromPeer.write(after(headerOf(collective)));
+        fromPeer.write(after(headerOf(collective, { step: 1 })));
       }
       const ended = await outcome;
       expect(ended, what).toMatchObject({ kind: 'system', peer: 1, what: text });
@@ -320,7 +305,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
       // for the inline payload bytes it is.
       const payload = new Uint8Array(count * 4);
       payload.set(range(victim!.secret, secret.length));
-      fromPeer.write(concat(headerOf(collective), payload));
+      fromPeer.write(concat(headerOf(collective, { step: 1 }), payload));
       expect(await outcome, what).toBeUndefined();
       expect(Buffer.from(output).equals(payload), `${what}: the receiver's tensor is the payload sent`).toBe(true);
       expect(plane.singleCopyPeers(), what).toEqual({ readBy: [], readsFrom: [] });

@@ -5,11 +5,13 @@ import type { ElementType } from '../../protocol/element-type.js';
 import { opcodeName } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { CollectiveRequest } from '../../transport/collective-channel.js';
-import type { DataPlane, NativeOutcome, PlaneCall } from '../../transport/data-plane.js';
+import { type DataPlane, encodeLinkHeader, linkSequence, type NativeOutcome, type PlaneCall } from '../../transport/data-plane.js';
+import { DESCRIPTOR_BYTES } from '../../protocol/descriptor-codec.js';
 import type { NativePlane, PlaneMemory } from './native-plane.js';
 import type { CollectiveContext } from '../algorithm.js';
 import { checkAgreement, descriptorOf } from '../descriptor.js';
 import { withHeaderExchange } from './header-exchange.js';
+import { headerLabel, labelledHeader, labelText, messageLabel } from './message-label.js';
 import type { Dependency, Schedule, Span } from './schedule.js';
 
 /** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its header exchange. */
@@ -31,8 +33,8 @@ const MEMORY_CODES = { input: 0, output: 1, scratch: 2 } as const;
 
 /**
  * A schedule as the engine decodes it (native/schedule_program.cc), numbers in a Float64Array:
- * element type, scratch bytes; the sends (peer, rail, memory, offset, bytes, gate kind, gate
- * index), then the receives (peer, rail, memory, offset, bytes), then the folds (memory, offset, bytes, op,
+ * element type, scratch bytes; the sends (peer, rail, label, memory, offset, bytes, gate kind, gate
+ * index), then the receives (peer, rail, label, memory, offset, bytes), then the folds (memory, offset, bytes, op,
  * divisor, source count, (memory, offset) per source, gate count, (kind, index) per gate), each
  * list after its length. Memories: 0 input, 1 output, 2 scratch; gate kinds: 0 none, 1 a receive,
  * 2 a fold, 3 a send.
@@ -48,13 +50,13 @@ export function encodeProgram(schedule: Schedule, elementType: ElementType): Flo
   };
   numbers.push(schedule.sends.length);
   for (const send of schedule.sends) {
-    numbers.push(send.peer, send.rail ?? 0);
+    numbers.push(send.peer, send.rail ?? 0, messageLabel(send));
     spanOf(send.span);
     gate(send.after);
   }
   numbers.push(schedule.receives.length);
   for (const receive of schedule.receives) {
-    numbers.push(receive.peer, receive.rail ?? 0);
+    numbers.push(receive.peer, receive.rail ?? 0, messageLabel(receive));
     spanOf(receive.span);
   }
   numbers.push(schedule.folds.length);
@@ -151,12 +153,7 @@ export function settleNative<T>(outcome: NativeOutcome | undefined, context: Col
     case 'aborted':
       return NEVER;
     case 'mismatch':
-      try {
-        checkAgreement(outcome.header, outcome.peer, rank, own, number);
-        error = new ProtocolError(`rank ${outcome.peer} sent a native data link header that is not collective ${number}'s: ${hex(outcome.header)}`);
-      } catch (mismatch) {
-        error = mismatch as Error;
-      }
+      error = headerMismatch(outcome, rank, collective);
       break;
     case 'timed-out':
       error = new TimeoutError(`rank ${rank} collective ${number} (${opcodeName(own.opcode)}) on the native data plane; missing ranks [${outcome.missing.join(',')}]`);
@@ -170,6 +167,31 @@ export function settleNative<T>(outcome: NativeOutcome | undefined, context: Col
   }
   context.abort(failureText(error));
   return throwError(() => error);
+}
+
+/**
+ * Why a peer's header on a data link is not the one this rank expected: another collective (the
+ * exchange's texts: both ranks and descriptors, or both numbers); the same collective but another
+ * of its messages (its label: both identities and the link); else a corrupt header, by its bytes.
+ */
+function headerMismatch(outcome: NativeOutcome, rank: number, collective: NativeCollective): Error {
+  const { peer, header } = outcome;
+  const sequence = linkSequence(collective.number);
+  const label = headerLabel(header);
+  const theirs = labelledHeader(header, 0);
+  try {
+    checkAgreement(theirs, peer, rank, collective.own, sequence);
+  } catch (mismatch) {
+    return mismatch as Error;
+  }
+  const ours = encodeLinkHeader({ descriptor: collective.own, sequence: collective.number }, new Uint8Array(DESCRIPTOR_BYTES));
+  if (!theirs.every((byte, at) => byte === ours[at])) {
+    return new ProtocolError(`rank ${peer} sent a native data link header that is not collective ${collective.number}'s: ${hex(header)}`);
+  }
+  const link = `its data link${outcome.rail === 0 ? '' : ` of rail ${outcome.rail}`} to rank ${rank}`;
+  return new ProtocolError(
+    `rank ${peer} sent collective ${collective.number} (${opcodeName(collective.own.opcode)}) message ${labelText(label)} on ${link}, where rank ${rank} expects message ${labelText(outcome.label)}`,
+  );
 }
 
 /**

@@ -76,11 +76,12 @@ export function stripeOverRails(schedule: Schedule, rails: number, railOrder: re
         ...send,
         span: cut(send.span, cutsOf.send[index]!, stripe),
         rail: railOf(send, stripe),
+        stripe,
         after: send.after === null ? null : striped(send.after, cutsOf.send[index]!, stripe),
       })),
     ),
     receives: schedule.receives.flatMap((receive, index): ScheduledMessage[] =>
-      stripesOf(cutsOf.receive[index]!, (stripe) => ({ ...receive, span: cut(receive.span, cutsOf.receive[index]!, stripe), rail: railOf(receive, stripe) })),
+      stripesOf(cutsOf.receive[index]!, (stripe) => ({ ...receive, span: cut(receive.span, cutsOf.receive[index]!, stripe), rail: railOf(receive, stripe), stripe })),
     ),
     folds: schedule.folds.flatMap((fold, index): ScheduledFold[] =>
       stripesOf(cutsOf.fold[index]!, (stripe) => ({

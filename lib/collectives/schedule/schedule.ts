@@ -32,8 +32,9 @@ export type Dependency = { readonly receive: number } | { readonly fold: number 
 
 /**
  * One message on one link. Messages between two ranks go in the order they are listed (the native
- * plane's link carries them one after the other); `step` and `channel` label them for the JS
- * plane's tags (docs/protocol.md 9.6), where a message travels as pieces.
+ * plane's link carries them one after the other); `step` and `channel` label them: in the JS
+ * plane's tags (docs/protocol.md 9.6), where a message travels as pieces, and in the native plane's
+ * headers (./message-label.ts). Two messages on one link never share both.
  */
 export interface ScheduledMessage {
   readonly peer: number;
@@ -45,6 +46,8 @@ export interface ScheduledMessage {
    * rails; absent: rail 0). The JS plane spreads pieces over its rails itself.
    */
   readonly rail?: number;
+  /** Which stripe of its message this is (./rail-stripes.ts; absent: 0, the message whole). */
+  readonly stripe?: number;
 }
 
 /**

@@ -2,8 +2,8 @@ import { ConfigurationError } from '../../errors.js';
 import type { Dependency, Schedule, Span } from './schedule.js';
 import { ScheduleBuilder, type ScheduleIdentity } from './schedule-builder.js';
 
-/** A message's step and channel are 12- and 6-bit fields of the JS plane's tags (docs/protocol.md 9.6). */
-const MAX_STEPS_PER_LINK = 0x1000;
+/** A message's step and channel are 12- and 6-bit fields of its labels (docs/protocol.md 9.6). */
+const MAX_STEPS_PER_CHANNEL = 0x1000;
 const MAX_CHANNELS = 64;
 
 /**
@@ -11,8 +11,11 @@ const MAX_CHANNELS = 64;
  * receive at another) listed in an order where whatever a transfer waits for was listed before it.
  * Every rank's schedule keeps that order on each of its links, so both ends of a link list its
  * messages alike, and the native plane's links, which carry one message after the other, never
- * wait on one listed later. A message's step is its index on its directed link: unique there, as
- * the JS plane's tags need; its channel (0..63) only spreads its pieces over the rails.
+ * wait on one listed later. A message's channel (0..63) is its share of the tensor (mod 64), and
+ * its step its index among the messages of that channel on its directed link: together unique on
+ * the link, as the JS plane's tags need, and naming the share, so that a message sent out of order
+ * by another share arrives as a mismatch on the native plane (its label) instead of being taken
+ * for the one due (docs/protocol.md 9.6.6).
  *
  * For algorithms whose messages are easiest to state as who sends what to whom (the hierarchical
  * family); the ring and pairwise families write one rank's schedule directly.
@@ -38,15 +41,15 @@ export class WorldScheduleBuilder {
    * receives it into `into`, labelled `channel` mod 64; returns the receive, a dependency at `to`.
    */
   transfer(from: number, to: number, source: Span, into: Span, after: Dependency | null, channel = 0): Dependency {
-    const link = from * this.worldSize + to;
-    const step = this.steps.get(link) ?? 0;
-    if (step >= MAX_STEPS_PER_LINK) {
+    const label = { step: 0, channel: channel % MAX_CHANNELS };
+    const key = (from * this.worldSize + to) * MAX_CHANNELS + label.channel;
+    label.step = this.steps.get(key) ?? 0;
+    if (label.step >= MAX_STEPS_PER_CHANNEL) {
       throw new ConfigurationError(
-        `${this.identity.algorithm} schedule of ${this.worldSize} ranks puts more than ${MAX_STEPS_PER_LINK} messages on the link from rank ${from} to rank ${to} (its tags number ${MAX_STEPS_PER_LINK}): use fewer ring channels (GX1_RING_CHANNELS) or another algorithm`,
+        `${this.identity.algorithm} schedule of ${this.worldSize} ranks puts more than ${MAX_STEPS_PER_CHANNEL} messages of channel ${label.channel} on the link from rank ${from} to rank ${to} (its tags number ${MAX_STEPS_PER_CHANNEL}): use fewer ring channels (GX1_RING_CHANNELS) or another algorithm`,
       );
     }
-    this.steps.set(link, step + 1);
-    const label = { step, channel: channel % MAX_CHANNELS };
+    this.steps.set(key, label.step + 1);
     this.at(from).send(to, source, label, after);
     return this.at(to).receive(from, into, label);
   }

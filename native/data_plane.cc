@@ -447,11 +447,13 @@ bool DataLinks::ReadAnswers(Collective& c, Transfer& t, Outcome& outcome) {
     for (ssize_t i = 0; i < got; i++) {
       const uint8_t byte = bytes_in[i];
       if (link.answer < 0 && link.probe_got < kChallengeBytes) {
-        // The receiver's challenge, into the memory this rank's offer named. Once whole, it is
-        // echoed, saying so (the receiver reads it back from this process, then answers): the
-        // outbox is empty until the answer.
-        link.probe[link.probe_got++] = byte;
-        if (link.probe_got == kChallengeBytes) t.outbox.insert(t.outbox.end(), link.probe, link.probe + kChallengeBytes);
+        // The receiver's challenge, complemented (ProbeOf), into the memory this rank's offer
+        // named. Once whole, the challenge is echoed, saying so (the receiver reads the probe
+        // back from this process, then answers): the outbox is empty until the answer.
+        link.probe[link.probe_got++] = ProbeOf(byte);
+        if (link.probe_got == kChallengeBytes) {
+          for (const uint8_t held : link.probe) t.outbox.push_back(ProbeOf(held));
+        }
         continue;
       }
       if (link.answer < 0) {

@@ -252,7 +252,8 @@ bool SenderProcess::Verify(const uint8_t* offer, const uint8_t* challenge, int l
   pid_ = pid_t(pid);
   pidfd_ = pidfd;
   uint8_t seen[kChallengeBytes];
-  const bool holds_challenge = SameUser(pid_) && Read(GetU64(offer + 40), seen, sizeof seen) == ssize_t(sizeof seen) && memcmp(seen, challenge, sizeof seen) == 0;
+  bool holds_challenge = SameUser(pid_) && Read(GetU64(offer + 40), seen, sizeof seen) == ssize_t(sizeof seen);
+  for (size_t i = 0; i < kChallengeBytes; i++) holds_challenge = holds_challenge && seen[i] == ProbeOf(challenge[i]);
   const uint64_t socket = holds_challenge ? PeerSocketInode(link_fd) : 0;
   if (socket != 0 && HoldsSocket(pid_, socket) && Alive()) return true;
   close(pidfd_);
@@ -268,6 +269,8 @@ ssize_t SenderProcess::Read(uint64_t address, uint8_t* into, size_t size) const 
   // Bytes read from the pid are the verified process's only if it still lives after the read: a
   // pid passes to another process only once its own is gone.
   if (got >= 0 && !Alive()) {
+    // Nor do they stay in the caller's memory: they may be another process's.
+    memset(into, 0, size_t(got));
     errno = ESRCH;
     return -1;
   }

@@ -40,6 +40,11 @@ constexpr size_t kRangeBytes = 16;
 // What a receiver answers to an offer: single copy, or payloads inline; and to each range it read.
 constexpr uint8_t kAnswerInline = 0, kAnswerReads = 1, kRangeRead = 1;
 
+// What a sender holds in its probe for a byte of the receiver's challenge: its complement. A value
+// that never crosses the link, so a process that only relays the link's bytes (a proxy holding the
+// socket, socat, a port forward) never holds it in its buffers, and cannot pass for the sender.
+constexpr uint8_t ProbeOf(uint8_t challenge_byte) { return uint8_t(~challenge_byte); }
+
 // A fresh random challenge (kChallengeBytes, getrandom).
 void NewChallenge(uint8_t* challenge);
 

@@ -27,7 +27,8 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       ...(job.timeoutMs !== undefined ? { rendezvousTimeoutMs: job.timeoutMs } : {}),
       ...(options.secret !== undefined ? { secret: options.secret } : {}),
       ...(options.tls !== undefined ? { tls: options.tls } : {}),
-      ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
+      // Unset, the ranks wait their session timeout: so does the coordinator, so that one number holds.
+      ...((job.collectiveTimeoutMs ?? job.timeoutMs) !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs ?? job.timeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
       // A fault-tolerant job's coordinator is too (the option, else GX1_FAULT_TOLERANT of `env`).
       ...(options.faultTolerant !== undefined ? { faultTolerant: options.faultTolerant } : {}),

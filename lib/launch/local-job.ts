@@ -132,6 +132,8 @@ export class LocalJob {
     const { timeoutMs } = settings;
     // One collective timeout for the coordinator and every rank: the flag's, else the ranks' variable.
     const collectiveTimeoutMs = options.collectiveTimeoutMs ?? settings.collectiveTimeoutMs;
+    // Unset, the ranks wait their session timeout: so does the coordinator, so that one number holds.
+    const coordinatorTimeoutMs = collectiveTimeoutMs ?? timeoutMs;
     // Even on loopback: another user of this host must not join, read or stall the job.
     const secret = generateSecret();
     const coordinator = await Coordinator.listen({
@@ -143,7 +145,7 @@ export class LocalJob {
       // Unset, they come from GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT, as for `rxccl coordinator` and openSession().
       ...(options.rails !== undefined ? { rails: options.rails } : {}),
       ...(options.transport !== undefined ? { transport: options.transport } : {}),
-      ...(collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs } : {}),
+      ...(coordinatorTimeoutMs !== undefined ? { collectiveTimeoutMs: coordinatorTimeoutMs } : {}),
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
       ...(options.keepGoing === true ? { faultTolerant: true } : {}),

@@ -75,9 +75,12 @@ export interface MemoryVictim {
 }
 
 // Holds the secret (its hex the first argument) and a 16-byte probe buffer, says where, then fills
-// the probe with each hex line it reads, answering "held".
+// the probe with each hex line it reads, answering "held". It lets any process of its user read it
+// (prctl PR_SET_PTRACER_ANY, as an offering rank does where Yama's scope is 1), so that only the
+// checks of the offer, not Yama, keep a rank from reading it.
 const VICTIM = `
 import ctypes, os, sys
+ctypes.CDLL(None).prctl(0x59616d61, ctypes.c_ulong(-1), 0, 0, 0)
 secret = ctypes.create_string_buffer(bytes.fromhex(sys.argv[1]))
 probe = ctypes.create_string_buffer(16)
 print(os.getpid(), ctypes.addressof(secret), ctypes.addressof(probe), flush=True)

@@ -9,6 +9,11 @@ import { readFileSync, statSync } from 'node:fs';
 export const CHALLENGE_BYTES = 16;
 export const OFFER_BYTES = 48;
 
+/** What a sender holds at its probe for `challenge`: each byte complemented (native/single_copy.h ProbeOf). */
+export function probeOf(challenge: Uint8Array): Uint8Array {
+  return Uint8Array.from(challenge, (byte) => ~byte & 0xff);
+}
+
 /** An offer that offers nothing (flags 0), as a sender with GX1_SINGLE_COPY=off writes it. */
 export function offerOfNothing(): Uint8Array {
   const offer = new Uint8Array(OFFER_BYTES);

@@ -205,6 +205,8 @@ describe('header corruption', () => {
     );
     expect(() => encodeHeader(fragment({ payloadBytes: 24 }))).toThrow('header field payloadBytes is 24, expected a multiple of 4 below 24 (a fragment of 6 x 4-byte elements)');
     expect(() => encodeHeader(fragment({ payloadBytes: 6 }))).toThrow('header field payloadBytes is 6, expected a multiple of 4 below 24 (a fragment of 6 x 4-byte elements)');
+    // An empty fragment (it would only renew the lease) is refused by rule 15: a payload is never empty.
+    expect(() => encodeHeader(fragment({ payloadBytes: 0 }))).toThrow('header field flags.PAYLOAD is set, expected clear for payloadBytes 0');
   });
 
   it('rejects unknown flag bits', () => {

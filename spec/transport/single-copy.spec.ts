@@ -32,7 +32,7 @@ import { DataPlane } from '../../lib/transport/data-plane.js';
 import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { memoryVictim, readProcessMemory, selfReads } from '../helpers/cross-memory.js';
 import { concat, engineLinks, headerOf, i32, inputOf, loopbackPair, reader, runOn } from '../helpers/data-plane-peer.js';
-import { CHALLENGE_BYTES, OFFER_BYTES, forgedOffer, offerOfNothing } from '../helpers/single-copy-offer.js';
+import { CHALLENGE_BYTES, OFFER_BYTES, forgedOffer, offerOfNothing, probeOf } from '../helpers/single-copy-offer.js';
 
 const engine = dataPlaneEngine();
 const available = engine !== null;
@@ -176,7 +176,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
       const challenge = randomBytes(CHALLENGE_BYTES);
       toPeer.write(challenge);
       expect(Buffer.from(await fromRank(CHALLENGE_BYTES)).equals(challenge), 'the echo').toBe(true);
-      if (reads.allowed) expect(readProcessMemory(process.pid, u64(offer, 40), CHALLENGE_BYTES), 'the memory the offer names').toEqual(Uint8Array.from(challenge));
+      if (reads.allowed) expect(readProcessMemory(process.pid, u64(offer, 40), CHALLENGE_BYTES), 'the memory the offer names: the challenge complemented').toEqual(probeOf(challenge));
       toPeer.write(Uint8Array.of(peerReads ? 1 : 0));
       // As the peer's receiver, the engine writes nothing before the peer's offer: then a fresh
       // challenge, even to an offer of nothing, and after the echo its answer, before it reads a header.
@@ -281,8 +281,8 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
         'a process holding the challenge',
         forgedOffer(victim!.pid, victim!.probe),
         async (challenge) => {
-          await victim!.hold(challenge);
-          expect(readProcessMemory(victim!.pid, victim!.probe, CHALLENGE_BYTES), 'the challenge where the offer says').toEqual(Uint8Array.from(challenge));
+          await victim!.hold(probeOf(challenge));
+          expect(readProcessMemory(victim!.pid, victim!.probe, CHALLENGE_BYTES), 'the probe where the offer says').toEqual(probeOf(challenge));
         },
       ],
       // node is not position-independent here: its ELF header is at 0x400000, nothing to know of it.

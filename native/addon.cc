@@ -12,6 +12,7 @@
 #include "dispatch.h"
 #include "errors.h"
 #include "kernel_worker.h"
+#include "result_memory.h"
 #include "spin_budget.h"
 #include "thread_pool.h"
 
@@ -193,6 +194,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelThreads", Napi::Function::New(env, KernelThreadsEntry, "kernelThreads"));
   exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
   exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
+  exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));
   exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }

@@ -1,3 +1,4 @@
+import { freshResult } from '../kernels/result-memory.js';
 import { ElementType } from '../protocol/element-type.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
@@ -32,9 +33,9 @@ export interface ScheduledCall<R> {
 
 const NOTHING = new Uint8Array(0);
 
-/** The result's memory: the caller's `output`, else `bytes` of fresh memory. */
+/** The result's memory: the caller's `output`, else `bytes` of fresh memory (in huge pages from 4 MiB). */
 function resultMemory(output: Uint8Array | undefined, bytes: number): Uint8Array {
-  return output ?? new Uint8Array(bytes);
+  return output ?? freshResult(bytes);
 }
 
 /** Whether `part` starts exactly `index` parts of its length into `whole` (NCCL's in-place slot forms). */
@@ -80,7 +81,7 @@ export const SCHEDULED_CALLS: CallOf = {
     return tensorCall(view, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), { op, inPlace: result === view.bytes, output: result }, () => result);
   },
   reduce: ({ view, op, root }, rank) => {
-    const result = rank === root ? new Uint8Array(view.bytes.length) : NOTHING;
+    const result = rank === root ? freshResult(view.bytes.length) : NOTHING;
     return tensorCall(view, shaped(Opcode.Reduce, view, { reduceOp: reduceOpCode(op), rootRank: root }), { op, root, inPlace: false, output: result }, () =>
       rank === root ? result : null,
     );

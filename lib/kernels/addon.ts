@@ -38,6 +38,11 @@ export interface KernelAddon {
   yieldCpu(): void;
   /** The spin each of these waits (us) had under the data plane's spin policy, `spinUs` -1 adaptive (native/spin_budget.h); for tests. */
   spinBudgetTrace(spinUs: number, waitsUs: Float64Array): Float64Array;
+  /**
+   * A zeroed ArrayBuffer of `bytes` mapped in huge pages for a fresh result (native/result_memory.h),
+   * or undefined below 4 MiB or where the mapping fails.
+   */
+  allocateResult(bytes: number): ArrayBuffer | undefined;
   /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
   DataPlane: DataPlaneEngine;
 }

@@ -1,0 +1,114 @@
+/**
+ * What the default call costs beside the in-place one: `allReduce(x, 'sum')` returns a fresh
+ * result, `allReduce(x, 'sum', { output })` writes into memory allocated once (the out-of-place
+ * schedule without the allocation), `allReduce(x, 'sum', { inPlace: true })` into x. Same job, same
+ * sizes, the forms alternated sample by sample, so their ratios are taken within one window.
+ *
+ *   npx tsx bench/fresh-results/run.ts [-n 2,4] [--sizes 1M,64M] [--samples 9] [--ms 300]
+ *
+ * One tcp_peer job of `-n` rank processes per world size (as `rxccl launch` starts them), default
+ * settings (the native plane). Per size, after a warm-up of both forms, `--samples` pairs of
+ * samples, each of as many calls as fit in about `--ms` (at least 3): the time per call is the
+ * maximum over ranks, and a line per size gives the three medians, the median of the per-sample
+ * ratios default / in place, and their min-max.
+ */
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { LocalJob } from '../../lib/launch/local-job.js';
+import { openSession } from '../../lib/launch/open-session.js';
+
+function option(name: string, fallback: string): string {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? fallback : process.argv[at + 1]!;
+}
+
+function bytesOf(text: string): number {
+  const match = /^(\d+)([KMG]?)$/.exec(text);
+  if (match === null) throw new Error(`a size is a whole number with an optional K, M or G, got ${text}`);
+  return Number(match[1]) * 1024 ** ' KMG'.indexOf(match[2] || ' ');
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+/** One rank: per size, the samples of both forms; rank 0 prints each pair's times (max over ranks). */
+async function rank(sizes: readonly number[], samples: number, sampleMs: number): Promise<void> {
+  const session = await openSession({ transport: 'tcp_peer' });
+  const slowest = async (ms: number) => (await session.allReduce(Float64Array.of(ms), 'max'))[0]!;
+  for (const bytes of sizes) {
+    const tensor = new Float32Array(bytes / 4).fill(1);
+    const output = new Float32Array(tensor.length).fill(0);
+    const forms = {
+      // The result is dropped at once, as a training step drops last step's gradients.
+      fresh: () => session.allReduce(tensor, 'sum'),
+      // Into memory allocated once: what the out-of-place schedule costs without the allocation.
+      output: () => session.allReduce(tensor, 'sum', { output }),
+      inPlace: () => session.allReduce(tensor, 'sum', { inPlace: true }),
+    };
+    const timed = async (call: () => Promise<unknown>, calls: number) => {
+      await session.barrier();
+      const started = performance.now();
+      for (let index = 0; index < calls; index++) await call();
+      return slowest((performance.now() - started) / calls);
+    };
+    // Warm-up, and how many calls make a sample: agreed on by every rank (the slowest's time).
+    await timed(forms.fresh, 2);
+    const perCall = await timed(forms.inPlace, 3);
+    const calls = Math.max(3, Math.round(sampleMs / perCall));
+    for (let sample = 0; sample < samples; sample++) {
+      const fresh = await timed(forms.fresh, calls);
+      const intoOutput = await timed(forms.output, calls);
+      const inPlace = await timed(forms.inPlace, calls);
+      if (session.rank === 0) process.stdout.write(`PAIR ${JSON.stringify({ bytes, fresh, output: intoOutput, inPlace })}\n`);
+    }
+  }
+  await session.close();
+}
+
+async function main(): Promise<void> {
+  const worldSizes = option('-n', '2,4').split(',').map(Number);
+  const sizes = option('--sizes', '1M,64M').split(',').map(bytesOf);
+  const samples = Number(option('--samples', '9'));
+  const sampleMs = Number(option('--ms', '300'));
+  console.log('# all-reduce f32 sum, tcp_peer, default settings; time per call (ms, max over ranks), medians over samples');
+  console.log('# ranks  size  default (fresh result)  output (allocated once)  in place  default / in place (min-max)');
+  for (const worldSize of worldSizes) {
+    let output = '';
+    const stdout = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        output += chunk.toString('utf8');
+        done();
+      },
+    });
+    const job = await LocalJob.start({
+      worldSize,
+      command: process.execPath,
+      args: ['--import', 'tsx', fileURLToPath(import.meta.url), 'rank', sizes.join(','), String(samples), String(sampleMs)],
+      transport: 'tcp_peer',
+      env: process.env,
+      stdout,
+      stderr: process.stderr,
+    });
+    const outcome = await job.outcome;
+    if (!outcome.ok) throw new Error(`the ${worldSize}-rank job failed: ${outcome.failure}`);
+    const pairs = output.split('\n').flatMap((line) => {
+      const at = line.indexOf('PAIR ');
+      return at < 0 ? [] : [JSON.parse(line.slice(at + 5)) as { bytes: number; fresh: number; output: number; inPlace: number }];
+    });
+    for (const bytes of sizes) {
+      const mine = pairs.filter((pair) => pair.bytes === bytes);
+      const ratios = mine.map((pair) => pair.fresh / pair.inPlace);
+      const [fresh, intoOutput, inPlace] = (['fresh', 'output', 'inPlace'] as const).map((form) => median(mine.map((pair) => pair[form])));
+      console.log(`${worldSize}  ${bytes}  ${fresh!.toFixed(3)}  ${intoOutput!.toFixed(3)}  ${inPlace!.toFixed(3)}  ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`);
+    }
+  }
+}
+
+if (process.argv[2] === 'rank') {
+  await rank(process.argv[3]!.split(',').map(Number), Number(process.argv[4]), Number(process.argv[5]));
+} else {
+  await main();
+}

@@ -12,9 +12,9 @@
  * maximum over ranks, and a line per size gives the three medians, the median of the per-sample
  * ratios default / in place, and their min-max.
  */
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { LocalJob } from '../../lib/launch/local-job.js';
+import { capturedOutput } from '../captured-output.js';
 import { openSession } from '../../lib/launch/open-session.js';
 
 function option(name: string, fallback: string): string {
@@ -76,25 +76,19 @@ async function main(): Promise<void> {
   console.log('# all-reduce f32 sum, tcp_peer, default settings; time per call (ms, max over ranks), medians over samples');
   console.log('# ranks  size  default (fresh result)  output (allocated once)  in place  default / in place (min-max)');
   for (const worldSize of worldSizes) {
-    let output = '';
-    const stdout = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        output += chunk.toString('utf8');
-        done();
-      },
-    });
+    const captured = capturedOutput();
     const job = await LocalJob.start({
       worldSize,
       command: process.execPath,
       args: ['--import', 'tsx', fileURLToPath(import.meta.url), 'rank', sizes.join(','), String(samples), String(sampleMs)],
       transport: 'tcp_peer',
       env: process.env,
-      stdout,
+      stdout: captured.stream,
       stderr: process.stderr,
     });
     const outcome = await job.outcome;
     if (!outcome.ok) throw new Error(`the ${worldSize}-rank job failed: ${outcome.failure}`);
-    const pairs = output.split('\n').flatMap((line) => {
+    const pairs = captured.text().split('\n').flatMap((line) => {
       const at = line.indexOf('PAIR ');
       return at < 0 ? [] : [JSON.parse(line.slice(at + 5)) as { bytes: number; fresh: number; output: number; inPlace: number }];
     });

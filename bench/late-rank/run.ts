@@ -11,9 +11,9 @@
  * seconds (user + system, the whole process) per 100 calls of the busiest waiting rank and of the
  * late one, and the time per call.
  */
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { LocalJob } from '../../lib/launch/local-job.js';
+import { capturedOutput } from '../captured-output.js';
 import { openSession } from '../../lib/launch/open-session.js';
 
 function option(name: string, fallback: string): string {
@@ -62,13 +62,7 @@ async function main(): Promise<void> {
   console.log(`# ${worldSize} ranks, tcp_peer, ${bytes} B all-reduce; the last rank ${lateMs} ms late at each of ${calls} calls`);
   console.log('# GX1_SPIN_US   waiting CPU s/100 calls   late CPU s/100 calls   ms/call');
   for (const spin of spins) {
-    let output = '';
-    const stdout = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        output += chunk.toString('utf8');
-        done();
-      },
-    });
+    const captured = capturedOutput();
     const script = fileURLToPath(import.meta.url);
     const job = await LocalJob.start({
       worldSize,
@@ -76,11 +70,11 @@ async function main(): Promise<void> {
       args: ['--import', 'tsx', script, 'rank', String(lateMs), String(calls), String(bytes)],
       transport: 'tcp_peer',
       env: { ...process.env, GX1_SPIN_US: spin },
-      stdout,
+      stdout: captured.stream,
       stderr: process.stderr,
     });
     const outcome = await job.outcome;
-    const line = output.split('\n').find((text) => text.includes('LATE '));
+    const line = captured.text().split('\n').find((text) => text.includes('LATE '));
     if (!outcome.ok || line === undefined) throw new Error(`GX1_SPIN_US=${spin}: ${outcome.failure ?? 'no result line'}`);
     const { waiting, late, callMs } = JSON.parse(line.slice(line.indexOf('LATE ') + 5)) as { waiting: number; late: number; callMs: number };
     console.log(`  ${spin.padEnd(13)} ${waiting.toFixed(3).padStart(24)} ${late.toFixed(3).padStart(22)} ${callMs.toFixed(2).padStart(9)}`);

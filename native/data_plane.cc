@@ -113,6 +113,14 @@ DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_
   }
 }
 
+void DataLinks::KeepPtracerOnlyIfRead() {
+  if (ptracer_ == nullptr) return;
+  for (const LinkMemory& link : memory_) {
+    if (link.answer < 0 || link.answer == kAnswerReads) return;
+  }
+  ptracer_.reset();
+}
+
 std::vector<int> DataLinks::SingleCopyLinks(bool sending) const {
   std::vector<int> links;
   for (size_t l = 0; l < memory_.size(); l++) {
@@ -459,6 +467,7 @@ bool DataLinks::ReadAnswers(Collective& c, Transfer& t, Outcome& outcome) {
       if (link.answer < 0) {
         if (byte != kAnswerInline && byte != kAnswerReads) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " to this rank's offer (expected 0 or 1)");
         link.answer = byte;
+        KeepPtracerOnlyIfRead();
         continue;
       }
       if (byte != kRangeRead || t.unanswered.empty()) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " where no range was due");

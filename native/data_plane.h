@@ -195,6 +195,8 @@ class DataLinks {
   // sends move in between).
   void Announce(Transfer& transfer);
   bool ReadAnswers(Collective& collective, Transfer& transfer, Outcome& outcome);
+  // Takes back the ptracer grant once every peer of this host answered and none reads in place.
+  void KeepPtracerOnlyIfRead();
   bool ReadOffer(Transfer& transfer, Outcome& outcome);
   bool ReadRange(Collective& collective, Transfer& transfer, Outcome& outcome, bool& waiting);
   bool WriteOwed(const Transfer& transfer, Outcome& outcome);
@@ -232,7 +234,8 @@ class DataLinks {
   // Per link (peer * rails + rail): its single-copy agreement, one side each way.
   std::vector<LinkMemory> memory_;
   const bool single_copy_;
-  // Held while this rank offers its memory to a peer of its host (single_copy.h).
+  // Held while this rank offers its memory to a peer of its host and until every such peer has
+  // answered, then only while one of them reads it in place (single_copy.h).
   std::unique_ptr<PtracerGrant> ptracer_;
   std::string setup_error_;
   // A small message's header and payload, read in one call (Receive).

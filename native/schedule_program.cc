@@ -59,7 +59,7 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   };
   auto label = [&](const char* what) {
     const size_t value = in.Count(what);
-    if (value > kMaxLabel) in.Fail(std::string("program ") + what + " is not a 24-bit label");
+    if (value > kMaxLabel) in.Fail(std::string("program ") + what + " is not a 32-bit label");
     return uint32_t(value);
   };
   auto span = [&](bool sized) {

@@ -33,9 +33,9 @@ struct SpanRef {
 constexpr int kMaxDataRails = 64;
 
 // A message's label (docs/protocol.md 9.9, "Message labels"): which of the schedule's messages it
-// is, written in its header's bytes 28..31, so one that arrives where another is due is named,
-// never folded in its place.
-constexpr uint32_t kMaxLabel = (uint32_t(1) << 24) - 1;
+// is, written in its header's bytes 28..31 (any u32), so one that arrives where another is due is
+// named, never folded in its place.
+constexpr uint32_t kMaxLabel = UINT32_MAX;
 
 struct ProgramSend {
   int peer = 0;

@@ -280,8 +280,9 @@ function checkLinks(ranks: readonly RankState[]): void {
         const message = `rank ${from}'s message ${k} to rank ${to}${onRail}`;
         if (send.span.bytes !== receive.span.bytes) throw new ScheduleModelError(`${message} has ${send.span.bytes} bytes, rank ${to} receives ${receive.span.bytes}`);
         if (messageLabel(send) !== messageLabel(receive)) throw new ScheduleModelError(`${message} is ${labelText(messageLabel(send))}, rank ${to} receives ${labelText(messageLabel(receive))}`);
-        if (send.step > 0xfff || send.channel > 0x3f) throw new ScheduleModelError(`${message}: step ${send.step} or channel ${send.channel} does not fit its tag`);
-        const label = `${send.step}/${send.channel}/${rail}`;
+        if (send.step > 0xfff || send.channel > 0x3fff) throw new ScheduleModelError(`${message}: step ${send.step} or channel ${send.channel} does not fit its label`);
+        // The tags carry the channel mod 64.
+        const label = `${send.step}/${send.channel % 64}/${rail}`;
         if (used.has(label)) throw new ScheduleModelError(`rank ${from} sends rank ${to} two messages as step ${send.step} channel ${send.channel}${onRail}: their tags would collide`);
         used.add(label);
       });

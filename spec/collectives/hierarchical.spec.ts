@@ -83,6 +83,6 @@ describe('hierarchical collectives in simulated jobs', () => {
     const bytes = { memory: 'input' as const, offset: 0, bytes: 0 };
     for (let message = 0; message < 4096; message++) world.transfer(0, 1, bytes, bytes, null);
     expect(() => world.transfer(0, 1, bytes, bytes, null)).toThrow(ConfigurationError);
-    expect(() => world.transfer(0, 1, bytes, bytes, null)).toThrow(/^hierarchical schedule of 2 ranks puts more than 4096 messages of channel 0 on the link from rank 0 to rank 1 .*GX1_RING_CHANNELS/);
+    expect(() => world.transfer(0, 1, bytes, bytes, null)).toThrow(/^hierarchical schedule of 2 ranks puts more than 4096 messages of tag channel 0 on the link from rank 0 to rank 1 .*GX1_RING_CHANNELS/);
   });
 });

@@ -360,7 +360,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(compile([6, 0, 1, 3, 0, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow('data plane program send peer is not another rank');
     expect(compile([6, 0, 1, 2, 1, 0, 0, 0, 4, 0, 0, 0, 0])).toThrow("data plane program send rail is not one of the job's rails (0..0)");
     expect(compile([6, 0, 1, 2, 0, 0, 0, 0, 4, 1, 0, 0, 0])).toThrow('data plane program send waits for a producer it does not have');
-    expect(compile([6, 0, 1, 2, 0, 2 ** 24, 0, 0, 4, 0, 0, 0, 0, 0])).toThrow('data plane program send label is not a 24-bit label');
+    expect(compile([6, 0, 1, 2, 0, 2 ** 32, 0, 0, 4, 0, 0, 0, 0, 0])).toThrow('data plane program send label is not a 32-bit label');
     expect(compile([6, 0, 0, 1, 0, 0, 0, 2, 0, 8, 0])).toThrow('data plane program span lies outside its scratch');
     expect(compile([6, 0, 0, 0, 0, 7])).toThrow('data plane program has numbers after its last fold');
     expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 0])).toThrow('data plane program fold has no source');

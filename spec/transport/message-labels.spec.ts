@@ -7,11 +7,13 @@
  * results; now the receivers name the message that came where another was due, and no rank ends
  * with a wrong result.
  */
+import fc from 'fast-check';
 import { asyncScheduler, lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hierarchicalAllGather } from '../../lib/collectives/all-gather/hierarchical.js';
 import { descriptorOf } from '../../lib/collectives/descriptor.js';
 import { carrierOf, hierarchicalIdentity, hierarchyOf } from '../../lib/collectives/hierarchical-family.js';
+import { labelText, messageLabel } from '../../lib/collectives/schedule/message-label.js';
 import { nativeCollective, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
 import { elements, type Schedule, type ScheduleInput, type ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { WorldScheduleBuilder } from '../../lib/collectives/schedule/world-schedule-builder.js';
@@ -92,6 +94,23 @@ async function allGather(writers: readonly ScheduleOf[]) {
 
 const blockOf = (rank: number) => Array.from({ length: COUNT }, (_, i) => rank * 100 + i);
 const gathered = Array.from({ length: WORLD }, (_, rank) => blockOf(rank)).flat();
+
+describe('a message label', () => {
+  it('says its step, channel (up to 16383: a hierarchical schedule has a channel per share) and stripe, so two messages of one link never share one', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xfff }), fc.integer({ min: 0, max: 0x3fff }), fc.integer({ min: 0, max: 63 }), (step, channel, stripe) => {
+        const label = messageLabel({ step, channel, stripe });
+        expect(label).toBeGreaterThanOrEqual(0);
+        expect(label).toBeLessThanOrEqual(0xffffffff);
+        expect(labelText(label)).toBe(`step ${step} channel ${channel} stripe ${stripe}`);
+      }),
+    );
+    // Shares 64 apart, whose tags carry one channel, still have labels of their own.
+    expect(messageLabel({ step: 0, channel: 66 })).not.toBe(messageLabel({ step: 0, channel: 2 }));
+    // docs/protocol.md 9.9: bytes 28..31 of step 1 of channel 70's stripe 2.
+    expect(Buffer.from(Uint32Array.of(messageLabel({ step: 1, channel: 70, stripe: 2 })).buffer).toString('hex')).toBe('01600801');
+  });
+});
 
 describe.skipIf(engine === null)(`message labels on the native data plane${reason}`, () => {
   it('the hierarchical all-gather of 4 engines in two groups: every rank gathers every block', async () => {

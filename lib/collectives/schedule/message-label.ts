@@ -2,19 +2,23 @@ import type { ScheduledMessage } from './schedule.js';
 
 /**
  * A message's label on the native plane's data links (docs/protocol.md 9.9, "Message labels"):
- * which of its collective's messages it is, as the JS plane's tags say it (step and channel, the
- * same 12 and 6 bits) and which stripe of it (rails), in its header's bytes 28..31:
- * `step & 0xfff | (channel & 0x3f) << 12 | stripe << 18`. Its receiver compares it with the label
- * of the message its own schedule expects next on that link, so a message sent in another order
- * (another part, another step) is named instead of being folded in the wrong place.
+ * which of its collective's messages it is, by its step and channel (the JS plane's tags carry the
+ * step's 12 bits and the channel's low 6; a label also the channel's next 8, so that the
+ * hierarchical schedules' channels, one per share, name up to 16384 shares) and which stripe of it
+ * (rails), in its header's bytes 28..31:
+ * `step & 0xfff | (channel & 0x3f) << 12 | stripe << 18 | (channel >> 6 & 0xff) << 24`. Its
+ * receiver compares it with the label of the message its own schedule expects next on that link,
+ * so a message sent in another order (another part, another step) is named instead of being folded
+ * in the wrong place.
  */
 export function messageLabel(message: Pick<ScheduledMessage, 'step' | 'channel' | 'stripe'>): number {
-  return (message.step & 0xfff) | ((message.channel & 0x3f) << 12) | ((message.stripe ?? 0) << 18);
+  const { step, channel, stripe = 0 } = message;
+  return ((step & 0xfff) | ((channel & 0x3f) << 12) | ((stripe & 0x3f) << 18) | (((channel >>> 6) & 0xff) << 24)) >>> 0;
 }
 
 /** A label as a person reads it: `step 2 channel 1 stripe 0`. */
 export function labelText(label: number): string {
-  return `step ${label & 0xfff} channel ${(label >>> 12) & 0x3f} stripe ${label >>> 18}`;
+  return `step ${label & 0xfff} channel ${((label >>> 12) & 0x3f) | ((label >>> 24) << 6)} stripe ${(label >>> 18) & 0x3f}`;
 }
 
 /** Where a data link header carries its message's label, u32 little-endian (native/data_plane.h kLabelOffset). */

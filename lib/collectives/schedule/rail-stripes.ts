@@ -27,7 +27,8 @@ export function stripeCuts(bytes: number, rails: number, unitBytes = STRIPE_UNIT
  * its stripes.
  */
 export function railOfPart(channel: number, part: number, rails: number, railOrder: readonly number[] | null): number {
-  const slot = (channel + part) % rails;
+  // The channel as the tags carry it (mod 64): a hierarchical schedule's share index may be larger.
+  const slot = ((channel % 64) + part) % rails;
   return railOrder === null ? slot : railOrder[slot]!;
 }
 

@@ -279,6 +279,18 @@ std::vector<int> DataLinks::Missing(const Collective& c) {
   return missing;
 }
 
+std::vector<int> DataLinks::Silent(const Collective& c, std::vector<size_t>& progress) {
+  std::vector<int> silent = Missing(c);
+  progress.resize(c.transfers.size(), 0);
+  for (size_t i = 0; i < c.transfers.size(); i++) {
+    const Transfer& t = c.transfers[i];
+    const size_t moved = t.received_total + t.sent_total + t.answered_total;
+    if (moved != progress[i]) silent.erase(std::remove(silent.begin(), silent.end(), t.peer), silent.end());
+    progress[i] = moved;
+  }
+  return silent;
+}
+
 bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   std::vector<Transfer>& phase = c.transfers;
   if (ended_.load(std::memory_order_acquire)) {

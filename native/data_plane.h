@@ -170,6 +170,10 @@ class DataLinks {
   // The peers `collective` waits for: those whose data has not all come, else those not taking
   // this rank's. What a timeout names; the engine's thread also reports it while it waits.
   static std::vector<int> Missing(const Collective& collective);
+  // The Missing peers none of whose transfers moved since `progress` (each transfer's bytes moved,
+  // as this last saw them; updated): those the collective waits for in silence, not those still
+  // sending or taking a large message slowly. What the engine's thread reports while it waits.
+  static std::vector<int> Silent(const Collective& collective, std::vector<size_t>& progress);
   // The session ended (any thread): the running collective and every later one end "aborted"
   // before they send anything more. The wake descriptor tells a waiting poll(); this tells the
   // sends a collective tries before its first poll.

@@ -34,8 +34,9 @@ namespace {
 constexpr size_t kInlineBytes = 64 * 1024;
 constexpr int64_t kInlineNs = 1'000'000;
 
-// While a collective waits for its peers, the engine's thread says every this often who they are
-// (waitingFor()): JavaScript asks when the collective has waited long, and gets an answer this fresh.
+// While a collective waits for its peers, the engine's thread says every this often who they are,
+// those that moved none of its bytes since the last time (waitingFor()): JavaScript asks when the
+// collective has waited long, and gets an answer this fresh.
 constexpr int64_t kWaitingReportNs = 1'000'000'000;
 
 // Only a process with one open plane runs collectives inline: where ranks share a process (tests,
@@ -245,7 +246,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     return result;
   }
 
-  // waitingFor(): the peers the running collective waits for (DataLinks::Missing), as the engine's
+  // waitingFor(): the peers the running collective waits for in silence (DataLinks::Silent), as the engine's
   // thread last said (at most kWaitingReportNs ago); none while nothing waits on that thread.
   Napi::Value WaitingFor(const Napi::CallbackInfo& info) {
     ExpectArgumentCount(info, 0, 0);
@@ -303,7 +304,9 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
         collective = std::move(job_);
       }
       auto* outcome = new Outcome();
-      while (!links_->Advance(*collective, *outcome, MonotonicNs() + kWaitingReportNs)) ReportWaiting(DataLinks::Missing(*collective));
+      std::vector<size_t> progress;
+      DataLinks::Silent(*collective, progress);
+      while (!links_->Advance(*collective, *outcome, MonotonicNs() + kWaitingReportNs)) ReportWaiting(DataLinks::Silent(*collective, progress));
       ReportWaiting({});
       done_.NonBlockingCall(outcome, [this](Napi::Env env, Napi::Function, Outcome* result) {
         std::unique_ptr<Outcome> owned(result);

@@ -52,7 +52,7 @@ export interface NativeDataPlane {
   close(): void;
   /** The links (p * rails + rail) agreed to single copy so far, sending and receiving; between collectives. */
   singleCopyLinks(): SingleCopyLinks;
-  /** The peers the collective on the engine's thread waits for, as that thread said within the last second; none while none waits there. */
+  /** The peers the collective on the engine's thread waits for and that moved none of its bytes in the last second, as that thread said; none while none waits there. */
   waitingFor(): number[];
 }
 
@@ -192,7 +192,7 @@ export class DataPlane {
     return { readBy: peers(sends), readsFrom: peers(receives) };
   }
 
-  /** The peers the running collective waits for (its engine's thread says so every second), none while none waits. */
+  /** The peers the running collective waits for in silence (its engine's thread says so every second: not those still moving bytes), none while none waits. */
   waitingFor(): number[] {
     return this.running && !this.closing ? this.engine.waitingFor() : [];
   }

@@ -302,6 +302,25 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(plane.waitingFor()).toEqual([]);
   });
 
+  it('names as waited for only a peer that moved none of its bytes in the last second: one sending a large message slowly is not', async () => {
+    const { plane, peer } = await engineAndPeer();
+    const { context } = recordingContext();
+    const count = 16_384;
+    const collective = nativeCollective(context, { opcode: Opcode.AllReduce, elementType: ElementType.I32, elementCount: count, reduceOp: 1 }, 'all-pairs');
+    const { outcome } = allReduce(plane, new Array(count).fill(1), collective, 10_000);
+    const message = concat(headerOf(collective), i32(new Array(count).fill(2)));
+    // A byte every 50 ms for 2.5 s: always moving, never done.
+    let sent = 0;
+    const trickle = setInterval(() => peer.write(message.subarray(sent, ++sent)), 50);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(plane.waitingFor(), 'a peer moving bytes').toEqual([]);
+    clearInterval(trickle);
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    expect(plane.waitingFor(), 'the same peer, silent since').toEqual([1]);
+    peer.write(message.subarray(sent));
+    expect(await outcome).toBeUndefined();
+  });
+
   it('end() wakes a collective waiting on a silent peer in under 1 s; later ones end at once, sending nothing; settleNative leaves the error to the session', async () => {
     const { plane, peer } = await engineAndPeer();
     let arrived = 0;

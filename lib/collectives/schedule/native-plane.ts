@@ -24,8 +24,9 @@ export interface NativePlane {
   /** The peers it agreed single copy with so far, null while a collective runs (the addon's engine; a model has none). */
   singleCopyPeers?(): SingleCopyPeers | null;
   /**
-   * The peers the running collective waits for, for the session's waiting warning; none while
-   * nothing waits (the addon's engine: as its thread said within the last second; a model has none).
+   * The peers the running collective waits for in silence, for the session's waiting warning; none
+   * while nothing waits (the addon's engine: as its thread said within the last second, leaving out
+   * peers that moved any of its bytes in that second; a model has none).
    */
   waitingFor?(): readonly number[];
 }

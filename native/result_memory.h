@@ -18,6 +18,7 @@ namespace rxccl {
 // 1 MiB a loss (1.1 -> 2.3 ms): there the C library hands back memory the collector freed, already
 // mapped, where each huge mapping is new (its 2 MiB page zeroed, maybe compacted for). A result's
 // memory is rounded up to whole 2 MiB pages: at most 1.5x its size, less above.
+// lib/kernels/result-memory.ts HUGE_RESULT_BYTES is the same: JavaScript asks only from there.
 constexpr size_t kHugeResultBytes = size_t(4) << 20;
 
 // allocateResult(bytes): a zeroed ArrayBuffer of `bytes` in memory of its own, mapped as huge

@@ -9,14 +9,19 @@ import { loadAddon, type KernelAddon } from './addon.js';
  * the collector.
  */
 export function freshResult(bytes: number): Uint8Array {
-  allocate ??= hugeAllocator(loadAddon);
+  // Most results are small: they cost no call into the addon (which would decline them anyway).
+  if (bytes < HUGE_RESULT_BYTES) return new Uint8Array(bytes);
+  if (allocate === undefined) allocate = hugeAllocator(loadAddon);
   const mapped = allocate?.(bytes);
   return mapped === undefined ? new Uint8Array(bytes) : new Uint8Array(mapped);
 }
 
+/** The size from which the addon maps a result in huge pages (native/result_memory.h kHugeResultBytes). */
+export const HUGE_RESULT_BYTES = 4 << 20;
+
 type Allocate = (bytes: number) => ArrayBuffer | undefined;
 
-/** The addon's allocator, looked up once; null where it does not load. */
+/** The addon's allocator, looked up once (null, and never again, where it does not load); undefined before. */
 let allocate: Allocate | null | undefined;
 
 /** The addon's `allocateResult` where the addon loads, else null. */

@@ -104,6 +104,10 @@ export class CollectiveRunner {
     if (slowCollectiveMs >= context.timeoutMs()) return run;
     return new Observable<T>((subscriber) => {
       const started = scheduler.now();
+      subscriber.add(run.subscribe(subscriber));
+      // Most small collectives are over before their call returns (the native plane runs them on
+      // this thread first): only one still running is watched.
+      if (subscriber.closed) return;
       const slow = new LazyDeadline(context.deadlines, () => {
         slow.set(slowCollectiveMs);
         const missing = waiting.missing();
@@ -114,7 +118,6 @@ export class CollectiveRunner {
       });
       slow.set(slowCollectiveMs);
       subscriber.add(() => slow.clear());
-      subscriber.add(run.subscribe(subscriber));
     });
   }
 

@@ -195,6 +195,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
   exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
   exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));
+  exports.Set("resultPoolBytes", Napi::Function::New(env, ResultPoolBytes, "resultPoolBytes"));
   exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }

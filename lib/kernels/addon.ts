@@ -39,10 +39,13 @@ export interface KernelAddon {
   /** The spin each of these waits (us) had under the data plane's spin policy, `spinUs` -1 adaptive (native/spin_budget.h); for tests. */
   spinBudgetTrace(spinUs: number, waitsUs: Float64Array): Float64Array;
   /**
-   * A zeroed ArrayBuffer of `bytes` mapped in huge pages for a fresh result (native/result_memory.h),
-   * or undefined below 4 MiB or where the mapping fails.
+   * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: a freed result's
+   * from the pool (its old bytes), else a new one (zero; from 4 MiB in huge pages); undefined below
+   * 64 KiB or where mapping fails (native/result_memory.h).
    */
   allocateResult(bytes: number): ArrayBuffer | undefined;
+  /** Bytes of freed results the addon keeps to hand out again (native/result_pool.h). */
+  resultPoolBytes(): number;
   /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
   DataPlane: DataPlaneEngine;
 }

@@ -39,6 +39,8 @@ export { recordFlight, type FlightRecordingOptions, type FlightRecordReason } fr
 export { RankSession, type Communicator } from './session/rank-session.js';
 export type { SplitOptions } from './communicator/split-plan.js';
 export type { BroadcastOptions, OutputOptions, ReductionOptions } from './session/collective-requests.js';
+export type { FusionOptions } from './session/fused-all-reduce.js';
+export { DEFAULT_BUCKET_BYTES } from './collectives/fusion/buckets.js';
 export type { RailOption, ReceiveShape } from './session/point-to-point.js';
 export type { SessionEvent } from './session/events.js';
 export type { ExchangeOptions } from './session/exchange-options.js';

@@ -13,26 +13,11 @@
  * ratios default / in place, and their min-max.
  */
 import { fileURLToPath } from 'node:url';
-import { LocalJob } from '../../lib/launch/local-job.js';
-import { capturedOutput } from '../captured-output.js';
+import { bytesOf, option } from '../argv.js';
+import { median } from '../collectives/median.js';
+import { rankJobLines } from '../rank-job.js';
 import { openSession } from '../../lib/launch/open-session.js';
 
-function option(name: string, fallback: string): string {
-  const at = process.argv.indexOf(name);
-  return at < 0 ? fallback : process.argv[at + 1]!;
-}
-
-function bytesOf(text: string): number {
-  const match = /^(\d+)([KMG]?)$/.exec(text);
-  if (match === null) throw new Error(`a size is a whole number with an optional K, M or G, got ${text}`);
-  return Number(match[1]) * 1024 ** ' KMG'.indexOf(match[2] || ' ');
-}
-
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 
 /** One rank: per size, the samples of both forms; rank 0 prints each pair's times (max over ranks). */
 async function rank(sizes: readonly number[], samples: number, sampleMs: number): Promise<void> {
@@ -76,22 +61,12 @@ async function main(): Promise<void> {
   console.log('# all-reduce f32 sum, tcp_peer, default settings; time per call (ms, max over ranks), medians over samples');
   console.log('# ranks  size  default (fresh result)  output (allocated once)  in place  default / in place (min-max)');
   for (const worldSize of worldSizes) {
-    const captured = capturedOutput();
-    const job = await LocalJob.start({
+    const pairs = await rankJobLines<{ bytes: number; fresh: number; output: number; inPlace: number }>(
       worldSize,
-      command: process.execPath,
-      args: ['--import', 'tsx', fileURLToPath(import.meta.url), 'rank', sizes.join(','), String(samples), String(sampleMs)],
-      transport: 'tcp_peer',
-      env: process.env,
-      stdout: captured.stream,
-      stderr: process.stderr,
-    });
-    const outcome = await job.outcome;
-    if (!outcome.ok) throw new Error(`the ${worldSize}-rank job failed: ${outcome.failure}`);
-    const pairs = captured.text().split('\n').flatMap((line) => {
-      const at = line.indexOf('PAIR ');
-      return at < 0 ? [] : [JSON.parse(line.slice(at + 5)) as { bytes: number; fresh: number; output: number; inPlace: number }];
-    });
+      fileURLToPath(import.meta.url),
+      ['rank', sizes.join(','), String(samples), String(sampleMs)],
+      'PAIR',
+    );
     for (const bytes of sizes) {
       const mine = pairs.filter((pair) => pair.bytes === bytes);
       const ratios = mine.map((pair) => pair.fresh / pair.inPlace);

@@ -13,13 +13,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { LocalJob } from '../../lib/launch/local-job.js';
+import { option } from '../argv.js';
 import { capturedOutput } from '../captured-output.js';
 import { openSession } from '../../lib/launch/open-session.js';
-
-function option(name: string, fallback: string): string {
-  const at = process.argv.indexOf(name);
-  return at < 0 ? fallback : process.argv[at + 1]!;
-}
 
 function count(name: string, fallback: number): number {
   const value = Number(option(name, String(fallback)));

@@ -97,6 +97,12 @@ export interface RootedRequest extends TensorRequest {
 
 export interface ReductionRequest extends TensorRequest {
   readonly op: ReduceOp;
+  /**
+   * What the tensor is made of, where the ranks must agree on more than its length: a fused
+   * bucket's tensors (lib/collectives/fusion/buckets.ts), as a layout hash. Every path's agreement
+   * checks it (the request's tag, docs/protocol.md 9.7); absent for a plain call.
+   */
+  readonly layout?: bigint;
 }
 
 export interface RootedReductionRequest extends ReductionRequest {

@@ -3,7 +3,7 @@ import { type OperationDescriptor, operationMismatch, sameOperation } from '../p
 import { ANY_RANK } from '../protocol/constants.js';
 import { decodeDescriptor, DESCRIPTOR_BYTES } from '../protocol/descriptor-codec.js';
 import { ElementType } from '../protocol/element-type.js';
-import { layoutHash } from '../protocol/layout-hash.js';
+import { layoutHash, layoutText } from '../protocol/layout-hash.js';
 import type { CollectiveRequest } from '../transport/collective-channel.js';
 
 /**
@@ -20,8 +20,19 @@ export function descriptorOf(request: CollectiveRequest, layout: string): Operat
     rootRank: request.rootRank ?? ANY_RANK,
     elementCount: request.elementCount ?? 0,
     reduceOp: request.reduceOp ?? 0,
-    layoutHash: layout === '' ? 0n : layoutHash(layout),
+    layoutHash: requestLayoutHash(request, layout),
   };
+}
+
+/**
+ * The layout the ranks agree on for `request` run by an algorithm of `layout`: the algorithm's
+ * alone, or, where the caller's request carries a layout of its own in its tag (a fused bucket's
+ * tensors), both, named so that a mismatch shows each (`"ring; fused f32 [1024 x256]"`).
+ */
+export function requestLayoutHash(request: CollectiveRequest, layout: string): bigint {
+  const own = request.tag ?? 0n;
+  if (own === 0n) return layout === '' ? 0n : layoutHash(layout);
+  return layout === '' ? own : layoutHash(`${layout}; ${layoutText(own) ?? String(own)}`);
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext } from './algorithm.js';
 import { exchangeOnMesh } from './mesh-exchange.js';
 import { NO_DATA } from './exchange-message.js';
-import { layoutHash } from '../protocol/layout-hash.js';
+import { requestLayoutHash } from './descriptor.js';
 
 /**
  * Agrees, on the JS plane, on a collective whose data moves over the links; emits the sequence
@@ -24,6 +24,6 @@ export function agreeOnPeerData(links: Links, context: CollectiveContext, reques
     });
   }
   return context
-    .coordinate({ ...request, flags: (request.flags ?? 0) | FLAG_PEER_DATA, tag: layoutHash(layout) }, [])
+    .coordinate({ ...request, flags: (request.flags ?? 0) | FLAG_PEER_DATA, tag: requestLayoutHash(request, layout) }, [])
     .pipe(map((response) => response.header.sequence));
 }

@@ -2,6 +2,7 @@ import { concat, defer, mergeMap, type Observable } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext, CollectiveName, Collectives } from './algorithm.js';
+import { descriptorOf } from './descriptor.js';
 import { agreeOnPeerData } from './peer-agreement.js';
 import { runOnLinks } from './schedule/links-executor.js';
 import { runOnPlane } from './schedule/plane-executor.js';
@@ -49,7 +50,10 @@ export function runScheduled<N extends ScheduledName>(
         ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
         inPlace: call.inPlace,
       }));
-    const { schedule, descriptor } = context.schedules.get(key, call.request, write);
+    const cached = context.schedules.get(key, call.request, write);
+    const { schedule } = cached;
+    // A fused bucket's layout is the call's, not the shape's: its descriptor is its own.
+    const descriptor = call.request.tag === undefined ? cached.descriptor : descriptorOf(call.request, schedule.layout);
     if (plane === 'native') {
       const native = context.nativePlane;
       if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);

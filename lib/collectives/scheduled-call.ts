@@ -76,9 +76,9 @@ export const SCHEDULED_CALLS: CallOf = {
     output: NOTHING,
     result: () => undefined,
   }),
-  allReduce: ({ view, op, output }) => {
+  allReduce: ({ view, op, output, layout }) => {
     const result = resultMemory(output, view.bytes.length);
-    return tensorCall(view, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), { op, inPlace: result === view.bytes, output: result }, () => result);
+    return tensorCall(view, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op), tag: layout }), { op, inPlace: result === view.bytes, output: result }, () => result);
   },
   reduce: ({ view, op, root }, rank) => {
     const result = rank === root ? freshResult(view.bytes.length) : NOTHING;

@@ -14,7 +14,7 @@ import type { CollectiveContext, ReductionRequest } from './algorithm.js';
  */
 
 /** What a collective adds to a tensor's shape in its request. */
-export type RequestExtras = Pick<CollectiveRequest, 'reduceOp' | 'rootRank' | 'flags'>;
+export type RequestExtras = Pick<CollectiveRequest, 'reduceOp' | 'rootRank' | 'flags' | 'tag'>;
 
 const NO_EXTRAS: RequestExtras = {};
 
@@ -23,7 +23,7 @@ const NO_EXTRAS: RequestExtras = {};
  * collective builds one, and a spread of varying shapes costs microseconds.
  */
 export function shaped(opcode: Opcode, view: TensorView, extra: RequestExtras = NO_EXTRAS): CollectiveRequest {
-  return { opcode, elementType: view.elementType, elementCount: view.count, reduceOp: extra.reduceOp, rootRank: extra.rootRank, flags: extra.flags };
+  return { opcode, elementType: view.elementType, elementCount: view.count, reduceOp: extra.reduceOp, rootRank: extra.rootRank, flags: extra.flags, tag: extra.tag };
 }
 
 /**

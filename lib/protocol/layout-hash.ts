@@ -16,6 +16,11 @@ export function layoutHash(layout: string): bigint {
 
 /** A layout hash as a person reads it: its text in quotes where this process knows it, else the number. */
 export function layoutName(hash: bigint): string {
-  const text = hash === 0n ? undefined : NAMED_LAYOUTS.get(hash);
+  const text = layoutText(hash);
   return text === undefined ? String(hash) : JSON.stringify(text);
+}
+
+/** The text this process hashed to `hash`, where it knows it. */
+export function layoutText(hash: bigint): string | undefined {
+  return hash === 0n ? undefined : NAMED_LAYOUTS.get(hash);
 }

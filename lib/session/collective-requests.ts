@@ -53,8 +53,9 @@ export class CollectiveRequests {
     return this.runner.submit('barrier', () => ({}), 0);
   }
 
-  allReduce<T extends Tensor>(data: T, op: ReduceOp, options: ReductionOptions<T>): Observable<T> {
-    return this.tensorCollective<'allReduce', T>('allReduce', data, (view, output) => ({ view, op: reducible(view, op), output }), resultMemory(data, options));
+  /** `layout`: a fused bucket's (lib/collectives/fusion/buckets.ts), which the agreement checks with the rest. */
+  allReduce<T extends Tensor>(data: T, op: ReduceOp, options: ReductionOptions<T>, layout?: bigint): Observable<T> {
+    return this.tensorCollective<'allReduce', T>('allReduce', data, (view, output) => ({ view, op: reducible(view, op), output, layout }), resultMemory(data, options));
   }
 
   reduce<T extends Tensor>(data: T, op: ReduceOp, root: number): Observable<T | null> {

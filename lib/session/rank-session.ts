@@ -50,6 +50,7 @@ import { CollectiveRunner } from './collective-runner.js';
 import { EventLoopHold } from './event-loop-hold.js';
 import type { SessionEvent } from './events.js';
 import { exchangeRequest, type ExchangeOptions } from './exchange-options.js';
+import { allReduceMany, type FusionOptions } from './fused-all-reduce.js';
 import { leaveBeforeExit } from './leave-before-exit.js';
 import { logSessionEvents, sessionWarningLogger } from './log-session-events.js';
 import { openLinks } from './open-links.js';
@@ -486,6 +487,26 @@ export class RankSession {
    */
   allReduce$<T extends Tensor>(data: T, op: ReduceOp = 'sum', options: ReductionOptions<T> = {}): Observable<T> {
     return this.requests.allReduce(data, op, options);
+  }
+
+  /**
+   * All-reduces many tensors as few collectives (fusion, as torch DDP's buckets and Horovod's
+   * fusion buffer): each type's tensors are packed, in order, into buckets of at most `bucketBytes`
+   * (default 64 MiB), one all-reduce each, and the results come back per tensor, in order: fresh
+   * tensors (views into their bucket's result), or the tensors themselves with `{ inPlace: true }`.
+   * Every rank passes tensors of the same types and lengths in the same order; the agreement checks
+   * each bucket's layout. `allReduceFused` is the operator for a stream of tensors.
+   * @example
+   * const grads = model.layers.map((layer) => layer.gradient); // hundreds of small Float32Arrays
+   * await session.allReduceMany(grads, 'avg', { inPlace: true }); // a few collectives, not hundreds
+   */
+  allReduceMany<T extends Tensor>(tensors: readonly T[], op: ReduceOp = 'sum', options: FusionOptions = {}): Promise<T[]> {
+    return lastValueFrom(this.allReduceMany$(tensors, op, options));
+  }
+
+  /** `allReduceMany` as an Observable that emits the results once (submitted at the call, as `allReduce$`). */
+  allReduceMany$<T extends Tensor>(tensors: readonly T[], op: ReduceOp = 'sum', options: FusionOptions = {}): Observable<T[]> {
+    return allReduceMany((bucket, bucketOp, inPlace, layout) => this.requests.allReduce(bucket, bucketOp, { inPlace }, layout), this.scratch, tensors, op, options);
   }
 
   /**

@@ -7,11 +7,12 @@
  * It reports on stdout, one line each: `READY`, `RESULT <name> <json>`, `WAITING`, `BLOCKING`,
  * `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
  * Scenarios: `collectives`, `die-in-allreduce` (below); `split`, `mismatch` (communicators,
- * spec/process/fixtures/communicator-split.ts).
+ * spec/process/fixtures/communicator-split.ts); `fusion` (spec/process/fixtures/fusion.ts).
  */
 import { openSession } from '../../lib/index.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { mismatch, split } from '../process/fixtures/communicator-split.js';
+import { fusion } from '../process/fixtures/fusion.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const result = (name: string, value: unknown) =>
@@ -67,6 +68,7 @@ const scenarios: Record<string, (session: RankSession) => Promise<void>> = {
   'die-in-allreduce': dieInAllReduce,
   split,
   mismatch,
+  fusion: (session) => fusion(session, result),
 };
 
 async function main(): Promise<number> {

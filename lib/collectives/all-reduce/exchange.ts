@@ -14,7 +14,7 @@ import { shaped } from '../staged.js';
  */
 export function exchangeAllReduce(links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   const { view, op } = request;
-  return exchangeOnMesh(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op) }), view.bytes).pipe(
+  return exchangeOnMesh(links, context, shaped(Opcode.AllReduce, view, { reduceOp: reduceOpCode(op), tag: request.layout }), view.bytes).pipe(
     mergeMap((parts) =>
       reduceParts(
         context,

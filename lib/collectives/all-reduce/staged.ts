@@ -9,6 +9,6 @@ import { checkGatheredFits, reduceResponse, shaped } from '../staged.js';
 export function stagedAllReduce(_links: Links, request: ReductionRequest, context: CollectiveContext): Observable<Uint8Array> {
   return defer(() => {
     checkGatheredFits(Opcode.AllReduce, request.view, context.worldSize);
-    return context.coordinate(shaped(Opcode.AllReduce, request.view, { reduceOp: reduceOpCode(request.op) }), [request.view.bytes], true);
+    return context.coordinate(shaped(Opcode.AllReduce, request.view, { reduceOp: reduceOpCode(request.op), tag: request.layout }), [request.view.bytes], true);
   }).pipe(mergeMap((response) => reduceResponse(context, request, response.payload)));
 }

@@ -8,3 +8,4 @@ export { reduceScatter } from './reduce-scatter.js';
 export { allToAll } from './all-to-all.js';
 export { heartbeat$ } from './heartbeat.js';
 export { retryOnShrink, type RetryOnShrinkOptions } from './retry-on-shrink.js';
+export { allReduceFused, type FusedStreamOptions } from './all-reduce-fused.js';

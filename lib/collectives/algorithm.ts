@@ -66,6 +66,12 @@ export interface CollectiveContext {
   readonly waiting?: WaitingRanks;
   /** Ends the job on every rank with `reason` (a failure only this rank has seen). */
   abort(reason: string): void;
+  /**
+   * A fault-tolerant job's answer to a peer whose links ended while a collective needed it: the
+   * peer is lost here (`RankLosses.needed`), so this rank's communicators with it fail with
+   * `RankLostError`, which ends the collective; the job goes on. Null elsewhere: the job ends.
+   */
+  readonly peerLost: ((peer: number, reason: string) => void) | null;
   /** The session's native data plane (tcp_peer, where every rank runs one), else null. */
   readonly nativePlane: NativePlane | null;
   /** The session's schedules by call shape (`runScheduled`). */

@@ -242,6 +242,7 @@ export class RankSession {
       deadlines: this.deadlines,
       waiting,
       abort: (reason) => void this.abortLinks(reason),
+      peerLost: core.membership.losses === null ? null : (peer, reason) => core.membership.losses!.needed(core.membership.jobRanks[peer]!, reason),
     });
     const plane = sessionPlane(transport, nativePlane !== null);
     this.runner = new CollectiveRunner({

@@ -28,6 +28,7 @@ export interface SessionContextParts {
   readonly deadlines: LazyDeadlines;
   readonly waiting: WaitingRanks;
   readonly abort: (reason: string) => void;
+  readonly peerLost: ((peer: number, reason: string) => void) | null;
 }
 
 /** The rail order of a session: GX1_RAIL_ORDER, else (auto) the topology's best rails first, else none. */
@@ -68,6 +69,7 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     deadlines: parts.deadlines,
     waiting: parts.waiting,
     abort: parts.abort,
+    peerLost: parts.peerLost,
     nativePlane,
     schedules: new ScheduleCache(),
   };

@@ -88,7 +88,9 @@ export interface SessionOptions extends TuningOptions {
   dataPlane?: DataPlaneSetting;
   /**
    * The job survives losing a rank (default `GX1_FAULT_TOLERANT`, else false; the same on every
-   * rank and the coordinator): see `shrink()`. Such a job's collectives run on the JS plane.
+   * rank and the coordinator): see `shrink()`. Its world runs on the native data plane as any job's
+   * (a lost rank fails the world's collective with `RankLostError`); communicators, a shrunk one
+   * included, run on the JS plane.
    */
   faultTolerant?: boolean;
   /**
@@ -158,9 +160,6 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
   const rails = options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS);
   const tls = resolveTls(options.tls, env);
   const faultTolerant = resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT);
-  if (faultTolerant && (options.dataPlane ?? env.GX1_DATA_PLANE)?.trim() === 'native') {
-    throw new ConfigurationError('dataPlane=native cannot be used in a fault-tolerant job (GX1_FAULT_TOLERANT=1): its data links do not survive a lost rank (use auto or js)');
-  }
   const dataPlane = resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null);
   const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');
   return {
@@ -180,8 +179,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     tuning: resolveTuning(options, worldSize, env, rails),
     scheduler: options.scheduler ?? asyncScheduler,
     busyPoll: resolveBusyPoll(options.busyPollMicros, env),
-    // A fault-tolerant job's collectives run on the JS plane: the native plane's links end with a lost rank.
-    dataPlane: faultTolerant ? 'js' : dataPlane,
+    dataPlane,
     faultTolerant,
     spin: resolveMicros(options.spinMicros, 'spinMicros', env, 'GX1_SPIN_US', MAX_SPIN_MICROS),
     singleCopy: resolveSingleCopy(options.singleCopy, env.GX1_SINGLE_COPY),

@@ -404,6 +404,8 @@ export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): Me
       timeoutMs: () => timeoutMs,
       deadlines,
       abort: (reason) => abort(reason, rank),
+      // As a session's: a fault-tolerant job loses a peer whose links ended.
+      peerLost: losses[rank] === null ? null : (peer, reason) => losses[rank]!.needed(peer, reason),
       nativePlane,
       schedules: new ScheduleCache(),
       ...options.contextOf?.(rank),

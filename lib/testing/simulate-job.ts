@@ -296,7 +296,7 @@ async function runGeneration<T>(
   const faults = options.faults ?? [];
   const timeoutMs = options.timeoutMs ?? 60_000;
   const horizonMs = options.horizonMs ?? DEFAULT_HORIZON_MS;
-  // A fault-tolerant job runs the JS plane, as a real one does.
+  // The model's native plane has no lost peers' links to end: a fault-tolerant job runs the JS plane here.
   const dataPlane = transport === 'tcp_peer' && options.faultTolerant !== true ? (options.dataPlane ?? 'native') : 'js';
   const memory = memoryJob(worldSize, {
     dataPlane,

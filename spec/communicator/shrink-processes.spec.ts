@@ -13,6 +13,7 @@
  * 2-core machine: the jobs are few, each killing two ranks (four at 8 ranks).
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
 import { alive, type Running, startRxccl, tsNode } from '../cli/rxccl-process.js';
 import { shrinkElement } from '../process/fixtures/communicator-shrink-values.js';
@@ -143,6 +144,9 @@ async function expectShrinks(spec: JobSpec): Promise<void> {
 
   let members = Array.from({ length: spec.worldSize }, (_, rank) => rank);
   for (const rank of members) expectChecked(of(rank, 'warmup'), members, 0, elementsOf(spec, 0), `warm-up of rank ${rank}\n${what}`);
+  // A fault-tolerant world runs the native plane as any job's: the first loss is taken there.
+  const worldPlane = spec.transport === 'tcp_host_staged' ? 'coordinator' : dataPlaneEngine() !== null ? 'native' : 'js';
+  for (const rank of members) expect(of(rank, 'warmup')?.plane, `the world's plane at rank ${rank}\n${what}`).toBe(worldPlane);
   for (const [index, victim] of spec.victims.entries()) {
     const phase = index + 1;
     const survivors = members.filter((member) => member !== victim);

@@ -73,6 +73,7 @@ function recordingContext(scheduler: SchedulerLike = asyncScheduler): { context:
     nextMeshSequence: () => next++,
     timeoutMs: () => 5_000,
     abort: (text: string) => aborts.push(text),
+    peerLost: null,
     deadlines: new LazyDeadlines(scheduler),
   } as unknown as CollectiveContext;
   return { context, aborts };
@@ -272,6 +273,20 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(blamed!.at).toBe(PEER_LEFT_GRACE_MS);
     expect(blamed!.error.message).toBe('direct peer rank 1 left');
     expect(aborts).toEqual(['direct peer rank 1 left']);
+  });
+
+  it('in a fault-tolerant job, a peer that left is lost (no abort): the session failure it brings ends the collective', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { context, aborts } = recordingContext(scheduler);
+    const lost: [number, string][] = [];
+    const tolerant = { ...context, peerLost: (peer: number, reason: string) => lost.push([peer, reason]) };
+    const left: NativeOutcome = { kind: 'peer-closed', peer: 1, what: 'recv: Connection reset by peer' } as NativeOutcome;
+    const ended: unknown[] = [];
+    settleNative(left, tolerant, collectiveFor(4), () => null).subscribe({ next: (value) => ended.push(value), error: (error) => ended.push(error), complete: () => ended.push('complete') });
+    scheduler.flush();
+    expect(lost).toEqual([[1, 'its native data link closed while rank 0 needed it (recv: Connection reset by peer)']]);
+    expect(ended).toEqual([]);
+    expect(aborts).toEqual([]);
   });
 
   it('a silent peer: the collective times out after its timeout, naming it as missing', async () => {

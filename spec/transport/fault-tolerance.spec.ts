@@ -18,10 +18,11 @@ describe('GX1_FAULT_TOLERANT / faultTolerant', () => {
     expect(() => resolveFaultTolerance('1' as unknown as boolean, undefined)).toThrow('faultTolerant must be true or false, got "1"');
   });
 
-  it('a fault-tolerant session runs the JS plane, and refuses GX1_DATA_PLANE=native', () => {
+  it('a fault-tolerant session takes the data plane as any session does (native where offered)', () => {
     const base = { coordinator: '127.0.0.1:1', uniqueId: '00112233445566778899aabbccddeeff', rank: 0, worldSize: 2 };
-    expect(resolveSessionOptions({ ...base, faultTolerant: true }, {}).dataPlane).toBe('js');
+    const available = resolveSessionOptions(base, {}).dataPlane;
+    expect(resolveSessionOptions({ ...base, faultTolerant: true }, {}).dataPlane).toBe(available);
     expect(resolveSessionOptions(base, { GX1_FAULT_TOLERANT: '1' }).faultTolerant).toBe(true);
-    expect(() => resolveSessionOptions({ ...base, faultTolerant: true, dataPlane: 'native' }, {})).toThrow(/dataPlane=native cannot be used in a fault-tolerant job/);
+    expect(resolveSessionOptions({ ...base, faultTolerant: true, dataPlane: 'js' }, {}).dataPlane).toBe('js');
   });
 });

@@ -70,7 +70,7 @@ function relayingAtOnce(input: ScheduleInput): Schedule {
 /** Rank `rank`'s context for settling its outcome (aborts recorded). */
 function contextOf(rank: number, aborts: string[]): CollectiveContext {
   let next = 0n;
-  return { rank, worldSize: WORLD, nextMeshSequence: () => next++, timeoutMs: () => 3_000, abort: (text: string) => aborts.push(text), deadlines: new LazyDeadlines(asyncScheduler) } as unknown as CollectiveContext;
+  return { rank, worldSize: WORLD, nextMeshSequence: () => next++, timeoutMs: () => 3_000, abort: (text: string) => aborts.push(text), peerLost: null, deadlines: new LazyDeadlines(asyncScheduler) } as unknown as CollectiveContext;
 }
 
 /** Runs the all-gather on four engines, rank r by `writers[r]`: each rank's outcome, settled, and its result. */

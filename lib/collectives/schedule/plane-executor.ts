@@ -141,7 +141,8 @@ export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveCo
  *   neither (a corrupt byte) is a ProtocolError with its bytes;
  * - timed out: the missing ranks, by number;
  * - a peer that closed its link: `direct peer rank N left`, as the mesh says it, unless the
- *   session fails with another reason within `PEER_LEFT_GRACE_MS`;
+ *   session fails with another reason within `PEER_LEFT_GRACE_MS`; in a fault-tolerant job the
+ *   peer is lost instead (`context.peerLost`), and the session's RankLostError ends the collective;
  * - aborted: nothing; the session's failure, which woke the engine, ends the collective.
  */
 export function settleNative<T>(outcome: NativeOutcome | undefined, context: CollectiveContext, collective: NativeCollective, result: () => T): Observable<T> {
@@ -159,6 +160,11 @@ export function settleNative<T>(outcome: NativeOutcome | undefined, context: Col
       error = new TimeoutError(`rank ${rank} collective ${number} (${opcodeName(own.opcode)}) on the native data plane; missing ranks [${outcome.missing.join(',')}]`);
       break;
     case 'peer-closed': {
+      // A fault-tolerant job loses the peer and goes on: the session's failure (RankLostError) ends this.
+      if (context.peerLost !== null) {
+        context.peerLost(outcome.peer, `its native data link closed while rank ${rank} needed it${outcome.what === '' ? '' : ` (${outcome.what})`}`);
+        return NEVER;
+      }
       const text = `direct peer rank ${outcome.peer} left`;
       return blameAfterGrace(context, new RemoteAbortError(text, outcome.what === '' ? text : `${text} (${outcome.what})`));
     }

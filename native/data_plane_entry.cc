@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -39,9 +40,26 @@ constexpr int64_t kInlineNs = 1'000'000;
 // collective has waited long, and gets an answer this fresh.
 constexpr int64_t kWaitingReportNs = 1'000'000'000;
 
-// Only a process with one open plane runs collectives inline: where ranks share a process (tests,
-// notebooks) the peer a rank waits for runs on this very thread, after it.
-std::atomic<int> open_planes{0};
+// Only a process whose open planes all serve one owner (one rank of one job: its world's and its
+// communicators' planes) runs collectives inline: where ranks share a process (tests, notebooks)
+// the peer a rank waits for runs on this very thread, after it. Open planes by owner.
+std::mutex owners_mutex;
+std::map<double, int> open_owners;
+
+void OwnerOpened(double owner) {
+  std::lock_guard<std::mutex> lock(owners_mutex);
+  open_owners[owner]++;
+}
+
+void OwnerClosed(double owner) {
+  std::lock_guard<std::mutex> lock(owners_mutex);
+  if (--open_owners[owner] == 0) open_owners.erase(owner);
+}
+
+bool OneOwner() {
+  std::lock_guard<std::mutex> lock(owners_mutex);
+  return open_owners.size() == 1;
+}
 
 const char* KindName(Outcome::Kind kind) {
   switch (kind) {
@@ -75,13 +93,15 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
                         InstanceMethod("waitingFor", &DataPlane::WaitingFor)});
   }
 
-  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy]): the
-  // descriptors of rank p's links at p * rails + rail; spinUs < 0 adapts (spin_budget.h); sameHost,
-  // the peers on this rank's host (their links start with the single-copy agreement, single_copy.h),
-  // none if left out; singleCopy, whether this rank offers and reads memory (true if left out).
+  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy, owner]):
+  // the descriptors of rank p's links at p * rails + rail; spinUs < 0 adapts (spin_budget.h);
+  // sameHost, the peers on this rank's host (their links start with the single-copy agreement,
+  // single_copy.h), none if left out; singleCopy, whether this rank offers and reads memory (true if
+  // left out); owner, a number naming the job rank the plane serves (open_owners), a plane of its
+  // own if left out.
   explicit DataPlane(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DataPlane>(info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 6, 8);
+    ExpectArgumentCount(info, 6, 9);
     const int rank = int(CountArgument(info, 0, "rank"));
     const int world = int(CountArgument(info, 1, "worldSize"));
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
@@ -108,6 +128,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     }
     if (info.Length() > 7 && !info[7].IsUndefined() && !info[7].IsBoolean()) ThrowKernelError(env, "data plane singleCopy must be a boolean");
     const bool single_copy = info.Length() <= 7 || info[7].IsUndefined() || info[7].As<Napi::Boolean>().Value();
+    if (info.Length() > 8 && !info[8].IsUndefined() && !info[8].IsNumber()) ThrowKernelError(env, "data plane owner must be a number");
+    // Left out: an owner no other plane has (the planes made so far count down from -1).
+    static std::atomic<int64_t> unnamed{0};
+    owner_ = info.Length() > 8 && !info[8].IsUndefined() ? info[8].As<Napi::Number>().DoubleValue() : double(--unnamed);
     const std::vector<int> send_fds = FdArray(info, 3, links), receive_fds = FdArray(info, 4, links);
     // Opened once every argument is checked: a refused one leaks no descriptor.
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -123,7 +147,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
     done_.Unref(env);
     thread_ = std::thread([this] { Serve(); });
-    open_planes++;
+    OwnerOpened(owner_);
   }
 
   // Collected without close() (the process is ending): Stop ends a running collective first, so
@@ -207,7 +231,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   // until it is done.
   void Start(const Napi::CallbackInfo& info, size_t callback, std::unique_ptr<Collective> collective, std::initializer_list<size_t> held) {
     Napi::Env env = info.Env();
-    if (collective->bytes <= kInlineBytes && open_planes == 1) {
+    if (collective->bytes <= kInlineBytes && OneOwner()) {
       Outcome outcome;
       if (links_->Advance(*collective, outcome, MonotonicNs() + kInlineNs)) {
         Deliver(env, info[callback].As<Napi::Function>(), outcome);
@@ -277,7 +301,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   // Ends a running collective (Signal), then the thread, and waits for it.
   void Stop() {
     if (stopped_) return;
-    open_planes--;
+    OwnerClosed(owner_);
     Signal();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -364,6 +388,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   std::vector<int> waiting_for_;
   // JS thread only.
   bool running_ = false;
+  // Whom the plane serves (OneOwner).
+  double owner_ = 0;
   Napi::FunctionReference callback_;
   std::vector<Napi::ObjectReference> held_;
   int world_size_ = 0, rank_ = 0, rails_ = 1;

@@ -1,5 +1,6 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
+import type { CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
 import { ConfigurationError, TimeoutError } from '../errors.js';
 import { peerEndpointFrame } from '../protocol/control-frames.js';
 import { ElementType } from '../protocol/element-type.js';
@@ -20,7 +21,7 @@ import {
   peerEndpointConfigurationFromEnvironment,
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
-import { DataPlane, type DataPlaneEngine } from '../transport/data-plane.js';
+import { DataPlane, type DataPlaneEngine, planeOwner } from '../transport/data-plane.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import { dataPlaneOffer, usesNativeDataPlane } from './data-plane-setting.js';
@@ -45,6 +46,8 @@ export interface OpenedLinks {
   readonly nativePlane: NativePlane | null;
   /** The ranks by the host they advertise (`hostGroups`; tcp_peer), else null: not known. */
   readonly hostGroups: number[][] | null;
+  /** What communicators open native planes of their own with, where the world runs one, else null. */
+  readonly communicatorPlanes: CommunicatorPlaneParts | null;
 }
 
 /**
@@ -69,9 +72,9 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
   if (options.transport === 'tcp_peer') {
     const collective = await connectChannel(address, join(options, null));
     try {
-      const { links, sockets, processesOnHost, nativePlane, mesh, hostGroups } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
+      const { links, sockets, processesOnHost, nativePlane, mesh, hostGroups, communicatorPlanes } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
       dropPeer = (rank) => mesh.dropPeer(rank);
-      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups };
+      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
     } catch (error) {
       collective.destroy();
       throw error;
@@ -87,6 +90,7 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
     processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
     nativePlane: null,
     hostGroups: null,
+    communicatorPlanes: null,
   };
 }
 
@@ -118,7 +122,15 @@ async function openMeshLinks(
   owner: RailOwner,
   timeoutMs: () => number,
   losses: RankLosses | null,
-): Promise<{ links: MeshLinks; mesh: PeerMesh; sockets: Socket[]; processesOnHost: number; nativePlane: NativePlane | null; hostGroups: number[][] }> {
+): Promise<{
+  links: MeshLinks;
+  mesh: PeerMesh;
+  sockets: Socket[];
+  processesOnHost: number;
+  nativePlane: NativePlane | null;
+  hostGroups: number[][];
+  communicatorPlanes: CommunicatorPlaneParts | null;
+}> {
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
@@ -158,7 +170,24 @@ async function openMeshLinks(
     // The peers this rank's table puts on its host: every rank reads the same table, so both ends of
     // a link agree on whether it starts with the single-copy agreement.
     const sameHost = groups.find((group) => group.includes(rank))!.filter((peer) => peer !== rank);
-    const planeSettings = { spin: options.spin, sameHost, singleCopy: options.singleCopy !== 'off' };
+    const planeSettings = { spin: options.spin, sameHost, singleCopy: options.singleCopy !== 'off', owner: planeOwner(uniqueId, rank) };
+    // Communicators open data links of their own, listening where the world's listeners did (port 0).
+    const communicatorPlanes: CommunicatorPlaneParts | null =
+      sockets === null
+        ? null
+        : {
+            configuration: { ...configuration, listenAddresses: configuration.listenAddresses.map((address) => ({ ...address, port: 0 })) },
+            rails,
+            uniqueId,
+            secret: options.secret,
+            timeoutMs: options.timeoutMs,
+            scheduler: options.scheduler,
+            unmatchedBytesLimit: options.unmatchedBytesLimit,
+            spin: options.spin,
+            singleCopy: planeSettings.singleCopy,
+            owner: planeSettings.owner,
+            worldEndpoints: table.endpoints,
+          };
     return {
       links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses === null ? null : (peer) => losses.needed(peer, 'its direct peer links closed while this rank needed it')),
       mesh,
@@ -166,6 +195,7 @@ async function openMeshLinks(
       processesOnHost,
       hostGroups: groups,
       nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings), rank, worldSize),
+      communicatorPlanes,
     };
   } catch (error) {
     control?.close();

@@ -2,6 +2,7 @@ import type { AsyncIterableX } from './ix-types.js';
 import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription } from 'rxjs';
 import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
+import { openCommunicatorPlane, type CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
 import { GroupLinks } from '../communicator/group-links.js';
 import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
 import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
@@ -106,10 +107,12 @@ interface Membership {
    * world's close closes them (closing a communicator leaves those made from it, as MPI's do).
    */
   readonly communicators: Set<RankSession>;
+  /** What a communicator opens a native data plane of its own with, where the world runs one; else null. */
+  readonly planes: CommunicatorPlaneParts | null;
 }
 
-function worldMembership(links: SessionLinks, jobFailure: SessionFailure, losses: RankLosses | null = null): Membership {
-  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set() };
+function worldMembership(links: SessionLinks, jobFailure: SessionFailure, losses: RankLosses | null = null, planes: CommunicatorPlaneParts | null = null): Membership {
+  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set(), planes };
 }
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
@@ -274,7 +277,7 @@ export class RankSession {
     const timeout = { ms: options.collectiveTimeoutMs };
     const messageTimeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
+    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
@@ -303,7 +306,7 @@ export class RankSession {
       scratch,
       ranksShareHost: options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
-      membership: worldMembership(links, jobFailure, losses),
+      membership: worldMembership(links, jobFailure, losses, communicatorPlanes),
     });
     logSessionEvents(session.events$, options.rank, debugLog);
     try {
@@ -742,7 +745,7 @@ export class RankSession {
     const entries = Array.from({ length: this.worldSize }, (_, rank) => ({ color: Number(said[2 * rank]), key: Number(said[2 * rank + 1]) }));
     const members = splitMembers(entries, this.rank);
     if (members === null) return null;
-    return this.communicator(childCommunicatorId(this.membership.id, `split ${index} color ${entries[this.rank]!.color}`), members);
+    return this.openCommunicator(childCommunicatorId(this.membership.id, `split ${index} color ${entries[this.rank]!.color}`), members);
   }
 
   /**
@@ -770,7 +773,7 @@ export class RankSession {
     } finally {
       await meeting.close();
     }
-    return this.communicator(childCommunicatorId(this.membership.id, how), members);
+    return this.openCommunicator(childCommunicatorId(this.membership.id, how), members);
   }
 
   /**
@@ -1008,12 +1011,33 @@ export class RankSession {
   }
 
   /**
+   * The communicator of `members` (see `communicator`) with a native data plane of its own where
+   * the world runs one (lib/communicator/communicator-plane.ts: data links of its own between its
+   * members, set up over the job's links under the id `<id> native plane`), so that its collectives
+   * run at the world's speed beside the world's and every other communicator's.
+   */
+  private async openCommunicator(id: bigint, members: readonly number[]): Promise<Communicator> {
+    const { planes, jobLinks, jobRanks, jobFailure } = this.membership;
+    if (planes === null || members.length < 2) return this.communicator(id, members);
+    const memberRanks = members.map((member) => jobRanks[member]!);
+    const rank = members.indexOf(this.rank);
+    const failure = SessionFailure.following(jobFailure);
+    const setup = new GroupLinks(jobLinks, memberRanks, rank, childCommunicatorId(id, 'native plane'), failure, () => this.timeout.ms);
+    try {
+      return this.communicator(id, members, await openCommunicatorPlane(planes, setup, id, memberRanks, rank));
+    } finally {
+      failure.close(new ChannelClosedError(`rank ${this.rank} native plane set-up of communicator ${communicatorText(id)} ended`));
+    }
+  }
+
+  /**
    * The communicator of `members` (ranks of this session, in their new order) with id `id`: the
    * job's links under its own keys, its first rank as its coordinator, this session's tuning with
    * the ring narrowed to its ranks (in the same order), and a failure of its own that follows the
-   * job's (not this session's: in a fault-tolerant job a communicator outlives a lost rank it lacks).
+   * job's (not this session's: in a fault-tolerant job a communicator outlives a lost rank it lacks);
+   * on `plane` where it has one, else the JS plane.
    */
-  private communicator(id: bigint, members: readonly number[]): Communicator {
+  private communicator(id: bigint, members: readonly number[], plane: NativePlane | null = null): Communicator {
     const { jobLinks, jobRanks, jobFailure } = this.membership;
     const failure = SessionFailure.following(jobFailure);
     const rank = members.indexOf(this.rank);
@@ -1033,8 +1057,8 @@ export class RankSession {
     });
     const ringTuned = this.tuning.ringOrder !== null || this.tuning.topology !== null;
     const ring = this.context.ringOrder.filter((member) => members.includes(member)).map((member) => members.indexOf(member));
-    // The parent's groups, of the members only, renumbered; a group with none of them goes. (A
-    // communicator runs the JS plane: groups that were the hosts take the hierarchy only when asked.)
+    // The parent's groups, of the members only, renumbered; a group with none of them goes. (On
+    // its own native plane, groups that were the hosts are its hosts.)
     const parentGroups = this.context.topologyGroups;
     const groups = parentGroups?.map((group) => group.filter((member) => members.includes(member)).map((member) => members.indexOf(member))).filter((group) => group.length > 0) ?? null;
     const child = new RankSession({
@@ -1055,7 +1079,7 @@ export class RankSession {
       scheduler: this.scheduler,
       scratch: this.scratch,
       ranksShareHost: this.ranksShareHost,
-      nativePlane: null,
+      nativePlane: plane,
       membership: { ...this.membership, id, jobRanks: links.members },
     });
     this.membership.communicators.add(child);

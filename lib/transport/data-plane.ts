@@ -3,6 +3,8 @@ import { Observable } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
+import { fnv1a64 } from '../protocol/fnv1a.js';
+import type { UniqueId } from '../protocol/unique-id.js';
 
 /**
  * The sockets of the native data plane's links: `rails` per pair of ranks each way, peer p's on
@@ -88,6 +90,7 @@ export type DataPlaneEngine = new (
   spinUs: number,
   sameHost?: readonly number[],
   singleCopy?: boolean,
+  owner?: number,
 ) => NativeDataPlane;
 
 /** How a rank's plane waits, and which of its links may agree to single copy. */
@@ -98,6 +101,18 @@ export interface DataPlaneSettings {
   readonly sameHost?: readonly number[];
   /** Whether this rank offers and reads memory on those links. */
   readonly singleCopy?: boolean;
+  /**
+   * The job rank the plane serves (`planeOwner`): its world's and its communicators' planes share
+   * one. A process whose planes all serve one runs small collectives inline, on the calling thread;
+   * where ranks share a process they may not (the peer waited for runs on that thread). Default: a
+   * plane of its own.
+   */
+  readonly owner?: number;
+}
+
+/** The owner of a job rank's planes (`DataPlaneSettings.owner`): a number from the job's unique id and the rank. */
+export function planeOwner(uniqueId: UniqueId, jobRank: number): number {
+  return Number(fnv1a64(uniqueId.bytes) >> 12n) + jobRank;
 }
 
 /** What every message of a collective on the plane carries as its header, and how long it may wait. */
@@ -152,7 +167,7 @@ export class DataPlane {
 
   /** `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say. */
   static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}): DataPlane {
-    const { spin = 'auto', sameHost = [], singleCopy = true } = settings;
+    const { spin = 'auto', sameHost = [], singleCopy = true, owner } = settings;
     const { rails } = links;
     const descriptor = (socket: Socket | undefined, link: number) => {
       const peer = Math.floor(link / rails);
@@ -163,7 +178,7 @@ export class DataPlane {
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy);
+    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner);
     return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined), rails);
   }
 

@@ -10,6 +10,7 @@
  * few, each with a whole program.
  */
 import { describe, expect, it } from 'vitest';
+import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
 import { cleanUpJobsAfterEach, describeRank, liveProcesses, type RankProcess, resultOf, startProcessJob } from '../helpers/rank-process.js';
 import { LARGE_COUNT, largeElement, PER_ROUND, ROUNDS, smallTensor } from '../process/fixtures/communicator-values.js';
@@ -37,6 +38,7 @@ interface CommunicatorReport {
   readonly worldSize: number;
   readonly jobRanks: number[];
   readonly communicatorId: string;
+  readonly plane: string;
 }
 
 interface LargeReport {
@@ -90,6 +92,9 @@ describe.each(TRANSPORTS)('communicators with every rank a separate process, on 
         const twoMembers = [2 * Math.floor(r / 2) + 1, 2 * Math.floor(r / 2)];
         expect(report.two, what).toMatchObject({ worldSize: 2, jobRanks: twoMembers, rank: twoMembers.indexOf(r) });
         for (const id of [report.four.communicatorId, report.two.communicatorId]) expect(id, what).toMatch(/^0x(?!0+$)[0-9a-f]+$/);
+        // On tcp_peer each communicator runs a native plane of its own, as the world does.
+        const plane = transport === 'tcp_host_staged' ? 'coordinator' : dataPlaneEngine() === null ? 'js' : 'native';
+        expect([report.four.plane, report.two.plane], what).toEqual([plane, plane]);
         expect(report.rounds, what).toHaveLength(ROUNDS);
         for (const [round, results] of report.rounds.entries()) {
           for (const [name, members] of [

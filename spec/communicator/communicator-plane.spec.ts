@@ -1,0 +1,91 @@
+/**
+ * Communicators on the native data plane (lib/communicator/communicator-plane.ts; docs/architecture.md
+ * "Communicators"): where the world runs the native plane, a communicator from `split` or `group`
+ * opens data links and an engine of its own between its members, so its collectives run natively,
+ * beside the world's and every other communicator's, in its own order: calls on two communicators
+ * issued without awaiting, in different orders on different ranks, all complete with exact results.
+ * Ranks in this process; spec/communicator/split-processes.spec.ts runs communicators as processes.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { dataPlaneEngine } from '../../lib/kernels/addon.js';
+import type { RankSession } from '../../lib/session/rank-session.js';
+import { startCoordinator, type TestJob } from '../helpers/job.js';
+
+const native = dataPlaneEngine() !== null;
+if (!native) console.warn('spec/communicator/communicator-plane.spec.ts: skipped: the native addon is not built here');
+
+const jobs: TestJob[] = [];
+afterEach(async () => {
+  await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+});
+
+async function world(worldSize: number, dataPlane: 'native' | 'js'): Promise<RankSession[]> {
+  const job = await startCoordinator(worldSize, { timeoutMs: 10_000, transport: 'tcp_peer' });
+  jobs.push(job);
+  return Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { dataPlane })));
+}
+
+const MiB = 1 << 20;
+
+describe.skipIf(!native)('communicators on the native data plane', () => {
+  it('4 ranks split into pairs: each pair runs natively; pair and world calls issued together, in opposite orders on odd and even ranks, all exact; closing the pairs closes every socket they opened', async () => {
+    const ranks = await world(4, 'native');
+    const sockets = () => process.getActiveResourcesInfo().filter((kind) => kind === 'TCPSocketWrap' || kind === 'TCPServerWrap').length;
+    const before = sockets();
+    await Promise.all(
+      ranks.map(async (session) => {
+        const r = session.rank;
+        const pair = (await session.split({ color: r >> 1 }))!;
+        expect(pair.worldSize).toBe(2);
+        expect(pair.plan('allReduce', MiB).plane).toBe('native');
+        expect(pair.plan('allReduce', 8).plane).toBe('native');
+        const big = Float32Array.from({ length: MiB / 4 }, (_, at) => r * 10 + (at % 7));
+        const small = Int32Array.of(r + 1);
+        // No await between them: the pair's engine and the world's move at once.
+        const pairCall = () => pair.allReduce(big, 'sum');
+        const worldCall = () => session.allReduce(small, 'sum');
+        const [pairSum, worldSum] = r % 2 === 0 ? await Promise.all([pairCall(), worldCall()]) : (await Promise.all([worldCall(), pairCall()])).reverse();
+        const partner = r ^ 1;
+        expect((pairSum as Float32Array)[0]).toBe(r * 10 + partner * 10);
+        expect((pairSum as Float32Array)[MiB / 4 - 1]).toBe(r * 10 + partner * 10 + 2 * ((MiB / 4 - 1) % 7));
+        expect(Array.from(worldSum as Int32Array)).toEqual([10]);
+        // Every collective of the pair, small and large, on its plane.
+        expect(Array.from(await pair.broadcast(Int32Array.of(r), 1))).toEqual([(r >> 1) * 2 + 1]);
+        expect(Array.from(await pair.allGather(Int32Array.of(r)))).toEqual([(r >> 1) * 2, (r >> 1) * 2 + 1]);
+        await pair.barrier();
+        await pair.close();
+        // The world goes on after the pair closed its links.
+        expect(Array.from(await session.allReduce(Int32Array.of(1)))).toEqual([4]);
+      }),
+    );
+    // (Sockets end on the next turns of the loop.)
+    for (let turn = 0; turn < 50 && sockets() > before; turn++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(sockets()).toBeLessThanOrEqual(before);
+  });
+
+  it('group([2, 0]) runs natively in the order listed; a communicator of one rank, and any of a JS-plane world, not', async () => {
+    const ranks = await world(3, 'native');
+    await Promise.all(
+      ranks.map(async (session) => {
+        if (session.rank === 1) {
+          const alone = (await session.split({ color: 1 }))!;
+          expect(alone.plan('allReduce', MiB).plane).not.toBe('native');
+          return;
+        }
+        await session.split({ color: 0 }).then((two) => two!.close());
+        const group = await session.group([2, 0]);
+        expect(group.jobRanks).toEqual([2, 0]);
+        expect(group.plan('allReduce', MiB).plane).toBe('native');
+        expect(Array.from(await group.allGather(Int32Array.of(session.rank)))).toEqual([2, 0]);
+      }),
+    );
+    const js = await world(2, 'js');
+    await Promise.all(
+      js.map(async (session) => {
+        const both = (await session.split({ color: 0 }))!;
+        expect(both.plan('allReduce', MiB).plane).toBe('js');
+        expect(Array.from(await both.allReduce(Int32Array.of(1)))).toEqual([2]);
+      }),
+    );
+  });
+});

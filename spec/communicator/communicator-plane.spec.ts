@@ -7,9 +7,10 @@
  * Ranks in this process; spec/communicator/split-processes.spec.ts runs communicators as processes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { RankLostError } from '../../lib/errors.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
-import { startCoordinator, type TestJob } from '../helpers/job.js';
+import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
 
 const native = dataPlaneEngine() !== null;
 if (!native) console.warn('spec/communicator/communicator-plane.spec.ts: skipped: the native addon is not built here');
@@ -87,5 +88,26 @@ describe.skipIf(!native)('communicators on the native data plane', () => {
         expect(Array.from(await both.allReduce(Int32Array.of(1)))).toEqual([2]);
       }),
     );
+  });
+
+  it('a fault-tolerant job: a rank lost mid-collective on its pair fails that pair (named), never the job; the other pair goes on natively', async () => {
+    const job = await startCoordinator(4, { transport: 'tcp_peer', faultTolerant: true, timeoutMs: 10_000 });
+    jobs.push(job);
+    const ranks = await Promise.all(Array.from({ length: 4 }, (_, rank) => job.openRank(rank, { dataPlane: 'native', faultTolerant: true })));
+    const pairs = await Promise.all(ranks.map(async (session) => (await session.split({ color: session.rank >> 1 }))!));
+    expect(pairs.map((pair) => pair.plan('allReduce', MiB).plane)).toEqual(['native', 'native', 'native', 'native']);
+    // Rank 2 waits in a 1 MiB all-reduce on its pair's engine; rank 3 leaves instead of joining it.
+    const pending = rejection(pairs[2]!.allReduce(new Float32Array(MiB / 4).fill(1)));
+    await sleep(50);
+    await ranks[3]!.close();
+    const error = await pending;
+    expect(error).toBeInstanceOf(RankLostError);
+    expect((error as RankLostError).rank).toBe(3);
+    // Pair 0 has no lost rank: it goes on, on its own plane.
+    const sums = await Promise.all([pairs[0]!, pairs[1]!].map((pair) => pair.allReduce(Float32Array.of(pair.rank + 1, 5))));
+    expect(sums.map((sum) => Array.from(sum))).toEqual([
+      [3, 10],
+      [3, 10],
+    ]);
   });
 });

@@ -18,6 +18,7 @@ export {
   UniqueId,
   type Frame,
   type FrameHeader,
+  type HeaderFields,
   makeFrame,
   encodeHeader,
   decodeHeader,

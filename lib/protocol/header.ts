@@ -55,8 +55,17 @@ export interface FrameHeader {
   readonly communicator: bigint;
 }
 
+/** What an encoder takes: a header whose communicator may be left out (the world's, 0). */
+export type HeaderFields = Omit<FrameHeader, 'communicator'> & { readonly communicator?: bigint };
+
 function fail(field: string, seen: unknown, expected: string): never {
   throw new ProtocolError(`header field ${field} is ${String(seen)}, expected ${expected}`);
+}
+
+/** A u64 field: a bigint in 0..2^64-1 (a number or nothing is named as such, not converted). */
+function checkU64(field: string, value: unknown): void {
+  if (typeof value !== 'bigint') fail(field, typeof value === 'number' ? `${value} (a number)` : value, 'a u64 bigint');
+  if (value < 0n || value > MAX_U64) fail(field, value, 'a u64');
 }
 
 /** `0x` and `digits` lowercase hex digits: how flags (4) and checksums (8) appear in errors. */
@@ -105,7 +114,7 @@ function checkRank(field: string, rank: number, worldSize: number): void {
  * Checks every rule that the header alone can decide, so a decoder can refuse a bad frame
  * before it waits for (or allocates) the payload the header declares.
  */
-export function validateHeader(header: FrameHeader): void {
+export function validateHeader(header: HeaderFields): void {
   const { opcode, elementType, reduceOp, flags, worldSize, elementCount, payloadBytes } = header;
   // Rules 7 and 8 (docs/protocol.md 5.1), then 9 to 20 in order, with the decoder's texts.
   checkCount('elementCount', elementCount, Number.MAX_SAFE_INTEGER);
@@ -123,9 +132,10 @@ export function validateHeader(header: FrameHeader): void {
   checkRank('sourceRank', header.sourceRank, worldSize);
   checkRank('destinationRank', header.destinationRank, worldSize);
   checkRank('rootRank', header.rootRank, worldSize);
-  if (header.sequence < 0n || header.sequence > MAX_U64) fail('sequence', header.sequence, 'a u64');
-  if (header.tag < 0n || header.tag > MAX_U64) fail('tag', header.tag, 'a u64');
-  if (header.communicator < 0n || header.communicator > MAX_U64) fail('communicator', header.communicator, 'a u64');
+  checkU64('sequence', header.sequence);
+  checkU64('tag', header.tag);
+  // Left out, the job's world (0): a frame of no communicator (docs/protocol.md 13.1).
+  if (header.communicator !== undefined) checkU64('communicator', header.communicator);
   const hasPayload = (flags & FLAG_PAYLOAD) !== 0;
   if (hasPayload !== payloadBytes > 0) {
     fail('flags.PAYLOAD', hasPayload ? 'set' : 'clear', `${payloadBytes > 0 ? 'set' : 'clear'} for payloadBytes ${payloadBytes}`);
@@ -169,7 +179,7 @@ export function validateHeader(header: FrameHeader): void {
 }
 
 /** Writes the 96 header bytes into `target` at `offset` (validating first). */
-export function encodeHeaderInto(header: FrameHeader, target: Uint8Array, offset = 0): void {
+export function encodeHeaderInto(header: HeaderFields, target: Uint8Array, offset = 0): void {
   validateHeader(header);
   const view = new DataView(target.buffer, target.byteOffset + offset, FRAME_HEADER_BYTES);
   view.setUint32(0, PROTOCOL_MAGIC, true);
@@ -190,13 +200,13 @@ export function encodeHeaderInto(header: FrameHeader, target: Uint8Array, offset
   view.setBigUint64(56, header.tag, true);
   setU53(view, 64, header.elementCount);
   setU53(view, 72, header.payloadBytes);
-  view.setBigUint64(80, header.communicator, true);
+  view.setBigUint64(80, header.communicator ?? 0n, true);
   target.fill(0, offset + 88, offset + HEADER_CHECKSUM_OFFSET);
   view.setUint32(HEADER_CHECKSUM_OFFSET, crc32c(target, offset, offset + HEADER_CHECKSUM_OFFSET), true);
 }
 
 /** Encodes a header on its own; the payload is written after it untouched (writev-ready). */
-export function encodeHeader(header: FrameHeader): Uint8Array {
+export function encodeHeader(header: HeaderFields): Uint8Array {
   const bytes = new Uint8Array(FRAME_HEADER_BYTES);
   encodeHeaderInto(header, bytes);
   return bytes;

@@ -143,6 +143,14 @@ describe('header round trip', () => {
     }
   });
 
+  it('takes a communicator left out as the world (0), and names a u64 field given as anything but a bigint', () => {
+    const { communicator: _, ...withoutCommunicator } = header({});
+    expect(decodeHeader(encodeHeader(withoutCommunicator))).toEqual(header({ communicator: 0n }));
+    expect(() => encodeHeader({ ...header({}), tag: 7 as unknown as bigint })).toThrow(new ProtocolError('header field tag is 7 (a number), expected a u64 bigint'));
+    expect(() => encodeHeader({ ...header({}), sequence: undefined as unknown as bigint })).toThrow(new ProtocolError('header field sequence is undefined, expected a u64 bigint'));
+    expect(() => encodeHeader({ ...header({}), communicator: -1n })).toThrow(new ProtocolError('header field communicator is -1, expected a u64'));
+  });
+
   it('accepts ANY_RANK in each rank field and the largest world size', () => {
     const h = header({ sourceRank: ANY_RANK, worldSize: 0xffffffff, rootRank: 0xfffffffe });
     expect(decodeHeader(encodeHeader(h))).toEqual(h);

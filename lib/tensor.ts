@@ -63,6 +63,11 @@ const CLASS_OF_DTYPE: Readonly<Record<DType, TypedArrayConstructor>> = {
   f64: Float64Array,
 };
 
+/** Whether a tensor of `dtype` comes tagged, `{ dtype, data }`: f16 and bf16, whose Uint16Array alone reads as u16. */
+export function comesTagged(dtype: DType): boolean {
+  return dtype === 'f16' || dtype === 'bf16';
+}
+
 export function arrayClassOf(dtype: DType): TypedArrayConstructor {
   return CLASS_OF_DTYPE[dtype];
 }

@@ -12,7 +12,7 @@ import { loadAddon, type KernelAddon } from './addon.js';
 export function freshResult(bytes: number): Uint8Array {
   // Most results are small: they cost no call into the addon (which would decline them anyway).
   if (bytes < POOLED_RESULT_BYTES) return new Uint8Array(bytes);
-  if (allocate === undefined) allocate = hugeAllocator(loadAddon);
+  if (allocate === undefined) allocate = resultAllocator(loadAddon);
   const mapped = allocate?.(bytes);
   return mapped === undefined ? new Uint8Array(bytes) : new Uint8Array(mapped);
 }
@@ -26,7 +26,7 @@ type Allocate = (bytes: number) => ArrayBuffer | undefined;
 let allocate: Allocate | null | undefined;
 
 /** The addon's `allocateResult` where the addon loads, else null. */
-export function hugeAllocator(load: () => KernelAddon): Allocate | null {
+export function resultAllocator(load: () => KernelAddon): Allocate | null {
   try {
     const addon = load();
     return typeof addon.allocateResult === 'function' ? (bytes) => addon.allocateResult(bytes) : null;

@@ -3,7 +3,7 @@ import type { CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { ConfigurationError } from '../errors.js';
 import { validateReduction } from '../kernels/index.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
-import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
+import { comesTagged, type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
 import { checkCount, checkDivisible, checkRank, checkReduceOp } from './arguments.js';
 import type { CollectiveRunner } from './collective-runner.js';
 
@@ -125,7 +125,7 @@ export class CollectiveRequests {
       .pipe(
         map(({ dtype, bytes }) => {
           // A rank that passed null learnt the type from the wire: f16/bf16 come tagged.
-          const tagged = view?.tagged ?? (dtype === 'f16' || dtype === 'bf16');
+          const tagged = view?.tagged ?? comesTagged(dtype);
           return tensorFromBytes(dtype, bytes, tagged) as T;
         }),
       );

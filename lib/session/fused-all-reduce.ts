@@ -4,7 +4,7 @@ import { ConfigurationError } from '../errors.js';
 import { validateReduction } from '../kernels/index.js';
 import { freshResult } from '../kernels/result-memory.js';
 import type { ReduceOp } from '../protocol/reduce-op.js';
-import { type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
+import { comesTagged, type Tensor, tensorFromBytes, type TensorView, viewTensor } from '../tensor.js';
 import type { BufferPool } from '../transport/buffer-pool.js';
 import { checkReduceOp } from './arguments.js';
 
@@ -87,7 +87,7 @@ function reduceBucket(
     dtype,
     members.map((index) => views[index]!.count),
   );
-  const tagged = dtype === 'f16' || dtype === 'bf16';
+  const tagged = comesTagged(dtype);
   const offsets: number[] = [];
   let bytes = 0;
   for (const index of members) {

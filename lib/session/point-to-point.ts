@@ -3,7 +3,7 @@ import { defer, lastValueFrom, type MonoTypeOperatorFunction, type Subject, tap 
 import type { AsyncIterableX } from './ix-types.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
-import { type Tensor, tensorFromBytes, type TensorOf, viewTensor } from '../tensor.js';
+import { comesTagged, type Tensor, tensorFromBytes, type TensorOf, viewTensor } from '../tensor.js';
 import type { Links } from '../transport/links/links.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { checkRail, checkRank, checkShape, checkTag } from './arguments.js';
@@ -69,7 +69,7 @@ export class PointToPoint {
     if (this.events.observed) {
       this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
     }
-    return tensorFromBytes(dtype, payload, dtype === 'f16' || dtype === 'bf16') as TensorOf<D>;
+    return tensorFromBytes(dtype, payload, comesTagged(dtype)) as TensorOf<D>;
   }
 
   /** Pull-based receives: each pull posts one, and leaving the loop posts no more. */

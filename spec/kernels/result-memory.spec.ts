@@ -10,10 +10,10 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { loadAddon } from '../../lib/kernels/addon.js';
-import { freshResult, hugeAllocator } from '../../lib/kernels/result-memory.js';
+import { freshResult, resultAllocator } from '../../lib/kernels/result-memory.js';
 
 const MiB = 1 << 20;
-const allocate = hugeAllocator(loadAddon);
+const allocate = resultAllocator(loadAddon);
 const addon = loadAddon();
 const reason = allocate === null ? ' (skipped: the native addon is not built here)' : '';
 if (allocate === null) console.warn('spec/kernels/result-memory.spec.ts: skipped: the native addon is not built here');

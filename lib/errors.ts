@@ -16,6 +16,7 @@ export type RxcclErrorCode =
   | 'KERNEL'
   | 'AUTHENTICATION';
 
+/** The base of every error rxccl raises: `code` says which kind (docs/errors.md), the message says who and what. */
 export class RxcclError extends Error {
   readonly code: RxcclErrorCode;
 
@@ -40,12 +41,14 @@ export class ConfigurationError extends RxcclError {
   }
 }
 
+/** A frame carried another job's unique id: it was sent to the wrong session. */
 export class WrongSessionError extends RxcclError {
   constructor(message = 'collective frame belongs to another session') {
     super('WRONG_SESSION', message);
   }
 }
 
+/** A coordinator's response named another rank than the one that received it (`expected` is this rank). */
 export class WrongDestinationError extends RxcclError {
   constructor(readonly expected: number, readonly actual: number) {
     super('WRONG_DESTINATION', `collective response destination ${actual} does not match rank ${expected}`);
@@ -65,12 +68,14 @@ export class RemoteAbortError extends RxcclError {
   }
 }
 
+/** An operation (a join, a collective, a receive, a lease) outlived its deadline; the message names what and, for a collective, the missing ranks. */
 export class TimeoutError extends RxcclError {
   constructor(operation: string) {
     super('TIMEOUT', `${operation} timed out`);
   }
 }
 
+/** A connection or session closed while an operation still needed it; the message names the connection or peer. */
 export class ChannelClosedError extends RxcclError {
   constructor(message = 'collective response channel closed') {
     super('CHANNEL_CLOSED', message);

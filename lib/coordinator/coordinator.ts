@@ -41,10 +41,15 @@ export const DEFAULT_RENDEZVOUS_TIMEOUT_MS = 300_000;
 /** How often the coordinator reports the ranks that have not joined yet. */
 export const DEFAULT_JOIN_REPORT_INTERVAL_MS = 10_000;
 
+/** What `Coordinator.listen` takes: the job it serves and the limits it keeps. */
 export interface CoordinatorOptions {
+  /** Address to listen on (default 127.0.0.1). */
   host?: string;
+  /** Port to listen on; 0 (the default) takes a free one, see `Coordinator.address`. */
   port?: number;
+  /** The job's unique id; every frame of the job carries it. */
   uniqueId: UniqueId | string;
+  /** How many ranks join. */
   worldSize: number;
   /** Point-to-point rails, 1..64; default `GX1_P2P_RAILS`, else 1. */
   rails?: number;

@@ -49,6 +49,7 @@ export function scheduleReduce(request: ReduceSlicesRequest): Observable<Uint8Ar
   return scheduleKernel(() => reduceSlicesCall(request));
 }
 
+/** Reduces `slices` equal slices into one on the kernel threads; resolves with the output (given or allocated). */
 export function reduceSlices(request: ReduceSlicesRequest): Promise<Uint8Array> {
   return firstValueFrom(scheduleReduce(request));
 }

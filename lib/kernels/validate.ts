@@ -17,6 +17,7 @@ export function validateDType(dtype: DType): void {
   }
 }
 
+/** Throws INVALID_CONFIGURATION unless `op` can reduce `dtype` (a known dtype; bitwise ops on integers only). */
 export function validateReduction(dtype: DType, op: ReduceOp): void {
   validateDType(dtype);
   if (!REDUCE_OPS.includes(op)) {

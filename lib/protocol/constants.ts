@@ -2,7 +2,9 @@
 
 /** "GX1F" read as a little-endian u32 (bytes 0x47 0x58 0x31 0x46). */
 export const PROTOCOL_MAGIC = 0x46315847;
+/** The GX1 wire version in every header (byte 4); a frame of another version is refused. */
 export const PROTOCOL_VERSION = 1;
+/** Every frame starts with a header of this many bytes (docs/protocol.md 3). */
 export const FRAME_HEADER_BYTES = 96;
 /** Bytes covered by the header checksum: everything before it. */
 export const HEADER_CHECKSUM_OFFSET = 92;
@@ -14,7 +16,9 @@ export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 
 /** Header flag bits (u16 at byte 12). Unknown bits are rejected. */
 export const FLAG_PAYLOAD = 0x0001;
+/** A point-to-point frame: `tag` is the user's tag and the rail is in the header (docs/protocol.md 7). */
 export const FLAG_P2P_CHANNEL = 0x0002;
+/** The payload starts with one u64 count per rank (all-to-all-v's and gather's variable parts). */
 export const FLAG_COUNTS_PREFIX = 0x0004;
 /** A collective request whose data travels over the direct peer mesh: the coordinator only agrees. */
 export const FLAG_PEER_DATA = 0x0008;

@@ -3,6 +3,7 @@ import { ProtocolError } from '../errors.js';
 /** Reduction operators, carried in byte 10 of the header so the agreement covers the op. */
 export type ReduceOp = 'sum' | 'prod' | 'min' | 'max' | 'avg' | 'band' | 'bor' | 'bxor';
 
+/** Every reduction operator, in wire order: `REDUCE_OPS[i]` is carried as byte value i + 1. */
 export const REDUCE_OPS: readonly ReduceOp[] = ['sum', 'prod', 'min', 'max', 'avg', 'band', 'bor', 'bxor'];
 
 /** Wire code of "no reduction" (every non-reducing frame). */

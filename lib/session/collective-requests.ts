@@ -7,6 +7,7 @@ import { comesTagged, type Tensor, tensorFromBytes, type TensorView, viewTensor 
 import { checkCount, checkDivisible, checkRank, checkReduceOp } from './arguments.js';
 import type { CollectiveRunner } from './collective-runner.js';
 
+/** Where a reduction (`allReduce`, `reduce`) puts its result: a fresh tensor by default. */
 export interface ReductionOptions<T extends Tensor = Tensor> {
   /** Write the result into the input tensor and return it (no new memory). */
   readonly inPlace?: boolean;
@@ -17,6 +18,7 @@ export interface ReductionOptions<T extends Tensor = Tensor> {
   readonly output?: T;
 }
 
+/** Where `broadcast` puts the root's tensor on every rank: a fresh tensor by default. */
 export interface BroadcastOptions<T extends Tensor = Tensor> {
   /** Receive the root's tensor into this rank's `data` and return it (no new memory; the root's stays as it is). */
   readonly inPlace?: boolean;
@@ -27,6 +29,7 @@ export interface BroadcastOptions<T extends Tensor = Tensor> {
   readonly output?: T;
 }
 
+/** Where a collective whose result differs in length from its input (`allGather`, `reduceScatter` ...) puts it: a fresh tensor by default. */
 export interface OutputOptions<T extends Tensor> {
   /**
    * Write the result into `output` and return it (no new memory): a tensor of the input's type

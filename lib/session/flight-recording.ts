@@ -7,6 +7,7 @@ import type { RankSession } from './rank-session.js';
 
 export const DEFAULT_FLIGHT_RECORDER_EVENTS = 1_000;
 
+/** What `recordFlight` keeps and where it writes (docs/observability.md, "Flight recorder"). */
 export interface FlightRecordingOptions {
   /** Where records are written (created if missing). */
   readonly directory: string;
@@ -16,6 +17,7 @@ export interface FlightRecordingOptions {
   readonly capacity?: number;
   /** Also write a record when the process gets this signal (default SIGUSR1; null for none). */
   readonly signal?: NodeJS.Signals | null;
+  /** Where warnings (a directory that cannot be written, a record not written) go; default rxccl's debug log (`GX1_DEBUG`). */
   readonly log?: DebugLog;
 }
 

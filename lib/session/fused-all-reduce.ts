@@ -8,6 +8,7 @@ import { comesTagged, type Tensor, tensorFromBytes, type TensorView, viewTensor 
 import type { BufferPool } from '../transport/buffer-pool.js';
 import { checkReduceOp } from './arguments.js';
 
+/** How `allReduceMany` packs its tensors into buckets and where results go. */
 export interface FusionOptions {
   /** The most bytes a bucket holds (a larger tensor goes alone, unpacked); default 64 MiB, Horovod's. */
   readonly bucketBytes?: number;

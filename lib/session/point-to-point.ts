@@ -16,6 +16,7 @@ export interface ReceiveShape<D extends DType = DType> {
   readonly count: number;
 }
 
+/** Which rail a `send` or `receive` uses, where the caller chooses it. */
 export interface RailOption {
   /** The P2P rail to use; default `tag % rails`. */
   readonly rail?: number;

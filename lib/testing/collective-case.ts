@@ -8,6 +8,7 @@ import type { ReduceOp } from '../protocol/reduce-op.js';
 import { arrayClassOf, dtypeWidth, type Tensor, viewTensor } from '../tensor.js';
 import { randomBytes, randomInt } from './random-data.js';
 
+/** The collectives the testing kit draws, models and runs, by their session method's name. */
 export type CollectiveKind =
   | 'barrier'
   | 'broadcast'
@@ -20,6 +21,7 @@ export type CollectiveKind =
   | 'allToAll'
   | 'allToAllV';
 
+/** Every `CollectiveKind`. */
 export const COLLECTIVE_KINDS: readonly CollectiveKind[] = [
   'barrier',
   'broadcast',
@@ -33,20 +35,27 @@ export const COLLECTIVE_KINDS: readonly CollectiveKind[] = [
   'allToAllV',
 ];
 
+/** The collectives that take a reduce op. */
 export const REDUCING_KINDS: readonly CollectiveKind[] = ['reduce', 'allReduce', 'reduceScatter'];
 
+/** The floating-point dtypes (bitwise ops do not apply to them). */
 export const FLOAT_DTYPES: readonly DType[] = ['f16', 'bf16', 'f32', 'f64'];
+/** The reduce ops an integer dtype takes (all of them). */
 export const INTEGER_OPS: readonly ReduceOp[] = ['sum', 'prod', 'min', 'max', 'avg', 'band', 'bor', 'bxor'];
+/** The reduce ops a floating-point dtype takes (no bitwise ones). */
 export const FLOAT_OPS: readonly ReduceOp[] = ['sum', 'prod', 'min', 'max', 'avg'];
 
+/** Whether `dtype` is floating point. */
 export function isFloat(dtype: DType): boolean {
   return FLOAT_DTYPES.includes(dtype);
 }
 
+/** Whether `dtype` is a 16-bit float (f16 or bf16: carried as u16 words, computed in f32). */
 export function isHalf(dtype: DType): boolean {
   return dtype === 'f16' || dtype === 'bf16';
 }
 
+/** The reduce ops `dtype` takes. */
 export function opsFor(dtype: DType): readonly ReduceOp[] {
   return isFloat(dtype) ? FLOAT_OPS : INTEGER_OPS;
 }
@@ -106,7 +115,7 @@ export function describeCase(c: CollectiveCase): string {
   return `${c.kind} ${c.dtype}${c.tagged ? ' (tagged)' : ''}${extra}${root} counts [${sizes.join(',')}]${counts}`;
 }
 
-
+/** What `buildCase` builds: a collective, its dtype, op, root and counts; the data is drawn. */
 export interface CaseShape {
   readonly kind: CollectiveKind;
   readonly dtype: DType;

@@ -82,8 +82,11 @@ export interface PartitionFault {
   readonly healMs?: number;
 }
 
+/** A fault of one rank: killed, aborting or stalled at a step or fault point. */
 export type RankFault = KillFault | AbortFault | StallFault;
+/** A fault of the links between ranks: a message dropped, delayed or corrupted, or a partition. */
 export type LinkFault = DropFault | DelayFault | CorruptFault | PartitionFault;
+/** Any fault `simulateJob` can inject. */
 export type Fault = RankFault | LinkFault;
 
 /** Whether rank fault `fault` strikes at `moment` of its rank in generation `generation`. */
@@ -99,6 +102,7 @@ export function describeMoment(fault: RankFault): string {
   return (fault.generation ?? 0) > 0 ? `${at} of generation ${fault.generation}` : at;
 }
 
+/** Whether `fault` strikes a rank (rather than a link). */
 export function isRankFault(fault: Fault): fault is RankFault {
   return fault.kind === 'kill' || fault.kind === 'abort' || fault.kind === 'stall';
 }

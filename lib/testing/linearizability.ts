@@ -42,6 +42,7 @@ export interface SequentialModel<S> {
   key?(state: S): string;
 }
 
+/** What `checkLinearizable` found: an order of the history the model explains, or where every order fails. `text` says it for people. */
 export type LinearizabilityVerdict =
   | { readonly linearizable: true; readonly order: readonly HistoryOperation[]; readonly text: string }
   | {

@@ -77,8 +77,11 @@ interface Posted {
   readonly subscriber: Subscriber<Uint8Array>;
 }
 
+/** One rank of a `memoryJob`: what a session's collectives run on. */
 export interface MemoryRank {
+  /** The rank's links to every other rank (messages delivered in memory). */
   readonly links: SessionLinks;
+  /** What a collective of this rank runs with (its links, agreement, timeouts, planes). */
   readonly context: CollectiveContext;
   /** The model of the native data plane (`dataPlane: 'native'`), else null. */
   readonly nativePlane: NativePlane | null;
@@ -88,6 +91,7 @@ export interface MemoryRank {
   readonly losses: RankLosses | null;
 }
 
+/** How a `memoryJob` is set up: rails, orders, planes, faults and its clock. */
 export interface MemoryJobOptions {
   readonly rails?: number;
   readonly ringOrder?: readonly number[];
@@ -147,8 +151,11 @@ export interface MemoryTraffic {
   readonly overwrittenSends: string[];
 }
 
+/** A job of ranks in one process, linked in memory: `memoryJob`'s result. */
 export interface MemoryJob {
+  /** The ranks, by rank. */
   readonly ranks: MemoryRank[];
+  /** Every message, agreement, abort and delivery so far. */
   readonly traffic: MemoryTraffic;
   /** Ends the job on every rank with `reason`, as an Abort from `rank` (null: the coordinator) would. */
   abort(reason: string, rank: number | null): void;
@@ -180,6 +187,11 @@ export function snapshotTraffic(traffic: MemoryTraffic): MemoryTraffic {
   });
 }
 
+/**
+ * A job of `worldSize` ranks in one process, their links in memory and a coordinator's agreement
+ * modelled, on `options.scheduler`'s clock: collectives run on it exactly as on sockets, and its
+ * traffic is recorded. What `simulateJob` runs on; also for tests of one collective.
+ */
 export function memoryJob(worldSize: number, options: MemoryJobOptions = {}): MemoryJob {
   const rails = options.rails ?? 1;
   const clock = options.scheduler ?? asyncScheduler;

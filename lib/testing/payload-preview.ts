@@ -11,6 +11,7 @@ import { hex } from './bytes.js';
 /** Elements (or bytes, in hex) a preview shows before it elides the rest. */
 export const PREVIEW_ELEMENTS = 8;
 
+/** A payload as people read it: its first elements in its element type, or hex where it has none. */
 export function previewPayload(elementType: ElementType, bytes: Uint8Array): string {
   const width = elementWidth(elementType);
   if (width === 0 || bytes.length % width !== 0) {

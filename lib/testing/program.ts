@@ -20,6 +20,7 @@ export interface MessageCase {
   readonly bytes: Uint8Array;
 }
 
+/** One step of a drawn program: a collective, or a point-to-point message. */
 export type ProgramStep = CollectiveCase | MessageCase;
 
 /** What `runProgram` calls: the collectives plus send and receive. */

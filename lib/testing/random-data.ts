@@ -18,6 +18,7 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** An integer in 0..below-1 from `random` (a function returning [0, 1)). */
 export function randomInt(random: () => number, below: number): number {
   return Math.floor(random() * below);
 }

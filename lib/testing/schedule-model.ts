@@ -27,11 +27,13 @@ export interface ModelMemory {
   readonly inPlace: 'none' | 'same' | 'input is output slot' | 'output is input slot';
 }
 
+/** What `runScheduleModel` computed: each rank's output in symbols. */
 export interface ScheduleModelResult {
   /** Each rank's output, element by element, as a symbol (`?` where nothing was written). */
   readonly outputs: string[][];
 }
 
+/** A schedule the model found wrong: a deadlock, a race on memory, a span outside its memory, sends and receives of a link that do not match. */
 export class ScheduleModelError extends Error {
   override readonly name = 'ScheduleModelError';
 }

@@ -74,6 +74,7 @@ export type SimulatedRank = Pick<RankSession, 'rank' | 'worldSize' | 'rails' | '
   readonly generation: number;
 };
 
+/** The job `simulateJob` runs: its size, transport, faults, restarts and settings. */
 export interface SimulateJobOptions {
   readonly worldSize: number;
   /** Parallel links between every pair of ranks (default 1). */
@@ -155,7 +156,9 @@ export type RankOutcome<T> =
   | { readonly rank: number; readonly status: 'threw'; readonly error: ObservedError; readonly steps: number }
   | { readonly rank: number; readonly status: 'killed' | 'stuck' | 'stopped'; readonly steps: number };
 
+/** What `simulateJob` observed: each rank's outcome, the traffic, restarts and the history. */
 export interface SimulationResult<T> {
+  /** Each rank's outcome, by rank. */
   readonly ranks: readonly RankOutcome<T>[];
   /** Virtual time when the last rank finished. */
   readonly virtualTimeMs: number;
@@ -167,6 +170,7 @@ export interface SimulationResult<T> {
   readonly history: readonly HistoryEvent[];
 }
 
+/** An error as a result records it: name, code and message (comparable with `toEqual`). */
 export function observedError(error: unknown): ObservedError {
   if (error instanceof Error) return { name: error.name, code: (error as { code?: string }).code, message: error.message };
   return { name: typeof error, code: undefined, message: String(error) };

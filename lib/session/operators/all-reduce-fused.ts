@@ -7,6 +7,7 @@ import { type Tensor, viewTensor } from '../../tensor.js';
 import { checkReduceOp } from '../arguments.js';
 import type { RankSession } from '../rank-session.js';
 
+/** How the `allReduceFused` operator packs a stream of tensors into buckets, when a bucket goes, where results go. */
 export interface FusedStreamOptions {
   /** The most bytes a bucket holds (a larger tensor goes alone); default 64 MiB, Horovod's. */
   readonly bucketBytes?: number;

@@ -2,6 +2,7 @@ import { catchError, concatMap, defer, from, map, type Observable, type Observab
 import { ProtocolError, RankLostError } from '../../errors.js';
 import type { Communicator } from '../rank-session.js';
 
+/** What `retryOnShrink` reports of each shrink and how many it allows. */
 export interface RetryOnShrinkOptions {
   /** Told of each shrink: the communicator the pipeline goes on with, and the loss that made it. */
   readonly onShrink?: (communicator: Communicator, lost: RankLostError) => void;

@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import type { Fault } from '../faults.js';
 
+/** Bounds of the faults `arbFault` draws. */
 export interface ArbFaultOptions {
   /** Steps (rank faults) and messages (link faults) are drawn below this (default 8). */
   readonly maxStep?: number;

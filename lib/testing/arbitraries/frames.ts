@@ -22,6 +22,7 @@ import {
   type FrameHeader,
 } from '../../protocol/index.js';
 
+/** Any job unique id (16 random bytes). */
 export const arbUniqueId = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((bytes) => UniqueId.fromBytes(bytes));
 
 /** Any u64, with the edges (0, 2^53 +- 1, 2^63, 2^64-1) drawn often. */
@@ -30,9 +31,13 @@ export const arbU64 = fc.oneof(
   fc.constantFrom(0n, 1n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n, MAX_U64 - 1n, MAX_U64),
 );
 
+/** Any opcode GX1 defines. */
 export const arbOpcode = fc.integer({ min: Opcode.Join, max: Opcode.PeerHello }) as fc.Arbitrary<Opcode>;
+/** Any element type of data (u8 .. f64, not `None`). */
 export const arbConcreteType = fc.integer({ min: ElementType.U8, max: ElementType.F64 }) as fc.Arbitrary<ElementType>;
+/** Any element type, `None` (no data) included. */
 export const arbAnyType = fc.integer({ min: ElementType.None, max: ElementType.F64 }) as fc.Arbitrary<ElementType>;
+/** Any reduce-op byte of a header: 0 (no reduction) or an operator's code. */
 export const arbReduceOp = fc.integer({ min: 0, max: REDUCE_OPS.length });
 
 const arbWorldSize = fc.oneof(
@@ -94,6 +99,7 @@ const arbCountsLayout = (maxCount: number): fc.Arbitrary<Layout> =>
       }),
     );
 
+/** What `arbFrame` draws. */
 export interface ArbFrameOptions {
   /** Largest element count of a payload-carrying frame. */
   readonly maxCount?: number;

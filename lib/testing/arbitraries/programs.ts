@@ -10,8 +10,11 @@ import type { MessageCase, ProgramStep } from '../program.js';
 import { seededRandom } from '../random-data.js';
 import { arbTensorBytes } from './tensors.js';
 
+/** What the program arbitraries draw from. */
 export interface ArbProgramOptions {
+  /** The collectives drawn (default every kind). */
   readonly kinds?: readonly CollectiveKind[];
+  /** The dtypes drawn (default every dtype). */
   readonly dtypes?: readonly DType[];
   /** Largest element count per rank (or per destination shard). */
   readonly maxCount?: number;

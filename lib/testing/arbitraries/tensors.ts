@@ -30,9 +30,13 @@ export function arbTensorBytes(dtype: DType, count: number): fc.Arbitrary<Uint8A
   });
 }
 
+/** What `arbTensor` draws: its dtypes and its element count's bounds. */
 export interface ArbTensorOptions {
+  /** The dtypes drawn (default every dtype). */
   readonly dtypes?: readonly DType[];
+  /** Fewest elements (default 0). */
   readonly minLength?: number;
+  /** Most elements (default 32). */
   readonly maxLength?: number;
 }
 

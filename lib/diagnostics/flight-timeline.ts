@@ -4,12 +4,16 @@ import { join } from 'node:path';
 /** One event of a flight record, as written (lib/session/flight-recording.ts): `at` is ISO time. */
 export interface RecordedEventJson {
   readonly at: string;
+  /** The same time in ms since the epoch, to the microsecond (records of older versions lack it). */
+  readonly atMs?: number;
   readonly type: string;
   readonly sequence?: number;
   readonly collective?: string;
   readonly algorithm?: string;
   readonly plane?: string;
   readonly bytes?: number;
+  readonly durationMs?: number;
+  readonly rail?: number;
   readonly destination?: number;
   readonly source?: number | null;
   readonly tag?: string;
@@ -79,17 +83,22 @@ export function readFlightRecords(directory: string): { records: FlightRecordJso
  * first failure. Of several records of one rank, the newest (it has the most events).
  */
 export function mergeFlightRecords(records: readonly FlightRecordJson[]): MergedTimeline {
-  const newest = new Map<number, FlightRecordJson>();
-  for (const record of records) {
-    const seen = newest.get(record.rank);
-    if (seen === undefined || seen.writtenAt < record.writtenAt) newest.set(record.rank, record);
-  }
-  const chosen = [...newest.values()].sort((a, b) => a.rank - b.rank);
+  const chosen = newestPerRank(records);
   const worldSize = Math.max(0, ...chosen.map((record) => record.worldSize));
   const events = chosen
     .flatMap((record) => record.events.map((event) => ({ at: event.at, rank: record.rank, text: describe(event) })))
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.rank - b.rank));
   return { worldSize, ranks: chosen.map((record) => record.rank), events, verdict: verdictOf(chosen, worldSize) };
+}
+
+/** The newest record of each rank (it holds the most events), by rank. */
+export function newestPerRank(records: readonly FlightRecordJson[]): FlightRecordJson[] {
+  const newest = new Map<number, FlightRecordJson>();
+  for (const record of records) {
+    const seen = newest.get(record.rank);
+    if (seen === undefined || seen.writtenAt < record.writtenAt) newest.set(record.rank, record);
+  }
+  return [...newest.values()].sort((a, b) => a.rank - b.rank);
 }
 
 /** Where a rank's collectives got to: its last one, and whether it finished. */

@@ -39,6 +39,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   'GX1_SECRET_FILE',
   'GX1_SINGLE_COPY',
   'GX1_SPIN_US',
+  'GX1_TIMELINE',
   'GX1_TIMEOUT_MS',
   'GX1_TLS_CA',
   'GX1_TLS_CERT',

@@ -6,6 +6,8 @@ import type { SessionEvent } from './events.js';
 import type { RankSession } from './rank-session.js';
 
 export const DEFAULT_FLIGHT_RECORDER_EVENTS = 1_000;
+/** Events a timeline run keeps (`GX1_TIMELINE`): a whole run's, some 30 MB at most. */
+export const DEFAULT_TIMELINE_EVENTS = 100_000;
 
 /** What `recordFlight` keeps and where it writes (docs/observability.md, "Flight recorder"). */
 export interface FlightRecordingOptions {
@@ -17,19 +19,26 @@ export interface FlightRecordingOptions {
   readonly capacity?: number;
   /** Also write a record when the process gets this signal (default SIGUSR1; null for none). */
   readonly signal?: NodeJS.Signals | null;
+  /**
+   * Also write a record when the session closes (reason `close`): the whole run's events, for a
+   * timeline (`rxccl trace chrome`). What `GX1_TIMELINE` turns on.
+   */
+  readonly atClose?: boolean;
   /** Where warnings (a directory that cannot be written, a record not written) go; default rxccl's debug log (`GX1_DEBUG`). */
   readonly log?: DebugLog;
 }
 
-/** Why a record was written: the session failed (a collective timeout is `timeout`), or on request. */
-export type FlightRecordReason = 'failure' | 'timeout' | 'signal';
+/** Why a record was written: the session failed (a collective timeout is `timeout`), on request, or at close (`atClose`). */
+export type FlightRecordReason = 'failure' | 'timeout' | 'signal' | 'close';
 
 /**
  * Keeps the session's last events (a ring buffer over `session.events$`) and writes them as JSON
  * to `directory` at the first failure of a collective, a send or receive, or the session (`timeout`
  * when it failed on a timeout), before the caller sees the error, and when the
  * process gets SIGUSR1: `rxccl-flight-rank<R>-<pid>-<reason>-<time>.json`, with the rank, the
- * reason, the error and the events, oldest first. Stops when the session closes. Returns a
+ * reason, the error and the events, oldest first (each with its wall-clock time in ms, to the
+ * microsecond, as `atMs`). Stops when the session closes, writing one more record then with
+ * `atClose` (reason `close`: a timeline of the run, said at debug level info). Returns a
  * function that writes a record now (reason `signal`) and returns its path.
  *
  * The directory is created (with its parents) and checked once, here. One that cannot be used
@@ -46,7 +55,8 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
   const where = `${options.setting === undefined ? '' : `${options.setting} `}directory ${JSON.stringify(options.directory)}`;
   const off = unusable(options.directory, where);
   if (off !== null) log.warn(`rank ${session.rank}: ${off.message}`);
-  const recorder = new FlightRecorder<SessionEvent>(options.capacity ?? DEFAULT_FLIGHT_RECORDER_EVENTS);
+  // Microseconds of the wall clock (Date.now() has whole ms): a timeline places 20 us collectives.
+  const recorder = new FlightRecorder<SessionEvent>(options.capacity ?? DEFAULT_FLIGHT_RECORDER_EVENTS, () => performance.timeOrigin + performance.now());
   const write = (reason: FlightRecordReason, error?: unknown): string => {
     if (off !== null) throw off;
     const record = {
@@ -58,7 +68,7 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
       ...(error !== undefined ? { error } : {}),
       writtenAt: new Date().toISOString(),
       eventsRecorded: recorder.recorded,
-      events: recorder.entries().map(({ atMs, event }) => ({ at: new Date(atMs).toISOString(), ...event })),
+      events: recorder.entries().map(({ atMs, event }) => ({ at: new Date(atMs).toISOString(), atMs, ...event })),
     };
     let path: string;
     try {
@@ -66,7 +76,8 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
     } catch (cause) {
       throw new ConfigurationError(`${where} cannot be written: ${errorText(cause)}`, { cause });
     }
-    log.warn(`rank ${session.rank}: flight record (${reason}) written to ${path}`);
+    // A record at close is what a timeline run asks for on every rank, not news.
+    (reason === 'close' ? log.info : log.warn).call(log, `rank ${session.rank}: flight record (${reason}) written to ${path}`);
     return path;
   };
   // For the signal listener and the events$ subscriber: an exception would end the process there
@@ -97,6 +108,7 @@ export function recordFlight(session: RankSession, options: FlightRecordingOptio
     },
     complete: () => {
       if (signal !== null) process.off(signal, onSignal);
+      if (options.atClose === true && off === null) writeOrWarn('close');
     },
   });
   return () => write('signal');
@@ -122,18 +134,26 @@ function isTimeout(error: unknown): boolean {
 }
 
 /**
- * `GX1_FLIGHT_RECORDER=<directory>` turns recording on (off when unset);
+ * `GX1_FLIGHT_RECORDER=<directory>` turns recording on (off when unset). `GX1_TIMELINE=<directory>`
+ * does too and also writes each rank's events when its session closes (a timeline of the run,
+ * `rxccl trace chrome`), keeping `DEFAULT_TIMELINE_EVENTS` of them; both may name one directory.
  * `GX1_FLIGHT_RECORDER_EVENTS` sets how many events are kept.
  */
 export function flightRecordingFromEnvironment(env: Readonly<Record<string, string | undefined>>): FlightRecordingOptions | null {
-  const directory = env.GX1_FLIGHT_RECORDER?.trim();
-  if (directory === undefined || directory === '') return null;
+  const recorder = env.GX1_FLIGHT_RECORDER?.trim() || undefined;
+  const timeline = env.GX1_TIMELINE?.trim() || undefined;
+  if (recorder !== undefined && timeline !== undefined && recorder !== timeline) {
+    throw new ConfigurationError(`GX1_FLIGHT_RECORDER ${JSON.stringify(recorder)} and GX1_TIMELINE ${JSON.stringify(timeline)} name different directories; one rank writes its records to one`);
+  }
+  const directory = timeline ?? recorder;
+  if (directory === undefined) return null;
+  const setting = timeline !== undefined ? 'GX1_TIMELINE' : 'GX1_FLIGHT_RECORDER';
+  const atClose = timeline !== undefined;
   const events = env.GX1_FLIGHT_RECORDER_EVENTS?.trim();
-  const setting = 'GX1_FLIGHT_RECORDER';
-  if (events === undefined || events === '') return { directory, setting };
+  if (events === undefined || events === '') return { directory, setting, atClose, capacity: atClose ? DEFAULT_TIMELINE_EVENTS : DEFAULT_FLIGHT_RECORDER_EVENTS };
   const capacity = Number(events);
   if (!/^\d+$/.test(events) || !Number.isSafeInteger(capacity) || capacity < 1) {
     throw new ConfigurationError(`GX1_FLIGHT_RECORDER_EVENTS must be a positive integer, got ${JSON.stringify(env.GX1_FLIGHT_RECORDER_EVENTS)}`);
   }
-  return { directory, setting, capacity };
+  return { directory, setting, atClose, capacity };
 }

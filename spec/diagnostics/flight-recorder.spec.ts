@@ -48,8 +48,15 @@ describe('FlightRecorder', () => {
   it('is configured by GX1_FLIGHT_RECORDER and GX1_FLIGHT_RECORDER_EVENTS, off by default', () => {
     expect(flightRecordingFromEnvironment({})).toBeNull();
     const setting = 'GX1_FLIGHT_RECORDER';
-    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x' })).toEqual({ directory: '/tmp/x', setting });
-    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '50' })).toEqual({ directory: '/tmp/x', setting, capacity: 50 });
+    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x' })).toEqual({ directory: '/tmp/x', setting, atClose: false, capacity: 1000 });
+    expect(flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '50' })).toEqual({ directory: '/tmp/x', setting, atClose: false, capacity: 50 });
+    // A timeline run writes at close too and keeps a whole run's events; both variables may name one directory.
+    const timeline = { directory: '/tmp/x', setting: 'GX1_TIMELINE', atClose: true };
+    expect(flightRecordingFromEnvironment({ GX1_TIMELINE: '/tmp/x' })).toEqual({ ...timeline, capacity: 100_000 });
+    expect(flightRecordingFromEnvironment({ GX1_TIMELINE: '/tmp/x', GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '7' })).toEqual({ ...timeline, capacity: 7 });
+    expect(() => flightRecordingFromEnvironment({ GX1_TIMELINE: '/tmp/x', GX1_FLIGHT_RECORDER: '/tmp/y' })).toThrow(
+      'GX1_FLIGHT_RECORDER "/tmp/y" and GX1_TIMELINE "/tmp/x" name different directories',
+    );
     expect(() => flightRecordingFromEnvironment({ GX1_FLIGHT_RECORDER: '/tmp/x', GX1_FLIGHT_RECORDER_EVENTS: '-1' })).toThrow(
       'GX1_FLIGHT_RECORDER_EVENTS must be a positive integer, got "-1"',
     );

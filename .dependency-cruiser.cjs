@@ -28,6 +28,8 @@ const LAYERS = [
   ['session', '^lib/session/'],
   // rxccl/testing, its own subpath: a top layer over the library, which nothing else imports.
   ['testing', '^lib/testing/'],
+  // rxccl/tfjs, its own subpath: TensorFlow.js training over the library, which nothing else imports.
+  ['tfjs', '^lib/tfjs/'],
   ['launch', '^lib/launch/'],
   ['cli', '^lib/cli/'],
   ['package', '^lib/index[.]ts$'],
@@ -43,6 +45,10 @@ const SIBLINGS = [
   ['testing', 'launch'],
   ['testing', 'cli'],
   ['testing', 'package'],
+  ['tfjs', 'testing'],
+  ['tfjs', 'launch'],
+  ['tfjs', 'cli'],
+  ['tfjs', 'package'],
 ];
 
 const pathOf = (name) => LAYERS.find(([layer]) => layer === name)[1];

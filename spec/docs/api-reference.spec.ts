@@ -1,6 +1,6 @@
 /**
  * docs/api.md is generated from the doc comments (scripts/api-reference.mjs): the page must be
- * current and every name 'rxccl' and 'rxccl/testing' export must have a doc comment, so a new
+ * current and every name 'rxccl', 'rxccl/testing' and 'rxccl/tfjs' export must have a doc comment, so a new
  * export without one, or a changed signature, fails `npm test` (and CI) until documented.
  */
 import { spawnSync } from 'node:child_process';
@@ -19,7 +19,7 @@ describe('the API reference (docs/api.md)', () => {
     expect(stderr).toBe('');
     expect(status).toBe(0);
     const page = readFileSync('docs/api.md', 'utf8');
-    for (const heading of ['## `rxccl`', '## `rxccl/testing`', '#### RankSession', '#### openSession', '#### retryOnShrink', '#### allReduce']) expect(page).toContain(heading);
+    for (const heading of ['## `rxccl`', '## `rxccl/testing`', '## `rxccl/tfjs`', '#### DistributedOptimizer', '#### RankSession', '#### openSession', '#### retryOnShrink', '#### allReduce']) expect(page).toContain(heading);
   }, 60_000);
 
   it('names an export without a doc comment, and a page that is missing or stale', () => {

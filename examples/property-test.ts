@@ -13,7 +13,7 @@
  */
 import fc from 'fast-check';
 import { pathToFileURL } from 'node:url';
-import { simulateJob, type SimulatedRank } from '../lib/testing/index.js';
+import { arbWorld, simulateJob, type SimulatedRank } from '../lib/testing/index.js';
 
 const PARAMETERS = 3;
 const GRADIENT_TAG = 1;
@@ -44,18 +44,29 @@ function reference(parameters: readonly number[], gradients: readonly (readonly 
   return parameters.map((value, index) => gradients.slice(1).reduce((sum, gradient, worker) => sum - batchSizes[worker + 1]! * gradient[index]!, value));
 }
 
-const arbRound = fc.integer({ min: 2, max: 5 }).chain((worldSize) =>
-  fc.record({
-    worldSize: fc.constant(worldSize),
-    parameters: fc.array(fc.integer({ min: -1000, max: 1000 }), { minLength: PARAMETERS, maxLength: PARAMETERS }),
-    batchSizes: fc.array(fc.integer({ min: 1, max: 8 }), { minLength: worldSize, maxLength: worldSize }),
-    gradients: fc.array(fc.array(fc.integer({ min: -100, max: 100 }), { minLength: PARAMETERS, maxLength: PARAMETERS }), { minLength: worldSize, maxLength: worldSize }),
-  }),
-);
+/**
+ * A round: the parameters, and the world with each rank's batch size and gradient (rank 0's go
+ * unused: it is the server). `arbWorld` draws the ranks together, so fast-check shrinks the world
+ * too, towards the three ranks the bug needs (two workers). The delivery order, which the bug also
+ * needs, is the scheduler's: its draws do not shrink, and in a smaller world they order the
+ * messages differently, so some seeds stop at four or five.
+ */
+const arbRound = fc.record({
+  parameters: fc.array(fc.integer({ min: -1000, max: 1000 }), { minLength: PARAMETERS, maxLength: PARAMETERS }),
+  world: arbWorld(
+    fc.record({
+      batchSize: fc.integer({ min: 1, max: 8 }),
+      gradient: fc.array(fc.integer({ min: -100, max: 100 }), { minLength: PARAMETERS, maxLength: PARAMETERS }),
+    }),
+    { minWorldSize: 2, maxWorldSize: 5 },
+  ),
+});
 
 /** Every rank ends the round with the reference parameters, whatever the order messages arrive in. */
 export function parameterServerProperty(buggy: boolean) {
-  return fc.asyncProperty(arbRound, fc.scheduler(), async ({ worldSize, parameters, batchSizes, gradients }, scheduler) => {
+  return fc.asyncProperty(arbRound, fc.scheduler(), async ({ parameters, world: { worldSize, ranks } }, scheduler) => {
+    const batchSizes = ranks.map((drawn) => drawn.batchSize);
+    const gradients = ranks.map((drawn) => drawn.gradient);
     const result = await simulateJob({ worldSize, transport: 'tcp_peer', scheduler }, async (rank) =>
       Array.from(await parameterServerRound(rank, Int32Array.from(parameters), Int32Array.from(gradients[rank.rank]!), batchSizes, buggy)),
     );

@@ -10,6 +10,7 @@ export * from './arbitraries/tensors.js';
 export * from './arbitraries/programs.js';
 export * from './arbitraries/corruptions.js';
 export * from './arbitraries/faults.js';
+export * from './arbitraries/world.js';
 export { concatBytes, hex } from './bytes.js';
 export * from './collective-case.js';
 export * from './random-data.js';

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildAutotuneProfile, executionFingerprint, type FingerprintInput, pinnedTopology, readAutotuneProfile, topologyFingerprint, validateAutotuneProfile } from '../../lib/collectives/autotune-profile.js';
+import { fnv1a64OfU64s } from '../../lib/protocol/fnv1a.js';
 import { CollectiveTopology } from '../../lib/topology/collective-topology.js';
 import { formatTopologyLinks, parseTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import { refusal } from '../helpers/refusal.js';
@@ -42,6 +43,15 @@ describe('the autotune profile', () => {
     expect(topologyFingerprint({ ...input, railOrder: [0] })).toBe(uniform);
     expect(executionFingerprint('tcp_peer', 'native')).not.toBe(executionFingerprint('tcp_host_staged', 'coordinator'));
     expect(executionFingerprint('tcp_peer', 'native')).not.toBe(executionFingerprint('tcp_peer', 'js'));
+  });
+
+  it('fingerprints: the worked values of docs/protocol.md 9.11, one ring hashed at every world size', () => {
+    const uniform = (worldSize: number) => ({ ...input, topology: CollectiveTopology.uniform(worldSize), ringOrder: Array.from({ length: worldSize }, (_, rank) => rank) });
+    expect(topologyFingerprint(input)).toBe('2ee759e114cc4dc5');
+    expect(fnv1a64OfU64s([2, 0, 1, 1, 32000, 1000, 1, 2, 0, 1, 0, 32000, 1000]).toString(16).padStart(16, '0')).toBe('2ee759e114cc4dc5');
+    expect(topologyFingerprint(uniform(3))).toBe('27ac3b292ea48f46');
+    expect(topologyFingerprint(uniform(4))).toBe('0cc36cebbc867c2a');
+    expect([executionFingerprint('tcp_peer', 'native'), executionFingerprint('tcp_peer', 'js'), executionFingerprint('tcp_host_staged', 'coordinator')]).toEqual(['16e5b1669502bdb2', '35e0786f9ff207d3', 'c7e79b9e81eda571']);
   });
 
   it('accepts its own job\'s profile (a 0x prefix and upper case too)', () => {

@@ -7,6 +7,7 @@ import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ALL_PAIRS_BELOW_BYTES, CHAIN_FROM_BYTES, PAIRWISE_ACROSS_HOSTS_BELOW_BYTES, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
+import { planCollective } from '../../lib/collectives/plan.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -247,6 +248,27 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(choice('allReduce', { tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged on coordinator');
     // One rank: the coordinator.
     expect(choice('allReduce', { worldSize: 1 })).toBe('staged on coordinator');
+  });
+});
+
+describe('planCollective (lib/collectives/plan.ts) for the all-to-all, as docs/protocol.md 9.10 says', () => {
+  it('names the table\'s row with every estimate null (the cost model has none); all-to-all-v is always staged; source policy under any other algorithm', () => {
+    const tuning = resolveTuning({}, 4, {});
+    const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 4096, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3], profile: null };
+    const plan = (collective: 'allToAll' | 'allToAllV', changes: Partial<Situation> = {}) => {
+      const { algorithm, plane, source, estimatedTimeNs, directEstimatedTimeNs, peerEstimatedTimeNs, hierarchicalEstimatedTimeNs } = planCollective(collective, { ...base, ...changes });
+      expect([estimatedTimeNs, directEstimatedTimeNs, peerEstimatedTimeNs, hierarchicalEstimatedTimeNs]).toEqual([null, null, null, null]);
+      return `${algorithm} on ${plane} (${source})`;
+    };
+    expect(plan('allToAll')).toBe('pairwise on native (model)');
+    expect(plan('allToAll', { bytes: 64 << 20 })).toBe('pairwise on native (model)');
+    expect(plan('allToAll', { plane: 'js' })).toBe('exchange on js (model)');
+    expect(plan('allToAll', { plane: 'js', bytes: tuning.ringThresholdBytes })).toBe('pairwise on js (model)');
+    expect(plan('allToAll', { transport: 'tcp_host_staged', plane: 'coordinator' })).toBe('staged on coordinator (model)');
+    expect(plan('allToAll', { tuning: { ...tuning, algorithm: 'ring' } })).toBe('pairwise on native (policy)');
+    expect(plan('allToAll', { tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged on coordinator (policy)');
+    expect(plan('allToAllV')).toBe('staged on coordinator (model)');
+    expect(plan('allToAllV', { plane: 'js', bytes: 64 << 20 })).toBe('staged on coordinator (model)');
   });
 });
 

@@ -159,6 +159,14 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(Buffer.from(headerOf(broadcast)).toString('hex')).toBe('060b0000000000000200000000000000e9c16d8224cd68d20500000000000000');
   });
 
+  it('builds the header exchange headers docs/protocol.md 9.9 shows for collectives agreed at the coordinator, as mesh collective 5: the root as requested, the layout "coordinator" with a nonzero tag folded in', () => {
+    const exchanged = (request: Parameters<typeof descriptorOf>[0]) => Buffer.from(headerOf({ number: 5n, own: descriptorOf(request, 'coordinator') })).toString('hex');
+    expect(exchanged({ opcode: Opcode.Scatter, rootRank: 1 })).toBe('0a000000010000000000000000000000f11341978d03cd200500000000000000');
+    expect(exchanged({ opcode: Opcode.AllToAllV })).toBe('0e000000ffffffff0000000000000000f11341978d03cd200500000000000000');
+    // SetTimeout's milliseconds travel in its tag: layout "coordinator; 30000".
+    expect(exchanged({ opcode: Opcode.SetTimeout, tag: 30000n })).toBe('05000000ffffffff00000000000000007b15175c0f8b4a2c0500000000000000');
+  });
+
   it('the broadcast vector of docs/protocol.md 9.9 on the wire: the root sends header and tensor, and takes the peer’s header alone', async () => {
     const { plane, peer } = await engineAndPeer();
     const readExactly = reader(peer);

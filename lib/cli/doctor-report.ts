@@ -6,12 +6,10 @@
 import { arch, availableParallelism, cpus, hostname, networkInterfaces, platform, totalmem } from 'node:os';
 import { seccompMode, transparentHugePages, yamaPtraceScope } from '../diagnostics/linux-settings.js';
 import { addonFacts, type AddonFacts } from '../kernels/addon-facts.js';
-import type { AddonOrigin } from '../kernels/addon.js';
-import { packageRoot } from '../kernels/addon.js';
+import { type AddonOrigin, packageRoot } from '../kernels/addon.js';
 import { POOLED_RESULT_BYTES } from '../kernels/result-memory.js';
 import { discoverJob, hasJobVariables } from '../launch/discover-job.js';
-import type { DiscoveredJob, Environment } from '../launch/job-environment.js';
-import { hostPort } from '../launch/job-environment.js';
+import { type DiscoveredJob, type Environment, hostPort } from '../launch/job-environment.js';
 import { unknownVariables } from '../launch/known-variables.js';
 import { LOCAL_COORDINATOR_HOST } from '../launch/local-job.js';
 import { shownVariables } from '../launch/shown-variables.js';
@@ -104,7 +102,7 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
   const job = hasJobVariables(env) ? attempt<DiscoveredJob | null>(() => discoverJob(env), null) : null;
   const route = await routeToward(job?.coordinator ?? coordinatorNamed(env));
   const rails = job?.rails ?? attempt(() => parseRails(env.GX1_P2P_RAILS), null);
-  const railOrder = rails === null || env.GX1_RAIL_ORDER === undefined ? 'auto' : attempt(() => parseRailOrder(rails, env.GX1_RAIL_ORDER!), null);
+  const railOrder = rails === null ? null : env.GX1_RAIL_ORDER === undefined ? 'auto' : attempt(() => parseRailOrder(rails, env.GX1_RAIL_ORDER!), null);
   const endpoints =
     rails === null
       ? null

@@ -42,5 +42,6 @@ export function discoverJob(env: Environment): DiscoveredJob {
 
 /** Whether `env` holds any launcher's variables (or rxccl's own): `discoverJob` then finds a job or says what is wrong with it. */
 export function hasJobVariables(env: Environment): boolean {
-  return LAUNCHERS.some((launcher) => launcher.present(new EnvironmentReader(env, launcher.name))) || GX1_JOB.some((name) => new EnvironmentReader(env, 'rxccl').has(name));
+  const gx1 = new EnvironmentReader(env, 'rxccl');
+  return LAUNCHERS.some((launcher) => launcher.present(new EnvironmentReader(env, launcher.name))) || GX1_JOB.some((name) => gx1.has(name));
 }

@@ -2,8 +2,9 @@
  * `rxccl doctor` as a user runs it (a child process), its facts checked against the system as
  * this test finds them itself: /proc, the addon, os.networkInterfaces(), the environment given.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpus, networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../lib/cli/doctor-report.js';
@@ -14,22 +15,22 @@ import { ROOT, runRxccl } from './rxccl-process.js';
 
 const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
-/** `rxccl doctor --json` with `env` added: its exit status, its report, what it wrote on stderr. */
-async function doctor(env: NodeJS.ProcessEnv = {}, bin = join(ROOT, 'bin/rxccl.mjs')): Promise<{ code: number | null; report: DoctorReport; stderr: string }> {
-  const result = bin === join(ROOT, 'bin/rxccl.mjs') ? await runRxccl(['doctor', '--json'], env) : await runBin(bin, env);
-  return { code: result.code, report: JSON.parse(result.stdout) as DoctorReport, stderr: result.stderr };
-}
-
-/** The CLI of another copy of the package (its bin/rxccl.mjs), from a neutral directory. */
-async function runBin(bin: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const { spawn } = await import('node:child_process');
-  const child = spawn(process.execPath, [bin, 'doctor', '--json'], { cwd: tmpdir(), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `rxccl doctor --json` of the package at `root` (by default this checkout), with `env` added to
+ * this process's: its exit status, its report, what it wrote on stderr.
+ */
+async function doctor(env: NodeJS.ProcessEnv = {}, root = ROOT): Promise<{ code: number | null; report: DoctorReport; stderr: string }> {
+  const child = spawn(process.execPath, [join(root, 'bin/rxccl.mjs'), 'doctor', '--json'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { code, stdout, stderr };
+  try {
+    return { code, report: JSON.parse(stdout) as DoctorReport, stderr };
+  } catch {
+    throw new Error(`rxccl doctor --json printed no JSON (exit status ${code}): ${stderr}`);
+  }
 }
 
 /** A copy of the package's sources (lib/, bin/, package.json) without the addon, sharing node_modules. */
@@ -75,7 +76,7 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
     expect(report.resultPool.fromBytes).toBe(64 << 10);
     const hugePages = existsSync('/sys/kernel/mm/transparent_hugepage/enabled') ? /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))![1] : null;
     expect(report.resultPool.transparentHugePages).toBe(hugePages);
-    expect(report.host.cpus).toBe((await import('node:os')).cpus().length);
+    expect(report.host.cpus).toBe(cpus().length);
   });
 
   it('says whether single copy is allowed as /proc and a real process_vm_readv say, and why', async () => {
@@ -174,7 +175,7 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
     try {
       mkdirSync(join(prebuilt, 'prebuilds', `${process.platform}-${process.arch}`), { recursive: true });
       copyFileSync(join(ROOT, ADDON_PATH), prebuiltAddonPath(prebuilt));
-      const [missing, found] = [await doctor({}, join(bare, 'bin/rxccl.mjs')), await doctor({}, join(prebuilt, 'bin/rxccl.mjs'))];
+      const [missing, found] = [await doctor({}, bare), await doctor({}, prebuilt)];
       const reason = `no ${join(bare, ADDON_PATH)}; no ${prebuiltAddonPath(bare)}`;
       expect(missing.code).toBe(1);
       expect(missing.stderr).toBe(`rxccl doctor: the native kernels do not load: ${reason}\n`);

@@ -11,8 +11,10 @@
 #include "data_plane_entry.h"
 #include "dispatch.h"
 #include "errors.h"
+#include "kernel_simd.h"
 #include "kernel_worker.h"
 #include "result_memory.h"
+#include "single_copy.h"
 #include "spin_budget.h"
 #include "thread_pool.h"
 
@@ -149,6 +151,17 @@ Napi::Value KernelThreadsEntry(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(KernelThreads()));
 }
 
+// kernelSimd(): the vector instructions the kernel loops run on this CPU (kernel_simd.h).
+Napi::Value KernelSimdEntry(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), KernelSimd());
+}
+
+// singleCopyRefusal(): why this process cannot take part in single copy, "" where it can as far as
+// it alone decides (single_copy.h).
+Napi::Value SingleCopyRefusalEntry(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), SingleCopyRefusal());
+}
+
 // yieldCpu(): sched_yield(), for a JavaScript loop that polls while others may want the core (the
 // coordinator's busy window, lib/transport/busy-window.ts): the core stays awake for this process
 // (a wake-up on a halted core costs tens of microseconds on a VM) without keeping it from others.
@@ -192,6 +205,8 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("divide", Napi::Function::New(env, DivideEntry, "divide"));
   exports.Set("cancel", Napi::Function::New(env, Cancel, "cancel"));
   exports.Set("kernelThreads", Napi::Function::New(env, KernelThreadsEntry, "kernelThreads"));
+  exports.Set("kernelSimd", Napi::Function::New(env, KernelSimdEntry, "kernelSimd"));
+  exports.Set("singleCopyRefusal", Napi::Function::New(env, SingleCopyRefusalEntry, "singleCopyRefusal"));
   exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
   exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
   exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));

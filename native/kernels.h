@@ -17,9 +17,12 @@
 // loader binds the AVX2 copy on CPUs that have it (GCC function multiversioning, via glibc's
 // ifunc). The binary stays portable; f16/bf16 kernels run about twice as fast with AVX2's
 // 8-wide blends and packs. Other compilers and platforms build the baseline only.
+// RXCCL_KERNELS_CLONED says which: kernel_simd.cc reports the copy bound.
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+#define RXCCL_KERNELS_CLONED 1
 #define RXCCL_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
 #else
+#define RXCCL_KERNELS_CLONED 0
 #define RXCCL_KERNEL_CLONES
 #endif
 

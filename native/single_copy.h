@@ -96,6 +96,12 @@ class PtracerGrant {
   ~PtracerGrant();
 };
 
+// Why this process cannot take part in single copy at all, "" where it can as far as it alone
+// decides (`rxccl doctor`): it knows where it is (boot id, network namespace), and the calls a
+// receiver makes are allowed, pidfd_open (Linux 5.3) and process_vm_readv, which a seccomp filter
+// may refuse; each tried on itself. Yama's scope, which judges reading another process, is not.
+std::string SingleCopyRefusal();
+
 // A range record for `size` bytes at `data`.
 void EncodeRange(const uint8_t* data, size_t size, uint8_t* record);
 void DecodeRange(const uint8_t* record, uint64_t& address, uint64_t& size);

@@ -4,6 +4,7 @@ import { tuneCommand } from './tune-command.js';
 import type { Command } from './command.js';
 import { coordinatorCommand } from './coordinator-command.js';
 import { didYouMean } from '../diagnostics/did-you-mean.js';
+import { doctorCommand } from './doctor-command.js';
 import { helpText } from './help-text.js';
 import { warnUnknownVariables } from '../launch/known-variables.js';
 import { launchCommand } from './launch-command.js';
@@ -12,7 +13,7 @@ import { probeCommand } from './probe-command.js';
 import { traceCommand } from './trace-command.js';
 import { UsageError } from './usage-error.js';
 
-const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, tuneCommand, probeCommand, traceCommand];
+const COMMANDS: readonly Command[] = [launchCommand, coordinatorCommand, benchCommand, tuneCommand, probeCommand, traceCommand, doctorCommand];
 const NAMES = COMMANDS.map((command) => command.name);
 
 const OVERVIEW = [

@@ -46,6 +46,17 @@ export interface KernelAddon {
   allocateResult(bytes: number): ArrayBuffer | undefined;
   /** Bytes of freed results the addon keeps to hand out again (native/result_pool.h). */
   resultPoolBytes(): number;
+  /**
+   * The vector instructions the kernel loops run on this CPU: `avx2`, `sse2`, `avx512f`, `neon`...
+   * (native/kernel_simd.h). Absent from an addon built before it.
+   */
+  kernelSimd?(): string;
+  /**
+   * Why this process cannot take part in single copy, '' where it can as far as it alone decides:
+   * pidfd_open and process_vm_readv tried on itself, which a seccomp filter may refuse
+   * (native/single_copy.h). Absent from an addon built before it.
+   */
+  singleCopyRefusal?(): string;
   /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
   DataPlane: DataPlaneEngine;
 }
@@ -85,16 +96,28 @@ export function loadAddon(path?: string): KernelAddon {
  * reason when none loads.
  */
 export function loadPackagedAddon(root: string = packageRoot()): KernelAddon {
+  return locatePackagedAddon(root).addon;
+}
+
+/** Where the addon `loadPackagedAddon` loads came from: the package's own `build`, or a `prebuild`. */
+export type AddonOrigin = 'build' | 'prebuild';
+
+/** `loadPackagedAddon`'s addon, with the file it loaded and where that file came from. */
+export function locatePackagedAddon(root: string = packageRoot()): { addon: KernelAddon; path: string; origin: AddonOrigin } {
   const reasons: string[] = [];
-  for (const candidate of [join(root, ADDON_PATH), prebuiltAddonPath(root)]) {
-    if (!existsSync(candidate)) {
-      reasons.push(`no ${candidate}`);
+  const candidates = [
+    { path: join(root, ADDON_PATH), origin: 'build' },
+    { path: prebuiltAddonPath(root), origin: 'prebuild' },
+  ] as const;
+  for (const { path, origin } of candidates) {
+    if (!existsSync(path)) {
+      reasons.push(`no ${path}`);
       continue;
     }
     try {
-      return loadAddon(candidate);
+      return { addon: loadAddon(path), path, origin };
     } catch (error) {
-      reasons.push(`${candidate}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      reasons.push(`${path}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
     }
   }
   throw new Error(reasons.join('; '));

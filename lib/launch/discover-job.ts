@@ -39,3 +39,9 @@ export function discoverJob(env: Environment): DiscoveredJob {
   if (GX1_JOB.some((name) => gx1.has(name))) return rxccl.discover(gx1);
   throw noLauncherError(LAUNCHERS.map((candidate) => candidate.hint));
 }
+
+/** Whether `env` holds any launcher's variables (or rxccl's own): `discoverJob` then finds a job or says what is wrong with it. */
+export function hasJobVariables(env: Environment): boolean {
+  const gx1 = new EnvironmentReader(env, 'rxccl');
+  return LAUNCHERS.some((launcher) => launcher.present(new EnvironmentReader(env, launcher.name))) || GX1_JOB.some((name) => gx1.has(name));
+}

@@ -65,6 +65,9 @@ const DRAIN_GRACE_MS = 1_000;
 
 const delay = (ms: number) => new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), ms));
 
+/** Where `rxccl launch` runs its coordinator, and so the interface its ranks use: loopback. */
+export const LOCAL_COORDINATOR_HOST = '127.0.0.1';
+
 /**
  * A job on this host (`rxccl launch`): a coordinator on loopback in this process, on a port the
  * system picks (parallel jobs never collide), a fresh unique id and secret, and one process per rank with the
@@ -138,7 +141,7 @@ export class LocalJob {
     const secret = generateSecret();
     const coordinator = await Coordinator.listen({
       secret,
-      host: '127.0.0.1',
+      host: LOCAL_COORDINATOR_HOST,
       port: 0,
       uniqueId,
       worldSize: options.worldSize,

@@ -24,7 +24,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 describe('rxccl command line', () => {
-  it.each(['launch', 'coordinator', 'bench', 'tune', 'probe'])('rxccl %s --help describes the command and exits 0', async (command) => {
+  it.each(['launch', 'coordinator', 'bench', 'tune', 'probe', 'doctor'])('rxccl %s --help describes the command and exits 0', async (command) => {
     const result = await cli([command, '--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`^usage: rxccl ${command} `));
@@ -34,7 +34,7 @@ describe('rxccl command line', () => {
   it.each([['--help'], ['-h'], ['help']])('rxccl %s lists the commands', async (flag) => {
     const result = await cli([flag]);
     expect(result.code).toBe(0);
-    for (const command of ['launch', 'coordinator', 'bench', 'tune', 'probe']) expect(result.stdout).toContain(`  ${command} `);
+    for (const command of ['launch', 'coordinator', 'bench', 'tune', 'probe', 'doctor']) expect(result.stdout).toContain(`  ${command} `);
   });
 
   it('rxccl help COMMAND prints what rxccl COMMAND --help does', async () => {
@@ -87,12 +87,12 @@ describe('rxccl command line', () => {
     [['coordinator', '--wrold-size', '2'], 'rxccl coordinator: unknown option --wrold-size (did you mean --world-size?)'],
     [['probe', '--rails', '0'], 'rxccl probe: --rails must be an integer in 1..64, got "0"'],
     [['probe', '--json', '--json'], 'rxccl probe: --json is given twice'],
-    [['frobnicate'], 'rxccl: unknown command "frobnicate" (commands: launch, coordinator, bench, tune, probe, trace; see rxccl --help)'],
+    [['frobnicate'], 'rxccl: unknown command "frobnicate" (commands: launch, coordinator, bench, tune, probe, trace, doctor; see rxccl --help)'],
     [['lunch', '-n', '2'], 'rxccl: unknown command "lunch" (did you mean launch?)'],
     [['help', 'prob'], 'rxccl: unknown command "prob" (did you mean probe?)'],
     [['--verison'], 'rxccl: unknown option --verison (did you mean --version?)'],
-    [['-x'], 'rxccl: unknown option -x (commands: launch, coordinator, bench, tune, probe, trace; see rxccl --help)'],
-    [[], 'rxccl: missing COMMAND (commands: launch, coordinator, bench, tune, probe, trace; see rxccl --help)'],
+    [['-x'], 'rxccl: unknown option -x (commands: launch, coordinator, bench, tune, probe, trace, doctor; see rxccl --help)'],
+    [[], 'rxccl: missing COMMAND (commands: launch, coordinator, bench, tune, probe, trace, doctor; see rxccl --help)'],
   ])('%j fails with one line and exit status 2', async (args, message) => {
     const result = await cli(args);
     expect(result.stderr).toBe(`${message}\n`);

@@ -1,0 +1,192 @@
+/**
+ * What `rxccl doctor` finds, each fact asked of the system, the addon or the environment as a job
+ * would ask it (nothing assumed), as one object: `rxccl doctor --json` prints it as it is, and its
+ * keys are stable (docs/launch.md, "rxccl doctor", lists them).
+ */
+import { arch, availableParallelism, cpus, hostname, networkInterfaces, platform, totalmem } from 'node:os';
+import { seccompMode, transparentHugePages, yamaPtraceScope } from '../diagnostics/linux-settings.js';
+import { addonFacts, type AddonFacts } from '../kernels/addon-facts.js';
+import { type AddonOrigin, packageRoot } from '../kernels/addon.js';
+import { POOLED_RESULT_BYTES } from '../kernels/result-memory.js';
+import { discoverJob, hasJobVariables } from '../launch/discover-job.js';
+import { type DiscoveredJob, type Environment, hostPort } from '../launch/job-environment.js';
+import { unknownVariables } from '../launch/known-variables.js';
+import { LOCAL_COORDINATOR_HOST } from '../launch/local-job.js';
+import { shownVariables } from '../launch/shown-variables.js';
+import { type DataPlaneSetting, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from '../session/data-plane-setting.js';
+import { parseHostPort } from '../session/session-options.js';
+import { singleCopyVerdict } from '../session/single-copy-verdict.js';
+import { parseRailOrder } from '../topology/link-tuning.js';
+import { interfaceHolding, localAddressToward } from '../transport/local-route.js';
+import { formatEndpoint, peerEndpointConfigurationFromEnvironment } from '../transport/peer-endpoint-config.js';
+import { resolveTls } from '../transport/tls-settings.js';
+import { chooseTransport, type CollectiveTransport, parseRails } from '../transport/transport-kind.js';
+import { packageVersion } from './package-version.js';
+
+export interface DoctorReport {
+  /** rxccl's version, and the package root it runs from. */
+  readonly rxccl: { readonly version: string; readonly root: string };
+  readonly node: { readonly version: string; readonly platform: string; readonly arch: string; readonly napi: string };
+  readonly host: { readonly hostname: string; readonly cpus: number; readonly availableParallelism: number; readonly cpuModel: string | null; readonly memoryBytes: number };
+  readonly kernels: {
+    /** The native kernels load; else the job runs the TypeScript reference kernels. */
+    readonly native: boolean;
+    readonly addon: string | null;
+    readonly origin: AddonOrigin | null;
+    readonly error: string | null;
+    readonly simd: string | null;
+    readonly threads: number | null;
+  };
+  readonly resultPool: { readonly keptBytes: number | null; readonly fromBytes: number; readonly transparentHugePages: string | null };
+  readonly dataPlane: { readonly native: boolean; readonly setting: DataPlaneSetting | null; readonly reason: string };
+  readonly singleCopy: {
+    readonly allowed: boolean | null;
+    readonly reason: string;
+    readonly setting: SingleCopySetting | null;
+    readonly yamaPtraceScope: number | null;
+    readonly seccomp: number | null;
+    readonly refusal: string | null;
+  };
+  readonly network: {
+    readonly interfaces: readonly { readonly name: string; readonly address: string; readonly family: string; readonly cidr: string | null; readonly internal: boolean }[];
+    /** The job this process's variables describe; null where they describe none (or a broken one: see problems). */
+    readonly job: {
+      readonly launcher: string;
+      readonly rank: number;
+      readonly worldSize: number;
+      readonly localRank: number | null;
+      readonly coordinator: string;
+      readonly hostsCoordinator: boolean;
+    } | null;
+    /**
+     * How this host reaches the job's coordinator: the address (and interface) its connections there
+     * leave from, where a rank's peer listener binds by default. Without a job, the coordinator
+     * GX1_COORDINATOR or GX1_COORDINATOR_HOST names, else `rxccl launch`'s on loopback.
+     */
+    readonly route: { readonly toward: string; readonly address: string | null; readonly interface: string | null; readonly error: string | null };
+    readonly transport: CollectiveTransport | null;
+    readonly rails: number | null;
+    /** `auto`, or the rails in the order collectives take them. */
+    readonly railOrder: string | null;
+    /** Where a rank's peer listeners bind (port 0: chosen at start), one shared or one per rail. */
+    readonly listen: readonly string[];
+    /** What a rank tells its peers to dial, where set; empty: what it bound. */
+    readonly advertise: readonly string[];
+  };
+  /** The GX1_* and RXCCL_* variables of this process, secrets masked. */
+  readonly environment: Readonly<Record<string, string>>;
+  readonly unknownVariables: readonly { readonly name: string; readonly meant: string | null }[];
+  /** The configuration errors a job started with this environment would stop on. */
+  readonly problems: readonly string[];
+}
+
+/** Finds every fact of the report for a process with environment `env`. */
+export async function doctorReport(env: Environment = process.env, addon: AddonFacts = addonFacts()): Promise<DoctorReport> {
+  const problems: string[] = [];
+  /** `read()`, or `fallback` after noting its configuration error. */
+  const attempt = <T>(read: () => T, fallback: T): T => {
+    try {
+      return read();
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : String(error));
+      return fallback;
+    }
+  };
+  const dataPlane = dataPlaneFacts(env, addon, attempt);
+  const singleCopySetting = attempt(() => resolveSingleCopy(undefined, env.GX1_SINGLE_COPY), null);
+  const linux = { yamaPtraceScope: yamaPtraceScope(), seccomp: seccompMode() };
+  const verdict =
+    singleCopySetting === null
+      ? { allowed: false, reason: 'GX1_SINGLE_COPY cannot be used (see problems)' }
+      : singleCopyVerdict({ platform: process.platform, dataPlaneAbsent: dataPlane.native ? null : dataPlane.reason, setting: singleCopySetting, ...linux, refusal: addon.singleCopyRefusal });
+  const job = hasJobVariables(env) ? attempt<DiscoveredJob | null>(() => discoverJob(env), null) : null;
+  const route = await routeToward(job?.coordinator ?? coordinatorNamed(env));
+  const rails = job?.rails ?? attempt(() => parseRails(env.GX1_P2P_RAILS), null);
+  const railOrder = rails === null ? null : env.GX1_RAIL_ORDER === undefined ? 'auto' : attempt(() => parseRailOrder(rails, env.GX1_RAIL_ORDER!), null);
+  const endpoints =
+    rails === null
+      ? null
+      : attempt(() => peerEndpointConfigurationFromEnvironment({ env, rails, jobInterface: route.address ?? LOCAL_COORDINATOR_HOST }), null);
+  const processors = cpus();
+  return {
+    rxccl: { version: packageVersion(), root: packageRoot() },
+    node: { version: process.version, platform: platform(), arch: arch(), napi: process.versions.napi ?? 'unknown' },
+    host: { hostname: hostname(), cpus: processors.length, availableParallelism: availableParallelism(), cpuModel: processors[0]?.model ?? null, memoryBytes: totalmem() },
+    kernels: { native: addon.loaded, addon: addon.path, origin: addon.origin, error: addon.error, simd: addon.simd, threads: addon.kernelThreads },
+    resultPool: { keptBytes: addon.resultPoolBytes, fromBytes: POOLED_RESULT_BYTES, transparentHugePages: transparentHugePages() },
+    dataPlane,
+    singleCopy: { ...verdict, setting: singleCopySetting, ...linux, refusal: addon.singleCopyRefusal },
+    network: {
+      interfaces: Object.entries(networkInterfaces()).flatMap(([name, entries]) =>
+        (entries ?? []).map((entry) => ({ name, address: entry.address, family: entry.family, cidr: entry.cidr, internal: entry.internal })),
+      ),
+      job:
+        job === null
+          ? null
+          : {
+              launcher: job.launcher,
+              rank: job.rank,
+              worldSize: job.worldSize,
+              localRank: job.localRank,
+              coordinator: hostPort(job.coordinator),
+              hostsCoordinator: job.hostCoordinator !== null,
+            },
+      route,
+      transport: job?.transport ?? attempt(() => chooseTransport(undefined, env), null),
+      rails,
+      railOrder: railOrder === null || railOrder === 'auto' ? railOrder : railOrder.join(','),
+      listen: endpoints?.listenAddresses.map(formatEndpoint) ?? [],
+      advertise: endpoints?.advertiseAddresses ?? [],
+    },
+    environment: shownVariables(env),
+    unknownVariables: unknownVariables(env),
+    problems,
+  };
+}
+
+/** Whether a rank here would offer the native data plane, and why (not). */
+function dataPlaneFacts(env: Environment, addon: AddonFacts, attempt: <T>(read: () => T, fallback: T) => T): DoctorReport['dataPlane'] {
+  const tls = attempt(() => resolveTls(undefined, env) !== null, false);
+  const setting = attempt(() => resolveDataPlane(undefined, env.GX1_DATA_PLANE, tls, () => addon.dataPlane), null);
+  if (setting === null) return { native: false, setting, reason: 'GX1_DATA_PLANE cannot be used here (see problems)' };
+  if (setting === 'native') return { native: true, setting, reason: 'asked for (GX1_DATA_PLANE=native): every rank must offer it' };
+  if (setting === 'auto') return { native: true, setting, reason: 'offered: the job runs it where every rank offers it' };
+  const reason =
+    env.GX1_DATA_PLANE?.trim() === 'js'
+      ? 'GX1_DATA_PLANE=js'
+      : tls
+        ? 'TLS is set (GX1_TLS_*): the data links would carry the data in the clear'
+        : process.platform !== 'linux'
+          ? `the native data plane is Linux's; this is ${process.platform}`
+          : 'the native addon does not load';
+  return { native: false, setting, reason };
+}
+
+/**
+ * Without a job, the coordinator the variables name all the same (`GX1_COORDINATOR=host:port rxccl
+ * doctor` asks how this host reaches it), else `rxccl launch`'s on loopback. Only the host counts:
+ * any port shows the route.
+ */
+function coordinatorNamed(env: Environment): { host: string; port: number } {
+  const named = env.GX1_COORDINATOR?.trim() || undefined;
+  if (named !== undefined) {
+    try {
+      return parseHostPort(named, 'GX1_COORDINATOR');
+    } catch {
+      // Named among the problems where the job is read.
+    }
+  }
+  return { host: env.GX1_COORDINATOR_HOST?.trim() || LOCAL_COORDINATOR_HOST, port: DISCARD_PORT };
+}
+
+/** The port a route is asked toward where none is known (UDP's discard; nothing is sent). */
+const DISCARD_PORT = 9;
+
+async function routeToward(coordinator: { host: string; port: number }): Promise<DoctorReport['network']['route']> {
+  try {
+    const address = await localAddressToward(coordinator.host, coordinator.port);
+    return { toward: coordinator.host, address, interface: interfaceHolding(address), error: null };
+  } catch (error) {
+    return { toward: coordinator.host, address: null, interface: null, error: error instanceof Error ? error.message : String(error) };
+  }
+}

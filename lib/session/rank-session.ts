@@ -801,13 +801,13 @@ export class RankSession {
    * @example
    * const config = await session.broadcastObject(session.rank === 0 ? loadConfig() : undefined, 0);
    */
-  broadcastObject<T>(value: T, root: number): Promise<T> {
+  broadcastObject<T>(value: T | null | undefined, root: number): Promise<T> {
     return lastValueFrom(this.broadcastObject$(value, root));
   }
 
   /** `broadcastObject` as an Observable that emits the value once (submitted at the call, as `broadcast$`). */
-  broadcastObject$<T>(value: T, root: number): Observable<T> {
-    return this.objects.broadcast(value, root);
+  broadcastObject$<T>(value: T | null | undefined, root: number): Observable<T> {
+    return this.objects.broadcast(value as T, root);
   }
 
   /**

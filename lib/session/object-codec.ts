@@ -51,8 +51,9 @@ export function contribute(value: unknown, rank: number, limit: number, operatio
 }
 
 /**
- * The value `bytes` carry from `rank` (null: a point-to-point sender not known here); a refusal
- * notice throws the error it stands for, and bytes that are no serialization a configuration error.
+ * The value `bytes` carry from `rank` in a collective, where a refusal notice throws the error it
+ * stands for (rank null: a point-to-point message, never a notice); bytes that are no
+ * serialization are a configuration error.
  */
 export function decodeObject(bytes: Uint8Array, rank: number | null, operation: string, tag?: bigint): unknown {
   if (bytes.length >= 2 && bytes[0] === NOTICE && rank !== null) {

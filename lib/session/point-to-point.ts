@@ -100,7 +100,8 @@ export class PointToPoint {
   async receiveObject(source: number | null, tag: number | bigint, options: RailOption | null): Promise<unknown> {
     const wireTag = checkTag(tag);
     const payload = await lastValueFrom(this.take$(source, tag, { elementType: ElementType.U8, count: null }, options));
-    return decodeObject(payload, source, 'receiveObject', wireTag);
+    // No refusal notices here (sendObject refuses before sending): the sender is not named, its bytes are only decoded.
+    return decodeObject(payload, null, 'receiveObject', wireTag);
   }
 
   /** The next matching message's envelope once one waits here, left waiting (MPI_Probe). */

@@ -106,6 +106,16 @@ describe.each(JOBS)('object messages on %s with %i ranks', (transport, worldSize
   });
 });
 
+describe('receiveObject of a message no sendObject sent', () => {
+  it('is a configuration error naming the tag and v8 reason', async () => {
+    const sessions = jobs.get('tcp_peer 2')!.sessions;
+    await sessions[0]!.send(1, 14, Uint8Array.of(0, 1, 2));
+    const error = await rejection(sessions[1]!.receiveObject(0, 14));
+    expect(error.code).toBe('INVALID_CONFIGURATION');
+    expect(error.message).toMatch(/^receiveObject: the message with tag 14 is not a serialized value \(was it sent with sendObject\?\): /);
+  });
+});
+
 describe('object size limits', () => {
   it('a collective value over a W-th of a frame (less its counts prefix) fails every rank, naming rank, size and limit', async () => {
     const sessions = jobs.get('tcp_peer 4')!.sessions;

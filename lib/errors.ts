@@ -14,7 +14,9 @@ export type RxcclErrorCode =
   | 'TIMEOUT'
   | 'CHANNEL_CLOSED'
   | 'KERNEL'
-  | 'AUTHENTICATION';
+  | 'AUTHENTICATION'
+  | 'OBJECT_TOO_LARGE'
+  | 'NOT_SERIALIZABLE';
 
 /** The base of every error rxccl raises: `code` says which kind (docs/errors.md), the message says who and what. */
 export class RxcclError extends Error {
@@ -109,6 +111,38 @@ export class AuthenticationError extends RxcclError {
 export class KernelError extends RxcclError {
   constructor(message: string) {
     super('KERNEL', message);
+  }
+}
+
+/**
+ * An object message (`sendObject`, `broadcastObject`, ...) whose serialized form is over what one
+ * message may carry: `bytes` from `rank`, over `limit`. Nothing was sent for it; in a collective
+ * every rank that would have received it fails alike, and the collective itself completes.
+ */
+export class ObjectTooLargeError extends RxcclError {
+  constructor(
+    readonly rank: number,
+    readonly bytes: number,
+    readonly limit: number,
+    operation: string,
+  ) {
+    super('OBJECT_TOO_LARGE', `${operation}: rank ${rank}'s value serializes to ${bytes} bytes, over the limit of ${limit} bytes; send it as tensors, in pieces`);
+  }
+}
+
+/**
+ * An object message whose value the structured clone (`v8.serialize`) refuses: a function, a
+ * symbol, a class instance's methods... `reason` is v8's. Nothing was sent for it; in a collective
+ * every rank that would have received it fails alike, and the collective itself completes.
+ */
+export class UnserializableObjectError extends RxcclError {
+  constructor(
+    readonly rank: number,
+    readonly reason: string,
+    operation: string,
+    options?: { cause?: unknown },
+  ) {
+    super('NOT_SERIALIZABLE', `${operation}: rank ${rank}'s value cannot be serialized (structured clone): ${reason}`, options);
   }
 }
 

@@ -2,6 +2,7 @@
 export * from './errors.js';
 export {
   ANY_RANK,
+  ANY_COUNT,
   FRAME_HEADER_BYTES,
   MAX_FRAME_PAYLOAD_BYTES,
   PROTOCOL_VERSION,
@@ -42,7 +43,7 @@ export type { SplitOptions } from './communicator/split-plan.js';
 export type { BroadcastOptions, OutputOptions, ReductionOptions } from './session/collective-requests.js';
 export type { FusionOptions } from './session/fused-all-reduce.js';
 export { DEFAULT_BUCKET_BYTES } from './collectives/fusion/buckets.js';
-export type { RailOption, ReceiveShape } from './session/point-to-point.js';
+export type { ProbedMessage, RailOption, ReceiveShape } from './session/point-to-point.js';
 export type { SessionEvent } from './session/events.js';
 export type { ExchangeOptions } from './session/exchange-options.js';
 export type { SessionOptions } from './session/session-options.js';

@@ -1,7 +1,7 @@
-import type { Observable } from 'rxjs';
+import { map, type Observable } from 'rxjs';
 import { ANY_RANK } from '../protocol/constants.js';
 import { messageKey } from '../protocol/message-key.js';
-import type { ExpectedShape, MessageShape, SessionLinks } from '../transport/links/links.js';
+import type { ExpectedShape, MessageEnvelope, MessageShape, SessionLinks } from '../transport/links/links.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 
 /**
@@ -15,6 +15,9 @@ import type { SessionFailure } from '../transport/session-failure.js';
  */
 export class GroupLinks implements SessionLinks {
   readonly worldSize: number;
+  /** The job's, where it has them (the mesh): in this communicator's ranks and keys. */
+  readonly waiting?: (rail: number, peer: number, tag: bigint) => MessageEnvelope | null;
+  readonly probe?: (rail: number, peer: number, tag: bigint, waitMs?: number) => Observable<MessageEnvelope>;
 
   constructor(
     private readonly job: SessionLinks,
@@ -28,6 +31,20 @@ export class GroupLinks implements SessionLinks {
     private readonly timeoutMs: () => number,
   ) {
     this.worldSize = members.length;
+    const { waiting, probe } = job;
+    if (waiting !== undefined) {
+      this.waiting = (rail, peer, tag) => {
+        const found = waiting.call(job, rail, this.jobRank(peer), messageKey(this.id, tag));
+        return found === null ? null : this.inGroup(found);
+      };
+    }
+    if (probe !== undefined) {
+      this.probe = (rail, peer, tag, waitMs) =>
+        probe.call(job, rail, this.jobRank(peer), messageKey(this.id, tag), waitMs ?? this.timeoutMs()).pipe(
+          map((found) => this.inGroup(found)),
+          this.failure.untilEnded(),
+        );
+    }
   }
 
   get rails(): number {
@@ -39,9 +56,7 @@ export class GroupLinks implements SessionLinks {
   }
 
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, into?: Uint8Array, waitMs?: number): Observable<Uint8Array> {
-    // Only members send under this communicator's keys: a receive from any rank of the job is one from any member.
-    const source = peer === ANY_RANK ? ANY_RANK : this.members[peer]!;
-    return this.job.receive(rail, source, messageKey(this.id, tag), shape, into, waitMs ?? this.timeoutMs()).pipe(this.failure.untilEnded());
+    return this.job.receive(rail, this.jobRank(peer), messageKey(this.id, tag), shape, into, waitMs ?? this.timeoutMs()).pipe(this.failure.untilEnded());
   }
 
   release(bytes: Uint8Array): void {
@@ -58,5 +73,15 @@ export class GroupLinks implements SessionLinks {
 
   close(): void {
     // The connections are the job's: the communicator's close ends only its own operations (its failure).
+  }
+
+  /** Only members send under this communicator's keys: a message from any rank of the job is one from any member. */
+  private jobRank(peer: number): number {
+    return peer === ANY_RANK ? ANY_RANK : this.members[peer]!;
+  }
+
+  /** A waiting message's envelope with its sender as this communicator's rank. */
+  private inGroup(envelope: MessageEnvelope): MessageEnvelope {
+    return { ...envelope, source: this.members.indexOf(envelope.source) };
   }
 }

@@ -1,5 +1,5 @@
 import { ConfigurationError, RemoteAbortError, WrongSessionError } from '../errors.js';
-import { ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
+import { ANY_COUNT, ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import { ElementType, elementTypeName } from '../protocol/element-type.js';
 import { frameText, makeHeader, type Frame } from '../protocol/frame.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
@@ -152,10 +152,10 @@ export class P2pMatcher {
   private deliver(send: Frame, receive: Frame): Delivery {
     const s = send.header;
     const r = receive.header;
-    if (s.elementType !== r.elementType || s.elementCount !== r.elementCount) {
+    if (s.elementType !== r.elementType || (s.elementCount !== r.elementCount && r.elementCount !== ANY_COUNT)) {
       throw new ConfigurationError(
         `point-to-point ${keyText(headerKey(s))} contract mismatch: send ${elementTypeName(s.elementType)}/${s.elementCount} ` +
-          `receive ${elementTypeName(r.elementType)}/${r.elementCount} (rank ${s.sourceRank} -> rank ${r.sourceRank})`,
+          `receive ${elementTypeName(r.elementType)}/${r.elementCount === ANY_COUNT ? 'any' : r.elementCount} (rank ${s.sourceRank} -> rank ${r.sourceRank})`,
       );
     }
     const header = makeHeader(

@@ -13,6 +13,12 @@ export const MAX_FRAME_PAYLOAD_BYTES = 1 << 30;
 /** Rank field value meaning "no particular rank" (any source, no root, no destination). */
 export const ANY_RANK = 0xffffffff;
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+/**
+ * The elementCount of a point-to-point Receive request that takes a message of any count of its
+ * element type (docs/protocol.md 10.3): the largest count a header holds, which no message can
+ * have (no payload passes 2^30 bytes).
+ */
+export const ANY_COUNT = Number.MAX_SAFE_INTEGER;
 
 /** Header flag bits (u16 at byte 12). Unknown bits are rejected. */
 export const FLAG_PAYLOAD = 0x0001;

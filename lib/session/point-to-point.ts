@@ -1,14 +1,16 @@
 import { from as asyncIterableFrom } from 'ix/asynciterable/asynciterablex';
-import { defer, lastValueFrom, type MonoTypeOperatorFunction, type Subject, tap } from 'rxjs';
+import { defer, lastValueFrom, map, type MonoTypeOperatorFunction, type Observable, repeat, type Subject, tap, throwError } from 'rxjs';
 import type { AsyncIterableX } from './ix-types.js';
-import { ANY_RANK } from '../protocol/constants.js';
-import { type DType, elementTypeOfDType } from '../protocol/element-type.js';
+import { ConfigurationError } from '../errors.js';
+import { ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
+import { type DType, dtypeOfElementType, ElementType, elementTypeOfDType } from '../protocol/element-type.js';
 import { comesTagged, type Tensor, tensorFromBytes, type TensorOf, viewTensor } from '../tensor.js';
-import type { Links } from '../transport/links/links.js';
+import type { ExpectedShape, Links, MessageEnvelope, SessionLinks } from '../transport/links/links.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { checkRail, checkRank, checkShape, checkTag } from './arguments.js';
 import type { EventLoopHold } from './event-loop-hold.js';
 import type { SessionEvent } from './events.js';
+import { decodeObject, encodeObject } from './object-codec.js';
 
 /** The shape of a point-to-point receive: what the matching send must carry. */
 export interface ReceiveShape<D extends DType = DType> {
@@ -22,6 +24,21 @@ export interface RailOption {
   readonly rail?: number;
 }
 
+/** A message waiting for its receive, as `probe` and `iprobe` report it (it stays waiting). */
+export interface ProbedMessage {
+  /** The sender (a rank of this communicator). */
+  readonly source: number;
+  /** The tag probed for, as given. */
+  readonly tag: number | bigint;
+  /** Its element type and count, as the sender sent it (an object message: u8, its size). */
+  readonly dtype: DType;
+  readonly count: number;
+  readonly bytes: number;
+}
+
+/** The links point-to-point messages go over; probing is where messages wait at the receiver (the mesh). */
+export type MessageLinks = Links & Pick<SessionLinks, 'waiting' | 'probe'>;
+
 /**
  * A session's tagged point-to-point messages: validated, on the rail the tag (or the caller)
  * picks, ended by the session's failure, reported on the session's events. Not ordered with the
@@ -29,7 +46,7 @@ export interface RailOption {
  */
 export class PointToPoint {
   constructor(
-    private readonly links: Links,
+    private readonly links: MessageLinks,
     private readonly failure: SessionFailure,
     private readonly loop: EventLoopHold,
     private readonly events: Subject<SessionEvent>,
@@ -55,22 +72,56 @@ export class PointToPoint {
   }
 
   async receive<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null): Promise<TensorOf<D>> {
-    if (source !== null) checkRank(source, this.links.worldSize, 'source');
+    return lastValueFrom(this.receiveOne$(source, tag, like, options));
+  }
+
+  /**
+   * Every matching message, one receive after another, until unsubscribed (cold: each
+   * subscription receives for itself). One receive is posted at a time, so what waits beyond it
+   * waits in the transport's matching (bounded by the unmatched-bytes limit); unsubscribing
+   * withdraws the posted receive, and a message that comes later stays for a later receive (on
+   * tcp_peer; the coordinator cannot take back a receive it holds, see `Links.receive`).
+   */
+  receive$<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null): Observable<TensorOf<D>> {
+    try {
+      return this.receiveOne$(source, tag, like, options).pipe(repeat());
+    } catch (error) {
+      return throwError(() => error);
+    }
+  }
+
+  /** Sends `value` serialized (`v8.serialize`) as one u8 message; refused before anything is sent if v8 cannot, or it is over a frame. */
+  async sendObject(destination: number, tag: number | bigint, value: unknown, options: RailOption | null): Promise<void> {
+    checkRank(destination, this.links.worldSize, 'destination');
+    checkTag(tag);
+    return this.send(destination, tag, encodeObject(value, this.links.rank, MAX_FRAME_PAYLOAD_BYTES, 'sendObject'), options);
+  }
+
+  /** The next matching object message's value (a u8 message of any length). */
+  async receiveObject(source: number | null, tag: number | bigint, options: RailOption | null): Promise<unknown> {
     const wireTag = checkTag(tag);
-    const { dtype, count } = checkShape(like);
-    const rail = this.rail(wireTag, options);
-    const started = performance.now();
-    const payload = await lastValueFrom(
-      defer(() => this.links.receive(rail, source ?? ANY_RANK, wireTag, { elementType: elementTypeOfDType(dtype), count })).pipe(
+    const payload = await lastValueFrom(this.take$(source, tag, { elementType: ElementType.U8, count: null }, options));
+    // No refusal notices here (sendObject refuses before sending): the sender is not named, its bytes are only decoded.
+    return decodeObject(payload, null, 'receiveObject', wireTag);
+  }
+
+  /** The next matching message's envelope once one waits here, left waiting (MPI_Probe). */
+  async probe(source: number | null, tag: number | bigint, options: RailOption | null): Promise<ProbedMessage> {
+    const { links, wireTag, rail } = this.probing(source, tag, options);
+    return lastValueFrom(
+      defer(() => links.probe!(rail, source ?? ANY_RANK, wireTag)).pipe(
+        map((envelope) => probed(envelope, tag)),
         this.failure.untilEnded(),
         this.loop.during(),
-        this.reportFailure('receive', source, wireTag, rail),
       ),
     );
-    if (this.events.observed) {
-      this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
-    }
-    return tensorFromBytes(dtype, payload, comesTagged(dtype)) as TensorOf<D>;
+  }
+
+  /** The envelope of a matching message waiting here now, left waiting; undefined if none is (MPI_Iprobe). */
+  iprobe(source: number | null, tag: number | bigint, options: RailOption | null): ProbedMessage | undefined {
+    const { links, wireTag, rail } = this.probing(source, tag, options);
+    const envelope = links.waiting!(rail, source ?? ANY_RANK, wireTag);
+    return envelope === null ? undefined : probed(envelope, tag);
   }
 
   /** Pull-based receives: each pull posts one, and leaving the loop posts no more. */
@@ -86,6 +137,43 @@ export class PointToPoint {
     );
   }
 
+  /** One receive of a `like`-shaped message, as the caller's tensor. */
+  private receiveOne$<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null): Observable<TensorOf<D>> {
+    const { dtype, count } = checkShape(like);
+    return this.take$(source, tag, { elementType: elementTypeOfDType(dtype), count }, options).pipe(map((payload) => tensorFromBytes(dtype, payload, comesTagged(dtype)) as TensorOf<D>));
+  }
+
+  /** One receive's payload (validated now, posted when subscribed), reported on the session's events. */
+  private take$(source: number | null, tag: number | bigint, shape: ExpectedShape, options: RailOption | null): Observable<Uint8Array> {
+    if (source !== null) checkRank(source, this.links.worldSize, 'source');
+    const wireTag = checkTag(tag);
+    const rail = this.rail(wireTag, options);
+    return defer(() => {
+      const started = performance.now();
+      return this.links.receive(rail, source ?? ANY_RANK, wireTag, shape).pipe(
+        this.failure.untilEnded(),
+        this.loop.during(),
+        this.reportFailure('receive', source, wireTag, rail),
+        tap((payload) => {
+          if (this.events.observed) {
+            this.events.next({ type: 'p2p-received', source, tag: wireTag, rail, bytes: payload.length, durationMs: performance.now() - started });
+          }
+        }),
+      );
+    });
+  }
+
+  /** A probe's checked arguments, and links that can probe (refused, named, where they cannot). */
+  private probing(source: number | null, tag: number | bigint, options: RailOption | null): { links: MessageLinks; wireTag: bigint; rail: number } {
+    if (source !== null) checkRank(source, this.links.worldSize, 'source');
+    const wireTag = checkTag(tag);
+    const rail = this.rail(wireTag, options);
+    if (this.links.waiting === undefined || this.links.probe === undefined) {
+      throw new ConfigurationError('probe needs direct peer links (tcp_peer): with tcp_host_staged the coordinator holds the messages that wait for a receive');
+    }
+    return { links: this.links, wireTag, rail };
+  }
+
   /**
    * A failed send or receive as an event, before the caller sees the error: a rank that exits on
    * it at once (process.exit in a catch) has its flight record written all the same.
@@ -98,4 +186,8 @@ export class PointToPoint {
     const rail = options?.rail;
     return rail === undefined ? Number(tag % BigInt(this.links.rails)) : checkRail(rail, this.links.rails);
   }
+}
+
+function probed(envelope: MessageEnvelope, tag: number | bigint): ProbedMessage {
+  return { source: envelope.source, tag, dtype: dtypeOfElementType(envelope.elementType), count: envelope.count, bytes: envelope.bytes };
 }

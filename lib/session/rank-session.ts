@@ -55,7 +55,8 @@ import { allReduceMany, type FusionOptions } from './fused-all-reduce.js';
 import { leaveBeforeExit } from './leave-before-exit.js';
 import { logSessionEvents, sessionWarningLogger } from './log-session-events.js';
 import { openLinks } from './open-links.js';
-import { PointToPoint, type RailOption, type ReceiveShape } from './point-to-point.js';
+import { ObjectCollectives } from './object-collectives.js';
+import { PointToPoint, type ProbedMessage, type RailOption, type ReceiveShape } from './point-to-point.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import { railOrderOf, sessionContext } from './session-context.js';
 
@@ -182,6 +183,7 @@ export class RankSession {
   private readonly runner: CollectiveRunner;
   private readonly requests: CollectiveRequests;
   private readonly messaging: PointToPoint;
+  private readonly objects: ObjectCollectives;
   private closed = false;
   private meshSequence = 0n;
   /** Splits of this session so far: the next one's number in its communicators' ids. */
@@ -266,6 +268,7 @@ export class RankSession {
     });
     this.requests = new CollectiveRequests(this.runner, rank, worldSize);
     this.messaging = new PointToPoint(links, failure, loop, this.events);
+    this.objects = new ObjectCollectives((data, sendCounts) => this.requests.allToAllV(data, sendCounts), rank, worldSize);
   }
 
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
@@ -722,6 +725,122 @@ export class RankSession {
    */
   messages<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>): AsyncIterableX<TensorOf<D>> {
     return this.messaging.messages(source, tag, like);
+  }
+
+  /**
+   * Push-based receive: a cold Observable that, per subscription, receives every matching message
+   * one after another and emits it, until unsubscribed (`source` null: any rank). One receive is
+   * posted at a time; what comes faster waits in the transport's matching, bounded by the
+   * unmatched-bytes limit (`unmatchedBytesLimit`). Unsubscribing withdraws the receive posted, and
+   * a message that comes later stays for a later receive (tcp_peer; with tcp_host_staged the
+   * coordinator cannot take back a receive it holds, and the message it then matches is dropped).
+   * A failure (an abort, a timeout) is an error notification. The `send` operator is its other end.
+   *
+   * @example
+   * session.receive$(0, 5, { dtype: 'f32', count: 1024 }).pipe(map(normalize), send(session, 2, 5)).subscribe();
+   */
+  receive$<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null = {}): Observable<TensorOf<D>> {
+    return this.messaging.receive$(source, tag, like, options);
+  }
+
+  /**
+   * Sends any structured-cloneable value (`v8.serialize`: what `structuredClone` and `postMessage`
+   * take) to `destination` under `tag`, as one u8 message; `receiveObject` is its receive. A value
+   * v8 refuses (a function, a symbol) is refused with `NOT_SERIALIZABLE`, one over a frame
+   * (`MAX_FRAME_PAYLOAD_BYTES`) with `OBJECT_TOO_LARGE`, before anything is sent.
+   *
+   * @example
+   * await session.sendObject(1, 9, { step: 3, losses: [0.5, 0.25], at: new Date() });
+   */
+  sendObject(destination: number, tag: number | bigint, value: unknown, options: RailOption | null = {}): Promise<void> {
+    return this.messaging.sendObject(destination, tag, value, options);
+  }
+
+  /**
+   * Receives the next matching `sendObject` message (of any size) and returns its value, a
+   * structured clone of what was sent; `source` null means any rank.
+   *
+   * @example
+   * const { step, losses } = await session.receiveObject<{ step: number; losses: number[] }>(0, 9);
+   */
+  receiveObject<T = unknown>(source: number | null, tag: number | bigint, options: RailOption | null = {}): Promise<T> {
+    return this.messaging.receiveObject(source, tag, options) as Promise<T>;
+  }
+
+  /**
+   * Waits until a matching message waits here for its receive and reports it (`source`, `dtype`,
+   * `count`, `bytes`) without taking it (MPI's `MPI_Probe`): a receive posted next gets it. `source`
+   * null means any rank. tcp_peer only (the coordinator holds a staged job's waiting messages).
+   *
+   * @example
+   * const { source, count } = await session.probe(null, 4);
+   * const data = await session.receive(source, 4, { dtype: 'f32', count });
+   */
+  probe(source: number | null, tag: number | bigint, options: RailOption | null = {}): Promise<ProbedMessage> {
+    return this.messaging.probe(source, tag, options);
+  }
+
+  /**
+   * `probe` without waiting (MPI's `MPI_Iprobe`): the matching message waiting here now, left
+   * waiting, or undefined if none is.
+   *
+   * @example
+   * const pending = session.iprobe(null, 4); // undefined: nothing from anyone yet
+   */
+  iprobe(source: number | null, tag: number | bigint, options: RailOption | null = {}): ProbedMessage | undefined {
+    return this.messaging.iprobe(source, tag, options);
+  }
+
+  /**
+   * `root`'s value, any structured-cloneable one, on every rank (mpi4py's `bcast`, torch's
+   * `broadcast_object_list`); the others pass anything (it is not read). One collective: an
+   * all-to-all-v of the serialized value, so no rank needs its size beforehand. A value v8 refuses,
+   * or one over `MAX_FRAME_PAYLOAD_BYTES / worldSize` (less 8 bytes), fails every rank alike,
+   * naming the root (`NOT_SERIALIZABLE`, `OBJECT_TOO_LARGE`), and the collective still completes.
+   *
+   * @example
+   * const config = await session.broadcastObject(session.rank === 0 ? loadConfig() : undefined, 0);
+   */
+  broadcastObject<T>(value: T | null | undefined, root: number): Promise<T> {
+    return lastValueFrom(this.broadcastObject$(value, root));
+  }
+
+  /** `broadcastObject` as an Observable that emits the value once (submitted at the call, as `broadcast$`). */
+  broadcastObject$<T>(value: T | null | undefined, root: number): Observable<T> {
+    return this.objects.broadcast(value as T, root);
+  }
+
+  /**
+   * Every rank's value, in rank order, on every rank (mpi4py's `allgather`, torch's
+   * `all_gather_object`); values of any size and shape. Refusals as `broadcastObject`'s: every
+   * rank fails naming the lowest rank whose value could not go.
+   *
+   * @example
+   * const stats = await session.allGatherObject({ rank: session.rank, samples: seen.size });
+   */
+  allGatherObject<T>(value: T): Promise<T[]> {
+    return lastValueFrom(this.allGatherObject$(value));
+  }
+
+  /** `allGatherObject` as an Observable that emits the values once (submitted at the call). */
+  allGatherObject$<T>(value: T): Observable<T[]> {
+    return this.objects.allGather(value);
+  }
+
+  /**
+   * Every rank's value, in rank order, on `root`; null on the others (mpi4py's `gather`, torch's
+   * `gather_object`). A value that cannot go fails the root and its own rank, naming it.
+   *
+   * @example
+   * const reports = await session.gatherObject({ rank: session.rank, errors }, 0); // array on rank 0, null elsewhere
+   */
+  gatherObject<T>(value: T, root: number): Promise<T[] | null> {
+    return lastValueFrom(this.gatherObject$(value, root));
+  }
+
+  /** `gatherObject` as an Observable that emits once (submitted at the call). */
+  gatherObject$<T>(value: T, root: number): Observable<T[] | null> {
+    return this.objects.gather(value, root);
   }
 
   /**

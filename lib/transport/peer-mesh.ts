@@ -19,7 +19,7 @@ import type { JobSecret } from './job-secret.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
 import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
-import { LazyDeadlines } from './lazy-deadlines.js';
+import { type Deadline, LazyDeadlines } from './lazy-deadlines.js';
 import { TagMatcher } from './tag-matcher.js';
 import { headerKey, keyFields, keysText, keyText, type MessageKey } from '../protocol/message-key.js';
 import { MAX_P2P_RAILS, MAX_TIMER_DELAY_MS } from './transport-kind.js';
@@ -55,6 +55,14 @@ interface PostedReceive {
   /** Where its payload may be read straight into (a receive from one rank only). */
   readonly into: Uint8Array | null;
   readonly outcome: MessageOutcome<Frame>;
+}
+
+/** A probe waiting for a message it matches: it is told the message's header and takes nothing. */
+interface PostedProbe {
+  readonly source: number;
+  readonly key: MessageKey;
+  readonly outcome: MessageOutcome<FrameHeader>;
+  readonly deadline: Deadline;
 }
 
 /** Undoes a message that has not ended yet (withdraws a receive, forgets a waiting send). */
@@ -108,7 +116,8 @@ function rankText(rank: number): string {
  * Abort down every link), so the other ranks stop at once instead of timing out. A peer whose
  * inbound link closes (after the last message it carried) wakes every receive waiting on it there
  * at once (`direct peer rank N left`); sends to a peer fail once any of its links closed. `abort`
- * sends an Abort down every link.
+ * sends an Abort down every link. A probe looks at the messages waiting in the matching, takes
+ * none, and may wait for one to arrive (MPI's `MPI_Probe`).
  */
 export class PeerMesh {
   // Per link, by `linkIndex` (arrays, not maps keyed by text: every message looks one up).
@@ -122,6 +131,8 @@ export class PeerMesh {
   /** By `linkIndex`: the inbound link ended, after every message it brought. */
   private readonly inboundEnded: boolean[];
   private readonly matchers: TagMatcher<Frame, PostedReceive>[];
+  /** Per rail, the probes waiting for a message, oldest first. */
+  private readonly probes: PostedProbe[][];
   private readonly unmatchedBytes: number[];
   private readonly sequences: bigint[];
   /** Sends the socket pushed back, waiting for it to drain (failing the mesh ends them). */
@@ -149,6 +160,7 @@ export class PeerMesh {
     private readonly unmatchedBytesLimit: number,
   ) {
     this.matchers = Array.from({ length: identity.rails }, () => new TagMatcher<Frame, PostedReceive>());
+    this.probes = Array.from({ length: identity.rails }, () => []);
     this.deadlines = new LazyDeadlines(scheduler);
     const links = identity.worldSize * identity.rails;
     this.outbound = new Array<FrameChannel | undefined>(links).fill(undefined);
@@ -347,6 +359,38 @@ export class PeerMesh {
     };
   }
 
+  /** The header of the oldest message from `source` (or ANY_RANK) with `key` waiting on `rail` for a receive; null if none waits. */
+  waiting(rail: number, source: number, key: MessageKey): FrameHeader | null {
+    if (this.failure !== null) throw this.failure;
+    this.checkLink(source === ANY_RANK ? null : source, rail);
+    return this.matchers[rail]!.find(source, key)?.header ?? null;
+  }
+
+  /**
+   * Reports to `outcome` the header of the oldest message `waiting` finds, at once if one waits,
+   * else of the first such message that arrives and waits (one a posted receive takes at once never
+   * waits); a timeout error after `timeoutMs`. Takes nothing. Throws as `post` does (the mesh
+   * failed, the source left); the returned function withdraws a probe still waiting.
+   */
+  probe(rail: number, source: number, key: MessageKey, timeoutMs: number, outcome: MessageOutcome<FrameHeader>): Withdraw | undefined {
+    const found = this.waiting(rail, source, key);
+    if (found !== null) {
+      outcome.next(found);
+      return undefined;
+    }
+    if (source !== ANY_RANK && this.inboundEnded[this.linkIndex(source, rail)]) throw peerLeft(source);
+    const probes = this.probes[rail]!;
+    const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
+      if (removeProbe(probes, probe)) outcome.error(new TimeoutError(`direct peer probe from ${rankText(source)} with ${keyText(key)} on rail ${rail}`));
+    });
+    const probe: PostedProbe = { source, key, outcome, deadline };
+    probes.push(probe);
+    return () => {
+      this.deadlines.remove(deadline);
+      removeProbe(probes, probe);
+    };
+  }
+
   /** Takes back the payload of a received message its consumer no longer needs (see BufferPool). */
   recycle(payload: Uint8Array): void {
     this.pool.give(payload);
@@ -369,6 +413,7 @@ export class PeerMesh {
     if (this.failure !== null) return;
     this.failure = error;
     for (const matcher of this.matchers) for (const receive of matcher.takeReceives(() => true)) receive.outcome.error(error);
+    this.probes.forEach((_, rail) => this.endProbes(rail, () => true, error));
     const pushedBack = [...this.pushedBack];
     this.pushedBack.clear();
     for (const send of pushedBack) send.error(error);
@@ -658,7 +703,10 @@ export class PeerMesh {
       return false;
     }
     const receive = this.matchers[rail]!.offer(frame.header.sourceRank, headerKey(frame.header), frame);
-    if (receive === null) return true;
+    if (receive === null) {
+      this.answerProbes(rail, frame.header);
+      return true;
+    }
     deliver(frame, receive);
     return false;
   }
@@ -694,7 +742,31 @@ export class PeerMesh {
     const { rank, worldSize } = this.identity;
     let everyPeerLeft = true;
     for (let other = 0; other < worldSize; other++) if (other !== rank && !this.inboundEnded[this.linkIndex(other, rail)]) everyPeerLeft = false;
-    for (const receive of this.matchers[rail]!.takeReceives((source) => source === peer || (source === ANY_RANK && everyPeerLeft))) receive.outcome.error(left);
+    const waitsOnIt = (source: number) => source === peer || (source === ANY_RANK && everyPeerLeft);
+    for (const receive of this.matchers[rail]!.takeReceives(waitsOnIt)) receive.outcome.error(left);
+    this.endProbes(rail, waitsOnIt, left);
+  }
+
+  /** A message now waits on `rail`: every probe it matches is told, and ends. */
+  private answerProbes(rail: number, header: FrameHeader): void {
+    const probes = this.probes[rail]!;
+    if (probes.length === 0) return;
+    const key = headerKey(header);
+    for (const probe of probes.filter((each) => (each.source === ANY_RANK || each.source === header.sourceRank) && each.key === key)) {
+      removeProbe(probes, probe);
+      this.deadlines.remove(probe.deadline);
+      probe.outcome.next(header);
+    }
+  }
+
+  /** Fails, with `error`, every probe on `rail` waiting on a source `select` picks. */
+  private endProbes(rail: number, select: (source: number) => boolean, error: unknown): void {
+    const probes = this.probes[rail]!;
+    for (const probe of probes.filter((each) => select(each.source))) {
+      removeProbe(probes, probe);
+      this.deadlines.remove(probe.deadline);
+      probe.outcome.error(error);
+    }
   }
 }
 
@@ -708,6 +780,13 @@ export class PeerLeftError extends RemoteAbortError {
 
 function peerLeft(peer: number): PeerLeftError {
   return new PeerLeftError(peer);
+}
+
+/** Takes `probe` out of `probes`; false if it was no longer there. */
+function removeProbe(probes: PostedProbe[], probe: PostedProbe): boolean {
+  const index = probes.indexOf(probe);
+  if (index >= 0) probes.splice(index, 1);
+  return index >= 0;
 }
 
 function deliver(frame: Frame, receive: PostedReceive): void {

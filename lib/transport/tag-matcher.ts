@@ -44,6 +44,11 @@ export class TagMatcher<Message, Receive> {
     return this.messages.splice(index, 1)[0]!.value;
   }
 
+  /** The oldest waiting message a receive from `source` (or ANY_RANK) with `tag` would take, left waiting; or null. */
+  find(source: number, tag: bigint): Message | null {
+    return this.messages.find((message) => (source === ANY_RANK || message.source === source) && message.tag === tag)?.value ?? null;
+  }
+
   /** Takes back a posted receive (cancelled or timed out); false if it was no longer waiting. */
   withdraw(receive: Receive): boolean {
     const index = this.receives.findIndex((entry) => entry.value === receive);

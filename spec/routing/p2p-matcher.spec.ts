@@ -1,7 +1,7 @@
 /** P2pMatcher: matching rules and the bound on unmatched data a sender can park at the coordinator. */
 import { describe, expect, it } from 'vitest';
 import { P2pMatcher } from '../../lib/coordinator/p2p-matcher.js';
-import { ANY_RANK } from '../../lib/protocol/constants.js';
+import { ANY_COUNT, ANY_RANK } from '../../lib/protocol/constants.js';
 import { ElementType } from '../../lib/protocol/element-type.js';
 import { makeFrame } from '../../lib/protocol/frame.js';
 import { Opcode } from '../../lib/protocol/opcode.js';
@@ -52,6 +52,17 @@ describe('P2pMatcher', () => {
     const matcher = new P2pMatcher(uniqueId, 3);
     matcher.route(0, send(0, 1, 77n, 0n, 4));
     expect(() => matcher.route(1, receive(1, 0, 77n, 0n, 2))).toThrow('point-to-point tag 77 contract mismatch: send U8/4 receive U8/2 (rank 0 -> rank 1)');
+  });
+
+  it('gives a Receive of ANY_COUNT a send of any count of its type, and still names a type mismatch', () => {
+    const matcher = new P2pMatcher(uniqueId, 3);
+    matcher.route(0, send(0, 1, 78n, 0n, 5));
+    const delivered = matcher.route(1, receive(1, 0, 78n, 0n, ANY_COUNT));
+    expect(delivered[0]!.frame.header.elementCount).toBe(5);
+    expect(Array.from(delivered[0]!.frame.parts[0]!)).toEqual([0, 0, 0, 0, 0]);
+    matcher.route(0, send(0, 1, 79n, 1n, 5));
+    const anyF32 = makeFrame({ uniqueId, opcode: Opcode.Receive, elementType: ElementType.F32, sourceRank: 1, destinationRank: 0, worldSize: 3, tag: 79n, sequence: 1n, elementCount: ANY_COUNT });
+    expect(() => matcher.route(1, anyF32)).toThrow('point-to-point tag 79 contract mismatch: send U8/5 receive F32/any (rank 0 -> rank 1)');
   });
 
   it('turns an Abort into a remote abort naming the rank', () => {

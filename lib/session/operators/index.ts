@@ -7,5 +7,6 @@ export { gather } from './gather.js';
 export { reduceScatter } from './reduce-scatter.js';
 export { allToAll } from './all-to-all.js';
 export { heartbeat$ } from './heartbeat.js';
+export { send } from './send.js';
 export { retryOnShrink, type RetryOnShrinkOptions } from './retry-on-shrink.js';
 export { allReduceFused, type FusedStreamOptions } from './all-reduce-fused.js';

@@ -7,13 +7,21 @@ export interface MessageShape {
   readonly count: number;
 }
 
+/** A message waiting for its receive, as a probe reports it (it stays waiting). */
+export interface MessageEnvelope extends MessageShape {
+  /** The rank that sent it. */
+  readonly source: number;
+  /** Its payload's size. */
+  readonly bytes: number;
+}
+
 /** What a receive expects: a message of another shape is an error naming both. */
 export interface ExpectedShape {
   readonly elementType: ElementType;
   /**
-   * null takes a message of any count (the mesh only: the coordinator's router matches exact
-   * shapes). Collectives whose ranks may disagree on the size receive that way, so they can name
-   * the disagreement instead of failing on the shape.
+   * null takes a message of any count (the coordinator's router too: a Receive request of
+   * `ANY_COUNT`). Collectives whose ranks may disagree on the size receive that way, so they can
+   * name the disagreement instead of failing on the shape; so does `receiveObject`.
    */
   readonly count: number | null;
 }
@@ -74,4 +82,16 @@ export interface SessionLinks extends Links {
    * job's; the mesh, where messages wait at the receiver). Optional: without it they wait unread.
    */
   forget?(communicator: bigint): void;
+  /**
+   * The oldest message from `peer` (ANY_RANK for any) on `rail` with `tag` that waits here for a
+   * receive, left waiting; null if none does. Optional, as `forget`: only where messages wait at
+   * the receiver (the mesh); the coordinator holds a staged job's.
+   */
+  waiting?(rail: number, peer: number, tag: bigint): MessageEnvelope | null;
+  /**
+   * Emits the envelope of that message once one waits (at once if one does), then completes;
+   * nothing is taken. After `waitMs` (default the session timeout) it errors with a timeout, which
+   * fails nothing else: no message was touched. Where `waiting` is, this is too.
+   */
+  probe?(rail: number, peer: number, tag: bigint, waitMs?: number): Observable<MessageEnvelope>;
 }

@@ -1,9 +1,10 @@
 import { Observable, type Subscriber } from 'rxjs';
 import { failureText } from '../../errors.js';
 import type { Frame } from '../../protocol/frame.js';
+import type { FrameHeader } from '../../protocol/header.js';
 import { type MessageOutcome, type PeerMesh, PeerLeftError, type Withdraw } from '../peer-mesh.js';
 import type { SessionFailure } from '../session-failure.js';
-import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
+import type { ExpectedShape, MessageEnvelope, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
 import { heartbeatOn } from './staged-links.js';
 import { tryEach } from './try-each.js';
@@ -60,6 +61,23 @@ export class MeshLinks implements SessionLinks {
     this.mesh.recycle(bytes);
   }
 
+  waiting(rail: number, peer: number, tag: bigint): MessageEnvelope | null {
+    const header = this.mesh.waiting(rail, peer, tag);
+    return header === null ? null : envelopeOf(header);
+  }
+
+  /** A probe that times out fails only itself: it touched no message, so the job's matching is intact. */
+  probe(rail: number, peer: number, tag: bigint, waitMs?: number): Observable<MessageEnvelope> {
+    return new Observable<MessageEnvelope>((subscriber) => {
+      try {
+        return this.mesh.probe(rail, peer, tag, waitMs ?? this.timeoutMs(), completing(subscriber, envelopeOf));
+      } catch (error) {
+        subscriber.error(error);
+        return undefined;
+      }
+    });
+  }
+
   forget(communicator: bigint): void {
     this.mesh.forget(communicator);
   }
@@ -101,6 +119,10 @@ export class MeshLinks implements SessionLinks {
       return undefined;
     }
   }
+}
+
+function envelopeOf(header: FrameHeader): MessageEnvelope {
+  return { source: header.sourceRank, elementType: header.elementType, count: header.elementCount, bytes: header.payloadBytes };
 }
 
 /**

@@ -1,6 +1,5 @@
-import { map, type Observable, throwError } from 'rxjs';
-import { ConfigurationError } from '../../errors.js';
-import { ANY_RANK } from '../../protocol/constants.js';
+import { map, type Observable } from 'rxjs';
+import { ANY_COUNT, ANY_RANK } from '../../protocol/constants.js';
 import { ElementType } from '../../protocol/element-type.js';
 import { Opcode } from '../../protocol/opcode.js';
 import type { ExpectedShape, MessageShape, SessionLinks } from './links.js';
@@ -37,10 +36,8 @@ export class StagedLinks implements SessionLinks {
   }
 
   receive(rail: number, peer: number, tag: bigint, shape: ExpectedShape, _into?: Uint8Array, waitMs?: number): Observable<Uint8Array> {
-    if (shape.count === null) {
-      return throwError(() => new ConfigurationError('a receive of any length needs direct peer links (tcp_peer): the coordinator matches exact shapes'));
-    }
-    return this.clients[rail]!.request({ opcode: Opcode.Receive, peer, tag, elementType: shape.elementType, elementCount: shape.count, timeoutMs: waitMs ?? this.timeoutMs() }).pipe(
+    const elementCount = shape.count ?? ANY_COUNT;
+    return this.clients[rail]!.request({ opcode: Opcode.Receive, peer, tag, elementType: shape.elementType, elementCount, timeoutMs: waitMs ?? this.timeoutMs() }).pipe(
       map((frame) => frame.payload),
     );
   }

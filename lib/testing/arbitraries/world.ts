@@ -16,6 +16,7 @@ import { ConfigurationError } from '../../errors.js';
 const NO_RANK: unique symbol = Symbol('no rank');
 const SLOTS_PER_EMPTY_SLOT = 10;
 
+/** The bounds of the world size `arbWorld` draws. */
 export interface ArbWorldOptions {
   /** Fewest ranks (default 1). */
   readonly minWorldSize?: number;

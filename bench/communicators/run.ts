@@ -14,6 +14,7 @@
 import { fileURLToPath } from 'node:url';
 import { openSession } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
+import { spread } from '../alternated-forms.js';
 import { bytesOf, option } from '../argv.js';
 import { median } from '../collectives/median.js';
 import { rankJobLines } from '../rank-job.js';
@@ -80,7 +81,6 @@ async function main(): Promise<void> {
   console.log(`# all-reduce f32 sum in place, tcp_peer, default settings, warm; ms per call (max over the ranks timed), medians of ${samples} samples`);
   console.log('| size | 2-rank world | pair of a 4-rank job, the other idle | pair / world | both pairs at once | both / alone |');
   console.log('|---|---:|---:|---|---:|---|');
-  const spread = (ratios: number[]) => `${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
   for (const bytes of sizes) {
     const mine = pairs.filter((sample) => sample.bytes === bytes);
     const theirs = worlds.filter((sample) => sample.bytes === bytes);

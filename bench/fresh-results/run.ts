@@ -13,6 +13,7 @@
  * ratios default / in place, and their min-max.
  */
 import { fileURLToPath } from 'node:url';
+import { spread } from '../alternated-forms.js';
 import { bytesOf, option } from '../argv.js';
 import { median } from '../collectives/median.js';
 import { rankJobLines } from '../rank-job.js';
@@ -71,7 +72,7 @@ async function main(): Promise<void> {
       const mine = pairs.filter((pair) => pair.bytes === bytes);
       const ratios = mine.map((pair) => pair.fresh / pair.inPlace);
       const [fresh, intoOutput, inPlace] = (['fresh', 'output', 'inPlace'] as const).map((form) => median(mine.map((pair) => pair[form])));
-      console.log(`${worldSize}  ${bytes}  ${fresh!.toFixed(3)}  ${intoOutput!.toFixed(3)}  ${inPlace!.toFixed(3)}  ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`);
+      console.log(`${worldSize}  ${bytes}  ${fresh!.toFixed(3)}  ${intoOutput!.toFixed(3)}  ${inPlace!.toFixed(3)}  ${spread(ratios)}`);
     }
   }
 }

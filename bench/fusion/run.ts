@@ -22,8 +22,8 @@ import { fileURLToPath } from 'node:url';
 import { from, lastValueFrom } from 'rxjs';
 import { openSession } from '../../lib/launch/open-session.js';
 import { allReduceFused } from '../../lib/session/operators/all-reduce-fused.js';
+import { sampleForms, sampleSummary } from '../alternated-forms.js';
 import { bytesOf, option } from '../argv.js';
-import { median } from '../collectives/median.js';
 import { rankJobLines } from '../rank-job.js';
 
 
@@ -40,7 +40,6 @@ interface Settings {
 /** One rank: the samples of every form; rank 0 prints each sample's times (ms per round, max over ranks). */
 async function rank(settings: Settings): Promise<void> {
   const session = await openSession({ transport: 'tcp_peer' });
-  const slowest = async (ms: number) => (await session.allReduce(Float64Array.of(ms), 'max'))[0]!;
   const small = Array.from({ length: settings.tensors }, () => new Float32Array(settings.tensorBytes / 4).fill(1));
   const gradients = Array.from({ length: settings.streamBytes / settings.streamTensorBytes }, () => new Float32Array(settings.streamTensorBytes / 4).fill(1));
   const whole = new Float32Array(settings.streamBytes / 4).fill(1);
@@ -61,23 +60,7 @@ async function rank(settings: Settings): Promise<void> {
     streamFlatInPlace: () => lastValueFrom(from(flatGradients).pipe(allReduceFused(session, 'sum', { bucketBytes: settings.bucketBytes, inPlace: true }))),
     whole: () => session.allReduce(whole, 'sum', { inPlace: true }),
   };
-  const timed = async (call: () => Promise<unknown>, rounds: number) => {
-    await session.barrier();
-    const started = performance.now();
-    for (let round = 0; round < rounds; round++) await call();
-    return slowest((performance.now() - started) / rounds);
-  };
-  // Warm-up, and how many rounds make a sample of each form: agreed on by every rank (the slowest's time).
-  const rounds: Record<string, number> = {};
-  for (const [name, call] of Object.entries(forms)) {
-    await timed(call, 2);
-    rounds[name] = Math.max(3, Math.round(settings.sampleMs / (await timed(call, 2))));
-  }
-  for (let sample = 0; sample < settings.samples; sample++) {
-    const times: Record<string, number> = {};
-    for (const [name, call] of Object.entries(forms)) times[name] = await timed(call, rounds[name]!);
-    if (session.rank === 0) process.stdout.write(`SAMPLE ${JSON.stringify(times)}\n`);
-  }
+  await sampleForms(session, forms, settings.samples, settings.sampleMs);
   await session.close();
 }
 
@@ -95,11 +78,7 @@ async function main(): Promise<void> {
   console.log(`# f32 sum, tcp_peer, default settings (native plane), warm; ms per round (max over ranks), medians over ${settings.samples} samples; ratios: median (min-max) of per-sample ratios`);
   for (const worldSize of worldSizes) {
     const samples = await rankJobLines<Record<string, number>>(worldSize, fileURLToPath(import.meta.url), ['rank', JSON.stringify(settings)], 'SAMPLE');
-    const ms = (name: string) => median(samples.map((sample) => sample[name]!));
-    const ratio = (over: string, under: string) => {
-      const ratios = samples.map((sample) => sample[over]! / sample[under]!);
-      return `${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
-    };
+    const { ms, ratio } = sampleSummary(samples);
     const busbw = (ms: number) => ((2 * (worldSize - 1)) / worldSize) * (settings.streamBytes / 1e9) / (ms / 1e3);
     console.log(`\n## ${worldSize} ranks: ${settings.tensors} tensors of ${settings.tensorBytes} B`);
     console.log('| form | ms per round | per-call time / this |');

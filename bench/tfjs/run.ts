@@ -18,8 +18,8 @@ import '@tensorflow/tfjs-backend-cpu';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { openSession } from '../../lib/launch/open-session.js';
 import { DistributedOptimizer } from '../../lib/tfjs/index.js';
+import { sampleForms, sampleSummary } from '../alternated-forms.js';
 import { option } from '../argv.js';
-import { median } from '../collectives/median.js';
 import { rankJobLines } from '../rank-job.js';
 
 interface Settings {
@@ -51,7 +51,6 @@ class PerTensorOptimizer {
 async function rank(settings: Settings): Promise<void> {
   tf.enableProdMode();
   const session = await openSession({ transport: 'tcp_peer' });
-  const slowest = async (ms: number) => (await session.allReduce(Float64Array.of(ms), 'max'))[0]!;
   const model = tfl.sequential({
     layers: Array.from({ length: settings.layers }, (_, index) => tfl.layers.dense({ units: settings.units, activation: 'tanh', ...(index === 0 ? { inputShape: [settings.units] } : {}) })),
   });
@@ -71,22 +70,7 @@ async function rank(settings: Settings): Promise<void> {
     stepFused: () => fused.minimize(loss, variables),
     stepPerTensor: () => perTensor.minimize(loss, variables),
   };
-  const timed = async (call: () => Promise<unknown>, rounds: number) => {
-    await session.barrier();
-    const started = performance.now();
-    for (let round = 0; round < rounds; round++) await call();
-    return slowest((performance.now() - started) / rounds);
-  };
-  const rounds: Record<string, number> = {};
-  for (const [name, call] of Object.entries(forms)) {
-    await timed(call, 2);
-    rounds[name] = Math.max(3, Math.round(settings.sampleMs / (await timed(call, 2))));
-  }
-  for (let sample = 0; sample < settings.samples; sample++) {
-    const times: Record<string, number> = {};
-    for (const [name, call] of Object.entries(forms)) times[name] = await timed(call, rounds[name]!);
-    if (session.rank === 0) process.stdout.write(`SAMPLE ${JSON.stringify(times)}\n`);
-  }
+  await sampleForms(session, forms, settings.samples, settings.sampleMs);
   await session.close();
 }
 
@@ -101,11 +85,7 @@ async function main(): Promise<void> {
   console.log(`# tfjs cpu backend, f32 gradients averaged (avg), tcp_peer, default settings (native plane), warm; ms per round (max over ranks), medians over ${settings.samples} samples; ratios: median (min-max) of per-sample ratios`);
   for (const worldSize of worldSizes) {
     const lines = await rankJobLines<Record<string, number>>(worldSize, fileURLToPath(import.meta.url), ['rank', JSON.stringify(settings)], 'SAMPLE');
-    const ms = (name: string) => median(lines.map((sample) => sample[name]!));
-    const ratio = (over: string, under: string) => {
-      const ratios = lines.map((sample) => sample[over]! / sample[under]!);
-      return `${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
-    };
+    const { ms, ratio } = sampleSummary(lines);
     console.log(`\n## ${worldSize} ranks: ${settings.layers} dense layers of ${settings.units} units (${2 * settings.layers} gradient tensors, ${(2 * settings.layers * (settings.units * settings.units + settings.units) * 4) / 1024} KiB)`);
     console.log('| form | ms per round | per tensor / fused |');
     console.log('|---|---|---|');

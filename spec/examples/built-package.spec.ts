@@ -237,6 +237,15 @@ describe.concurrent('the built package', () => {
       expect(chart.match(/<circle /g)).toHaveLength(5);
       expect(printed).toMatch(/measured 5 sizes: 4096 B [\d.]+ MB\/s/);
 
+      // rxccl/tfjs: the same losses on 1 and 2 ranks, falling, and the two pictures.
+      const epochs = [...printed.matchAll(/epoch (\d): loss (\S+) on 1 rank, (\S+) on 2 ranks/g)];
+      expect(epochs.map((match) => Number(match[1]))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      for (const [, , one, two] of epochs) expect(Math.abs(Number(one) - Number(two)) / Number(one)).toBeLessThan(1e-4);
+      expect(Number(epochs[7]![2])).toBeLessThan(Number(epochs[0]![2]) / 10);
+      const svgs = outputs.map((output) => output.data?.['image/svg+xml']).flatMap((data) => (data === undefined ? [] : [Array.isArray(data) ? data.join('') : data]));
+      expect(svgs.find((picture) => picture.includes('training loss'))?.match(/<polyline/g)).toHaveLength(2);
+      expect(svgs.find((picture) => picture.includes('collectives per rank'))?.match(/<rect /g)?.length).toBeGreaterThan(100);
+
       // Whichever rank of the all-reduce a rank compared rank 3's descriptor with comes first (the
       // mesh's arrival order decides, on the relay's hub or a leaf).
       const mismatch = 'collective sequence \\d+ mismatch: rank [012] submitted \\{AllReduce F32 .*\\}, rank 3 submitted \\{Broadcast F32 root 0 .*\\}';

@@ -22,7 +22,7 @@ const GX1_JOB = ['GX1_COORDINATOR', 'GX1_UNIQUE_ID', 'GX1_WORLD_SIZE'];
  * coordinator rank 0 may host is started by `sessionOptionsFromEnvironment`). Throws one
  * ConfigurationError naming what was found and what is missing when the variables are partial or
  * contradict each other. Its one side effect: when the unique id is derived from a cluster
- * launcher's variables (no `GX1_UNIQUE_ID`) and no secret is set, the process warns once
+ * launcher's variables (no `GX1_UNIQUE_ID`) and no secret is set, rank 0 warns once for the job
  * (`RXCCL_NO_SECRET`), since anyone who reads or guesses those variables computes the id too.
  */
 export function discoverJob(env: Environment): DiscoveredJob {
@@ -31,8 +31,9 @@ export function discoverJob(env: Environment): DiscoveredJob {
     const reader = new EnvironmentReader(env, launcher.name);
     const job = launcher.discover(reader);
     // rxccl's own variables always carry the id (and `rxccl launch` a secret); a cluster launcher's
-    // job derives it unless GX1_UNIQUE_ID is given (GX1_COORDINATOR requires it).
-    if (launcher !== rxccl && !reader.has('GX1_UNIQUE_ID')) warnIfDerivedIdUnauthenticated(launcher.title, env);
+    // job derives it unless GX1_UNIQUE_ID is given (GX1_COORDINATOR requires it). Every rank has the
+    // same variables: rank 0 says it for all, rather than a line from each.
+    if (launcher !== rxccl && !reader.has('GX1_UNIQUE_ID') && job.rank === 0) warnIfDerivedIdUnauthenticated(launcher.title, env);
     return job;
   }
   const gx1 = new EnvironmentReader(env, 'rxccl');

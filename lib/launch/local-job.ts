@@ -6,8 +6,9 @@ import { generateSecret } from '../transport/job-secret.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { coordinatorBusyWindow } from './coordinator-busy-window.js';
 import { EnvironmentReader, hostPort } from './job-environment.js';
-import { describeExit, RankProcess } from './rank-process.js';
+import { describeExit, type RankExit, RankProcess } from './rank-process.js';
 import { sessionSettings } from './session-settings.js';
+import { SharedOutput } from './shared-output.js';
 
 export interface LocalJobOptions {
   readonly worldSize: number;
@@ -48,7 +49,10 @@ export interface LocalJobOptions {
 export interface JobOutcome {
   /** Every rank exited 0 and the coordinator saw every rank leave. */
   readonly ok: boolean;
-  /** The first failure, naming the rank (or the coordinator) and why; null when ok. */
+  /**
+   * The first failure, naming the rank (or the coordinator) and why: a rank's own error line
+   * (`rank 1 failed: INVALID_CONFIGURATION: ...`) where it printed one; null when ok.
+   */
   readonly failure: string | null;
   /** With `keepGoing`: the ranks that failed while the job went on, each with why. */
   readonly lost: readonly string[];
@@ -75,11 +79,20 @@ export const LOCAL_COORDINATOR_HOST = '127.0.0.1';
  * failing) gives the other ranks `failureGraceMs` to print their own errors and exit, then ends
  * them: SIGTERM to each rank's process group, SIGKILL after `killGraceMs`; `interrupt` passes its
  * signal on at once. No rank process outlives the job. The failure names the root cause first:
- * the coordinator's failure, or ranks that never joined while others waited for them.
+ * the coordinator's failure, ranks that never joined while others waited for them, or a rank
+ * killed by a signal (not the launcher's) that the first failure names.
  */
 export class LocalJob {
   readonly outcome: Promise<JobOutcome>;
-  private failure: string | null = null;
+  /**
+   * The first failure, described once the job is over: a rank's error line may reach the launcher
+   * after its exit does, and the rank a failure names may be seen dead only after it.
+   */
+  private failure: (() => string) | null = null;
+  /** Whether the launcher has signalled the ranks: a rank killed by a signal before then died of something else. */
+  private signalled = false;
+  /** Ranks killed by a signal the launcher did not send, in the order seen (without `keepGoing`). */
+  private readonly killed: { readonly rank: number; readonly signal: NodeJS.Signals }[] = [];
   private interruptedBy: NodeJS.Signals | null = null;
   private killTimer: NodeJS.Timeout | null = null;
   private graceTimer: NodeJS.Timeout | null = null;
@@ -105,7 +118,10 @@ export class LocalJob {
   ) {
     // Last resort should the launcher itself die of an exception: its ranks must not outlive it.
     process.once('exit', this.killAllOnExit);
-    coordinator.done.catch((error: unknown) => this.fail(`the coordinator failed: ${failureText(error)}`));
+    coordinator.done.catch((error: unknown) => {
+      const reason = `the coordinator failed: ${failureText(error)}`;
+      this.fail(() => reason);
+    });
     coordinator.events$.subscribe((event) => {
       if (event.type === 'rank-joined' && event.channel === 'collective') this.joined.add(event.rank);
       if (event.type === 'rank-left') this.left.add(event.rank);
@@ -118,7 +134,8 @@ export class LocalJob {
     for (const rank of ranks) {
       void rank.exited.then((exit) => {
         if (this.ended.has(rank.rank)) return;
-        if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank.rank, describeExit(exit), exit.kind === 'exited');
+        if (exit.kind === 'signalled' && !this.signalled && this.options.keepGoing !== true) this.killed.push({ rank: rank.rank, signal: exit.signal });
+        if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank, exit);
         else this.watchStragglers();
         this.endLostRanks();
         if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
@@ -166,14 +183,16 @@ export class LocalJob {
       GX1_SECRET: secret,
       ...(options.keepGoing === true ? { GX1_FAULT_TOLERANT: '1' } : {}),
     };
+    const stdout = new SharedOutput(options.stdout ?? process.stdout);
+    const stderr = new SharedOutput(options.stderr ?? process.stderr);
     const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
       RankProcess.start({
         rank,
         command: options.command,
         args: options.args,
         env: { ...(options.env ?? process.env), ...shared, GX1_RANK: String(rank), GX1_LOCAL_RANK: String(rank) },
-        stdout: options.stdout ?? process.stdout,
-        stderr: options.stderr ?? process.stderr,
+        stdout,
+        stderr,
       }),
     );
     return new LocalJob(coordinator, ranks, options);
@@ -190,7 +209,7 @@ export class LocalJob {
       return;
     }
     this.interruptedBy = signal;
-    this.failure ??= `interrupted by ${signal}`;
+    this.failure ??= () => `interrupted by ${signal}`;
     this.endGrace();
     this.terminate(signal);
   }
@@ -210,19 +229,35 @@ export class LocalJob {
     return `ranks [${missing.join(',')}] never joined the job (the others waited ${this.rendezvousTimeoutMs} ms for them); then ${exit}`;
   }
 
+  /**
+   * A rank killed by a signal the launcher did not send is the root cause of a failure that names
+   * it: a survivor's abort (`rank 0 aborted: direct peer rank 2 left`) or the coordinator's may
+   * reach the launcher before the killed rank's exit does.
+   */
+  private killedRankBehind(failure: string): string {
+    const killed = this.killed.find(({ rank }) => new RegExp(`\\brank ${rank}\\b|\\branks \\[[\\d,]*\\b${rank}\\b`).test(failure));
+    return killed === undefined ? failure : `rank ${killed.rank} was killed by ${killed.signal}`;
+  }
+
+  /** Why a rank failed: its own rxccl error line where it printed one, else how its process ended. */
+  private static describeRankFailure(rank: RankProcess, exit: RankExit): string {
+    const error = exit.kind === 'exited' ? rank.errorLine : null;
+    return error === null ? `rank ${rank.rank} ${describeExit(exit)}` : `rank ${rank.rank} failed: ${error}`;
+  }
+
   /** A rank failed: the job's failure, or with `keepGoing` a lost rank the others go on without. */
-  private rankFailed(rank: number, exit: string, exitedWithCode: boolean): void {
+  private rankFailed(rank: RankProcess, exit: RankExit): void {
     // Only a rank that died (a signal, or one the coordinator lost) is lost; one that exits with
     // an error code failed at its work (a wrong result, a shrink that timed out): the job fails.
-    const died = !exitedWithCode || this.lostByCoordinator.has(rank);
+    const died = exit.kind !== 'exited' || this.lostByCoordinator.has(rank.rank);
     if (this.options.keepGoing !== true || this.failure !== null || !died) {
-      this.fail(this.rootCauseOf(`rank ${rank} ${exit}`));
+      this.fail(() => this.rootCauseOf(LocalJob.describeRankFailure(rank, exit)));
       return;
     }
-    const lost = `rank ${rank} ${exit}`;
+    const lost = `rank ${rank.rank} ${describeExit(exit)}`;
     this.lost.push(lost);
     (this.options.stderr ?? process.stderr).write(`rxccl launch: ${lost}; the job goes on without it (--keep-going)\n`);
-    if (this.lost.length === this.ranks.length) this.fail(`every rank failed: ${this.lost.join('; ')}`);
+    if (this.lost.length === this.ranks.length) this.fail(() => `every rank failed: ${this.lost.join('; ')}`);
   }
 
   /**
@@ -243,7 +278,7 @@ export class LocalJob {
   }
 
   /** The first failure: the other ranks get the grace to report their own errors, then are ended. */
-  private fail(reason: string): void {
+  private fail(reason: () => string): void {
     if (this.failure !== null) return;
     this.failure = reason;
     this.graceTimer = setTimeout(() => this.terminate('SIGTERM'), this.options.failureGraceMs ?? DEFAULT_FAILURE_GRACE_MS);
@@ -255,6 +290,7 @@ export class LocalJob {
   }
 
   private terminate(signal: NodeJS.Signals): void {
+    this.signalled = true;
     for (const rank of this.ranks) {
       if (!rank.running) continue;
       rank.signal(signal);
@@ -299,6 +335,7 @@ export class LocalJob {
   }
 
   private signalAll(signal: NodeJS.Signals): void {
+    this.signalled = true;
     for (const rank of this.ranks) rank.signal(signal);
   }
 
@@ -308,7 +345,8 @@ export class LocalJob {
       // Every rank exited 0; their last LEAVE may still be on its way to the coordinator.
       const left = await Promise.race([this.coordinator.done.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);
       if (left === 'late') {
-        this.failure = `every rank exited 0, but the coordinator did not see every rank join and leave: ${this.describeMembership()} (does each rank open a session and close it?)`;
+        const membership = this.describeMembership();
+        this.failure = () => `every rank exited 0, but the coordinator did not see every rank join and leave: ${membership} (does each rank open a session and close it?)`;
       }
       // 'failed' has already recorded the coordinator's failure.
     }
@@ -322,6 +360,7 @@ export class LocalJob {
     const drained = await Promise.race([Promise.all(this.ranks.map((rank) => rank.drained)), delay(DRAIN_GRACE_MS)]);
     if (drained === 'late') for (const rank of this.ranks) rank.abandonOutput();
     process.off('exit', this.killAllOnExit);
-    return { ok: this.failure === null, failure: this.failure, interruptedBy: this.interruptedBy, lost: this.lost };
+    const failure = this.failure === null ? null : this.killedRankBehind(this.failure());
+    return { ok: failure === null, failure, interruptedBy: this.interruptedBy, lost: this.lost };
   }
 }

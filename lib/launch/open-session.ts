@@ -3,6 +3,7 @@ import { debugLog } from '../diagnostics/debug-log.js';
 import { sessionOptionsFromEnvironment } from './environment.js';
 import { keepHostedCoordinator, overrideOptions } from './hosted-coordinator.js';
 import { warnUnknownVariables } from './known-variables.js';
+import { reportUncaughtRxcclErrors } from './uncaught-rxccl-error.js';
 import { flightRecordingFromEnvironment, recordFlight } from '../session/flight-recording.js';
 import { RankSession } from '../session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
@@ -14,12 +15,16 @@ const JOB_OPTIONS = ['coordinator', 'uniqueId', 'rank', 'worldSize'] as const;
  * Joins a job. The rank reads its environment (the `GX1_*` variables the launcher sets, or those
  * of torchrun, Slurm, Open MPI; see lib/launch) unless the options name the job themselves
  * (`coordinator`, `uniqueId`, `rank` and `worldSize`); options given beside the environment
- * override what it says. `GX1_FLIGHT_RECORDER=<dir>` turns on the flight recorder.
+ * override what it says. `GX1_FLIGHT_RECORDER=<dir>` turns on the flight recorder. A process
+ * without an 'uncaughtException' listener of its own reports an rxccl error nobody catches in one
+ * line, `rxccl: CODE: message` (see `reportUncaughtRxcclErrors`).
  *
  * @example
  * const session = await openSession({ timeoutMs: 30_000 }); // under rxccl launch, torchrun, srun, mpirun
  */
 export async function openSession(options?: Partial<SessionOptions>): Promise<RankSession> {
+  // First: the likeliest uncaught rxccl error is this call's own, a configuration it refuses.
+  reportUncaughtRxcclErrors();
   warnUnknownVariables(process.env);
   const chosen = await chooseOptions(options);
   const recording = flightRecordingFromEnvironment(process.env);

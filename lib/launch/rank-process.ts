@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { Writable } from 'node:stream';
 import { prefixLines } from './line-prefixer.js';
+import { parseRankErrorLine } from './rank-error-line.js';
+import type { SharedOutput } from './shared-output.js';
 
 /** How a rank's process ended. */
 export type RankExit =
@@ -24,15 +25,16 @@ export interface RankProcessOptions {
   readonly command: string;
   readonly args: readonly string[];
   readonly env: NodeJS.ProcessEnv;
-  readonly stdout: Writable;
-  readonly stderr: Writable;
+  readonly stdout: SharedOutput;
+  readonly stderr: SharedOutput;
 }
 
 /**
  * One rank's process, started as the leader of its own process group so that signals reach
  * everything it started (`tsx` runs the script in a child of its own; a shell runs pipelines):
  * killing only the leader would leave those orphaned. Its output goes line by line, prefixed with
- * `[rank N] `, to the launcher's stdout and stderr.
+ * `[rank N] `, to the launcher's stdout and stderr; the last rxccl error line on its stderr
+ * (`rxccl: CODE: message`) is kept as why it failed.
  */
 export class RankProcess {
   /** Settles when the process has ended (its output may still be draining). */
@@ -40,6 +42,7 @@ export class RankProcess {
   /** Settles when its stdout and stderr have been passed on completely. */
   readonly drained: Promise<void>;
   private exit: RankExit | null = null;
+  private lastError: string | null = null;
 
   private constructor(
     readonly rank: number,
@@ -63,9 +66,20 @@ export class RankProcess {
       detached: true,
     });
     const prefix = `[rank ${options.rank}] `;
-    child.stdout!.pipe(prefixLines(prefix)).pipe(options.stdout, { end: false });
-    child.stderr!.pipe(prefixLines(prefix)).pipe(options.stderr, { end: false });
-    return new RankProcess(options.rank, child);
+    options.stdout.add(child.stdout!.pipe(prefixLines(prefix)));
+    const stderr = child.stderr!.pipe(prefixLines(prefix));
+    options.stderr.add(stderr);
+    const rank = new RankProcess(options.rank, child);
+    // The prefixer passes on whole lines only, each starting with the prefix.
+    stderr.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) rank.lastError = parseRankErrorLine(line.slice(prefix.length)) ?? rank.lastError;
+    });
+    return rank;
+  }
+
+  /** `CODE: message` of the last rxccl error line the rank printed (complete once `drained`), else null. */
+  get errorLine(): string | null {
+    return this.lastError;
   }
 
   get pid(): number | undefined {

@@ -51,6 +51,9 @@ export class EventLoopHold {
 
   private apply(): void {
     for (const socket of this.sockets) {
+      // A destroyed socket (a peer lost before shrink()) holds nothing; and Node's ref()/unref()
+      // on a socket without a handle waits for a 'connect' that never comes, one listener per call.
+      if (socket.destroyed) continue;
       if (this.pending > 0) socket.ref();
       else socket.unref();
     }

@@ -137,7 +137,8 @@ async function openMeshLinks(
     peerEndpointConfigurationFromEnvironment({ rails, jobInterface: collective.socket.localAddress ?? '127.0.0.1' });
   const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
   const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }), options.tls);
-  for (const server of listeners.servers) warnIfUnauthenticated((server.address() as AddressInfo).address, options.secret, 'direct peer listener');
+  // Rank 0 speaks for the job: the other ranks have its secret, or none as it has none.
+  if (rank === 0) for (const server of listeners.servers) warnIfUnauthenticated((server.address() as AddressInfo).address, options.secret, 'direct peer listener');
   let control: RailClient | null = null;
   try {
     const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints, dataPlaneOffer(options.dataPlane)), options);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isLoopbackHost } from './loopback-host.js';
+import { debugLog } from '../diagnostics/debug-log.js';
 import { ConfigurationError } from '../errors.js';
 
 /**
@@ -53,11 +54,16 @@ function checked(bytes: Uint8Array, source: string): JobSecret {
 /** Whether this process has said `RXCCL_NO_SECRET` already: it says so at most once, whatever the cause. */
 let warned = false;
 
-/** The one `RXCCL_NO_SECRET` warning of this process: the first cause found is the one told. */
+/**
+ * The one `RXCCL_NO_SECRET` warning of this process, the first cause found: one line on stderr
+ * through the debug log (`rxccl[pid] WARN [RXCCL_NO_SECRET] ...`), not `process.emitWarning`, whose
+ * first warning drags Node's `--trace-warnings` hint along: the place it was raised is no news.
+ * Only rank 0 and a coordinator call this (the job's secret is every rank's), so a job says it once.
+ */
 function warnNoSecretOnce(message: string): void {
   if (warned) return;
   warned = true;
-  process.emitWarning(message, { code: 'RXCCL_NO_SECRET' });
+  debugLog.warn(`[RXCCL_NO_SECRET] ${message}`);
 }
 
 /** For tests: lets the next cause warn again, as in a fresh process. */
@@ -67,7 +73,9 @@ export function resetNoSecretWarning(): void {
 
 /**
  * Warns once per process when a listener on a non-loopback address runs without a secret: then
- * whoever reaches it and learns the unique id can join the job or pose as a rank.
+ * whoever reaches it and learns the unique id can join the job or pose as a rank. A coordinator
+ * says it for its own listener, rank 0 for its direct peer listeners (the other ranks share its
+ * lack of a secret, or could not join: it speaks for the job).
  */
 export function warnIfUnauthenticated(host: string, secret: JobSecret | null, what: string): void {
   if (secret !== null || isLoopbackHost(host)) return;
@@ -81,7 +89,8 @@ export function warnIfUnauthenticated(host: string, secret: JobSecret | null, wh
  * Warns once per process when a rank's unique id was derived from its launcher's environment
  * (torchrun, Slurm, Open MPI, Kubernetes; no `GX1_UNIQUE_ID`) and `env` gives no secret: the id is
  * then computable by whoever reads or guesses those variables, so it protects nothing, on loopback
- * too (any user of the host can connect there). `rxccl launch` always gives a secret.
+ * too (any user of the host can connect there). Called for rank 0 only, which speaks for the job.
+ * `rxccl launch` always gives a secret.
  */
 export function warnIfDerivedIdUnauthenticated(launcher: string, env: Readonly<Record<string, string | undefined>>): void {
   if (environmentGivesSecret(env)) return;

@@ -63,6 +63,25 @@ describe.concurrent('rxccl launch', () => {
       expect(pids.filter(alive)).toEqual([]);
     }), 60_000);
 
+  it('a configuration error: each rank prints it in one line, no stack, and the launcher\'s last line carries it (#49 item 2)', async () => {
+    const result = await runRxccl(['launch', '-n', '2', '--', ...tsNode('examples/allreduce.ts')], { GX1_DATA_PLANE: 'bogus' });
+    expect(result.code).toBe(1);
+    const message = 'INVALID_CONFIGURATION: GX1_DATA_PLANE must be one of auto, native, js, got "bogus"';
+    const lines = result.stderr.trimEnd().split('\n');
+    // Nothing else from the ranks (the launcher's own coordinator may warn that they have not joined yet).
+    expect(lines.filter((line) => line.startsWith('[rank ')).sort()).toEqual([`[rank 0] rxccl: ${message}`, `[rank 1] rxccl: ${message}`]);
+    expect(lines.at(-1)).toMatch(new RegExp(`^rxccl launch: job failed: rank [01] failed: ${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+  }, 60_000);
+
+  it('16 ranks share the launcher\'s stdout and stderr without a MaxListenersExceededWarning (#49 item 1)', async () => {
+    const result = await runRxccl(['launch', '-n', '16', '--', 'sh', '-c', 'echo "out $GX1_RANK"; echo "err $GX1_RANK" >&2']);
+    expect(result.stderr).not.toContain('MaxListenersExceededWarning');
+    for (let rank = 0; rank < 16; rank++) {
+      expect(result.stdout).toContain(`[rank ${rank}] out ${rank}\n`);
+      expect(result.stderr).toContain(`[rank ${rank}] err ${rank}\n`);
+    }
+  }, 60_000);
+
   for (const [signal, status] of [
     ['SIGTERM', 143],
     ['SIGINT', 130],

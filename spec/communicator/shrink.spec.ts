@@ -66,6 +66,28 @@ describe.each(TRANSPORTS)('shrink on %s', (transport) => {
     ]);
   });
 
+  it('100 collectives after shrink() add no listener to the lost rank\'s closed sockets (no MaxListenersExceededWarning)', async () => {
+    const warnings: Error[] = [];
+    const warned = (warning: Error) => warnings.push(warning);
+    process.on('warning', warned);
+    try {
+      const sessions = await faultTolerantJob(3, transport);
+      const told = sessions.slice(0, 2).map((session) => rejection(session.barrier()));
+      await sleep(50);
+      await sessions[2]!.close();
+      for (const error of await Promise.all(told)) expect(error).toBeInstanceOf(RankLostError);
+      const shrunk = await Promise.all(sessions.slice(0, 2).map((session) => session.shrink()));
+      for (let round = 0; round < 100; round++) {
+        const sums = await Promise.all(shrunk.map((communicator) => communicator.allReduce(Int32Array.of(1))));
+        expect(sums.map((sum) => sum[0])).toEqual([2, 2]);
+      }
+      // Node reports the 11th listener of one kind on one emitter: 100 rounds would pass it 20 times over.
+      expect(warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning').map((warning) => warning.message)).toEqual([]);
+    } finally {
+      process.off('warning', warned);
+    }
+  });
+
   it('a communicator without the lost rank is untouched; shrink outside a fault-tolerant job is refused', async () => {
     const sessions = await faultTolerantJob(4, transport);
     const halves = await Promise.all(sessions.map((session) => session.split({ color: session.rank < 2 ? 0 : 1 })));

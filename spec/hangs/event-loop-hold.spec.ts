@@ -1,5 +1,5 @@
 /** An idle session's sockets do not hold the process; a pending operation's do, until it ends. */
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { NEVER, of, Subject, throwError } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { EventLoopHold } from '../../lib/session/event-loop-hold.js';
@@ -40,6 +40,14 @@ describe('EventLoopHold', () => {
     of(1).pipe(hold.during()).subscribe();
     throwError(() => new Error('refused')).pipe(hold.during()).subscribe({ error: () => undefined });
     expect(referenced).toEqual([false]);
+  });
+
+  it('leaves a destroyed socket alone: 100 operations add no listener to it (Node would queue a ref per call for a "connect")', () => {
+    const closed = new Socket();
+    closed.destroy();
+    const hold = new EventLoopHold([closed]);
+    for (let operation = 0; operation < 100; operation++) NEVER.pipe(hold.during()).subscribe().unsubscribe();
+    expect(closed.listenerCount('connect')).toBe(0);
   });
 });
 

@@ -22,6 +22,12 @@ async function run(options: Omit<LocalJobOptions, 'stdout' | 'stderr'>) {
   return { job, outcome, stdout: text };
 }
 
+/** A job whose rank R runs the shell script `scripts[R]` (GX1_RANK tells it which it is). */
+function shellJob(scripts: readonly string[], options: Partial<LocalJobOptions> = {}) {
+  const script = scripts.map((body, rank) => `if [ "$GX1_RANK" = ${rank} ]; then ${body}; fi`).join('\n');
+  return run({ worldSize: scripts.length, command: 'sh', args: ['-c', script], ...options });
+}
+
 describe('LocalJob', () => {
   it('gives every rank the GX1 variables of one job on a loopback coordinator', async () => {
     const print = `console.log(JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('GX1_')))))`;
@@ -61,6 +67,51 @@ describe('LocalJob', () => {
     const missing = await run({ worldSize: 1, command: 'rxccl-no-such-command', args: [] });
     expect(missing.outcome).toEqual({ ok: false, failure: 'rank 0 could not start: spawn rxccl-no-such-command ENOENT', interruptedBy: null, lost: [] });
   }, 30_000);
+
+  it('names why a rank failed by its own rxccl error line, read once its output is drained', async () => {
+    const { outcome } = await shellJob(['sleep 30', 'echo "rxccl: REMOTE_ABORT: an earlier line" >&2; echo "a line of the program" >&2; echo "rxccl: INVALID_CONFIGURATION: GX1_DATA_PLANE must be one of auto, native, js" >&2; exit 1'], { failureGraceMs: 100 });
+    expect(outcome.failure).toBe('rank 1 failed: INVALID_CONFIGURATION: GX1_DATA_PLANE must be one of auto, native, js');
+  }, 30_000);
+
+  it('blames a rank killed by a signal, not the survivor whose failure naming it was seen first (#49 item 8)', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'rxccl-local-job-'));
+    directories.push(directory);
+    const told = join(directory, 'told');
+    // Rank 0 fails first, naming rank 1; rank 1 is killed only once rank 0 has exited.
+    const { outcome } = await shellJob([
+      `echo "rxccl: REMOTE_ABORT: direct peer rank 1 left" >&2; touch ${told}; exit 1`,
+      `while [ ! -e ${told} ]; do sleep 0.05; done; sleep 0.3; kill -KILL $$`,
+    ]);
+    expect(outcome.failure).toBe('rank 1 was killed by SIGKILL');
+  }, 30_000);
+
+  it('does not blame a rank the launcher itself ended, though the failure names it', async () => {
+    const { outcome } = await shellJob(['echo "rxccl: REMOTE_ABORT: direct peer rank 1 left" >&2; exit 1', 'sleep 30'], { failureGraceMs: 100 });
+    expect(outcome.failure).toBe('rank 0 failed: REMOTE_ABORT: direct peer rank 1 left');
+  }, 30_000);
+
+  it('passes 64 ranks\' output on through one listener on each destination (no MaxListenersExceededWarning)', async () => {
+    const warnings: Error[] = [];
+    const warned = (warning: Error) => warnings.push(warning);
+    process.on('warning', warned);
+    try {
+      const stdout = new PassThrough();
+      const stderr = new PassThrough();
+      let text = '';
+      stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      stderr.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      const events = ['unpipe', 'error', 'close', 'finish', 'drain'] as const;
+      const before = events.map((event) => stdout.listenerCount(event) + stderr.listenerCount(event));
+      const job = await LocalJob.start({ worldSize: 64, command: 'sh', args: ['-c', 'echo "out $GX1_RANK"; echo "err $GX1_RANK" >&2'], stdout, stderr, leaveGraceMs: 100 });
+      expect(events.map((event) => stdout.listenerCount(event) + stderr.listenerCount(event))).toEqual(before);
+      await job.outcome;
+      const lines = text.split('\n');
+      for (let rank = 0; rank < 64; rank++) expect(lines).toEqual(expect.arrayContaining([`[rank ${rank}] out ${rank}`, `[rank ${rank}] err ${rank}`]));
+      expect(warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning').map((warning) => warning.message)).toEqual([]);
+    } finally {
+      process.off('warning', warned);
+    }
+  }, 60_000);
 
   it('escalates to SIGKILL for ranks that ignore SIGTERM, and leaves no process behind', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'rxccl-local-job-'));

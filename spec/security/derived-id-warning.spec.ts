@@ -1,11 +1,13 @@
 /**
  * Issue #33 item 7: under torchrun, Slurm or Open MPI without GX1_UNIQUE_ID the unique id is
  * derived from the launcher's environment, so whoever reads or guesses it computes the id too.
- * Without a secret the rank warns once per process (`RXCCL_NO_SECRET`), on loopback too, naming
- * the launcher and the remedy; a secret, or an id given explicitly, says nothing. One process says
+ * Without a secret rank 0 warns once for the job (`RXCCL_NO_SECRET`, issue #49 item 1: one line
+ * on stderr through the debug log, the other ranks silent), on loopback too, naming the launcher
+ * and the remedy; a secret, or an id given explicitly, says nothing. One process says
  * `RXCCL_NO_SECRET` at most once, whichever cause comes first.
  */
 import { type MockInstance, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { debugLog } from '../../lib/diagnostics/debug-log.js';
 import { discoverJob } from '../../lib/launch/discover-job.js';
 import type { Environment } from '../../lib/launch/job-environment.js';
 import { generateSecret, resetNoSecretWarning, warnIfUnauthenticated } from '../../lib/transport/job-secret.js';
@@ -50,29 +52,35 @@ const LAUNCHERS = [
   ['Kubernetes', pod],
 ] as const;
 
-let warn: MockInstance<typeof process.emitWarning>;
+let warn: MockInstance<(message: string) => void>;
 beforeEach(() => {
   resetNoSecretWarning();
-  warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+  warn = vi.spyOn(debugLog, 'warn').mockImplementation(() => undefined);
 });
 afterEach(() => {
   vi.restoreAllMocks();
   resetNoSecretWarning();
 });
 
-function warnings(): [string, { code: string }][] {
-  return warn.mock.calls as unknown as [string, { code: string }][];
+/** The warnings' texts, after the code each starts with. */
+function warnings(): string[] {
+  return warn.mock.calls.map(([line]) => {
+    expect(line).toMatch(/^\[RXCCL_NO_SECRET\] /);
+    return line.slice('[RXCCL_NO_SECRET] '.length);
+  });
 }
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('a unique id derived from the launcher without a secret', () => {
-  it.each(LAUNCHERS)('warns once under %s, naming it and the remedy, also on loopback', (name, env) => {
-    const jobs = [discoverJob(env(0)), discoverJob(env(1)), discoverJob(env(0))];
-    expect(jobs[1]!.uniqueId).toBe(jobs[0]!.uniqueId);
+  it.each(LAUNCHERS)('warns once under %s, on rank 0 only, naming it and the remedy, also on loopback', (name, env) => {
+    const other = discoverJob(env(1));
+    expect(warn).not.toHaveBeenCalled();
+    const jobs = [discoverJob(env(0)), discoverJob(env(0))];
+    expect(other.uniqueId).toBe(jobs[0]!.uniqueId);
     expect(warnings()).toHaveLength(1);
-    const [message, options] = warnings()[0]!;
-    expect(options.code).toBe('RXCCL_NO_SECRET');
+    const message = warnings()[0]!;
+    expect(message).not.toContain('\n');
     expect(message).toMatch(new RegExp(`^rxccl derived this job's unique id from ${escape(name)}'s environment and no job secret is set: `));
     expect(message).toContain('anyone who can read or guess those variables computes the same id and can join the job');
     expect(message).toContain('on loopback too');
@@ -90,13 +98,13 @@ describe('a unique id derived from the launcher without a secret', () => {
     discoverJob(srun(0));
     warnIfUnauthenticated('0.0.0.0', null, 'coordinator');
     expect(warnings()).toHaveLength(1);
-    expect(warnings()[0]![0]).toMatch(/from torchrun's environment/);
+    expect(warnings()[0]).toMatch(/from torchrun's environment/);
 
     resetNoSecretWarning();
     warnIfUnauthenticated('0.0.0.0', null, 'coordinator');
     discoverJob(mpirun(0));
     expect(warnings()).toHaveLength(2);
-    expect(warnings()[1]![0]).toMatch(/^rxccl coordinator listens on 0\.0\.0\.0 without a job secret/);
+    expect(warnings()[1]).toMatch(/^rxccl coordinator listens on 0\.0\.0\.0 without a job secret/);
   });
 });
 

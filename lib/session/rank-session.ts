@@ -14,7 +14,7 @@ import { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
-import { ChannelClosedError, ConfigurationError, failureText, RankLostError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, RankLostError, readSetting } from '../errors.js';
 import { ElementType } from '../protocol/element-type.js';
 import { layoutHash } from '../protocol/layout-hash.js';
 import { communicatorText } from '../protocol/message-key.js';
@@ -311,7 +311,8 @@ export class RankSession {
     logSessionEvents(session.events$, options.rank, debugLog);
     try {
       if (options.tuning.topology === 'probe') await session.useProbedTopology();
-      const profile = options.tuning.autotuneProfile === null ? null : readAutotuneProfile(options.tuning.autotuneProfile);
+      const { autotuneProfile } = options.tuning;
+      const profile = autotuneProfile === null ? null : readSetting(autotuneProfile.setting, () => readAutotuneProfile(autotuneProfile.path));
       // A profile tuned on probed links within 4x of this probe's: its links, so its fingerprint.
       const pinned = profile === null || session.context.topology === null || options.tuning.topology !== 'probe' ? null : pinnedTopology(profile, session.context.topology);
       if (pinned !== null) session.adoptTopology(pinned);
@@ -319,7 +320,7 @@ export class RankSession {
       // The native plane's ranks of one host share memory (single copy): by default its hosts are
       // the groups, where they hold several ranks.
       else if (options.tuning.groups === null && nativePlane !== null) session.useHostGroups(hostGroups);
-      if (profile !== null) session.useAutotuneProfile(profile);
+      if (autotuneProfile !== null) readSetting(autotuneProfile.setting, () => session.useAutotuneProfile(profile));
     } catch (error) {
       // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
       await session.close().catch(() => undefined);

@@ -1,6 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, readSetting } from '../errors.js';
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { type BusyPollSetting, resolveBusyPoll } from './busy-poll.js';
@@ -157,7 +157,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
   if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
-  const rails = options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS);
+  const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : parseRails(env.GX1_P2P_RAILS);
   const tls = resolveTls(options.tls, env);
   const faultTolerant = resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT);
   const dataPlane = resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null);

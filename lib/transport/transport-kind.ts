@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, readSetting } from '../errors.js';
 
 /** How collective and point-to-point data travel between ranks. */
 export type CollectiveTransport = 'tcp_host_staged' | 'tcp_peer';
@@ -49,7 +49,7 @@ export function parseRails(value: string | undefined, source = 'GX1_P2P_RAILS'):
   if (!/^\d+$/.test(text)) {
     throw new ConfigurationError(`${source} must be an integer in 1..=${MAX_P2P_RAILS}, got ${JSON.stringify(value)}`);
   }
-  return validateRails(Number(text));
+  return readSetting(source, () => validateRails(Number(text)));
 }
 
 export function validateWorldSize(worldSize: number): number {

@@ -3,6 +3,7 @@ import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subje
 import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { openCommunicatorPlane, type CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
+import { announceGroup } from '../communicator/group-announcement.js';
 import { GroupLinks } from '../communicator/group-links.js';
 import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
 import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
@@ -38,7 +39,7 @@ import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
 import { BufferPool } from '../transport/buffer-pool.js';
-import { CollectiveChannel } from '../transport/collective-channel.js';
+import { COLLECTIVE_RESPONSE_GRACE_MS, CollectiveChannel } from '../transport/collective-channel.js';
 import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { SessionLinks } from '../transport/links/links.js';
 import { RankLosses } from '../transport/rank-losses.js';
@@ -188,6 +189,8 @@ export class RankSession {
   private splits = 0;
   /** `group` calls so far, by rank set: the next one's number in its communicator's id. */
   private readonly groups = new Map<string, number>();
+  /** Per rank, the group calls that listed it so far: the tag of the next announcement to it (`announceGroup`). */
+  private readonly groupAnnouncements = new Map<number, number>();
   /**
    * A process whose only work left is this idle session (its sockets hold nothing) is about to
    * exit: the session leaves first, so the others see a LEAVE, not a dropped connection. (The
@@ -751,9 +754,10 @@ export class RankSession {
 
   /**
    * A communicator of the ranks listed, in the order listed (only they call it, each with the same
-   * list; as torch's `new_group`, without the other ranks' calls). Its first act is an agreement
-   * of the listed ranks: a rank that lists them otherwise is named, and one that never calls is
-   * named as missing when the timeout ends it.
+   * list; as torch's `new_group`, without the other ranks' calls). Its first acts: the listed ranks
+   * tell each other which ranks they listed (a rank that listed other ranks is named at once, with
+   * both lists), and agree on the order (a rank that lists them otherwise is named); one that never
+   * calls is named as missing when the timeout ends it.
    * @example
    * if (session.rank < 2) {
    *   const pair = await session.group([0, 1]);
@@ -768,9 +772,18 @@ export class RankSession {
     const how = `group ${sorted.join(',')} ${occurrence}`;
     // The ranks meet first in rank order, whatever order each listed them in, and agree on the order
     // itself (it is the layout): ranks that listed the same ranks otherwise fail, named.
+    const announced = announceGroup({
+      links: this.links,
+      members,
+      counts: this.groupAnnouncements,
+      // Past the meeting leader's round timeout, which names a listed rank that never calls.
+      waitMs: this.timeout.ms + 2 * COLLECTIVE_RESPONSE_GRACE_MS,
+      abort: (reason) => void this.abortLinks(reason),
+    });
     const meeting = this.communicator(childCommunicatorId(this.membership.id, `${how} agreement`), sorted);
     try {
-      await meeting.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`group ${members.join(',')}`) });
+      // Ranks that listed other ranks are on other meetings: their announcements end this at once.
+      await Promise.all([announced, meeting.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`group ${members.join(',')}`) })]);
     } finally {
       await meeting.close();
     }

@@ -2,6 +2,7 @@ import type { Server, Socket } from 'node:net';
 import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject, type Subscription, timer } from 'rxjs';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
+import { readyTransportField } from '../transport/ready-transport.js';
 import { ChannelClosedError, ConfigurationError, failureText, readSetting, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame, rankLostFrame } from '../protocol/control-frames.js';
@@ -391,6 +392,8 @@ export class Coordinator {
         worldSize: this.worldSize,
         flags: role.kind === 'rail' ? FLAG_P2P_CHANNEL : 0,
         tag: role.kind === 'rail' ? BigInt(role.rail) : 0n,
+        // Which transport this coordinator runs: a rank that chose none takes it.
+        communicator: readyTransportField(this.transport),
       },
       0,
     );

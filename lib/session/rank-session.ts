@@ -280,11 +280,11 @@ export class RankSession {
     const timeout = { ms: options.collectiveTimeoutMs };
     const messageTimeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
+    const { transport, collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
-        `(${options.transport}, ${links.rails} rails, ${dataPlaneText(options.transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
+        `(${transport}, ${links.rails} rails, ${dataPlaneText(transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure: jobFailure, scheduler: options.scheduler };
     // One pool for the session's scratch and the staged responses it reduces, so that a reduction
@@ -294,7 +294,7 @@ export class RankSession {
     const session = new RankSession({
       rank: options.rank,
       worldSize: options.worldSize,
-      transport: options.transport,
+      transport,
       links,
       coordinator,
       failure,
@@ -307,7 +307,7 @@ export class RankSession {
       loop: new EventLoopHold(sockets, busyPoll / 1000),
       scheduler: options.scheduler,
       scratch,
-      ranksShareHost: options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
+      ranksShareHost: transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
       membership: worldMembership(links, jobFailure, losses, communicatorPlanes),
     });

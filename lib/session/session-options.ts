@@ -17,7 +17,7 @@ import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from './data-plane-setting.js';
 import { type MicrosSetting, resolveMicros } from './micros-setting.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
-import { type CollectiveTransport, chooseTransport, parseRails, validateRails, validateTimeout } from '../transport/transport-kind.js';
+import { type CollectiveTransport, chooseTransport, parseRails, transportChosenBy, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
 
@@ -120,7 +120,9 @@ export interface ResolvedSessionOptions {
   readonly timeoutMs: number;
   readonly collectiveTimeoutMs: number;
   readonly rails: number;
+  /** The transport asked for; where no setting chose it (`transportChosenBy` null), the coordinator's wins (`agreedTransport`). */
   readonly transport: CollectiveTransport;
+  readonly transportChosenBy: string | null;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
   readonly unmatchedBytesLimit: number;
   readonly secret: JobSecret | null;
@@ -172,6 +174,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     collectiveTimeoutMs: resolveCollectiveTimeout(options.collectiveTimeoutMs, env.GX1_COLLECTIVE_TIMEOUT_MS, timeoutMs),
     rails,
     transport: chooseTransport(options.transport, env),
+    transportChosenBy: transportChosenBy(options.transport, env),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
     secret: resolveSecret(options.secret, env),

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { ConfigurationError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { joinHeader } from '../protocol/control-frames.js';
+import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { firstFrame } from './first-frame.js';
@@ -10,6 +11,8 @@ import { dialAuthenticated } from './dial-authenticated.js';
 import { dialHandshake, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
+import { readyTransport } from './ready-transport.js';
+import type { CollectiveTransport } from './transport-kind.js';
 import { validateResponse } from './validate-response.js';
 
 export interface ChannelAddress {
@@ -64,6 +67,19 @@ async function connectSocket(address: ChannelAddress, deadline: number, tls: Tls
  * with its reason.
  */
 export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
+  return (await joinChannel(address, join)).channel;
+}
+
+/**
+ * The collective channel (`connectChannel` with `rail` null), and the transport the coordinator
+ * runs, as its Ready says (docs/protocol.md 8.1), or null from a coordinator that does not say.
+ */
+export async function connectCollectiveChannel(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; coordinatorTransport: CollectiveTransport | null }> {
+  const { channel, ready } = await joinChannel(address, join);
+  return { channel, coordinatorTransport: readyTransport(ready) };
+}
+
+async function joinChannel(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; ready: FrameHeader }> {
   const deadline = Date.now() + join.timeoutMs;
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
@@ -104,7 +120,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
         `coordinator answered JOIN on the wrong channel/rail with ${opcodeName(ready.header.opcode)} tag ${ready.header.tag}`,
       );
     }
-    return channel;
+    return { channel, ready: ready.header };
   } catch (error) {
     channel.destroy();
     throw error;

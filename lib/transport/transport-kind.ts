@@ -18,6 +18,13 @@ export function chooseTransport(option: CollectiveTransport | string | undefined
   return named === undefined || named.trim() === '' ? DEFAULT_TRANSPORT : parseTransport(named);
 }
 
+/** The setting that chose the transport (`chooseTransport`): the option, the variable, or null where neither did (the default). */
+export function transportChosenBy(option: CollectiveTransport | string | undefined, env: Readonly<Record<string, string | undefined>>): string | null {
+  if (option !== undefined) return 'transport';
+  const named = env.GX1_COLLECTIVE_TRANSPORT;
+  return named === undefined || named.trim() === '' ? null : 'GX1_COLLECTIVE_TRANSPORT';
+}
+
 export const MAX_P2P_RAILS = 64;
 
 /** Parses a transport name with the reference design's accepted spellings. */

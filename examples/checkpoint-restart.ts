@@ -1,7 +1,7 @@
 /**
  * A property test of checkpoint and restart, on `rxccl/testing`'s simulated job. Data-parallel
  * training: each step every rank all-reduces its gradient and adds the sum to its weights, then
- * checkpoints them to its disk. The job runs as `torchrun --max-restarts 3` runs it: a rank that
+ * checkpoints them to its disk. The job runs as `torchrun --max_restarts 3` runs it: a rank that
  * dies restarts the whole worker group, and each rank resumes from its disk. The property: a kill
  * anywhere (any rank, any step, any fault point) leaves the final weights those of a run
  * without one.

@@ -43,6 +43,21 @@ export class ConfigurationError extends RxcclError {
   }
 }
 
+/**
+ * What `read` returns, where `read` reads the setting `name` (an environment variable, or the
+ * option that stands in for it). A refusal from a check the setting shares with others (`topology
+ * rank 2 is outside world size 2`) does not say which setting it came from: it is thrown again
+ * with the name in front, so every refusal names what it read.
+ */
+export function readSetting<T>(name: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof ConfigurationError && !error.message.includes(name)) throw new ConfigurationError(`${name}: ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
 /** A frame carried another job's unique id: it was sent to the wrong session. */
 export class WrongSessionError extends RxcclError {
   constructor(message = 'collective frame belongs to another session') {

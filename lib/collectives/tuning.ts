@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, readSetting } from '../errors.js';
 import { CollectiveTopology, type TopologyAggregateLink, type TopologyRailLink } from '../topology/collective-topology.js';
 import { parsePositive } from '../topology/environment-values.js';
 import {
@@ -88,8 +88,8 @@ export interface CollectiveTuning {
   /** The staged path's figures, for the planner. */
   readonly directBandwidthMbps: number;
   readonly directLatencyNs: number;
-  /** The autotune profile's path, read and checked when the session opens; null: none. */
-  readonly autotuneProfile: string | null;
+  /** The autotune profile's path and the setting that named it, read and checked when the session opens; null: none. */
+  readonly autotuneProfile: { readonly path: string; readonly setting: string } | null;
 }
 
 /** `hierarchical` needs groups, given or `auto` (the reference's check, and its text). */
@@ -97,6 +97,15 @@ function checkHierarchyHasGroups(algorithm: AlgorithmPolicy, groups: TopologyGro
   if (algorithm === 'hierarchical' && groups === null) {
     throw new ConfigurationError('invalid collective hierarchy: GX1_COLLECTIVE_ALGORITHM=hierarchical requires explicit or inferred topology groups');
   }
+}
+
+type Environment = Readonly<Record<string, string | undefined>>;
+
+/** The option where given, else its variable where set: the value, and the name its refusals carry. */
+function given<T>(option: T | undefined, optionName: string, env: Environment, variable: string): { readonly value: T | string; readonly name: string } | undefined {
+  if (option !== undefined) return { value: option, name: optionName };
+  const value = env[variable];
+  return value === undefined ? undefined : { value, name: variable };
 }
 
 /**
@@ -113,8 +122,12 @@ function setting(
   return variable.value === undefined ? fallback : parse(variable.name, variable.value);
 }
 
-/** Resolves the tuning of one rank of a job with `rails` point-to-point rails from its options, else its environment. */
-export function resolveTuning(options: TuningOptions, worldSize: number, env: Readonly<Record<string, string | undefined>>, rails = 1): CollectiveTuning {
+/**
+ * Resolves the tuning of one rank of a job with `rails` point-to-point rails from its options, else
+ * its environment. Every refusal names the option or variable it read (`readSetting`), also where
+ * the check is shared (`topology rank 2 is outside world size 2`).
+ */
+export function resolveTuning(options: TuningOptions, worldSize: number, env: Environment, rails = 1): CollectiveTuning {
   const algorithm =
     options.algorithm !== undefined
       ? parseAlgorithmPolicy(String(options.algorithm), 'algorithm')
@@ -125,22 +138,29 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
       : env.GX1_RING_THRESHOLD_BYTES !== undefined
         ? parseByteCount('GX1_RING_THRESHOLD_BYTES', env.GX1_RING_THRESHOLD_BYTES)
         : DEFAULT_RING_THRESHOLD_BYTES;
-  const order = options.ringOrder ?? env.GX1_RING_ORDER;
-  const ringOrder = order === undefined ? null : typeof order === 'string' ? parseRingOrder(worldSize, order) : validateRingOrder(worldSize, order);
-  const ringChannels = validateRingChannels(
-    options.ringChannels ?? (env.GX1_RING_CHANNELS === undefined ? 1 : parseByteCount('GX1_RING_CHANNELS', env.GX1_RING_CHANNELS)),
-  );
-  const links = options.topologyLinks ?? env.GX1_TOPOLOGY_LINKS;
-  const declared = links === undefined ? null : links.trim().toLowerCase() === 'probe' ? 'probe' : parseTopologyLinks(worldSize, links);
-  const railLinksGiven = options.topologyRailLinks ?? env.GX1_TOPOLOGY_RAIL_LINKS;
-  const railLinks = railLinksGiven === undefined ? [] : parseRailLinks(worldSize, rails, railLinksGiven);
-  const aggregateLinksGiven = options.topologyAggregateLinks ?? env.GX1_TOPOLOGY_AGGREGATE_LINKS;
-  const aggregateLinks = aggregateLinksGiven === undefined ? [] : parseAggregateLinks(worldSize, aggregateLinksGiven);
+  const order = given(options.ringOrder, 'ringOrder', env, 'GX1_RING_ORDER');
+  const ringOrder =
+    order === undefined ? null : readSetting(order.name, () => (typeof order.value === 'string' ? parseRingOrder(worldSize, order.value) : validateRingOrder(worldSize, order.value)));
+  const channels = given(options.ringChannels, 'ringChannels', env, 'GX1_RING_CHANNELS');
+  const ringChannels =
+    channels === undefined
+      ? 1
+      : readSetting(channels.name, () => validateRingChannels(typeof channels.value === 'number' ? channels.value : parseByteCount(channels.name, channels.value)));
+  const links = given(options.topologyLinks, 'topologyLinks', env, 'GX1_TOPOLOGY_LINKS');
+  const declared =
+    links === undefined ? null : links.value.trim().toLowerCase() === 'probe' ? 'probe' : readSetting(links.name, () => parseTopologyLinks(worldSize, links.value));
+  const railLinksGiven = given(options.topologyRailLinks, 'topologyRailLinks', env, 'GX1_TOPOLOGY_RAIL_LINKS');
+  const railLinks = railLinksGiven === undefined ? [] : readSetting(railLinksGiven.name, () => parseRailLinks(worldSize, rails, railLinksGiven.value));
+  const aggregateLinksGiven = given(options.topologyAggregateLinks, 'topologyAggregateLinks', env, 'GX1_TOPOLOGY_AGGREGATE_LINKS');
+  const aggregateLinks = aggregateLinksGiven === undefined ? [] : readSetting(aggregateLinksGiven.name, () => parseAggregateLinks(worldSize, aggregateLinksGiven.value));
   // Rail or aggregate links alone go on the reference's uniform links, as there.
   const base = declared === null && (railLinks.length > 0 || aggregateLinks.length > 0) ? CollectiveTopology.uniform(worldSize) : declared;
   const topology = base instanceof CollectiveTopology ? base.withRailLinks(rails, railLinks, aggregateLinks) : base;
-  const railOrderGiven = options.railOrder ?? env.GX1_RAIL_ORDER;
-  const railOrder = railOrderGiven === undefined ? 'auto' : typeof railOrderGiven === 'string' ? parseRailOrder(rails, railOrderGiven) : validateRailOrder(rails, railOrderGiven);
+  const railOrderGiven = given(options.railOrder, 'railOrder', env, 'GX1_RAIL_ORDER');
+  const railOrder =
+    railOrderGiven === undefined
+      ? 'auto'
+      : readSetting(railOrderGiven.name, () => (typeof railOrderGiven.value === 'string' ? parseRailOrder(rails, railOrderGiven.value) : validateRailOrder(rails, railOrderGiven.value)));
   const directBandwidthMbps = setting(
     { name: 'directBandwidthMbps', value: options.directBandwidthMbps },
     { name: 'GX1_DIRECT_BANDWIDTH_MBPS', value: env.GX1_DIRECT_BANDWIDTH_MBPS },
@@ -148,13 +168,13 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
     DEFAULT_DIRECT_BANDWIDTH_MBPS,
   );
   const directLatencyNs = setting({ name: 'directLatencyNs', value: options.directLatencyNs }, { name: 'GX1_DIRECT_LATENCY_NS', value: env.GX1_DIRECT_LATENCY_NS }, parseByteCount, DEFAULT_DIRECT_LATENCY_NS);
-  const groupsGiven = options.topologyGroups ?? env.GX1_TOPOLOGY_GROUPS;
+  const groupsGiven = given(options.topologyGroups, 'topologyGroups', env, 'GX1_TOPOLOGY_GROUPS');
   const groups =
     groupsGiven === undefined
       ? null
-      : typeof groupsGiven === 'string'
-        ? parseTopologyGroups(worldSize, groupsGiven, options.topologyGroups === undefined ? 'GX1_TOPOLOGY_GROUPS' : 'topologyGroups')
-        : validateTopologyGroups(worldSize, groupsGiven);
+      : readSetting(groupsGiven.name, () =>
+          typeof groupsGiven.value === 'string' ? parseTopologyGroups(worldSize, groupsGiven.value, groupsGiven.name) : validateTopologyGroups(worldSize, groupsGiven.value),
+        );
   checkHierarchyHasGroups(algorithm, groups);
   // Read only where groups are inferred, as the reference does.
   const groupPayloadBytes =
@@ -167,7 +187,11 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
           DEFAULT_GROUP_PAYLOAD_BYTES,
         );
   // Inferred now from declared links; from the hosts or probed links when the session opens.
-  const inferred = groups === 'auto' && topology instanceof CollectiveTopology ? autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }) : groups;
+  const inferred =
+    groups === 'auto' && topology instanceof CollectiveTopology
+      ? readSetting(groupsGiven!.name, () => autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }))
+      : groups;
+  const profile = given(options.autotuneProfile, 'autotuneProfile', env, 'GX1_COLLECTIVE_AUTOTUNE_PROFILE');
   return {
     algorithm,
     ringThresholdBytes,
@@ -181,7 +205,7 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: Re
     railOrder,
     directBandwidthMbps,
     directLatencyNs,
-    autotuneProfile: options.autotuneProfile ?? env.GX1_COLLECTIVE_AUTOTUNE_PROFILE ?? null,
+    autotuneProfile: profile === undefined ? null : { path: profile.value, setting: profile.name },
   };
 }
 

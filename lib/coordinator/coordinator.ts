@@ -2,7 +2,8 @@ import type { Server, Socket } from 'node:net';
 import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject, type Subscription, timer } from 'rxjs';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
-import { ChannelClosedError, ConfigurationError, failureText, type RxcclError } from '../errors.js';
+import { readyTransportField } from '../transport/ready-transport.js';
+import { ChannelClosedError, ConfigurationError, failureText, readSetting, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame, rankLostFrame } from '../protocol/control-frames.js';
 import { makeHeader } from '../protocol/frame.js';
@@ -234,7 +235,7 @@ export class Coordinator {
     const resolved = {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
-      rails: options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS),
+      rails: options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : parseRails(env.GX1_P2P_RAILS),
       transport: chooseTransport(options.transport, env),
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
@@ -396,6 +397,8 @@ export class Coordinator {
         worldSize: this.worldSize,
         flags: role.kind === 'rail' ? FLAG_P2P_CHANNEL : 0,
         tag: role.kind === 'rail' ? BigInt(role.rail) : 0n,
+        // Which transport this coordinator runs: a rank that chose none takes it.
+        communicator: readyTransportField(this.transport),
       },
       0,
     );

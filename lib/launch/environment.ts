@@ -25,7 +25,8 @@ export async function sessionOptionsFromEnvironment(env: Environment): Promise<S
     rank: job.rank,
     worldSize: job.worldSize,
     rails: job.rails,
-    transport: job.transport,
+    // Only where the environment names one: a rank that chose none takes its coordinator's.
+    ...(env.GX1_COLLECTIVE_TRANSPORT?.trim() ? { transport: job.transport } : {}),
     ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
     ...(job.collectiveTimeoutMs !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs } : {}),
     ...(secret !== null ? { secret } : {}),

@@ -6,7 +6,7 @@ import { peerEndpointFrame } from '../protocol/control-frames.js';
 import { ElementType } from '../protocol/element-type.js';
 import { frameText } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
-import { type ChannelAddress, connectChannel } from '../transport/connect-channel.js';
+import { type ChannelAddress, connectChannel, connectCollectiveChannel } from '../transport/connect-channel.js';
 import { firstFrame } from '../transport/first-frame.js';
 import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
 import type { SessionLinks } from '../transport/links/links.js';
@@ -29,6 +29,8 @@ import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { RankLosses } from '../transport/rank-losses.js';
 import type { SessionFailure } from '../transport/session-failure.js';
+import { agreedTransport } from '../transport/ready-transport.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { validateResponse } from '../transport/validate-response.js';
 import { meshProcessesOnHost, stagedProcessesOnHost } from './busy-poll.js';
 import { hostGroups } from './host-groups.js';
@@ -36,6 +38,8 @@ import type { ResolvedSessionOptions } from './session-options.js';
 
 /** A session's connections: the ordered collective channel and the links for its transport. */
 export interface OpenedLinks {
+  /** The transport the links run: the rank's, or the coordinator's where the rank chose none (`agreedTransport`). */
+  readonly transport: CollectiveTransport;
   readonly collective: FrameChannel;
   readonly links: SessionLinks;
   /** Every socket the session holds open (see `EventLoopHold`). */
@@ -69,29 +73,33 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
           },
         };
   const owner: RailOwner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler, ...rankLost };
-  if (options.transport === 'tcp_peer') {
-    const collective = await connectChannel(address, join(options, null));
-    try {
+  // The collective channel first: its Ready says which transport the coordinator runs, which
+  // decides what this rank opens next where it chose none.
+  const { channel: collective, coordinatorTransport } = await connectCollectiveChannel(address, join(options, null));
+  try {
+    const transport = agreedTransport(options.rank, { transport: options.transport, chosenBy: options.transportChosenBy }, coordinatorTransport, `${options.host}:${options.port}`);
+    if (transport === 'tcp_peer') {
       const { links, sockets, processesOnHost, nativePlane, mesh, hostGroups, communicatorPlanes } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
       dropPeer = (rank) => mesh.dropPeer(rank);
-      return { collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
-    } catch (error) {
-      collective.destroy();
-      throw error;
+      return { transport, collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
     }
+    // Every rail at once: the coordinator answers each once every rank has joined it.
+    const channels = await settleAll(Array.from({ length: options.rails }, (_, rail) => connectChannel(address, join(options, rail))));
+    const rails = channels.map((channel, rail) => new RailClient(channel, owner, rail));
+    return {
+      transport,
+      collective,
+      links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
+      sockets: [collective.socket, ...channels.map((channel) => channel.socket)],
+      processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
+      nativePlane: null,
+      hostGroups: null,
+      communicatorPlanes: null,
+    };
+  } catch (error) {
+    collective.destroy();
+    throw error;
   }
-  // All channels at once: the coordinator answers each kind once every rank has joined it.
-  const channels = await settleAll([null, ...Array.from({ length: options.rails }, (_, rail) => rail)].map((rail) => connectChannel(address, join(options, rail))));
-  const rails = channels.slice(1).map((channel, rail) => new RailClient(channel, owner, rail));
-  return {
-    collective: channels[0]!,
-    links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
-    sockets: channels.map((channel) => channel.socket),
-    processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
-    nativePlane: null,
-    hostGroups: null,
-    communicatorPlanes: null,
-  };
 }
 
 function join(options: ResolvedSessionOptions, rail: number | null) {

@@ -3,6 +3,7 @@ import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subje
 import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { openCommunicatorPlane, type CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
+import { announceGroup } from '../communicator/group-announcement.js';
 import { GroupLinks } from '../communicator/group-links.js';
 import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
 import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
@@ -14,7 +15,7 @@ import { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
-import { ChannelClosedError, ConfigurationError, failureText, RankLostError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, RankLostError, readSetting } from '../errors.js';
 import { ElementType } from '../protocol/element-type.js';
 import { layoutHash } from '../protocol/layout-hash.js';
 import { communicatorText } from '../protocol/message-key.js';
@@ -38,7 +39,7 @@ import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
 import { BufferPool } from '../transport/buffer-pool.js';
-import { CollectiveChannel } from '../transport/collective-channel.js';
+import { COLLECTIVE_RESPONSE_GRACE_MS, CollectiveChannel } from '../transport/collective-channel.js';
 import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { SessionLinks } from '../transport/links/links.js';
 import { RankLosses } from '../transport/rank-losses.js';
@@ -190,6 +191,8 @@ export class RankSession {
   private splits = 0;
   /** `group` calls so far, by rank set: the next one's number in its communicator's id. */
   private readonly groups = new Map<string, number>();
+  /** Per rank, the group calls that listed it so far: the tag of the next announcement to it (`announceGroup`). */
+  private readonly groupAnnouncements = new Map<number, number>();
   /**
    * A process whose only work left is this idle session (its sockets hold nothing) is about to
    * exit: the session leaves first, so the others see a LEAVE, not a dropped connection. (The
@@ -280,11 +283,11 @@ export class RankSession {
     const timeout = { ms: options.collectiveTimeoutMs };
     const messageTimeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
+    const { transport, collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
-        `(${options.transport}, ${links.rails} rails, ${dataPlaneText(options.transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
+        `(${transport}, ${links.rails} rails, ${dataPlaneText(transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure: jobFailure, scheduler: options.scheduler };
     // One pool for the session's scratch and the staged responses it reduces, so that a reduction
@@ -294,7 +297,7 @@ export class RankSession {
     const session = new RankSession({
       rank: options.rank,
       worldSize: options.worldSize,
-      transport: options.transport,
+      transport,
       links,
       coordinator,
       failure,
@@ -307,14 +310,15 @@ export class RankSession {
       loop: new EventLoopHold(sockets, busyPoll / 1000),
       scheduler: options.scheduler,
       scratch,
-      ranksShareHost: options.transport === 'tcp_peer' && processesOnHost === options.worldSize,
+      ranksShareHost: transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
       membership: worldMembership(links, jobFailure, losses, communicatorPlanes),
     });
     logSessionEvents(session.events$, options.rank, debugLog);
     try {
       if (options.tuning.topology === 'probe') await session.useProbedTopology();
-      const profile = options.tuning.autotuneProfile === null ? null : readAutotuneProfile(options.tuning.autotuneProfile);
+      const { autotuneProfile } = options.tuning;
+      const profile = autotuneProfile === null ? null : readSetting(autotuneProfile.setting, () => readAutotuneProfile(autotuneProfile.path));
       // A profile tuned on probed links within 4x of this probe's: its links, so its fingerprint.
       const pinned = profile === null || session.context.topology === null || options.tuning.topology !== 'probe' ? null : pinnedTopology(profile, session.context.topology);
       if (pinned !== null) session.adoptTopology(pinned);
@@ -322,7 +326,7 @@ export class RankSession {
       // The native plane's ranks of one host share memory (single copy): by default its hosts are
       // the groups, where they hold several ranks.
       else if (options.tuning.groups === null && nativePlane !== null) session.useHostGroups(hostGroups);
-      if (profile !== null) session.useAutotuneProfile(profile);
+      if (autotuneProfile !== null) readSetting(autotuneProfile.setting, () => session.useAutotuneProfile(profile));
     } catch (error) {
       // The probe failed, nothing could be inferred from it, or the profile is not this job's: no session to hand back, nothing left open.
       await session.close().catch(() => undefined);
@@ -869,9 +873,10 @@ export class RankSession {
 
   /**
    * A communicator of the ranks listed, in the order listed (only they call it, each with the same
-   * list; as torch's `new_group`, without the other ranks' calls). Its first act is an agreement
-   * of the listed ranks: a rank that lists them otherwise is named, and one that never calls is
-   * named as missing when the timeout ends it.
+   * list; as torch's `new_group`, without the other ranks' calls). Its first acts: the listed ranks
+   * tell each other which ranks they listed (a rank that listed other ranks is named at once, with
+   * both lists), and agree on the order (a rank that lists them otherwise is named); one that never
+   * calls is named as missing when the timeout ends it.
    * @example
    * if (session.rank < 2) {
    *   const pair = await session.group([0, 1]);
@@ -886,9 +891,18 @@ export class RankSession {
     const how = `group ${sorted.join(',')} ${occurrence}`;
     // The ranks meet first in rank order, whatever order each listed them in, and agree on the order
     // itself (it is the layout): ranks that listed the same ranks otherwise fail, named.
+    const announced = announceGroup({
+      links: this.links,
+      members,
+      counts: this.groupAnnouncements,
+      // Past the meeting leader's round timeout, which names a listed rank that never calls.
+      waitMs: this.timeout.ms + 2 * COLLECTIVE_RESPONSE_GRACE_MS,
+      abort: (reason) => void this.abortLinks(reason),
+    });
     const meeting = this.communicator(childCommunicatorId(this.membership.id, `${how} agreement`), sorted);
     try {
-      await meeting.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`group ${members.join(',')}`) });
+      // Ranks that listed other ranks are on other meetings: their announcements end this at once.
+      await Promise.all([announced, meeting.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`group ${members.join(',')}`) })]);
     } finally {
       await meeting.close();
     }

@@ -1,6 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, readSetting } from '../errors.js';
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { type BusyPollSetting, resolveBusyPoll } from './busy-poll.js';
@@ -17,7 +17,7 @@ import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from './data-plane-setting.js';
 import { type MicrosSetting, resolveMicros } from './micros-setting.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
-import { type CollectiveTransport, chooseTransport, parseRails, validateRails, validateTimeout } from '../transport/transport-kind.js';
+import { type CollectiveTransport, chooseTransport, parseRails, transportChosenBy, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
 
@@ -120,7 +120,9 @@ export interface ResolvedSessionOptions {
   readonly timeoutMs: number;
   readonly collectiveTimeoutMs: number;
   readonly rails: number;
+  /** The transport asked for; where no setting chose it (`transportChosenBy` null), the coordinator's wins (`agreedTransport`). */
   readonly transport: CollectiveTransport;
+  readonly transportChosenBy: string | null;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
   readonly unmatchedBytesLimit: number;
   readonly secret: JobSecret | null;
@@ -157,7 +159,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
   if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
-  const rails = options.rails !== undefined ? validateRails(options.rails) : parseRails(env.GX1_P2P_RAILS);
+  const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : parseRails(env.GX1_P2P_RAILS);
   const tls = resolveTls(options.tls, env);
   const faultTolerant = resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT);
   const dataPlane = resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null);
@@ -172,6 +174,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Readonly<Rec
     collectiveTimeoutMs: resolveCollectiveTimeout(options.collectiveTimeoutMs, env.GX1_COLLECTIVE_TIMEOUT_MS, timeoutMs),
     rails,
     transport: chooseTransport(options.transport, env),
+    transportChosenBy: transportChosenBy(options.transport, env),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
     secret: resolveSecret(options.secret, env),

@@ -33,36 +33,23 @@ const PROBE_ENVIRONMENT: readonly (readonly [keyof TopologyProbeOptions, string]
   ['warmupIterations', 'GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS'],
 ];
 
+/** What is wrong with one option's value by the reference's limits (its texts), or null. */
+function refusalOf(field: keyof TopologyProbeOptions, value: number): string | null {
+  if (!Number.isSafeInteger(value) || value < 0) return `topology probe ${field} must be a non-negative integer, got ${value}`;
+  if (field === 'payloadBytes') return value === 0 || value > MAX_FRAME_PAYLOAD_BYTES ? `topology probe payload ${value} is outside 1..=${MAX_FRAME_PAYLOAD_BYTES}` : null;
+  if (value === 0 && field !== 'warmupIterations') return 'topology probe latency and bandwidth iterations must be greater than zero';
+  return value > MAX_PROBE_ITERATIONS ? `topology probe iteration counts must not exceed ${MAX_PROBE_ITERATIONS}` : null;
+}
+
 /**
  * Checks the options against the reference's limits and returns them. Non-integers are rejected
- * too: TypeScript callers can pass values the reference's `usize` fields could never hold.
+ * too: TypeScript callers can pass values the reference's `usize` fields could never hold. A
+ * refusal of a value read from a variable starts with its name (`named`).
  */
-export function validateProbeOptions(options: TopologyProbeOptions): TopologyProbeOptions {
-  for (const [field] of PROBE_ENVIRONMENT) {
-    const value = options[field];
-    if (!Number.isSafeInteger(value) || value < 0) {
-      throw new ConfigurationError(`topology probe ${field} must be a non-negative integer, got ${value}`);
-    }
-  }
-  const { payloadBytes, latencyIterations, bandwidthIterations, warmupIterations } = options;
-  if (payloadBytes === 0 || payloadBytes > MAX_FRAME_PAYLOAD_BYTES) {
-    throw new ConfigurationError(
-      `topology probe payload ${payloadBytes} is outside 1..=${MAX_FRAME_PAYLOAD_BYTES}`,
-    );
-  }
-  if (latencyIterations === 0 || bandwidthIterations === 0) {
-    throw new ConfigurationError(
-      'topology probe latency and bandwidth iterations must be greater than zero',
-    );
-  }
-  if (
-    latencyIterations > MAX_PROBE_ITERATIONS ||
-    bandwidthIterations > MAX_PROBE_ITERATIONS ||
-    warmupIterations > MAX_PROBE_ITERATIONS
-  ) {
-    throw new ConfigurationError(
-      `topology probe iteration counts must not exceed ${MAX_PROBE_ITERATIONS}`,
-    );
+export function validateProbeOptions(options: TopologyProbeOptions, named: ReadonlySet<keyof TopologyProbeOptions> = new Set()): TopologyProbeOptions {
+  for (const [field, variable] of PROBE_ENVIRONMENT) {
+    const refusal = refusalOf(field, options[field]);
+    if (refusal !== null) throw new ConfigurationError(named.has(field) ? `${variable}: ${refusal}` : refusal);
   }
   return options;
 }
@@ -90,9 +77,11 @@ export function probeOptionsFromEnvironment(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): TopologyProbeOptions {
   const options: MutableProbeOptions = { ...DEFAULT_TOPOLOGY_PROBE_OPTIONS };
+  const named = new Set<keyof TopologyProbeOptions>();
   for (const [field, name] of PROBE_ENVIRONMENT) {
     const value = env[name];
     if (value === undefined) continue;
+    named.add(field);
     const text = value.trim();
     const parsed = /^\+?[0-9]+$/.test(text) ? Number(text) : Number.NaN;
     if (!Number.isSafeInteger(parsed)) {
@@ -100,5 +89,5 @@ export function probeOptionsFromEnvironment(
     }
     options[field] = parsed;
   }
-  return validateProbeOptions(options);
+  return validateProbeOptions(options, named);
 }

@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
-import { ConfigurationError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
+import { ConfigurationError, ProtocolError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { joinHeader } from '../protocol/control-frames.js';
+import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { firstFrame } from './first-frame.js';
@@ -9,7 +10,10 @@ import { FrameChannel } from './frame-channel.js';
 import { dialAuthenticated } from './dial-authenticated.js';
 import { dialHandshake, secretRequired } from './handshake.js';
 import type { JobSecret } from './job-secret.js';
+import { speaksTls } from './tls-probe.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
+import { readyTransport } from './ready-transport.js';
+import type { CollectiveTransport } from './transport-kind.js';
 import { validateResponse } from './validate-response.js';
 
 export interface ChannelAddress {
@@ -42,7 +46,7 @@ export const READY_REPORT_GRACE_MS = 1_000;
  * Connects to the coordinator (TLS when configured), retrying refused connections (it may still
  * be starting) unless `once`.
  */
-async function connectSocket(address: ChannelAddress, deadline: number, tls: TlsSettings | null, once: boolean): Promise<Socket> {
+async function connectSocket(address: ChannelAddress, rank: number, deadline: number, tls: TlsSettings | null, once: boolean): Promise<Socket> {
   for (;;) {
     try {
       return await dialSocket(address.host, address.port, tls, deadline - Date.now(), () => new TimeoutError(`connecting to coordinator ${address.host}:${address.port}`));
@@ -50,6 +54,13 @@ async function connectSocket(address: ChannelAddress, deadline: number, tls: Tls
       const refused = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED';
       if (!refused || once || Date.now() + RETRY_DELAY_MS >= deadline) {
         if (error instanceof TimeoutError) throw error;
+        // A TLS handshake answered in plain bytes (GX1's, or an Abort): no TLS listener there.
+        if (tls !== null && (error as NodeJS.ErrnoException).code === 'ERR_SSL_WRONG_VERSION_NUMBER') {
+          throw new ConfigurationError(
+            `the coordinator at ${address.host}:${address.port} does not speak TLS and rank ${rank} does: give the coordinator the job's TLS settings, or none to every rank`,
+            { cause: error },
+          );
+        }
         throw new ConfigurationError(`cannot connect to coordinator ${address.host}:${address.port}: ${(error as Error).message}`, { cause: error });
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
@@ -64,6 +75,48 @@ async function connectSocket(address: ChannelAddress, deadline: number, tls: Tls
  * with its reason.
  */
 export async function connectChannel(address: ChannelAddress, join: JoinRequest): Promise<FrameChannel> {
+  return (await joinChannel(address, join)).channel;
+}
+
+/**
+ * The collective channel (`connectChannel` with `rail` null), and the transport the coordinator
+ * runs, as its Ready says (docs/protocol.md 8.1), or null from a coordinator that does not say.
+ */
+export async function connectCollectiveChannel(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; coordinatorTransport: CollectiveTransport | null }> {
+  const { channel, ready } = await joinChannel(address, join);
+  return { channel, coordinatorTransport: readyTransport(ready) };
+}
+
+/** The coordinator closed a joined connection before its READY. */
+class CoordinatorClosedError extends ConfigurationError {}
+
+/**
+ * What a plain-TCP rank is told where the coordinator speaks TLS: its connections end before a
+ * word of GX1 (with a secret, after the listener's handshake timeout; without, at once), which
+ * would otherwise read as a saturated listener or a coordinator that closed, until the rank's timeout.
+ */
+async function tlsListener(address: ChannelAddress, join: JoinRequest): Promise<Error | null> {
+  if ((join.tls ?? null) !== null || !(await speaksTls(address.host, address.port, TLS_PROBE_MS))) return null;
+  return new ConfigurationError(
+    `the coordinator at ${address.host}:${address.port} speaks TLS and rank ${join.rank} does not: ` +
+      'give every rank the job\'s TLS settings (GX1_TLS_CERT and GX1_TLS_KEY, and GX1_TLS_CA where the job has one, or the tls option), as the coordinator has them',
+  );
+}
+
+/** How long the TLS probe waits for a handshake: one round trip on a live listener. */
+const TLS_PROBE_MS = 5_000;
+
+async function joinChannel(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; ready: FrameHeader }> {
+  try {
+    return await joinChannelOnce(address, join);
+  } catch (error) {
+    // Closed before READY, or answered with bytes that are not GX1 (a TLS alert): perhaps a TLS listener.
+    if (error instanceof ProtocolError || error instanceof CoordinatorClosedError) throw (await tlsListener(address, join)) ?? error;
+    throw error;
+  }
+}
+
+async function joinChannelOnce(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; ready: FrameHeader }> {
   const deadline = Date.now() + join.timeoutMs;
   const p2p = join.rail !== null;
   const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
@@ -72,7 +125,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
     listener: coordinator,
     rank: join.rank,
     deadline,
-    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, deadline, join.tls ?? null, redial)),
+    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, join.rank, deadline, join.tls ?? null, redial)),
     authenticate: (opened, timeoutMs) =>
       dialHandshake(opened, {
         secret: join.secret ?? null,
@@ -80,6 +133,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
         timeoutMs,
         acceptor: coordinator,
       }),
+    explainEarlyClose: () => tlsListener(address, join),
   });
   try {
     channel.send({ header: joinHeader(join, join.rail), parts: [] });
@@ -88,7 +142,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
     const ready = await firstFrame(channel, {
       timeoutMs: join.timeoutMs + READY_REPORT_GRACE_MS,
       timedOut: () => new TimeoutError(`rank ${join.rank} waiting for READY on ${what}`),
-      closed: () => new ConfigurationError(`coordinator closed before READY on ${what}`),
+      closed: () => new CoordinatorClosedError(`coordinator closed before READY on ${what}`),
     }).catch((error: unknown) => {
       // An Abort past the timeout is the coordinator's rendezvous report: who has not joined.
       if (error instanceof RemoteAbortError && Date.now() >= readyBy - READY_REPORT_GRACE_MS) {
@@ -104,7 +158,7 @@ export async function connectChannel(address: ChannelAddress, join: JoinRequest)
         `coordinator answered JOIN on the wrong channel/rail with ${opcodeName(ready.header.opcode)} tag ${ready.header.tag}`,
       );
     }
-    return channel;
+    return { channel, ready: ready.header };
   } catch (error) {
     channel.destroy();
     throw error;

@@ -19,6 +19,11 @@ export interface DialAuthenticatedOptions {
   readonly connect: (timeoutMs: number, redial: boolean) => Promise<FrameChannel>;
   /** Authenticates over the channel within `timeoutMs` (dialHandshake). */
   readonly authenticate: (channel: FrameChannel, timeoutMs: number) => Promise<void>;
+  /**
+   * After the first connection closed before authenticating: why, where that is something else
+   * than a saturated listener (a TLS listener met without TLS), thrown at once; null dials again.
+   */
+  readonly explainEarlyClose?: () => Promise<Error | null>;
 }
 
 /**
@@ -49,6 +54,8 @@ export async function dialAuthenticated(options: DialAuthenticatedOptions): Prom
       }
     }
     closedEarly += 1;
+    const explained = closedEarly === 1 && options.explainEarlyClose !== undefined ? await options.explainEarlyClose() : null;
+    if (explained !== null) throw explained;
     const timedOut = () =>
       new RxcclError(
         'TIMEOUT',

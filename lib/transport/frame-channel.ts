@@ -77,6 +77,8 @@ export class FrameChannel {
   private writing: Iterator<OutgoingFrame> | null = null;
   /** Told once the outbox is empty (a finish, a `drained()`). */
   private outboxEmptied: (() => void)[] = [];
+  /** The peer's host:port, kept from while the socket was connected: a destroyed socket no longer says. */
+  private peer: string | null;
 
   /** `reads`: the socket was dialled with its `onread`, so frames are read straight into their payloads. */
   constructor(
@@ -84,6 +86,8 @@ export class FrameChannel {
     reads: DirectReads | null = null,
   ) {
     socket.setNoDelay(true);
+    this.peer = peerAddress(socket);
+    if (this.peer === null) socket.once('connect', () => (this.peer = peerAddress(socket)));
     const assembly = new FragmentAssembly();
     const hooks = {
       allocate: (header: FrameHeader) => assembly.target(header) ?? this.allocatePayload(header),
@@ -299,8 +303,9 @@ export class FrameChannel {
     return this.socket;
   }
 
+  /** The peer's host:port (`[::1]:port` for IPv6), also once the connection closed. */
   describe(): string {
-    return `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}`;
+    return this.peer ?? peerAddress(this.socket) ?? '(never connected)';
   }
 
   /** Decodes nothing more and drops what waits: the channel's frames end here. */
@@ -334,4 +339,11 @@ export class FrameChannel {
     if (ending.error !== undefined) subscriber.error(ending.error);
     else subscriber.complete();
   }
+}
+
+/** A connected socket's peer as host:port (`[::1]:port` for IPv6), or null before it connected. */
+function peerAddress(socket: Socket): string | null {
+  const { remoteAddress, remotePort } = socket;
+  if (remoteAddress === undefined || remotePort === undefined) return null;
+  return remoteAddress.includes(':') ? `[${remoteAddress}]:${remotePort}` : `${remoteAddress}:${remotePort}`;
 }

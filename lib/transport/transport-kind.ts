@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, readSetting } from '../errors.js';
 
 /** How collective and point-to-point data travel between ranks. */
 export type CollectiveTransport = 'tcp_host_staged' | 'tcp_peer';
@@ -16,6 +16,13 @@ export function chooseTransport(option: CollectiveTransport | string | undefined
   if (option !== undefined) return parseTransport(String(option), 'transport');
   const named = env.GX1_COLLECTIVE_TRANSPORT;
   return named === undefined || named.trim() === '' ? DEFAULT_TRANSPORT : parseTransport(named);
+}
+
+/** The setting that chose the transport (`chooseTransport`): the option, the variable, or null where neither did (the default). */
+export function transportChosenBy(option: CollectiveTransport | string | undefined, env: Readonly<Record<string, string | undefined>>): string | null {
+  if (option !== undefined) return 'transport';
+  const named = env.GX1_COLLECTIVE_TRANSPORT;
+  return named === undefined || named.trim() === '' ? null : 'GX1_COLLECTIVE_TRANSPORT';
 }
 
 export const MAX_P2P_RAILS = 64;
@@ -49,7 +56,7 @@ export function parseRails(value: string | undefined, source = 'GX1_P2P_RAILS'):
   if (!/^\d+$/.test(text)) {
     throw new ConfigurationError(`${source} must be an integer in 1..=${MAX_P2P_RAILS}, got ${JSON.stringify(value)}`);
   }
-  return validateRails(Number(text));
+  return readSetting(source, () => validateRails(Number(text)));
 }
 
 export function validateWorldSize(worldSize: number): number {

@@ -62,11 +62,11 @@ describe('rxccl tune', () => {
       await job.dispose();
     }
 
-    // Another topology: refused at open, naming both fingerprints.
+    // Another topology: refused at open, naming the option and both fingerprints.
     const other = await startCoordinator(2, { transport: 'tcp_peer', timeoutMs: 10_000 });
     try {
       const errors = await Promise.all([0, 1].map((rank) => rejection(other.openRank(rank, { topologyLinks: '0-1:9:9', autotuneProfile: output }))));
-      for (const error of errors) expect(error.message).toMatch(new RegExp(`^invalid collective autotune profile: topology fingerprint "${profile.topology_fingerprint}" does not match "[0-9a-f]{16}"$`));
+      for (const error of errors) expect(error.message).toMatch(new RegExp(`^autotuneProfile: invalid collective autotune profile: topology fingerprint "${profile.topology_fingerprint}" does not match "[0-9a-f]{16}"$`));
     } finally {
       await other.dispose();
     }

@@ -3,14 +3,18 @@
  * the reference's order with its texts, the fingerprints' recipe, and how measurements become
  * entries. `rxccl tune` end to end: spec/cli/tune.spec.ts.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildAutotuneProfile, executionFingerprint, type FingerprintInput, pinnedTopology, readAutotuneProfile, topologyFingerprint, validateAutotuneProfile } from '../../lib/collectives/autotune-profile.js';
+import { resolveTuning } from '../../lib/collectives/tuning.js';
 import { fnv1a64OfU64s } from '../../lib/protocol/fnv1a.js';
 import { CollectiveTopology } from '../../lib/topology/collective-topology.js';
 import { formatTopologyLinks, parseTopologyLinks } from '../../lib/topology/ring-tuning.js';
+import { rejection, startCoordinator } from '../helpers/job.js';
 import { refusal } from '../helpers/refusal.js';
 
 const input: FingerprintInput = { topology: CollectiveTopology.uniform(2), ringOrder: [0, 1], groups: null, directBandwidthMbps: 32000, directLatencyNs: 1000, rails: 1, railOrder: null };
@@ -85,6 +89,72 @@ describe('the autotune profile', () => {
     expect(refusal(() => readAutotuneProfile(broken))).toMatch(/^invalid collective autotune profile: .*broken\.json is not valid JSON: /);
   });
 
+  it('opens only a regular file, checked before a byte is read: a FIFO is refused at once, never waited on', () => {
+    const fifo = join(directory, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    expect(refusal(() => readAutotuneProfile(fifo))).toBe(`cannot read collective autotune profile ${JSON.stringify(fifo)}: it is a FIFO, not a regular file`);
+    expect(refusal(() => readAutotuneProfile(directory))).toBe(`cannot read collective autotune profile ${JSON.stringify(directory)}: it is a directory, not a regular file`);
+    expect(refusal(() => readAutotuneProfile('/dev/null'))).toBe('cannot read collective autotune profile "/dev/null": it is a character device, not a regular file');
+  });
+
+  it('refuses a file holding JSON that is not an object (null is not "no profile")', () => {
+    for (const [text, what] of [['null', 'null'], ['[]', 'an array'], ['7', 'number'], ['"x"', 'string']]) {
+      const file = join(directory, `not-object-${what}.json`);
+      writeFileSync(file, text);
+      expect(refusal(() => readAutotuneProfile(file))).toBe(`invalid collective autotune profile: ${file} must hold a JSON object, not ${what}`);
+    }
+  });
+
+  it('a session names the setting that gave the profile: the option, or GX1_COLLECTIVE_AUTOTUNE_PROFILE', async () => {
+    const file = join(directory, 'null.json');
+    writeFileSync(file, 'null');
+    const job = await startCoordinator(1);
+    try {
+      const error = await rejection(job.openRank(0, { autotuneProfile: file }));
+      expect(error.code).toBe('INVALID_CONFIGURATION');
+      expect(error.message).toBe(`autotuneProfile: invalid collective autotune profile: ${file} must hold a JSON object, not null`);
+    } finally {
+      await job.dispose();
+    }
+    expect(resolveTuning({}, 2, { GX1_COLLECTIVE_AUTOTUNE_PROFILE: file }).autotuneProfile).toEqual({ path: file, setting: 'GX1_COLLECTIVE_AUTOTUNE_PROFILE' });
+    expect(resolveTuning({ autotuneProfile: file }, 2, { GX1_COLLECTIVE_AUTOTUNE_PROFILE: 'other' }).autotuneProfile).toEqual({ path: file, setting: 'autotuneProfile' });
+  });
+
+  it('accepts a 20,000-entry profile (the overlap check sorts, it does not compare every pair)', () => {
+    const entries = Array.from({ length: 20_000 }, (_, index) => ({ ...entry, min_payload_bytes: index * 10, max_payload_bytes: index * 10 + 9 }));
+    expect(check(profile({}, entries))).toBe('accepted');
+    // Listed out of order, and one overlap among them all: found, named in the file's order.
+    const shuffled = [...entries].reverse();
+    expect(check(profile({}, [...shuffled, { ...entry, min_payload_bytes: 99_995, max_payload_bytes: 100_000 }]))).toBe(
+      'invalid collective autotune profile: AllReduce ranges 99990..=99999 and 99995..=100000 overlap',
+    );
+  });
+
+  it('refuses exactly the profiles with two overlapping ranges of one operation, naming a pair that does (against every pair compared)', () => {
+    const range = fc.record({
+      operation: fc.constantFrom('allreduce', 'allgather'),
+      min_payload_bytes: fc.nat(60),
+      width: fc.nat(12),
+    });
+    fc.assert(
+      fc.property(fc.array(range, { minLength: 1, maxLength: 24 }), (ranges) => {
+        const entries = ranges.map(({ operation, min_payload_bytes, width }) => ({ ...entry, operation, min_payload_bytes, max_payload_bytes: min_payload_bytes + width }));
+        const overlapping = entries.some((first, index) =>
+          entries.some((second, other) => other > index && first.operation === second.operation && second.min_payload_bytes <= first.max_payload_bytes && first.min_payload_bytes <= second.max_payload_bytes),
+        );
+        const result = check(profile({}, entries));
+        if (!overlapping) return result === 'accepted';
+        const named = /^invalid collective autotune profile: (AllReduce|AllGather) ranges (\d+)\.\.=(\d+) and (\d+)\.\.=(\d+) overlap$/.exec(result);
+        if (named === null) return false;
+        const [a, b, c, d] = named.slice(2).map(Number) as [number, number, number, number];
+        const operation = named[1] === 'AllReduce' ? 'allreduce' : 'allgather';
+        const listed = (min: number, max: number) => entries.findIndex((listedEntry) => listedEntry.operation === operation && listedEntry.min_payload_bytes === min && listedEntry.max_payload_bytes === max);
+        return c <= b && a <= d && listed(a, b) !== -1 && listed(c, d) !== -1;
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('turns measurements into entries: the fastest per size, each covering the sizes nearest it', () => {
     const built = buildAutotuneProfile(
       [
@@ -113,6 +183,8 @@ describe('the autotune profile', () => {
     expect(pinnedTopology(raw(null), probed)).toBeNull();
     expect(pinnedTopology(raw('junk'), probed)).toBeNull();
     expect(check(raw(7))).toBe('invalid collective autotune profile: detected_topology_links must be a string or null');
+    expect(check(raw('garbage'))).toBe('invalid collective autotune profile: detected_topology_links "garbage" are not topology links of world size 2: invalid GX1_TOPOLOGY_LINKS value "garbage"');
+    expect(check(raw('0-5:1:1'))).toBe('invalid collective autotune profile: detected_topology_links "0-5:1:1" are not topology links of world size 2: topology rank 5 is outside world size 2');
     expect(check(raw('0-1:1:1'))).toBe('accepted');
   });
 });

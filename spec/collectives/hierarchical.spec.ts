@@ -69,13 +69,13 @@ describe('hierarchical collectives in simulated jobs', () => {
     });
   }
 
-  it('refuse bad groups with the reference texts', async () => {
+  it('refuse bad groups with the reference texts, after the option they came from', async () => {
     const refusal = (topologyGroups: number[][]) => simulateJob({ worldSize: 4, transport: 'tcp_peer', algorithm: 'hierarchical', topologyGroups }, async () => 0).then(() => 'opened', (error: Error) => error.message);
-    expect(await refusal([[0, 1, 2, 3]])).toBe('invalid collective hierarchy: requires at least two non-empty groups');
-    expect(await refusal([[0, 1], [1, 2, 3]])).toBe('invalid collective hierarchy: rank 1 appears more than once');
-    expect(await refusal([[0, 1], [2]])).toBe('invalid collective hierarchy: does not cover ranks [3]');
-    expect(await refusal([[0, 1], [2, 3, 4]])).toBe('topology rank 4 is outside world size 4');
-    expect(await refusal([[0, 1], [], [2, 3]])).toBe('invalid collective hierarchy: group 1 is empty');
+    expect(await refusal([[0, 1, 2, 3]])).toBe('topologyGroups: invalid collective hierarchy: requires at least two non-empty groups');
+    expect(await refusal([[0, 1], [1, 2, 3]])).toBe('topologyGroups: invalid collective hierarchy: rank 1 appears more than once');
+    expect(await refusal([[0, 1], [2]])).toBe('topologyGroups: invalid collective hierarchy: does not cover ranks [3]');
+    expect(await refusal([[0, 1], [2, 3, 4]])).toBe('topologyGroups: topology rank 4 is outside world size 4');
+    expect(await refusal([[0, 1], [], [2, 3]])).toBe('topologyGroups: invalid collective hierarchy: group 1 is empty');
   });
 
   it('a schedule with more messages on a link than its tags can number is refused with a typed error naming the link', () => {

@@ -120,6 +120,20 @@ describe.each(TRANSPORTS)('communicators on %s', (transport) => {
     const orders = await Promise.all([rejection(sessions[0]!.group([0, 1])), rejection(sessions[1]!.group([1, 0]))]);
     for (const error of orders) expect(error.message).toMatch(/layout "group 0,1"|layout "group 1,0"/);
   });
+
+  it('group() called with other ranks on different ranks is named at once, with both lists, on every rank', async () => {
+    // A timeout far beyond the test's: the ranks are on different meetings, and only their announcements can tell.
+    job = await startJob(3, { transport, timeoutMs: 120_000 });
+    const sessions = job.sessions;
+    const started = performance.now();
+    const errors = await Promise.all([rejection(sessions[0]!.group([0, 1, 2])), rejection(sessions[1]!.group([1, 0])), rejection(sessions[2]!.group([2, 1, 0]))]);
+    expect(performance.now() - started).toBeLessThan(20_000);
+    const text = 'group mismatch: rank 0 called group with ranks [0,1,2], rank 1 with ranks [0,1]: every rank listed calls group with the same ranks';
+    // Ranks 0 and 1 find it (PROTOCOL), unless the other's abort came first; rank 2 hears of it.
+    for (const error of errors.slice(0, 2)) expect([error.code, error.message.endsWith(text)]).toEqual([expect.stringMatching(/^(PROTOCOL|REMOTE_ABORT)$/), true]);
+    expect(errors.slice(0, 2).map((error) => error.code)).toContain('PROTOCOL');
+    expect([errors[2]!.code, errors[2]!.message.endsWith(text)]).toEqual(['REMOTE_ABORT', true]);
+  });
 });
 
 describe('a group with a missing rank', () => {

@@ -58,6 +58,34 @@ describe('TLS on every channel', () => {
     await Promise.all(sessions.map((session) => session.barrier()));
   });
 
+  it('a rank without TLS dialling a TLS coordinator is told so at once, with a secret or without, not after its timeout', async () => {
+    const secret = generateSecret();
+    for (const withSecret of [false, true]) {
+      // The listener's TLS handshake timeout is its JOIN timeout: a rank with a secret waits that long for a challenge.
+      const job = await startCoordinator(2, { tls: JOB, joinTimeoutMs: 1_000, ...(withSecret ? { secret } : {}) });
+      jobs.push(job);
+      const started = performance.now();
+      const plain = await rejection(job.openRank(1, { timeoutMs: 120_000, ...(withSecret ? { secret } : {}) }));
+      expect(performance.now() - started, `with a secret: ${withSecret}`).toBeLessThan(30_000);
+      expect([plain.code, plain.message]).toEqual([
+        'INVALID_CONFIGURATION',
+        `the coordinator at 127.0.0.1:${job.coordinator.address.port} speaks TLS and rank 1 does not: give every rank the job's TLS settings (GX1_TLS_CERT and GX1_TLS_KEY, and GX1_TLS_CA where the job has one, or the tls option), as the coordinator has them`,
+      ]);
+    }
+  });
+
+  it('a rank with TLS dialling a plain coordinator is told so at once', async () => {
+    const job = await startCoordinator(2, {});
+    jobs.push(job);
+    const started = performance.now();
+    const tls = await rejection(job.openRank(1, { tls: JOB, timeoutMs: 120_000 }));
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect([tls.code, tls.message]).toEqual([
+      'INVALID_CONFIGURATION',
+      `the coordinator at 127.0.0.1:${job.coordinator.address.port} does not speak TLS and rank 1 does: give the coordinator the job's TLS settings, or none to every rank`,
+    ]);
+  });
+
   it('reads GX1_TLS_CERT, GX1_TLS_KEY and GX1_TLS_CA, and names what is missing', () => {
     const env = { GX1_TLS_CERT: fixture('job.pem').pathname, GX1_TLS_KEY: fixture('job.key').pathname, GX1_TLS_CA: fixture('ca.pem').pathname };
     const tls = resolveTls(undefined, env)!;

@@ -9,10 +9,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ALL_PAIRS_BELOW_BYTES, CHAIN_FROM_BYTES, PAIRWISE_ACROSS_HOSTS_BELOW_BYTES, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
 import { planCollective } from '../../lib/collectives/plan.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
+import type { ConfigurationError } from '../../lib/errors.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { resolveSessionOptions } from '../../lib/session/session-options.js';
+import { probeOptionsFromEnvironment } from '../../lib/topology/probe-options.js';
 import { rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
+import { refusal } from '../helpers/refusal.js';
 
 const jobs: TestJob[] = [];
 afterEach(async () => {
@@ -287,6 +290,61 @@ describe('tuning from the environment (resolveTuning, resolveSessionOptions)', (
     expect(() => resolveTuning({}, 3, { GX1_RING_ORDER: '0,1,1' })).toThrow('invalid collective ring: rank 1 appears more than once');
     expect(() => resolveTuning({}, 2, { GX1_RING_CHANNELS: '65' })).toThrow('invalid collective ring channel count 65; expected 1..=64');
     expect(() => resolveTuning({}, 2, { GX1_TOPOLOGY_LINKS: '0-0:1:1' })).toThrow('topology rank 0 links to itself');
+  });
+
+  it('every refusal names the variable it read, also where the check is shared (a bad value of each validated GX1_* variable)', () => {
+    const base = { coordinator: '127.0.0.1:9', uniqueId: '00112233445566778899aabbccddeeff', rank: 0, worldSize: 2 };
+    const refusals: readonly (readonly [string, string])[] = [
+      ['GX1_P2P_RAILS', 'x'], ['GX1_P2P_RAILS', '0'], ['GX1_P2P_RAILS', '65'],
+      ['GX1_FAULT_TOLERANT', 'maybe'], ['GX1_DATA_PLANE', 'gpu'], ['GX1_SINGLE_COPY', 'x'],
+      ['GX1_COLLECTIVE_TIMEOUT_MS', 'x'], ['GX1_COLLECTIVE_TIMEOUT_MS', '0'], ['GX1_COLLECTIVE_TIMEOUT_MS', '99999999999'],
+      ['GX1_COLLECTIVE_TRANSPORT', 'udp'], ['GX1_P2P_UNMATCHED_BYTES', '0'],
+      ['GX1_SECRET', 'short'], ['GX1_SECRET_FILE', '/nonexistent-rxccl'],
+      ['GX1_TLS_CERT', '/nonexistent-rxccl'], ['GX1_TLS_KEY', '/nonexistent-rxccl'], ['GX1_TLS_CA', '/nonexistent-rxccl'],
+      ['GX1_BUSY_POLL_US', 'x'], ['GX1_SPIN_US', '-1'],
+      ['GX1_COLLECTIVE_ALGORITHM', 'x'], ['GX1_COLLECTIVE_ALGORITHM', 'hierarchical'], ['GX1_RING_THRESHOLD_BYTES', 'x'],
+      ['GX1_RING_ORDER', 'x'], ['GX1_RING_ORDER', '0,0'], ['GX1_RING_ORDER', '0,1,2'], ['GX1_RING_ORDER', '0,5'],
+      ['GX1_RING_CHANNELS', 'x'], ['GX1_RING_CHANNELS', '0'], ['GX1_RING_CHANNELS', '65'],
+      ['GX1_TOPOLOGY_LINKS', 'x'], ['GX1_TOPOLOGY_LINKS', '0-1:0:1'], ['GX1_TOPOLOGY_LINKS', '0-5:1:1'], ['GX1_TOPOLOGY_LINKS', '0-0:1:1'],
+      ['GX1_TOPOLOGY_RAIL_LINKS', 'x'], ['GX1_TOPOLOGY_RAIL_LINKS', '0@0-1:0:1'], ['GX1_TOPOLOGY_RAIL_LINKS', '3@0-1:1:1'], ['GX1_TOPOLOGY_RAIL_LINKS', '0@0-5:1:1'],
+      ['GX1_TOPOLOGY_AGGREGATE_LINKS', 'x'], ['GX1_TOPOLOGY_AGGREGATE_LINKS', '0-1:0'], ['GX1_TOPOLOGY_AGGREGATE_LINKS', '0-5:1'],
+      ['GX1_RAIL_ORDER', 'x'], ['GX1_RAIL_ORDER', '0,1'], ['GX1_RAIL_ORDER', '1'],
+      ['GX1_DIRECT_BANDWIDTH_MBPS', '0'], ['GX1_DIRECT_LATENCY_NS', 'x'],
+      ['GX1_TOPOLOGY_GROUPS', 'x'], ['GX1_TOPOLOGY_GROUPS', '0;2'], ['GX1_TOPOLOGY_GROUPS', '0,1;1'], ['GX1_TOPOLOGY_GROUPS', '0,1'],
+    ];
+    for (const [variable, value] of refusals) {
+      const error = (() => {
+        try {
+          resolveSessionOptions(base, { [variable]: value });
+        } catch (thrown) {
+          return thrown as ConfigurationError;
+        }
+        throw new Error(`${variable}=${value} was accepted`);
+      })();
+      expect([variable, value, error.code]).toEqual([variable, value, 'INVALID_CONFIGURATION']);
+      expect(error.message, `${variable}=${value}`).toContain(variable);
+    }
+    // The user trial's three, exactly; the shared check's text follows the name.
+    expect(refusal(() => resolveTuning({}, 2, { GX1_TOPOLOGY_GROUPS: '0;2' }))).toBe('GX1_TOPOLOGY_GROUPS: topology rank 2 is outside world size 2');
+    expect(refusal(() => resolveTuning({}, 2, { GX1_TOPOLOGY_RAIL_LINKS: '0@0-1:0:1' }))).toBe('GX1_TOPOLOGY_RAIL_LINKS: topology link 0-1 has zero bandwidth');
+    expect(refusal(() => resolveTuning({}, 2, { GX1_RAIL_ORDER: '0' }, 2))).toBe('GX1_RAIL_ORDER: invalid collective rail order: contains 1 rails, expected 2');
+    // The probe's variables, each named with the reference's text.
+    expect(refusal(() => probeOptionsFromEnvironment({ GX1_TOPOLOGY_PROBE_BYTES: '0' }))).toMatch(/^GX1_TOPOLOGY_PROBE_BYTES: topology probe payload 0 is outside /);
+    expect(refusal(() => probeOptionsFromEnvironment({ GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS: '0' }))).toBe(
+      'GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS: topology probe latency and bandwidth iterations must be greater than zero',
+    );
+    expect(refusal(() => probeOptionsFromEnvironment({ GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS: '10001' }))).toBe('GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS: topology probe iteration counts must not exceed 10000');
+  });
+
+  it('a refusal of an option names the option, not the variable it stands in for', () => {
+    const base = { coordinator: '127.0.0.1:9', uniqueId: '00112233445566778899aabbccddeeff', rank: 0, worldSize: 2 };
+    expect(refusal(() => resolveSessionOptions({ ...base, topologyGroups: [[0], [2]] }, {}))).toBe('topologyGroups: topology rank 2 is outside world size 2');
+    expect(refusal(() => resolveSessionOptions({ ...base, topologyRailLinks: '0@0-1:0:1' }, {}))).toBe('topologyRailLinks: topology link 0-1 has zero bandwidth');
+    expect(refusal(() => resolveSessionOptions({ ...base, railOrder: [0], rails: 2 }, {}))).toBe('railOrder: invalid collective rail order: contains 1 rails, expected 2');
+    expect(refusal(() => resolveSessionOptions({ ...base, ringChannels: 65 }, {}))).toBe('ringChannels: invalid collective ring channel count 65; expected 1..=64');
+    expect(refusal(() => resolveSessionOptions({ ...base, rails: 0 }, {}))).toBe('rails: point-to-point rail count 0 is outside 1..=64');
+    // The option wins over a bad variable, which is then never read.
+    expect(refusal(() => resolveSessionOptions({ ...base, topologyGroups: [[0], [1]] }, { GX1_TOPOLOGY_GROUPS: '0;2' }))).toBe('accepted');
   });
 
   it('openSession(options) takes GX1_P2P_RAILS and GX1_COLLECTIVE_TRANSPORT when the options leave them out', () => {

@@ -90,7 +90,7 @@ describe('GX1_TOPOLOGY_GROUPS=auto (inferTopologyGroups)', () => {
     expect(resolveTuning({}, 4, { GX1_TOPOLOGY_GROUPS: 'auto', GX1_TOPOLOGY_LINKS: 'probe' }).groups).toBe('auto');
     const uniform = '0-1:100:10,0-2:100:10,0-3:100:10,1-2:100:10,1-3:100:10,2-3:100:10';
     expect(refusal(() => resolveTuning({}, 4, { GX1_TOPOLOGY_GROUPS: 'auto', GX1_TOPOLOGY_LINKS: uniform }))).toBe(
-      'invalid collective hierarchy: automatic grouping found no distinct fast-link domains',
+      'GX1_TOPOLOGY_GROUPS: invalid collective hierarchy: automatic grouping found no distinct fast-link domains',
     );
     expect(resolveTuning({}, 4, { GX1_TOPOLOGY_GROUPS: 'auto' }).groups).toBe('auto');
   });

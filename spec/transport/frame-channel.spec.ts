@@ -1,7 +1,8 @@
 /**
  * FrameChannel's writes never leave a caller's payload in the socket's queue when `send` says
  * there is room: a frame is either copied (small, or below the socket's high-water mark, which is
- * 64 KiB from Node 22) or large enough that `send` returns false until the socket drained.
+ * 64 KiB from Node 22) or large enough that `send` returns false until the socket drained. A
+ * send on a closed connection names the peer it was connected to (never `?:?`).
  */
 import net from 'node:net';
 import { firstValueFrom } from 'rxjs';
@@ -79,5 +80,35 @@ describe('FrameChannel.send and the caller’s payload memory', () => {
     expect(accepted).toBe(false);
     await sender.drained();
     expect((await received()).every((byte) => byte === 5)).toBe(true);
+  });
+});
+
+describe('FrameChannel on a closed connection', () => {
+  it('names the peer it was connected to, also after the socket was destroyed', async () => {
+    const { writer, reader } = await pair(64 * 1024);
+    const channel = new FrameChannel(writer);
+    writer.destroy();
+    expect(() => sendFrame(channel, new Uint8Array(4))).toThrow(`cannot send on closed connection 127.0.0.1:${reader.localPort}`);
+  });
+
+  it('a channel made while its socket dials learns the peer when it connects', async () => {
+    const server = net.createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const dialling = net.connect(port, '127.0.0.1');
+    sockets.push(dialling);
+    const channel = new FrameChannel(dialling);
+    await new Promise<void>((resolve) => dialling.once('connect', resolve));
+    server.close();
+    dialling.destroy();
+    const error = (() => {
+      try {
+        sendFrame(channel, new Uint8Array(4));
+      } catch (thrown) {
+        return thrown as Error & { code: string };
+      }
+      throw new Error('sent on a destroyed socket');
+    })();
+    expect([error.code, error.message]).toEqual(['CHANNEL_CLOSED', `cannot send on closed connection 127.0.0.1:${port}`]);
   });
 });

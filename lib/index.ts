@@ -1,5 +1,21 @@
 /** rxccl: reactive collective communication for Node.js. See README.md and docs/. */
-export * from './errors.js';
+export {
+  type RxcclErrorCode,
+  RxcclError,
+  ProtocolError,
+  ConfigurationError,
+  WrongSessionError,
+  WrongDestinationError,
+  RemoteAbortError,
+  TimeoutError,
+  ChannelClosedError,
+  RankLostError,
+  AuthenticationError,
+  KernelError,
+  ObjectTooLargeError,
+  UnserializableObjectError,
+  failureText,
+} from './errors.js';
 export {
   ANY_RANK,
   ANY_COUNT,

@@ -22,7 +22,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import type { BenchOptions, BenchResult } from '../../lib/cli/bench-options.js';
 import { runCli } from '../../lib/cli/main.js';
@@ -92,10 +93,18 @@ interface ReadyPeer {
 
 const DEFAULTS = { worldSizes: [2, 4], minBytes: 8, maxBytes: 64 * 1024 * 1024, step: 8, dtype: 'f32' };
 
+/**
+ * The rank processes run in this process's working directory, the user's, so that a relative path
+ * in their environment (GX1_COLLECTIVE_AUTOTUNE_PROFILE=rxccl-autotune.json, GX1_SECRET_FILE,
+ * GX1_FLIGHT_RECORDER, ...) names the file it names in the user's shell. From the sources they
+ * need tsx, which `--import tsx` would look up from that directory: it is given by its path, with
+ * the package's tsconfig.json.
+ */
 const WORKER = (() => {
   const url = new URL(import.meta.url);
-  const typescript = url.pathname.endsWith('.ts');
-  return { path: fileURLToPath(new URL(typescript ? './worker.ts' : './worker.js', url)), typescript };
+  if (!url.pathname.endsWith('.ts')) return { path: fileURLToPath(new URL('./worker.js', url)), nodeArgs: [], env: {} };
+  const tsx = pathToFileURL(createRequire(url).resolve('tsx')).href;
+  return { path: fileURLToPath(new URL('./worker.ts', url)), nodeArgs: ['--import', tsx], env: { TSX_TSCONFIG_PATH: fileURLToPath(new URL('../../tsconfig.json', url)) } };
 })();
 
 function positiveInteger(value: number, name: string): number {
@@ -254,12 +263,12 @@ async function runWorld(
     const exits = Array.from({ length: worldSize }, (_, rank) => {
       // BENCH_NODE_ARGS: extra node flags for the workers (for example --cpu-prof).
       const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((flag) => flag.length > 0);
-      const node = [...extra, ...(WORKER.typescript ? ['--import', 'tsx'] : []), WORKER.path];
+      const node = [...extra, ...WORKER.nodeArgs, WORKER.path];
       const { file, args } = hosts === null ? { file: process.execPath, args: node } : hosts.inHost(hosts.hostOf(rank, worldSize), process.execPath, node);
       const child = spawn(file, args, {
-        cwd: fileURLToPath(new URL('../../', import.meta.url)),
         env: {
           ...process.env,
+          ...WORKER.env,
           GX1_COORDINATOR: `${coordinatorHost}:${coordinator.address.port}`,
           GX1_UNIQUE_ID: uniqueId.toHex(),
           GX1_SECRET: secret,

@@ -101,6 +101,8 @@ export const tuneCommand = defineCommand(
             ...(values.hosts !== undefined ? { hosts: values.hosts } : {}),
             ...(values['host-rate'] !== undefined ? { hostRate: values['host-rate'] } : {}),
             ...(values.iters !== undefined ? { iterations: values.iters } : {}),
+            // What a profile chooses for is the call as sessions make it by default: out of place.
+            inPlace: false,
             // The decisions sum the runs up: their tables would be R times the same rows.
             print: null,
             ...(bar !== null ? { onProgress: (done: number) => bar.update(run * cellsPerRun + done, runs * cellsPerRun) } : {}),

@@ -8,12 +8,15 @@
  * takes the arguments of `rxccl bench` (lib/cli/bench-command.ts parses them for both).
  * For each world size it starts a coordinator in this process and one worker process per rank
  * (bench/collectives/worker.ts, with the GX1_* environment, `openSession()` without options);
- * the workers run every (op, size) cell: warm-up, then timed samples of back-to-back calls, time =
- * max over ranks of the per-call average, the median over samples reported (see worker.ts).
- * Columns (nccl-table.ts): size (bytes), count (elements), type, redop, root, time (us), algbw
- * and busbw (GB/s, 1e9 bytes), with nccl-tests' bus factors (allreduce 2(n-1)/n; allgather,
- * reducescatter, alltoall (n-1)/n; broadcast, reduce 1), and #wrong (data-check.ts). Iterations are capped by time, so a default run (7 ops x 9 sizes x 2
- * world sizes) takes a few minutes on a 2-core machine. With `--rounds R` the peers and rxccl are
+ * the workers run every (op, size) cell in its out-of-place form, then its in-place form where it
+ * has one: warm-up, then timed samples of back-to-back calls, time = max over ranks of the
+ * per-call average, the median over samples reported (see worker.ts). Columns (nccl-table.ts):
+ * size (bytes), count (elements), type, redop, root, then per form time (us), algbw and busbw
+ * (GB/s, 1e9 bytes), with nccl-tests' bus factors (allreduce 2(n-1)/n; allgather, reducescatter,
+ * alltoall (n-1)/n; broadcast, reduce 1), and #wrong (data-check.ts). Before the first process
+ * starts, a `# plan:` line and a `# estimate:` of the duration (estimate.ts). Iterations are capped
+ * by time, so a default run (7 ops x 9 sizes x 2 world sizes) takes a few minutes on a 2-core
+ * machine; `quick` (plan.ts's QUICK) takes seconds. With `--rounds R` the peers and rxccl are
  * measured in turn R times per world size, and a summary gives each cell's median same-round
  * ratio (rounds.ts). With `--hosts H` the ranks (and the peers') live on H hosts, network
  * namespaces of their own, the coordinator here on their bridge (hosts.ts).

@@ -59,7 +59,7 @@ function callFor(session: RankSession, cell: Cell, form: Form): (() => Promise<u
       case 'allgather': {
         const output = emptyLike(like, cell.inputCount * session.worldSize);
         const own = slot(output, session.rank, cell.inputCount);
-        viewTensor(own).array.set(like.array as never);
+        viewTensor(own).bytes.set(like.bytes);
         return () => session.allGather(own, { output });
       }
       case 'reducescatter': {

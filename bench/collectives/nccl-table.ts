@@ -1,32 +1,47 @@
 /**
  * The bench's report as nccl-tests prints it (all_reduce_perf and friends): a block per
  * collective and world size, one row per size printed as soon as it is measured, fixed precision,
- * then the block's out-of-bounds count and average bus bandwidth. With peer times (`--peers`) two
- * more columns per peer give the peer's time and rxccl's time over it.
+ * the out-of-place and the in-place form side by side (time, algbw, busbw, #wrong each; `-` where
+ * the collective has no in-place form, said once under the block's header), then the block's
+ * out-of-bounds count and average bus bandwidth (of the out-of-place form, as nccl-tests'). With
+ * peer times (`--peers`) two more columns per peer give the peer's time and rxccl's time over it
+ * (in the form the peer's benchmark runs, `comparableTime`); a cell left `-` gets its reason on a
+ * `#` line when the block closes.
  */
-import type { BenchRow } from './plan.js';
-import { redopOf, rootOf } from './plan.js';
+import { comparableTime } from './peers/peer.js';
+import type { BenchRow, Timing } from './plan.js';
+import { IN_PLACE_OPS, redopOf, rootOf } from './plan.js';
 
-/** A peer's column name and its median time in microseconds for a row (undefined when it measured no such row). */
+/** A peer's column: its median time in microseconds for a row, or why it has none. */
 export interface PeerColumn {
   readonly column: string;
   readonly time: (row: BenchRow) => number | undefined;
+  /** Why the peer's cell of `row` is empty (asked only when `time` has none). */
+  readonly whyEmpty?: (row: BenchRow) => string;
 }
 
-const COLUMNS = [
+const ROW_COLUMNS = [
   ['size', '(B)', 12],
   ['count', '(elements)', 12],
   ['type', '', 6],
   ['redop', '', 6],
   ['root', '', 5],
+] as const;
+
+/** One form's columns: printed twice, out-of-place then in-place. */
+const FORM_COLUMNS = [
   ['time', '(us)', 10],
   ['algbw', '(GB/s)', 8],
   ['busbw', '(GB/s)', 8],
   ['#wrong', '', 7],
 ] as const;
 
+const COLUMNS = [...ROW_COLUMNS, ...FORM_COLUMNS, ...FORM_COLUMNS];
+
 export class NcclTable {
   private block: BenchRow[] = [];
+  /** The block's reasons for empty peer cells, each once, by column. */
+  private empty = new Map<string, Set<string>>();
   private readonly rows: BenchRow[] = [];
   private readonly columns: readonly (readonly [string, string, number])[];
 
@@ -50,8 +65,12 @@ export class NcclTable {
     if (row.algorithm !== undefined && row.algorithm !== this.block.at(-1)?.algorithm) this.print(`# from ${row.bytes} B: ${row.algorithm}`);
     this.block.push(row);
     this.rows.push(row);
-    const cells = [row.bytes, row.count, row.dtype, redopOf(row.op), rootOf(row.op), row.timeUs.toFixed(2), row.algbw.toFixed(2), row.busbw.toFixed(2), row.wrong];
-    const peers = this.peers.flatMap(({ time }) => peerCells(time(row), row.timeUs));
+    const cells = [row.bytes, row.count, row.dtype, redopOf(row.op), rootOf(row.op), ...formCells(row), ...formCells(row.inPlace)];
+    const peers = this.peers.flatMap(({ column, time, whyEmpty }) => {
+      const theirs = time(row);
+      if (theirs === undefined && whyEmpty !== undefined) this.empty.set(column, (this.empty.get(column) ?? new Set()).add(whyEmpty(row)));
+      return peerCells(theirs, comparableTime(row));
+    });
     this.print(` ${this.line([...cells, ...peers])}`);
   }
 
@@ -64,7 +83,7 @@ export class NcclTable {
   /** Closes the last block and prints the run's total. */
   end(wallSeconds: number): void {
     if (this.block.length > 0) this.closeBlock();
-    const wrong = this.rows.reduce((sum, row) => sum + row.wrong, 0);
+    const wrong = this.rows.reduce((sum, row) => sum + wrongOf(row), 0);
     this.print(`# ${this.rows.length} rows in ${wallSeconds.toFixed(1)} s; ${wrong === 0 ? 'every result checked OK' : `${wrong} wrong elements`}`);
   }
 
@@ -72,12 +91,25 @@ export class NcclTable {
     const meta = this.meta();
     const groups = meta.groups === undefined ? '' : `, topology groups ${String(meta.groups)}`;
     this.print(`# ${row.op}, ${row.worldSize} ranks, transport ${row.transport}${groups}, kernels ${String(meta.kernels ?? '?')}, Node ${String(meta.node ?? process.version)}`);
+    this.print(`#${this.groups()}`);
     this.print(`#${this.line(this.columns.map(([name]) => name))}`);
     this.print(`#${this.line(this.columns.map(([, unit]) => unit))}`);
+    if (!IN_PLACE_OPS.includes(row.op)) this.print(`# (${row.op} has no in-place form: its in-place columns stay empty)`);
+  }
+
+  /** The line naming the two forms over their columns, as nccl-tests heads them. */
+  private groups(): string {
+    const width = (from: number, to: number) => this.columns.slice(from, to).reduce((sum, [, , columnWidth]) => sum + columnWidth + 1, 0);
+    const start = ROW_COLUMNS.length;
+    const form = FORM_COLUMNS.length;
+    // Less one: the line's leading `#` stands where a row has its leading space.
+    return ' '.repeat(width(0, start) - 1) + 'out-of-place'.padStart(width(start, start + form)) + 'in-place'.padStart(width(start + form, start + 2 * form));
   }
 
   private closeBlock(): void {
-    const wrong = this.block.reduce((sum, row) => sum + row.wrong, 0);
+    for (const [column, reasons] of this.empty) for (const reason of reasons) this.print(`# ${column} empty: ${reason}`);
+    this.empty = new Map();
+    const wrong = this.block.reduce((sum, row) => sum + wrongOf(row), 0);
     const sized = this.block.filter((row) => row.bytes > 0);
     this.print(`# Out of bounds values : ${wrong} ${wrong === 0 ? 'OK' : 'FAILED'}`);
     if (sized.length > 0) this.print(`# Avg bus bandwidth    : ${(sized.reduce((sum, row) => sum + row.busbw, 0) / sized.length).toFixed(3)}`);
@@ -89,6 +121,16 @@ export class NcclTable {
   private line(values: readonly (string | number)[]): string {
     return values.map((value, index) => String(value).padStart(this.columns[index]![2])).join(' ');
   }
+}
+
+/** One form's cells; `-` in each where it was not measured. */
+function formCells(timing: Timing | undefined): (string | number)[] {
+  return timing === undefined ? ['-', '-', '-', '-'] : [timing.timeUs.toFixed(2), timing.algbw.toFixed(2), timing.busbw.toFixed(2), timing.wrong];
+}
+
+/** A row's wrong elements over both forms. */
+export function wrongOf(row: BenchRow): number {
+  return row.wrong + (row.inPlace?.wrong ?? 0);
 }
 
 function peerCells(peerUs: number | undefined, ourUs: number): string[] {

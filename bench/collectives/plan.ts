@@ -151,20 +151,27 @@ export interface Budget {
 
 export const DEFAULT_BUDGET: Budget = { processWarmupMs: 2_000, warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
 
+/**
+ * nccl-tests' two forms of a call: the result in memory of its own, or in the input's (all-gather:
+ * the input is this rank's slot of the output; reduce-scatter: the output this rank's slot of the
+ * input). Reduce, all-to-all and barrier have only the first.
+ */
+export const FORMS = ['out-of-place', 'in-place'] as const;
+export type Form = (typeof FORMS)[number];
+
+/** The collectives with an in-place form. */
+export const IN_PLACE_OPS: readonly BenchOp[] = ['allreduce', 'broadcast', 'allgather', 'reducescatter'];
+
 /** What the bench process hands each rank process (as JSON in BENCH_PLAN). */
 export interface WorkerPlan {
   readonly cells: readonly Cell[];
   readonly budget: Budget;
+  /** Measure the in-place form too, where the collective has one. */
+  readonly inPlace: boolean;
 }
 
-/** One result row, as rank 0 reports it. */
-export interface BenchRow {
-  readonly op: BenchOp;
-  readonly worldSize: number;
-  readonly transport: string;
-  readonly dtype: DType;
-  readonly bytes: number;
-  readonly count: number;
+/** One form's measurement of a cell. */
+export interface Timing {
   /** Median over samples of (max over ranks of the per-op average), microseconds. */
   readonly timeUs: number;
   readonly minUs: number;
@@ -177,8 +184,31 @@ export interface BenchRow {
   readonly warmup: number;
   /** Result elements that differed from the expected value, summed over ranks (nccl-tests' #wrong). */
   readonly wrong: number;
+}
+
+/** One result row, as rank 0 reports it: the out-of-place measurement, and the in-place one where it was taken. */
+export interface BenchRow extends Timing {
+  readonly op: BenchOp;
+  readonly worldSize: number;
+  readonly transport: string;
+  readonly dtype: DType;
+  readonly bytes: number;
+  readonly count: number;
+  /** The in-place form's measurement (IN_PLACE_OPS, unless the bench was asked for the out-of-place form alone). */
+  readonly inPlace?: Timing;
   /** Which round measured it (1..R), when the bench ran more than one (`--rounds`). */
   readonly round?: number;
   /** What ran, as `session.plan` names it: "ring on native", "hierarchical on js". */
   readonly algorithm?: string;
 }
+
+/**
+ * `rxccl bench --quick`: a first look in seconds rather than minutes. Three sizes (latency, the
+ * middle, bandwidth), 2 ranks, one round, a short process warm-up and three short samples per
+ * cell; flags given beside it (-n, --sizes, -b/-e, --iters, --rounds) still win.
+ */
+export const QUICK = {
+  worldSizes: [2],
+  sizes: [8, 64 * 1024, 1024 * 1024],
+  budget: { processWarmupMs: 500, warmupMs: 10, sampleMs: 5, minSamples: 3, maxSamples: 3, cellMs: 0, maxCellMs: 3_000 } satisfies Partial<Budget>,
+} as const;

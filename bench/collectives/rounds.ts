@@ -10,7 +10,7 @@
  */
 import { median } from './median.js';
 import type { BenchRow } from './plan.js';
-import { peerKey } from './peers/peer.js';
+import { comparableTime, peerKey } from './peers/peer.js';
 
 /** What one round measured: rxccl's rows and each peer's median µs by peerKey, by peer column. */
 export interface MeasuredRound {
@@ -32,7 +32,7 @@ export interface CellRounds {
   readonly op: BenchRow['op'];
   readonly bytes: number;
   readonly worldSize: number;
-  /** rxccl's time in each round, in round order. */
+  /** rxccl's time in each round, in round order (in the form the peers run it: `comparableTime`). */
   readonly timesUs: readonly number[];
   readonly peers: readonly PeerRounds[];
 }
@@ -48,12 +48,13 @@ export function cellRounds(rounds: readonly MeasuredRound[], columns: readonly s
         cell = { op: row.op, bytes: row.bytes, worldSize: row.worldSize, timesUs: [], peers: columns.map((column) => ({ column, timesUs: [], ratios: [] })) };
         cells.set(key, cell);
       }
-      cell.timesUs.push(row.timeUs);
+      const ours = comparableTime(row);
+      cell.timesUs.push(ours);
       for (const peer of cell.peers) {
         const theirs = round.peers.get(peer.column)?.get(key);
         if (theirs === undefined) continue;
         peer.timesUs.push(theirs);
-        peer.ratios.push(row.timeUs / theirs);
+        peer.ratios.push(ours / theirs);
       }
     }
   }

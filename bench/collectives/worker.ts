@@ -2,7 +2,8 @@
  * One rank of the collectives bench, run as its own process by bench/collectives/run.ts with the
  * GX1_* environment and the plan in BENCH_PLAN. First the process warms up: rounds of one call
  * of each collective of the plan at its smallest size, for about `processWarmupMs` (see Budget).
- * Then for each cell, nccl-tests style:
+ * Then for each cell, nccl-tests style, in each of its forms (out-of-place, then in-place where the
+ * collective has that form and the plan asks for it, see `callFor`):
  *
  * 1. one timed probe call (also the first warm-up call); every rank takes the max over ranks
  *    (allReduce max, outside any timed region) as the estimate of one call;
@@ -18,50 +19,88 @@
  * of steps 2 and 3 instead.
  *
  * Every count and stop decision derives from values all ranks agree on (reduced with max), so all
- * ranks run the same collectives. Rank 0 prints one `ROW <json>` line per cell.
+ * ranks run the same collectives. Rank 0 prints one `ROW <json>` line per cell: the out-of-place
+ * measurement, and the in-place one under `inPlace`.
  */
 import { performance } from 'node:perf_hooks';
 import { kernelBackend } from '../../lib/kernels/index.js';
 import { openSession } from '../../lib/launch/open-session.js';
 import { formatTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
-import { dtypeWidth, emptyLike, viewTensor } from '../../lib/tensor.js';
+import { dtypeWidth, emptyLike, isTaggedTensor, type Tensor, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
-import { type BenchOp, type Budget, busFactor, type Cell, cellFor, COLLECTIVE_OF_OP, type WorkerPlan } from './plan.js';
+import { type BenchOp, type Budget, busFactor, type Cell, cellFor, COLLECTIVE_OF_OP, FORMS, type Form, type Timing, type WorkerPlan } from './plan.js';
 import { median } from './median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 /**
- * Results go into memory allocated once, as the peers' benches do (torch.distributed's in-place
- * all_reduce and broadcast and its preallocated all_gather outputs, MPI's buffers; all-to-all and
- * reduce-scatter into an output too): a fresh 64 MiB
- * result costs ~40 ms of first-touch page faults here, which would measure the allocator.
+ * A cell's call in one of nccl-tests' two forms, or null where the collective has no in-place
+ * form (reduce, all-to-all, barrier). Results go into memory allocated once, as the peers' benches
+ * do (MPI's buffers, torch.distributed's preallocated all_gather outputs): a fresh 64 MiB result
+ * costs ~40 ms of first-touch page faults here, which would measure the allocator.
+ *
+ * - out-of-place: the result in an output of its own (`{ output }`; reduce's at the root: it has
+ *   no output option);
+ * - in-place: the result in the input (`{ inPlace: true }`), or as NCCL's in-place forms: the
+ *   all-gather's input this rank's slot of its output, the reduce-scatter's output this rank's
+ *   slot of its input.
  */
-function callFor(session: RankSession, cell: Cell): () => Promise<unknown> {
+function callFor(session: RankSession, cell: Cell, form: Form): (() => Promise<unknown>) | null {
   const input = inputTensor(cell, session.rank);
+  const like = viewTensor(input);
+  const slot = (whole: Tensor, index: number, count: number) => part(whole, index * count, count);
+  if (form === 'in-place') {
+    switch (cell.op) {
+      case 'allreduce':
+        return () => session.allReduce(input, 'sum', { inPlace: true });
+      case 'broadcast':
+        return () => session.broadcast(input, 0, { inPlace: true });
+      case 'allgather': {
+        const output = emptyLike(like, cell.inputCount * session.worldSize);
+        const own = slot(output, session.rank, cell.inputCount);
+        viewTensor(own).bytes.set(like.bytes);
+        return () => session.allGather(own, { output });
+      }
+      case 'reducescatter': {
+        const own = slot(input, session.rank, cell.inputCount / session.worldSize);
+        return () => session.reduceScatter(input, 'sum', { output: own });
+      }
+      default:
+        return null;
+    }
+  }
   switch (cell.op) {
-    case 'allreduce':
-      return () => session.allReduce(input, 'sum', { inPlace: true });
-    case 'broadcast':
-      return () => session.broadcast(input, 0, { inPlace: true });
+    case 'allreduce': {
+      const output = emptyLike(like, cell.inputCount);
+      return () => session.allReduce(input, 'sum', { output });
+    }
+    case 'broadcast': {
+      const output = emptyLike(like, cell.inputCount);
+      return () => session.broadcast(input, 0, { output });
+    }
     case 'reduce':
       return () => session.reduce(input, 'sum', 0);
     case 'allgather': {
-      const output = emptyLike(viewTensor(input), cell.inputCount * session.worldSize);
+      const output = emptyLike(like, cell.inputCount * session.worldSize);
       return () => session.allGather(input, { output });
     }
     case 'reducescatter': {
-      const output = emptyLike(viewTensor(input), cell.inputCount / session.worldSize);
+      const output = emptyLike(like, cell.inputCount / session.worldSize);
       return () => session.reduceScatter(input, 'sum', { output });
     }
     case 'alltoall': {
-      const output = emptyLike(viewTensor(input), cell.inputCount);
+      const output = emptyLike(like, cell.inputCount);
       return () => session.allToAll(input, { output });
     }
     case 'barrier':
       return () => session.barrier();
   }
+}
+
+/** `count` elements of `tensor` from `start`, sharing its memory, in its form. */
+function part(tensor: Tensor, start: number, count: number): Tensor {
+  return isTaggedTensor(tensor) ? { dtype: tensor.dtype, data: tensor.data.subarray(start, start + count) } : tensor.subarray(start, start + count);
 }
 
 async function maxOverRanks(session: RankSession, value: number): Promise<number> {
@@ -72,8 +111,7 @@ async function maxOverRanks(session: RankSession, value: number): Promise<number
 
 const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
 
-async function measure(session: RankSession, cell: Cell, budget: Budget) {
-  const call = callFor(session, cell);
+async function measure(session: RankSession, cell: Cell, budget: Budget, call: () => Promise<unknown>, check: () => Promise<unknown>) {
   // The first call is the probe: its time (max over ranks) sizes warm-up and samples.
   await session.barrier();
   const probeStart = performance.now();
@@ -104,7 +142,7 @@ async function measure(session: RankSession, cell: Cell, budget: Budget) {
   }
   // The data check, outside any timed region: one more call, its result against the expected one.
   // A fresh input: the timed calls may have reduced theirs in place.
-  const wrong = countWrong(cell, await callFor(session, cell)(), session.rank, session.worldSize);
+  const wrong = countWrong(cell, await check(), session.rank, session.worldSize);
   const totalWrong = (await session.allReduce(Float64Array.of(wrong), 'sum'))[0]!;
   return { samples, iterations, warmup: warmup + 1, wrong: totalWrong };
 }
@@ -121,13 +159,30 @@ async function warmUpProcess(session: RankSession, plan: WorkerPlan): Promise<vo
   const smallest = new Map<BenchOp, Cell>();
   for (const cell of plan.cells) if (cell.bytes <= (smallest.get(cell.op)?.bytes ?? Infinity)) smallest.set(cell.op, cell);
   const cells = [...smallest.values()].map((cell) => cellFor(cell.op, cell.dtype, Math.min(cell.bytes, PROCESS_WARMUP_BYTES), session.worldSize));
-  const calls = cells.map((cell) => callFor(session, cell));
+  const calls = cells.map((cell) => callFor(session, cell, 'out-of-place')!);
   await session.barrier();
   const start = performance.now();
   for (let round = 1; ; round++) {
     for (const call of calls) await call();
     if (round % 50 === 0 && (await maxOverRanks(session, performance.now() - start)) >= plan.budget.processWarmupMs) return;
   }
+}
+
+/** One form's measurement as a row reports it: the median over samples, its min-max, and the bandwidths of the median. */
+function timing(cell: Cell, worldSize: number, { samples, iterations, warmup, wrong }: { samples: number[]; iterations: number; warmup: number; wrong: number }): Timing {
+  const timeMs = median(samples);
+  const algbw = cell.bytes === 0 ? 0 : cell.bytes / (timeMs / 1e3) / 1e9;
+  return {
+    timeUs: timeMs * 1e3,
+    minUs: Math.min(...samples) * 1e3,
+    maxUs: Math.max(...samples) * 1e3,
+    algbw,
+    busbw: algbw * busFactor(cell.op, worldSize),
+    samples: samples.length,
+    iterations,
+    warmup,
+    wrong,
+  };
 }
 
 /** What a cell runs, as `session.plan` names it (planned at each rank's input size). */
@@ -148,10 +203,13 @@ async function main(): Promise<number> {
   }
   await warmUpProcess(session, plan);
   for (const cell of plan.cells) {
-    const { samples, iterations, warmup, wrong } = await measure(session, cell, plan.budget);
+    const measured = [];
+    for (const form of plan.inPlace ? FORMS : FORMS.slice(0, 1)) {
+      const call = callFor(session, cell, form);
+      if (call !== null) measured.push(timing(cell, session.worldSize, await measure(session, cell, plan.budget, call, () => callFor(session, cell, form)!())));
+    }
+    const [outOfPlace, inPlace] = measured;
     if (session.rank === 0) {
-      const timeMs = median(samples);
-      const algbw = cell.bytes === 0 ? 0 : cell.bytes / (timeMs / 1e3) / 1e9;
       say(
         `ROW ${JSON.stringify({
           op: cell.op,
@@ -160,15 +218,8 @@ async function main(): Promise<number> {
           dtype: cell.dtype,
           bytes: cell.bytes,
           count: cell.count,
-          timeUs: timeMs * 1e3,
-          minUs: Math.min(...samples) * 1e3,
-          maxUs: Math.max(...samples) * 1e3,
-          algbw,
-          busbw: algbw * busFactor(cell.op, session.worldSize),
-          samples: samples.length,
-          iterations,
-          warmup,
-          wrong,
+          ...outOfPlace,
+          ...(inPlace === undefined ? {} : { inPlace }),
           algorithm: algorithmOf(session, cell),
         })}`,
       );

@@ -9,21 +9,28 @@ export const benchCommand = defineCommand(
   {
     name: 'bench',
     brief: 'Measure collectives over a local job, as nccl-tests does',
-    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--transport T] [--hosts H [--host-rate R]] [--json] [--peers [--rounds R]]',
+    synopsis: '[-n N] [--op allreduce|...] [-b 8 -e 128M -f 2] [--dtype f32] [-w N] [--iters N] [--quick] [--transport T] [--hosts H [--host-rate R]] [--json] [--peers [--rounds R]]',
     summary: [
       'Measures collectives over a local job of N ranks, one process each, sweeping message sizes',
       'from -b to -e by a factor of -f, and prints nccl-tests columns as each size is measured:',
-      'size, count, type, redop, root, time (us), algbw and busbw (GB/s, 1e9 bytes), and #wrong,',
-      'the result elements that differed from the expected values (checked after timing). Each',
-      'block ends with its average bus bandwidth. Sizes take K, M and G suffixes (powers of 1024).',
-      'A progress bar shows on a terminal only. Exits 1 when some result was wrong.',
+      'size, count, type, redop, root, then for the out-of-place form (the result in an output of',
+      'its own) and the in-place form (in the input, or as NCCL\'s in-place all-gather and',
+      'reduce-scatter; "-" for reduce, alltoall, barrier: none) time (us), algbw and busbw (GB/s,',
+      '1e9 bytes), and #wrong, the result elements that differed from the expected values (checked',
+      'after timing). Each block ends with its average bus bandwidth. Sizes take K, M and G suffixes',
+      '(powers of 1024). First a "# plan:" line says what will run and a "# estimate:" line for about',
+      'how long (a model, not a measurement); --quick measures 3 sizes (8, 64K, 1M) at 2 ranks with',
+      'short samples. A progress bar shows on a terminal only. Exits 1 when some result was wrong.',
       '',
       'With --peers, Gloo (torch.distributed) and Open MPI over TCP on loopback run first, by the',
       "peers' own benchmarks (gloo_bench.py, mpi_bench.c in the package's bench/peers, or",
       "$RXCCL_PEERS_DIR), and Gloo's C++ reduce-scatter (bench/peers/gloo_reduce_scatter.cc, in the Gloo",
       "column: torch's Gloo has none); each row gets every peer's time (us) and rxccl's time over",
-      'it (ratio). f32 only. A peer that is not installed is named on a "# peers:" line and skipped',
-      '(Debian: apt-get install python3-torch openmpi-bin libopenmpi-dev g++ libgloo-dev).',
+      "it (ratio, against rxccl's form the peer runs: in-place all-reduce, broadcast, reduce-scatter).",
+      'f32 only. A peer that is not installed is named on a "# peers:" line and skipped (Debian:',
+      'apt-get install python3-torch openmpi-bin libopenmpi-dev g++ libgloo-dev); under each block a',
+      '"# COLUMN empty:" line says why its "-" cells are empty (no such benchmark, not installed,',
+      'its failure).',
       '',
       'With --rounds R, the peers and rxccl are measured in turn R times per world size (rows of each',
       'round in their own blocks), then a summary gives per cell the median time of each and the',
@@ -52,6 +59,7 @@ export const benchCommand = defineCommand(
       'warmup-iters': { kind: 'integer', short: 'w', value: 'N', help: 'warm-up calls per size after the first (default: about 40 ms of them)' },
       iters: { kind: 'integer', value: 'N', min: 1, help: 'calls per timed sample (default: about 20 ms of them)' },
       transport: { kind: 'string', value: 'T', help: 'tcp_peer (default) or tcp_host_staged' },
+      quick: { kind: 'boolean', help: 'a first look: sizes 8,64K,1M at 2 ranks, short warm-up and 3 short samples per cell (flags given beside it win)' },
       json: { kind: 'boolean', help: 'print the results as JSON, at the end' },
       markdown: { kind: 'boolean', help: 'print Markdown tables, at the end (for RESULTS.md)' },
       peers: { kind: 'boolean', help: 'also measure Gloo (torch.distributed and its C++ reduce-scatter) and Open MPI over TCP where installed, for their times and ratio columns' },
@@ -82,6 +90,7 @@ export const benchCommand = defineCommand(
       ...(values['warmup-iters'] !== undefined ? { warmupIterations: values['warmup-iters'] } : {}),
       ...(values.iters !== undefined ? { iterations: values.iters } : {}),
       ...(values.transport !== undefined ? { transport: values.transport } : {}),
+      quick: values.quick ?? false,
       json: values.json ?? false,
       markdown: values.markdown ?? false,
       peers: values.peers ?? false,
@@ -96,7 +105,7 @@ export const benchCommand = defineCommand(
     };
     process.stdout.on('error', endWhenReaderIsGone);
     const { rows } = await bench(options).finally(() => process.stdout.off('error', endWhenReaderIsGone));
-    const wrong = rows.reduce((sum, row) => sum + row.wrong, 0);
+    const wrong = rows.reduce((sum, row) => sum + row.wrong + (row.inPlace?.wrong ?? 0), 0);
     if (wrong === 0) return 0;
     process.stderr.write(`rxccl bench: ${wrong} result elements were wrong\n`);
     return 1;

@@ -28,6 +28,10 @@ export interface BenchOptions {
   warmupIterations?: number;
   /** Calls per timed sample (default: the bench's time budget). */
   iterations?: number;
+  /** Fewer sizes, ranks and samples (the bench's QUICK): a first look in seconds; what else is given still wins. */
+  quick?: boolean;
+  /** Measure each collective's in-place form too, where it has one, beside the out-of-place form (default true). */
+  inPlace?: boolean;
   /** Measure the peers (Gloo, Open MPI over TCP) beside rxccl where installed, for ratio columns. */
   peers?: boolean;
   /**
@@ -44,10 +48,11 @@ export interface BenchOptions {
   print?: ((text: string) => void) | null;
 }
 
-/** One measured row, as far as the commands read it. */
+/** One measured row, as far as the commands read it: the out-of-place form's figures, and the in-place form's where measured. */
 export interface BenchResultRow {
   /** Result elements that differed from the expected value, summed over ranks (nccl-tests' #wrong). */
   readonly wrong: number;
+  readonly inPlace?: { readonly wrong: number; readonly timeUs: number };
   readonly op: string;
   readonly worldSize: number;
   /** nccl-tests' size: for allgather the whole output, for reducescatter and alltoall each rank's whole input. */

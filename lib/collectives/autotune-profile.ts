@@ -336,23 +336,23 @@ export function profileEntry(profile: AutotuneProfile, collective: string, bytes
   return profile.entries.find((entry) => PROFILE_OPERATIONS[entry.operation] === collective && entry.min_payload_bytes <= bytes && bytes <= entry.max_payload_bytes);
 }
 
-/** One measured cell of `rxccl tune`: an operation at this rank's input size, what ran and how long it took. */
-export interface TuneMeasurement {
+/** One decided cell of `rxccl tune`: an operation at this rank's input size, the algorithm chosen there and its median time. */
+export interface TuneChoice {
   readonly operation: ProfileOperation;
   /** This rank's input in bytes (what `plan` and the profile's ranges count). */
   readonly bytes: number;
-  /** The row that ran (`staged` is the profile's `direct`). */
+  /** The row chosen (`staged` is the profile's `direct`): see tune-decision.ts. */
   readonly algorithm: string;
   readonly timeNs: number;
 }
 
 /**
- * The profile of a set of measurements: per operation and size the fastest algorithm, each size's
- * entry covering the sizes nearer to it than to its measured neighbours (geometric midpoints;
- * the smallest from 0, the largest up to itself: beyond what was measured the table decides).
+ * The profile of the choices (one per operation and size): each size's entry covering the sizes
+ * nearer to it than to its measured neighbours (geometric midpoints; the smallest from 0, the
+ * largest up to itself: beyond what was measured the table decides).
  */
 export function buildAutotuneProfile(
-  measurements: readonly TuneMeasurement[],
+  choices: readonly TuneChoice[],
   job: {
     readonly worldSize: number;
     readonly ringChannels: number;
@@ -363,15 +363,15 @@ export function buildAutotuneProfile(
 ): AutotuneProfile {
   const entries: AutotuneEntry[] = [];
   for (const operation of Object.keys(PROFILE_OPERATIONS) as ProfileOperation[]) {
-    const best = new Map<number, TuneMeasurement>();
-    for (const measured of measurements) {
-      if (measured.operation !== operation) continue;
-      const known = best.get(measured.bytes);
-      if (known === undefined || measured.timeNs < known.timeNs) best.set(measured.bytes, measured);
+    const chosen = new Map<number, TuneChoice>();
+    for (const choice of choices) {
+      if (choice.operation !== operation) continue;
+      if (chosen.has(choice.bytes)) throw new ConfigurationError(`two choices for ${operation} at ${choice.bytes} bytes: decide one per size first (decideAlgorithm)`);
+      chosen.set(choice.bytes, choice);
     }
-    const sizes = [...best.keys()].sort((a, b) => a - b);
+    const sizes = [...chosen.keys()].sort((a, b) => a - b);
     sizes.forEach((bytes, index) => {
-      const { algorithm, timeNs } = best.get(bytes)!;
+      const { algorithm, timeNs } = chosen.get(bytes)!;
       const next = sizes[index + 1];
       const from = index === 0 ? 0 : entries.at(-1)!.max_payload_bytes + 1;
       const to = next === undefined ? bytes : Math.max(bytes, Math.floor(Math.sqrt(bytes * next)));

@@ -81,6 +81,8 @@ describe('rxccl command line', () => {
     [['bench', '--op', 'allreduse'], 'rxccl bench: unknown collective "allreduse" (did you mean allreduce?)'],
     [['bench', '--transport', 'udp'], 'rxccl bench: --transport must be tcp_host_staged or tcp_peer, got "udp"'],
     [['bench', '--iter', '5'], 'rxccl bench: unknown option --iter (did you mean --iters?)'],
+    [['bench', '--quick=yes'], 'rxccl bench: --quick takes no value, got "yes"'],
+    [['tune', '--samples', '0'], 'rxccl tune: --samples must be an integer >= 1, got "0"'],
     [['probe', '-n'], 'rxccl probe: --ranks needs a value (N)'],
     [['probe', '-n', '1'], 'rxccl probe: --ranks must be an integer >= 2, got "1"'],
     [['coordinator', '--world-size', '2', '--heartbeat-timeout', '1e3'], 'rxccl coordinator: --heartbeat-timeout must be an integer in 1..2147482647, got "1e3"'],

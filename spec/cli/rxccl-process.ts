@@ -24,10 +24,10 @@ export interface Running {
   firstLine(): Promise<string>;
 }
 
-/** Starts `rxccl ARGS...` as a child process, the way a user's shell would. */
-export function startRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}): Running {
+/** Starts `rxccl ARGS...` as a child process, the way a user's shell would (in `cwd`, default the repository root). */
+export function startRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Running {
   const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, PATH: `${resolve(ROOT, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -54,8 +54,8 @@ export function startRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {})
   return { child, finished, firstLine };
 }
 
-export function runRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  return startRxccl(args, env).finished;
+export function runRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Promise<Finished> {
+  return startRxccl(args, env, cwd).finished;
 }
 
 /** Whether a process still exists (a zombie nobody reaped counts as gone: it runs nothing). */

@@ -155,21 +155,26 @@ describe('the autotune profile', () => {
     );
   });
 
-  it('turns measurements into entries: the fastest per size, each covering the sizes nearest it', () => {
+  it('turns the choices, one per size, into entries each covering the sizes nearest it', () => {
+    const tuned = { worldSize: 2, ringChannels: 1, fingerprints: { topology: topologyFingerprint(input), execution: executionFingerprint('tcp_peer', 'native') } };
     const built = buildAutotuneProfile(
       [
-        { operation: 'allreduce', bytes: 8, algorithm: 'exchange', timeNs: 50_000 },
-        { operation: 'allreduce', bytes: 8, algorithm: 'staged', timeNs: 90_000 },
         { operation: 'allreduce', bytes: 1 << 20, algorithm: 'staged', timeNs: 4e6 },
-        { operation: 'allreduce', bytes: 1 << 20, algorithm: 'ring', timeNs: 5e6 },
+        { operation: 'allreduce', bytes: 8, algorithm: 'exchange', timeNs: 50_000 },
       ],
-      { worldSize: 2, ringChannels: 1, fingerprints: { topology: topologyFingerprint(input), execution: executionFingerprint('tcp_peer', 'native') } },
+      tuned,
     );
     expect(built.entries).toEqual([
       { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 2896, algorithm: 'exchange', ring_channels: 1, measured_time_ns: 50_000 },
       { operation: 'allreduce', min_payload_bytes: 2897, max_payload_bytes: 1 << 20, algorithm: 'direct', ring_channels: 1, measured_time_ns: 4e6 },
     ]);
     expect(check(JSON.parse(JSON.stringify(built)))).toBe('accepted');
+    // Deciding between algorithms is tune-decision.ts's: two choices at one size are refused.
+    const twice = [
+      { operation: 'allreduce', bytes: 8, algorithm: 'exchange', timeNs: 50_000 },
+      { operation: 'allreduce', bytes: 8, algorithm: 'staged', timeNs: 90_000 },
+    ] as const;
+    expect(refusal(() => buildAutotuneProfile(twice, tuned))).toBe('two choices for allreduce at 8 bytes: decide one per size first (decideAlgorithm)');
   });
 
   it('pins probed links to the profile\'s detected ones where every link is within 4x, and only there', () => {

@@ -12,9 +12,12 @@ import { countWrong, inputTensor } from '../../bench/collectives/data-check.js';
 import { NcclTable } from '../../bench/collectives/nccl-table.js';
 import { GLOO } from '../../bench/collectives/peers/gloo.js';
 import { HostNamespaces } from '../../bench/collectives/hosts.js';
+import { type PeerState, whyEmpty } from '../../bench/collectives/peers/empty-cell.js';
+import { GLOO_REDUCE_SCATTER } from '../../bench/collectives/peers/gloo-reduce-scatter.js';
 import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
 import { measurePeer, parsePeerRows, peerKey, peersDirectory } from '../../bench/collectives/peers/peer.js';
-import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, sizeSweep } from '../../bench/collectives/plan.js';
+import { estimateSeconds, formatDuration } from '../../bench/collectives/estimate.js';
+import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, DEFAULT_BUDGET, QUICK, sizeSweep } from '../../bench/collectives/plan.js';
 import { cellRounds, formatRoundSummary } from '../../bench/collectives/rounds.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
@@ -188,10 +191,56 @@ describe('peers', () => {
     table.add(row(8, 100));
     table.add(row(64, 120));
     const cells = (line: string) => line.replace(/^#/, '').trim().split(/ +/);
-    expect(cells(lines[1]!)).toEqual(['size', 'count', 'type', 'redop', 'root', 'time', 'algbw', 'busbw', '#wrong', 'gloo', 'ratio', 'mpi', 'ratio']);
-    expect(cells(lines[2]!)).toEqual(['(B)', '(elements)', '(us)', '(GB/s)', '(GB/s)', '(us)', '(us)']);
-    expect(cells(lines[3]!).slice(8)).toEqual(['0', '200.00', '0.50', '5.00', '20.00']);
-    expect(cells(lines[4]!).slice(8)).toEqual(['0', '-', '-', '8.00', '15.00']);
+    expect(cells(lines[1]!)).toEqual(['out-of-place', 'in-place']);
+    expect(cells(lines[2]!)).toEqual(['size', 'count', 'type', 'redop', 'root', 'time', 'algbw', 'busbw', '#wrong', 'time', 'algbw', 'busbw', '#wrong', 'gloo', 'ratio', 'mpi', 'ratio']);
+    expect(cells(lines[3]!)).toEqual(['(B)', '(elements)', '(us)', '(GB/s)', '(GB/s)', '(us)', '(GB/s)', '(GB/s)', '(us)', '(us)']);
+    // No in-place measurement in these rows: its four cells are '-'.
+    expect(cells(lines[4]!).slice(8)).toEqual(['0', '-', '-', '-', '-', '200.00', '0.50', '5.00', '20.00']);
+    expect(cells(lines[5]!).slice(8)).toEqual(['0', '-', '-', '-', '-', '-', '-', '8.00', '15.00']);
+  });
+
+  it('puts the in-place form beside the out-of-place one, takes the ratio to the form the peer runs, and says why a cell is empty when the block closes', () => {
+    const lines: string[] = [];
+    const reduced = { ...benchRow('allreduce', 8, 2, 100), inPlace: { ...benchRow('allreduce', 8, 2, 80) } };
+    const mpi = new Map([[peerKey('allreduce', 8, 2), 40]]);
+    const table = new NcclTable(
+      (line) => lines.push(line),
+      () => ({}),
+      [{ column: 'mpi', time: (r) => mpi.get(peerKey(r.op, r.bytes, r.worldSize)), whyEmpty: (r) => `no ${r.op} here` }],
+    );
+    table.add(reduced);
+    table.add(benchRow('alltoall', 8, 2, 300));
+    table.add(benchRow('alltoall', 64, 2, 310));
+    table.end(1);
+    const cells = (line: string) => line.trim().split(/ +/);
+    const rows = lines.filter((line) => /^ +\d/.test(line)).map(cells);
+    // Out-of-place 100 us, in-place 80 us; Open MPI's all-reduce is in place: 80 / 40.
+    expect(rows[0]!.slice(5)).toEqual(['100.00', '0.00', '0.00', '0', '80.00', '0.00', '0.00', '0', '40.00', '2.00']);
+    expect(rows[1]!.slice(9)).toEqual(['-', '-', '-', '-', '-', '-']);
+    // The group line stands over the columns it names, as nccl-tests prints it.
+    const names = lines.find((line) => line.includes('#wrong'))!;
+    const groups = lines[lines.indexOf(names) - 1]!;
+    expect(groups.indexOf('out-of-place') + 'out-of-place'.length).toBe(names.indexOf('#wrong') + '#wrong'.length);
+    expect(groups.length).toBe(names.lastIndexOf('#wrong') + '#wrong'.length);
+    expect(lines).toContain('# (alltoall has no in-place form: its in-place columns stay empty)');
+    // Each reason once, under its block, before the block's totals.
+    expect(lines.filter((line) => line.startsWith('# mpi empty: '))).toEqual(['# mpi empty: no alltoall here']);
+    expect(lines.indexOf('# mpi empty: no alltoall here')).toBeLessThan(lines.lastIndexOf('# Out of bounds values : 0 OK'));
+  });
+
+  it('says why a peer cell is empty: no benchmark of the column measures it, the one that does is not run here, it failed, or it had no such row', () => {
+    const cell = { op: 'reducescatter', bytes: 64, worldSize: 2 } as const;
+    const states = (glooReduceScatter: Partial<PeerState>, mpi: Partial<PeerState> = {}): PeerState[] => [{ peer: GLOO }, { peer: GLOO_REDUCE_SCATTER, ...glooReduceScatter }, { peer: OPEN_MPI_TCP, ...mpi }];
+    expect(whyEmpty({ ...cell, op: 'alltoall' }, 'gloo', states({}))).toBe(
+      'no benchmark in this column measures alltoall (Gloo: allreduce, broadcast, allgather, barrier; Gloo (C++ library, reduce-scatter): reducescatter)',
+    );
+    expect(whyEmpty(cell, 'gloo', states({ notRun: 'no libgloo.so to link (Debian: apt-get install libgloo-dev)' }))).toBe(
+      'Gloo (C++ library, reduce-scatter) not run: no libgloo.so to link (Debian: apt-get install libgloo-dev)',
+    );
+    expect(whyEmpty({ ...cell, op: 'allreduce' }, 'mpi', states({}, { failed: 'Open MPI over TCP at 2 ranks exited with 1: MPI_Abort was invoked' }))).toBe(
+      'Open MPI over TCP at 2 ranks exited with 1: MPI_Abort was invoked',
+    );
+    expect(whyEmpty(cell, 'gloo', states({}))).toBe('Gloo (C++ library, reduce-scatter) reported no reducescatter row of 64 B at 2 ranks');
   });
 
   it("runs a peer's benchmark with the collectives it knows, reads its rows, and names it when it fails", async () => {
@@ -337,16 +386,18 @@ describe('rxccl bench', () => {
       ['4096', '2048', 'bf16', 'none', '0'],
     ]);
     for (const row of rows) {
-      // time, algbw and busbw with two decimals; no wrong element.
+      // Out-of-place, then in-place: time, algbw and busbw with two decimals; no wrong element.
       expect(row.slice(5, 8).every((cell) => /^\d+\.\d\d$/.test(cell))).toBe(true);
       expect(row[8]).toBe('0');
+      expect(row.slice(9, 12).every((cell) => /^\d+\.\d\d$/.test(cell))).toBe(true);
+      expect(row[12]).toBe('0');
     }
     expect(lines.filter((line) => line === '# Out of bounds values : 0 OK')).toHaveLength(2);
     expect(lines.filter((line) => /^# Avg bus bandwidth {4}: \d+\.\d{3}$/.test(line))).toHaveLength(2);
   }, 60_000);
 
   it('--peers measures Open MPI over TCP beside rxccl, with its time and the ratio in the row, where mpicc and mpirun are installed', async () => {
-    const result = await runRxccl(['bench', '--peers', '-n', '2', '--op', 'allreduce', '--sizes', '8', '--iters', '2']);
+    const result = await runRxccl(['bench', '--peers', '-n', '2', '--op', 'allreduce,alltoall', '--sizes', '8', '--iters', '2']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n');
@@ -372,12 +423,16 @@ describe('rxccl bench', () => {
     ]);
     const header = lines.find((line) => line.includes('#wrong'))!.replace(/^#/, '').trim().split(/ +/);
     const rows = lines.filter((line) => /^ +\d/.test(line)).map((line) => line.trim().split(/ +/));
-    expect(rows).toHaveLength(1);
+    expect(rows).toHaveLength(2);
     const mpi = header.indexOf('mpi');
     expect(header[mpi + 1]).toBe('ratio');
     const [mpiUs, ratio] = [Number(rows[0]![mpi]), Number(rows[0]![mpi + 1])];
     expect(mpiUs).toBeGreaterThan(0);
-    expect(ratio).toBeCloseTo(Number(rows[0]![5]) / mpiUs, 1);
+    // Open MPI reduces in place (MPI_IN_PLACE): the ratio is to rxccl's in-place time.
+    expect(ratio).toBeCloseTo(Number(rows[0]![9]) / mpiUs, 1);
+    // mpi_bench.c has no all-to-all: the cell is empty, and the line under the block says why.
+    expect(rows[1]!.slice(mpi)).toEqual(['-', '-']);
+    expect(lines).toContain('# mpi empty: no benchmark in this column measures alltoall (Open MPI over TCP: allreduce, broadcast, allgather, barrier)');
   }, 120_000);
 
   it('fixes the warm-up and iteration counts with -w and --iters', async () => {
@@ -389,6 +444,38 @@ describe('rxccl bench', () => {
       { bytes: 1024, iterations: 4, warmup: 3, wrong: 0 },
     ]);
   }, 60_000);
+
+  it('says its plan and an estimate first, and --quick measures three sizes at 2 ranks, both forms where there are two', async () => {
+    const result = await runRxccl(['bench', '--quick', '--op', 'allreduce,alltoall']);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines[0]).toBe('# plan: allreduce, alltoall at 8 B..1 MiB (3 sizes), 2 ranks, out-of-place and in-place, 1 round (--quick)');
+    expect(lines[1]).toMatch(/^# estimate: about \d+ (s|min( \d+ s)?) \(a model of a-priori call times on an idle host, not a measurement(; this host's load average is \d+\.\d on \d+ cores: expect longer)?\)$/);
+    const rows = lines.filter((line) => /^ +\d/.test(line)).map((line) => line.trim().split(/ +/));
+    expect(rows.map((row) => row.slice(0, 2))).toEqual([
+      ['8', '2'],
+      ['65536', '16384'],
+      ['1048576', '262144'],
+      ['8', '2'],
+      ['65536', '16384'],
+      ['1048576', '262144'],
+    ]);
+    // All-reduce in both forms; all-to-all has no in-place form, and the block says so.
+    for (const row of rows.slice(0, 3)) expect(row.slice(9, 13).map((cell) => cell === '-')).toEqual([false, false, false, false]);
+    for (const row of rows.slice(3)) expect(row.slice(9, 13)).toEqual(['-', '-', '-', '-']);
+    expect(lines).toContain('# (alltoall has no in-place form: its in-place columns stay empty)');
+  }, 60_000);
+
+  it('estimates the shorter run shorter: --quick below the default, one round below three', () => {
+    const plans = (sizes: number[], worldSizes: number[]) => worldSizes.map((worldSize) => ({ worldSize, cells: sizes.map((bytes) => cellFor('allreduce', 'f32', bytes, worldSize)) }));
+    const full = { plans: plans(sizeSweep(8, 64 << 20, 8), [2, 4]), budget: DEFAULT_BUDGET, inPlace: true, rounds: 1, peers: [OPEN_MPI_TCP] };
+    const quick = { ...full, plans: plans([...QUICK.sizes], [...QUICK.worldSizes]), budget: { ...DEFAULT_BUDGET, ...QUICK.budget } };
+    expect(estimateSeconds(quick)).toBeLessThan(estimateSeconds(full) / 4);
+    expect(estimateSeconds({ ...full, rounds: 3 })).toBeCloseTo(3 * estimateSeconds(full), 6);
+    expect(estimateSeconds({ ...full, inPlace: false })).toBeLessThan(estimateSeconds(full));
+    expect(estimateSeconds({ ...full, peers: [] })).toBeLessThan(estimateSeconds(full));
+    expect([formatDuration(0.2), formatDuration(44.6), formatDuration(160), formatDuration(181)]).toEqual(['about 1 s', 'about 45 s', 'about 2 min 40 s', 'about 3 min']);
+  });
 
   it('ends with status 141, as SIGPIPE ends a C tool, once the reader of its rows is gone (rxccl bench | head -1)', async () => {
     const bench = startRxccl(['bench', '-n', '2', '--op', 'allreduce', '--sizes', '8,16,32,64,128,256', '--iters', '2']);

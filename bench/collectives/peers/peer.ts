@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../../lib/kernels/addon.js';
 import type { HostNamespaces } from '../hosts.js';
-import type { BenchOp } from '../plan.js';
+import type { BenchOp, BenchRow } from '../plan.js';
 
 /** A collective library that the bench can measure beside rxccl. */
 export interface Peer {
@@ -49,6 +49,18 @@ export function peersDirectory(): string {
 
 /** What the peers' benchmarks measure (all of them the same set, in f32). */
 export const PEER_OPS: readonly BenchOp[] = ['allreduce', 'broadcast', 'allgather', 'barrier'];
+
+/**
+ * The collectives the peers' benchmarks run in place (torch.distributed's all_reduce and broadcast,
+ * MPI_IN_PLACE and MPI_Bcast's one buffer, Gloo's reduce-scatter into its input): their ratio is
+ * taken to rxccl's in-place form, the others' to its out-of-place form, like with like.
+ */
+const PEERS_RUN_IN_PLACE: readonly BenchOp[] = ['allreduce', 'broadcast', 'reducescatter'];
+
+/** rxccl's time of `row` in the form the peers' benchmarks run it (the out-of-place one where the in-place one was not measured). */
+export function comparableTime(row: BenchRow): number {
+  return (PEERS_RUN_IN_PLACE.includes(row.op) ? row.inPlace?.timeUs : undefined) ?? row.timeUs;
+}
 
 /** The path of one of the peers' benchmark sources, or why it is not there (one line). */
 export function peerSource(file: string): string | { missing: string } {

@@ -12,6 +12,7 @@ import { discoverJob, hasJobVariables } from '../launch/discover-job.js';
 import { type DiscoveredJob, type Environment, hostPort } from '../launch/job-environment.js';
 import { unknownVariables } from '../launch/known-variables.js';
 import { LOCAL_COORDINATOR_HOST } from '../launch/local-job.js';
+import { effectiveSettings, SETTINGS } from '../launch/settings-table.js';
 import { shownVariables } from '../launch/shown-variables.js';
 import { type DataPlaneSetting, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from '../session/data-plane-setting.js';
 import { parseHostPort } from '../session/session-options.js';
@@ -75,6 +76,12 @@ export interface DoctorReport {
   };
   /** The GX1_* and RXCCL_* variables of this process, secrets masked. */
   readonly environment: Readonly<Record<string, string>>;
+  /**
+   * Every GX1_* variable of the settings table (lib/launch/settings-table.ts) with its effective
+   * value and where it came from: this environment (secrets masked), or the default (value null;
+   * README.md's tables give it). A job's options win over both (`options`: the ones that would).
+   */
+  readonly settings: readonly { readonly variable: string; readonly value: string | null; readonly source: 'environment' | 'default'; readonly options: readonly string[] }[];
   readonly unknownVariables: readonly { readonly name: string; readonly meant: string | null }[];
   /** The configuration errors a job started with this environment would stop on. */
   readonly problems: readonly string[];
@@ -139,6 +146,11 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
       advertise: endpoints?.advertiseAddresses ?? [],
     },
     environment: shownVariables(env),
+    settings: effectiveSettings(env).map((setting) => ({
+      ...setting,
+      value: setting.value === null ? null : shownVariables({ [setting.variable]: setting.value })[setting.variable]!,
+      options: SETTINGS.find((row) => row.variables.includes(setting.variable))!.options,
+    })),
     unknownVariables: unknownVariables(env),
     problems,
   };

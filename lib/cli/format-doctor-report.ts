@@ -1,9 +1,11 @@
 import type { DoctorReport } from './doctor-report.js';
 
+/** A labelled line of the report. */
+const row = (label: string, value: string) => `  ${label.padEnd(13)} ${value}`;
+
 /** `rxccl doctor`'s readable report: a line per fact, grouped as the JSON is. */
 export function formatDoctorReport(report: DoctorReport): string {
   const { node, host, kernels, resultPool, dataPlane, singleCopy, network } = report;
-  const row = (label: string, value: string) => `  ${label.padEnd(13)} ${value}`;
   const lines = [
     `rxccl ${report.rxccl.version} (${report.rxccl.root})`,
     row('node', `${node.version}, ${node.platform}-${node.arch}, N-API ${node.napi}`),
@@ -29,6 +31,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     '',
     'environment',
     ...(Object.keys(report.environment).length === 0 ? [row('', 'no GX1_* or RXCCL_* variables')] : Object.entries(report.environment).map(([name, value]) => `  ${name}=${value}`)),
+    ...settingLines(report.settings),
     ...report.unknownVariables.map(({ name, meant }) => `  ${name} is not an rxccl setting${meant === null ? '' : ` (did you mean ${meant}?)`}`),
     ...(report.problems.length === 0 ? [] : ['', 'problems', ...report.problems.map((problem) => `  ${problem}`)]),
     '',
@@ -43,4 +46,14 @@ function describeJob(job: NonNullable<DoctorReport['network']['job']>): string {
 
 function gibibytes(bytes: number): string {
   return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+}
+
+/** The settings taken from the environment, each with the options that would win over it; the rest in one line. */
+function settingLines(settings: DoctorReport['settings']): string[] {
+  const set = settings.filter((setting) => setting.source === 'environment');
+  const options = (names: readonly string[]) => (names.length === 0 ? '' : `; option ${names.join(', ')} wins`);
+  return [
+    ...set.map((setting) => row(setting === set[0] ? 'settings' : '', `${setting.variable} = ${setting.value} (environment${options(setting.options)})`)),
+    row(set.length === 0 ? 'settings' : '', `the other ${settings.length - set.length} GX1_* settings: their defaults (README.md's variable tables)`),
+  ];
 }

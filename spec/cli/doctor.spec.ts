@@ -147,7 +147,15 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
       advertise: ['127.0.0.1'],
     });
     expect(report.environment).toMatchObject({ ...env, GX1_SECRET: '***' });
+    // Every setting of the table with where it came from: these from the environment, the rest defaults.
+    expect(report.settings.filter((setting) => setting.source === 'environment').map((setting) => setting.variable)).toEqual(expect.arrayContaining(Object.keys(env)));
+    expect(report.settings.find((setting) => setting.variable === 'GX1_SECRET')).toEqual({ variable: 'GX1_SECRET', value: '***', source: 'environment', options: ['secret'] });
+    expect(report.settings.find((setting) => setting.variable === 'GX1_P2P_RAILS')).toEqual({ variable: 'GX1_P2P_RAILS', value: '2', source: 'environment', options: ['rails'] });
+    expect(report.settings.find((setting) => setting.variable === 'GX1_SPIN_US')).toEqual({ variable: 'GX1_SPIN_US', value: null, source: 'default', options: ['spinMicros'] });
     expect(report.problems).toEqual([]);
+    const text = await runRxccl(['doctor'], env);
+    expect(text.stdout).toContain('GX1_P2P_RAILS = 2 (environment; option rails wins)');
+    expect(text.stdout).toMatch(/the other \d+ GX1_\* settings: their defaults/);
   });
 
   it('names configuration a job would stop on, and variables rxccl does not read, and still exits 0', async () => {

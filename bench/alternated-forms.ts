@@ -1,5 +1,5 @@
 import type { RankSession } from '../lib/session/rank-session.js';
-import { median } from './collectives/median.js';
+import { median } from '../lib/diagnostics/median.js';
 
 /** A bench's forms by name: each call runs one round of one form on this rank. */
 export type Forms = Readonly<Record<string, () => Promise<unknown>>>;

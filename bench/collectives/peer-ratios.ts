@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { BenchRow } from './plan.js';
-import { median } from './median.js';
+import { median } from '../../lib/diagnostics/median.js';
 
 /** Median µs of invocation A and B (5 runs each) from the peers' headline table. */
 export const PEER_ANCHORS: readonly { op: 'allreduce' | 'barrier'; bytes: number; worldSize: number; peer: string; a: number; b: number }[] = [

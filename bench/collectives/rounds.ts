@@ -8,7 +8,7 @@
  * the median over rounds is steadier than the ratio of two medians taken apart, and the spread of
  * the per-round ratios says how far to trust it.
  */
-import { median } from './median.js';
+import { median } from '../../lib/diagnostics/median.js';
 import type { BenchRow } from './plan.js';
 import { comparableTime, peerKey } from './peers/peer.js';
 

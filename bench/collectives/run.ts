@@ -38,7 +38,7 @@ import { generateSecret } from '../../lib/transport/job-secret.js';
 import { DEFAULT_TRANSPORT, parseTransport } from '../../lib/transport/transport-kind.js';
 import { estimateSeconds, formatDuration } from './estimate.js';
 import { HostNamespaces } from './hosts.js';
-import { median } from './median.js';
+import { median } from '../../lib/diagnostics/median.js';
 import { NcclTable } from './nccl-table.js';
 import { type PeerState, whyEmpty } from './peers/empty-cell.js';
 import { GLOO } from './peers/gloo.js';

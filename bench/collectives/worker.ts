@@ -30,7 +30,7 @@ import type { RankSession } from '../../lib/session/rank-session.js';
 import { dtypeWidth, emptyLike, isTaggedTensor, type Tensor, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
 import { type BenchOp, type Budget, busFactor, type Cell, cellFor, COLLECTIVE_OF_OP, FORMS, type Form, type Timing, type WorkerPlan } from './plan.js';
-import { median } from './median.js';
+import { median } from '../../lib/diagnostics/median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 

@@ -16,7 +16,7 @@ import { openSession } from '../../lib/launch/open-session.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { spread } from '../alternated-forms.js';
 import { bytesOf, option } from '../argv.js';
-import { median } from '../collectives/median.js';
+import { median } from '../../lib/diagnostics/median.js';
 import { rankJobLines } from '../rank-job.js';
 
 interface Sample {

@@ -15,7 +15,7 @@
 import { fileURLToPath } from 'node:url';
 import { spread } from '../alternated-forms.js';
 import { bytesOf, option } from '../argv.js';
-import { median } from '../collectives/median.js';
+import { median } from '../../lib/diagnostics/median.js';
 import { rankJobLines } from '../rank-job.js';
 import { openSession } from '../../lib/launch/open-session.js';
 

@@ -13,7 +13,7 @@
 import { fileURLToPath } from 'node:url';
 import { openSession } from '../../lib/launch/open-session.js';
 import { bytesOf, option } from '../argv.js';
-import { median } from '../collectives/median.js';
+import { median } from '../../lib/diagnostics/median.js';
 import { rankJobLines } from '../rank-job.js';
 
 interface Sample {

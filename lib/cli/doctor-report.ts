@@ -12,7 +12,7 @@ import { discoverJob, hasJobVariables } from '../launch/discover-job.js';
 import { type DiscoveredJob, type Environment, hostPort } from '../launch/job-environment.js';
 import { unknownVariables } from '../launch/known-variables.js';
 import { LOCAL_COORDINATOR_HOST } from '../launch/local-job.js';
-import { effectiveSettings, SETTINGS } from '../launch/settings-table.js';
+import { effectiveSettings } from '../launch/settings-table.js';
 import { shownVariables } from '../launch/shown-variables.js';
 import { type DataPlaneSetting, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from '../session/data-plane-setting.js';
 import { parseHostPort } from '../session/session-options.js';
@@ -149,7 +149,6 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
     settings: effectiveSettings(env).map((setting) => ({
       ...setting,
       value: setting.value === null ? null : shownVariables({ [setting.variable]: setting.value })[setting.variable]!,
-      options: SETTINGS.find((row) => row.variables.includes(setting.variable))!.options,
     })),
     unknownVariables: unknownVariables(env),
     problems,

@@ -290,7 +290,8 @@ function checkNoOverlap(entries: readonly AutotuneEntry[]): void {
     return first.min_payload_bytes - second.min_payload_bytes || a - b;
   });
   for (let at = 1; at < order.length; at++) {
-    const [earlier, later] = [order[at - 1]!, order[at]!].sort((a, b) => a - b) as [number, number];
+    const earlier = Math.min(order[at - 1]!, order[at]!);
+    const later = Math.max(order[at - 1]!, order[at]!);
     const entry = entries[earlier]!;
     const other = entries[later]!;
     if (other.operation === entry.operation && other.min_payload_bytes <= entry.max_payload_bytes && entry.min_payload_bytes <= other.max_payload_bytes) {

@@ -1,3 +1,4 @@
+import { median } from '../diagnostics/median.js';
 import { ConfigurationError } from '../errors.js';
 
 /**
@@ -43,10 +44,7 @@ export interface TuneDecision {
 /** Median (the mean of the two middle samples for an even count) and min-max of `timesNs`. */
 export function sampleSpread(algorithm: string, timesNs: readonly number[]): SampleSpread {
   if (timesNs.length === 0) throw new ConfigurationError(`algorithm ${algorithm} has no samples to decide on`);
-  const sorted = [...timesNs].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  const medianNs = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-  return { algorithm, medianNs, minNs: sorted[0]!, maxNs: sorted.at(-1)!, samples: sorted.length };
+  return { algorithm, medianNs: median(timesNs), minNs: Math.min(...timesNs), maxNs: Math.max(...timesNs), samples: timesNs.length };
 }
 
 /** Faster first: by median, then by slowest sample, then by name (a total order, so no input order shows through). */

@@ -42,15 +42,20 @@ interface CollectiveSpan {
  */
 export function chromeTrace(records: readonly FlightRecordJson[]): ChromeTrace {
   const chosen = newestPerRank(records);
-  const origin = Math.min(...chosen.flatMap((record) => record.events.map(timeOf)), ...chosen.map((record) => Date.parse(record.writtenAt)));
+  // A loop, not Math.min(...all): a whole run's events are more arguments than a call may take.
+  let origin = Infinity;
+  for (const record of chosen) {
+    origin = Math.min(origin, Date.parse(record.writtenAt));
+    for (const event of record.events) origin = Math.min(origin, timeOf(event));
+  }
   const micros = (ms: number) => Math.round((ms - origin) * 1000 * 1000) / 1000;
   const spans = chosen.flatMap(collectiveSpans);
   const lastStart = lastStartPerSequence(spans, chosen.length);
   const events: TraceEvent[] = [];
+  const writtenAt = new Map(chosen.map((record) => [record.rank, Date.parse(record.writtenAt)]));
   for (const span of spans) {
     const startMs = timeOf(span.start);
-    const record = chosen.find((candidate) => candidate.rank === span.rank)!;
-    const endMs = span.end === null ? Date.parse(record.writtenAt) : timeOf(span.end);
+    const endMs = span.end === null ? writtenAt.get(span.rank)! : timeOf(span.end);
     const sequence = span.start.sequence!;
     const latest = lastStart.get(sequence);
     events.push({
@@ -140,7 +145,11 @@ function collectiveSpans(record: FlightRecordJson): CollectiveSpan[] {
 /** Per sequence that every one of `ranks` records started: when the last of them started it (ms). */
 function lastStartPerSequence(spans: readonly CollectiveSpan[], ranks: number): Map<number, number> {
   const starts = new Map<number, number[]>();
-  for (const span of spans) starts.set(span.start.sequence!, [...(starts.get(span.start.sequence!) ?? []), timeOf(span.start)]);
+  for (const span of spans) {
+    const times = starts.get(span.start.sequence!) ?? [];
+    times.push(timeOf(span.start));
+    starts.set(span.start.sequence!, times);
+  }
   const last = new Map<number, number>();
   for (const [sequence, times] of starts) if (times.length === ranks) last.set(sequence, Math.max(...times));
   return last;

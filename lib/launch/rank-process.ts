@@ -72,6 +72,8 @@ export class RankProcess {
     const rank = new RankProcess(options.rank, child);
     // The prefixer passes on whole lines only, each starting with the prefix.
     stderr.on('data', (chunk: Buffer) => {
+      // Most of a rank's stderr is not an error line: only a chunk holding one is split and parsed.
+      if (!chunk.includes('rxccl: ')) return;
       for (const line of chunk.toString('utf8').split('\n')) rank.lastError = parseRankErrorLine(line.slice(prefix.length)) ?? rank.lastError;
     });
     return rank;

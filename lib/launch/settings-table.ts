@@ -270,6 +270,8 @@ export interface EffectiveSetting {
   /** As set (secrets masked by the caller), or null where the default applies. */
   readonly value: string | null;
   readonly source: 'environment' | 'default';
+  /** The options of its row, which win over it where a program gives them. */
+  readonly options: readonly string[];
 }
 
 /** Every variable of the table with its value in `env` (set and not empty) or its default. */
@@ -277,7 +279,8 @@ export function effectiveSettings(env: Readonly<Record<string, string | undefine
   return SETTINGS.flatMap((row) =>
     row.variables.map((variable) => {
       const value = env[variable]?.trim();
-      return value === undefined || value === '' ? { variable, value: null, source: 'default' as const } : { variable, value, source: 'environment' as const };
+      const { options } = row;
+      return value === undefined || value === '' ? { variable, value: null, source: 'default' as const, options } : { variable, value, source: 'environment' as const, options };
     }),
   );
 }

@@ -2,7 +2,7 @@ import { from as asyncIterableFrom } from 'ix/asynciterable/asynciterablex';
 import { defer, lastValueFrom, map, type MonoTypeOperatorFunction, type Observable, repeat, type Subject, tap, throwError } from 'rxjs';
 import type { AsyncIterableX } from './ix-types.js';
 import { ConfigurationError } from '../errors.js';
-import { ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
+import { ANY_COUNT, ANY_RANK, MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import { type DType, dtypeOfElementType, ElementType, elementTypeOfDType } from '../protocol/element-type.js';
 import { comesTagged, type Tensor, tensorFromBytes, type TensorOf, viewTensor } from '../tensor.js';
 import type { ExpectedShape, Links, MessageEnvelope, SessionLinks } from '../transport/links/links.js';
@@ -140,7 +140,8 @@ export class PointToPoint {
   /** One receive of a `like`-shaped message, as the caller's tensor. */
   private receiveOne$<D extends DType>(source: number | null, tag: number | bigint, like: ReceiveShape<D>, options: RailOption | null): Observable<TensorOf<D>> {
     const { dtype, count } = checkShape(like);
-    return this.take$(source, tag, { elementType: elementTypeOfDType(dtype), count }, options).pipe(map((payload) => tensorFromBytes(dtype, payload, comesTagged(dtype)) as TensorOf<D>));
+    // ANY_COUNT is the wire's "any count"; the links take it as null, on either transport.
+    return this.take$(source, tag, { elementType: elementTypeOfDType(dtype), count: count === ANY_COUNT ? null : count }, options).pipe(map((payload) => tensorFromBytes(dtype, payload, comesTagged(dtype)) as TensorOf<D>));
   }
 
   /** One receive's payload (validated now, posted when subscribed), reported on the session's events. */

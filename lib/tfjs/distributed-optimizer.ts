@@ -55,22 +55,21 @@ export class DistributedOptimizer {
    * them across every rank and applies them. Resolves with this rank's loss.
    */
   async minimize(loss: () => tf.Scalar, variables?: tf.Variable[]): Promise<StepResult> {
-    const { value, names, gradients } = this.localGradients(loss, variables);
+    const { value, names, shapes, gradients } = this.localGradients(loss, variables);
     const steps = this.microBatches + 1;
     // tfjs's gradient memory is only read (two gradients may share it); sums are memory of our own.
     const combined = names.map((name, index) => {
       const sum = this.accumulated.get(name);
       if (sum === undefined) return gradients[index]!;
-      addInto(sum, gradients[index]!);
       // The mean over micro-batches, so the learning rate means what it does without accumulation.
-      scaleInto(sum, 1 / steps);
+      const gradient = gradients[index]!;
+      for (let at = 0; at < sum.length; at++) sum[at] = (sum[at]! + gradient[at]!) / steps;
       return sum;
     });
     this.accumulated.clear();
     this.microBatches = 0;
     const wire = combined.map((gradient) => toWire(gradient, this.gradientDtype));
     const averaged = await this.communicator.allReduceMany(wire, 'avg', { bucketBytes: this.options.bucketBytes });
-    const shapes = this.shapesOf(names, variables);
     const named: tf.NamedTensorMap = {};
     for (const [index, name] of names.entries()) named[name] = tf.tensor(fromWire(averaged[index]!, this.gradientDtype), shapes[index]!, 'float32');
     try {
@@ -93,8 +92,8 @@ export class DistributedOptimizer {
     return { loss: value, variables: names };
   }
 
-  /** This rank's loss and gradients, as float32 arrays of their own (the tensors are disposed). */
-  private localGradients(loss: () => tf.Scalar, variables?: tf.Variable[]): { value: number; names: string[]; gradients: Float32Array[] } {
+  /** This rank's loss and gradients (names, shapes, float32 values; the tensors are disposed). */
+  private localGradients(loss: () => tf.Scalar, variables?: tf.Variable[]): { value: number; names: string[]; shapes: number[][]; gradients: Float32Array[] } {
     const { value, grads } = tf.variableGrads(loss, variables);
     try {
       const names = Object.keys(grads);
@@ -103,26 +102,13 @@ export class DistributedOptimizer {
         if (gradient.dtype !== 'float32') throw new ConfigurationError(`variable ${name} has a ${gradient.dtype} gradient; DistributedOptimizer averages float32 gradients`);
         return gradient.dataSync() as Float32Array;
       });
-      return { value: value.dataSync()[0]!, names, gradients };
+      return { value: value.dataSync()[0]!, names, shapes: names.map((name) => grads[name]!.shape), gradients };
     } finally {
       tf.dispose([value, grads]);
     }
-  }
-
-  private shapesOf(names: readonly string[], variables?: tf.Variable[]): number[][] {
-    const registered = tf.engine().registeredVariables;
-    return names.map((name) => {
-      const variable = variables?.find((candidate) => candidate.name === name) ?? registered[name];
-      if (variable === undefined) throw new ConfigurationError(`variable ${name} is not registered with TensorFlow.js`);
-      return variable.shape;
-    });
   }
 }
 
 function addInto(target: Float32Array, values: Float32Array): void {
   for (let index = 0; index < target.length; index++) target[index]! += values[index]!;
-}
-
-function scaleInto(target: Float32Array, factor: number): void {
-  for (let index = 0; index < target.length; index++) target[index]! *= factor;
 }

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import { bf16ToNumber, halfToNumber, numberToBf16, numberToHalf } from '../kernels/half.js';
+import { bf16DecodeTable, halfDecodeTable, numberToBf16, numberToHalf } from '../kernels/half.js';
 import type { Tensor } from '../tensor.js';
 
 /**
@@ -30,7 +30,9 @@ export function toWire(values: Float32Array, dtype: GradientDtype): Tensor {
 /** A reduced wire tensor back as f32 values: itself for f32, else one widening copy. */
 export function fromWire(tensor: Tensor, dtype: GradientDtype): Float32Array {
   if (dtype === 'f32') return tensor as Float32Array;
-  const decode = dtype === 'f16' ? halfToNumber : bf16ToNumber;
+  const table = dtype === 'f16' ? halfDecodeTable() : bf16DecodeTable();
   const bits = (tensor as { readonly data: Uint16Array }).data;
-  return Float32Array.from(bits, (word) => decode(word));
+  const values = new Float32Array(bits.length);
+  for (let index = 0; index < bits.length; index++) values[index] = table[bits[index]!]!;
+  return values;
 }

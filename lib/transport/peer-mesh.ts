@@ -749,24 +749,26 @@ export class PeerMesh {
 
   /** A message now waits on `rail`: every probe it matches is told, and ends. */
   private answerProbes(rail: number, header: FrameHeader): void {
-    const probes = this.probes[rail]!;
-    if (probes.length === 0) return;
+    if (this.probes[rail]!.length === 0) return;
     const key = headerKey(header);
-    for (const probe of probes.filter((each) => (each.source === ANY_RANK || each.source === header.sourceRank) && each.key === key)) {
-      removeProbe(probes, probe);
-      this.deadlines.remove(probe.deadline);
-      probe.outcome.next(header);
-    }
+    for (const probe of this.takeProbes(rail, (each) => (each.source === ANY_RANK || each.source === header.sourceRank) && each.key === key)) probe.outcome.next(header);
   }
 
   /** Fails, with `error`, every probe on `rail` waiting on a source `select` picks. */
   private endProbes(rail: number, select: (source: number) => boolean, error: unknown): void {
+    for (const probe of this.takeProbes(rail, (each) => select(each.source))) probe.outcome.error(error);
+  }
+
+  /** Removes the probes on `rail` that `picked` picks, with their deadlines, and returns them in order. */
+  private takeProbes(rail: number, picked: (probe: PostedProbe) => boolean): PostedProbe[] {
+    // In place: a waiting probe's timeout and withdrawal hold this array.
     const probes = this.probes[rail]!;
-    for (const probe of probes.filter((each) => select(each.source))) {
+    const taken = probes.filter(picked);
+    for (const probe of taken) {
       removeProbe(probes, probe);
       this.deadlines.remove(probe.deadline);
-      probe.outcome.error(error);
     }
+    return taken;
   }
 }
 

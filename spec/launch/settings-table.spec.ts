@@ -33,7 +33,7 @@ describe('the settings table', () => {
   it('gives each variable its value from the environment, or says the default applies', () => {
     const settings = effectiveSettings({ GX1_P2P_RAILS: ' 4 ', GX1_DEBUG: '', PATH: '/bin' });
     expect(settings).toHaveLength(SETTINGS.flatMap((row) => row.variables).length);
-    expect(settings.find((setting) => setting.variable === 'GX1_P2P_RAILS')).toEqual({ variable: 'GX1_P2P_RAILS', value: '4', source: 'environment' });
-    expect(settings.find((setting) => setting.variable === 'GX1_DEBUG')).toEqual({ variable: 'GX1_DEBUG', value: null, source: 'default' });
+    expect(settings.find((setting) => setting.variable === 'GX1_P2P_RAILS')).toEqual({ variable: 'GX1_P2P_RAILS', value: '4', source: 'environment', options: ['rails'] });
+    expect(settings.find((setting) => setting.variable === 'GX1_DEBUG')).toEqual({ variable: 'GX1_DEBUG', value: null, source: 'default', options: [] });
   });
 });

@@ -7,7 +7,7 @@
 import { deserialize, serialize } from 'node:v8';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/constants.js';
+import { ANY_COUNT, MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/constants.js';
 import { objectLimit } from '../../lib/session/object-collectives.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
@@ -56,6 +56,17 @@ describe.each(JOBS)('object messages on %s with %i ranks', (transport, worldSize
       }),
       { numRuns: 25 },
     );
+  });
+
+  it('a receive of ANY_COUNT elements takes a message of any length', async () => {
+    const sessions = sessionsOf();
+    for (const length of [0, 3, 1000]) {
+      const [, received] = await Promise.all([
+        sessions[0]!.send(worldSize - 1, 12, Int32Array.from({ length }, (_, index) => index)),
+        sessions[worldSize - 1]!.receive(0, 12, { dtype: 'i32', count: ANY_COUNT }),
+      ]);
+      expect(Array.from(received)).toEqual(Array.from({ length }, (_, index) => index));
+    }
   });
 
   it('broadcastObject, allGatherObject, gatherObject: every rank gets every value as its structured clone', async () => {

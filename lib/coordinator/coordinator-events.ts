@@ -22,6 +22,13 @@ export type CoordinatorEvent =
   | { readonly type: 'rank-left'; readonly rank: number }
   /** A fault-tolerant job lost the rank (`faultTolerant`): the others were told, the job goes on. */
   | { readonly type: 'rank-lost'; readonly rank: number; readonly reason: string }
+  /** A fault-tolerant job's count of processes waiting to join it changed (docs/protocol.md 13.8). */
+  | { readonly type: 'joiners-waiting'; readonly waiting: number }
+  /**
+   * The job grew: `members` (job ranks, in their new order) and `newcomers` joiners go on in a job
+   * whose coordinator listens on `port` of this one's host (`Coordinator.successor`).
+   */
+  | { readonly type: 'grown'; readonly members: readonly number[]; readonly newcomers: number; readonly uniqueId: string; readonly port: number }
   /** The first rank submitted `sequence`. */
   | { readonly type: 'collective-started'; readonly sequence: number; readonly operation: string; readonly rank: number }
   | { readonly type: 'collective-completed'; readonly sequence: number; readonly operation: string; readonly bytes: number; readonly durationMs: number }
@@ -65,6 +72,10 @@ export function describeCoordinatorEvent(event: CoordinatorEvent): string {
       return `rank ${event.rank} left`;
     case 'rank-lost':
       return `rank ${event.rank} lost (${event.reason}); the other ranks were told`;
+    case 'joiners-waiting':
+      return `${event.waiting} processes wait to join; the ranks were told`;
+    case 'grown':
+      return `grew: ranks [${event.members.join(',')}] and ${event.newcomers} newcomers go on in job ${event.uniqueId}, coordinator port ${event.port}`;
     case 'collective-started':
       return `collective sequence ${event.sequence} ${event.operation} started by rank ${event.rank}`;
     case 'collective-completed':

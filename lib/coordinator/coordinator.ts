@@ -3,9 +3,11 @@ import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject,
 import { debugLog } from '../diagnostics/debug-log.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { readyTransportField } from '../transport/ready-transport.js';
-import { ChannelClosedError, ConfigurationError, failureText, readSetting, type RxcclError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, readSetting, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
-import { abortFrame, rankLostFrame } from '../protocol/control-frames.js';
+import { abortFrame, admissionFrame, growRequestMembers, isJoinerHeader, joinersWaitingFrame, rankLostFrame } from '../protocol/control-frames.js';
+import type { Frame } from '../protocol/frame.js';
+import { formatGrownJob, type GrownJob } from '../protocol/grown-job.js';
 import { makeHeader } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import { UniqueId } from '../protocol/unique-id.js';
@@ -33,6 +35,7 @@ import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transpo
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
 import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
+import { admitJoiner, WaitingJoiners } from './waiting-joiners.js';
 
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
 /** How long a new connection may take to send its JOIN before it is refused. */
@@ -113,7 +116,24 @@ export interface CoordinatorOptions {
    * (a Leave notice naming it, docs/protocol.md 13.7) and dropped, instead of ending the job.
    */
   faultTolerant?: boolean;
+  /**
+   * The most ranks a fault-tolerant job may grow to (default `worldSize`: a process that joins
+   * the running job only replaces a lost rank). A process asking to join past it is refused
+   * (docs/protocol.md 13.8).
+   */
+  maxWorldSize?: number;
 }
+
+/** `CoordinatorOptions` checked, with what they left out settled. */
+type ResolvedCoordinatorOptions = Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank' | 'secret' | 'tls' | 'busyWindow'>> & {
+  hostRank: number | null;
+  busyWindow: BusyWindow | null;
+  heartbeatTimeoutMs: number | null;
+  secret: JobSecret | null;
+  tls: TlsSettings | null;
+  transport: CollectiveTransport;
+  uniqueId: UniqueId;
+};
 
 /** The ranks' connections of one kind (the collective channels, or one rail), by rank. */
 class ChannelGroup {
@@ -181,22 +201,28 @@ export class Coordinator {
   private readonly lost = new Set<number>();
   /** How many point-to-point rails reported a rank that left (`loseRank`). */
   private readonly leftReports = new Map<number, number>();
+  /** Processes waiting to join this fault-tolerant job while it runs (docs/protocol.md 13.8). */
+  private readonly joiners: WaitingJoiners;
+  /**
+   * The coordinator of the job this one grew into (`grow()` of its ranks), on the same host; null
+   * while it has not grown. A job grows once: its ranks go on in the grown job.
+   */
+  successor: Coordinator | null = null;
+  /** A grow request is being served (its coordinator starting). */
+  private growing = false;
+  /**
+   * Resolves when this job and every job it grew into (`successor`, and so on) are done; rejects
+   * with the first failure among them. What a launcher awaits where its job may grow.
+   */
+  readonly finished: Promise<void>;
   private loopsLeft: number;
-  private finished = false;
+  private ended = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
   private constructor(
     private readonly server: Server,
     private readonly admission: Admission,
-    private readonly options: Required<Omit<CoordinatorOptions, 'host' | 'port' | 'heartbeatTimeoutMs' | 'transport' | 'hostRank' | 'secret' | 'tls' | 'busyWindow'>> & {
-      hostRank: number | null;
-      busyWindow: BusyWindow | null;
-      heartbeatTimeoutMs: number | null;
-      secret: JobSecret | null;
-      tls: TlsSettings | null;
-      transport: CollectiveTransport;
-      uniqueId: UniqueId;
-    },
+    private readonly options: ResolvedCoordinatorOptions,
   ) {
     const bound = server.address();
     if (bound === null || typeof bound === 'string') throw new ConfigurationError('coordinator socket has no TCP address');
@@ -219,6 +245,14 @@ export class Coordinator {
     });
     // Nobody may be awaiting `done` yet; an unobserved failure is still reported through it.
     this.done.catch(() => undefined);
+    this.finished = this.done.then(() => this.successor?.finished);
+    this.finished.catch(() => undefined);
+    this.joiners = new WaitingJoiners({
+      uniqueId: this.uniqueId,
+      maxWorldSize: options.maxWorldSize,
+      liveRanks: () => this.worldSize - this.lost.size,
+      announce: (waiting) => this.announceJoiners(waiting),
+    });
     if (options.hostRank !== null) server.unref();
   }
 
@@ -252,7 +286,14 @@ export class Coordinator {
       tls: resolveTls(options.tls, env),
       busyWindow: options.busyWindow ?? null,
       faultTolerant: resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT),
+      maxWorldSize: validateWorldSize(options.maxWorldSize ?? options.worldSize),
     };
+    if (resolved.maxWorldSize < resolved.worldSize) throw new ConfigurationError(`maxWorldSize ${resolved.maxWorldSize} is below the world size ${resolved.worldSize}`);
+    return Coordinator.bind(options.host ?? '127.0.0.1', port, resolved);
+  }
+
+  /** Listens on `host:port` with settled options (`listen`'s, or a grown job's: `grow`). */
+  private static async bind(host: string, port: number, resolved: ResolvedCoordinatorOptions): Promise<Coordinator> {
     let coordinator: Coordinator | undefined;
     const admission = new Admission({
       cap: resolved.maxUnauthenticatedConnections,
@@ -263,10 +304,10 @@ export class Coordinator {
       coordinator === undefined ? socket.destroy() : coordinator.accept(socket),
     );
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${options.host ?? '127.0.0.1'}:${options.port ?? 0}: ${error.message}`, { cause: error })));
-      server.listen(port, options.host ?? '127.0.0.1', () => resolve());
+      server.once('error', (error) => reject(new ConfigurationError(`cannot bind coordinator to ${host}:${port}: ${error.message}`, { cause: error })));
+      server.listen(port, host, () => resolve());
     });
-    warnIfUnauthenticated(options.host ?? '127.0.0.1', resolved.secret, 'coordinator');
+    warnIfUnauthenticated(host, resolved.secret, 'coordinator');
     coordinator = new Coordinator(server, admission, resolved);
     return coordinator;
   }
@@ -287,7 +328,7 @@ export class Coordinator {
   }
 
   private accept(socket: Socket): void {
-    if (this.finished) {
+    if (this.ended) {
       socket.destroy();
       return;
     }
@@ -299,6 +340,10 @@ export class Coordinator {
       .finally(() => this.admission.authenticated(socket))
       .then(
         (frame) => {
+          if (isJoinerHeader(frame.header) && frame.header.uniqueId.equals(this.uniqueId)) {
+            this.wait(channel);
+            return;
+          }
           let joined: { rank: number; role: ChannelRole };
           try {
             joined = validateJoin(frame, this.uniqueId, this.worldSize, this.p2pChannels);
@@ -313,6 +358,93 @@ export class Coordinator {
         },
         (error: unknown) => this.reject(channel, joinFailure(error, joinTimeoutMs), ZERO_ID, ANY_RANK),
       );
+  }
+
+  /** Every rank has joined every channel: the job runs. */
+  private get started(): boolean {
+    return [...this.groups.values()].every((group) => group.complete);
+  }
+
+  /**
+   * A process asking to join the running job (docs/protocol.md 13.8): it waits, announced to the
+   * ranks, until they admit it (`grow`); refused where the job is not fault-tolerant, has not
+   * started, or is at its maximum size.
+   */
+  private wait(channel: FrameChannel): void {
+    this.pending.delete(channel.socket);
+    const refuse = (why: string) => this.reject(channel, new ConfigurationError(why), this.uniqueId, ANY_RANK);
+    if (!this.options.faultTolerant) {
+      refuse(`job ${this.uniqueId.toHex()} is not fault-tolerant: a process joins a running job only where the job and its coordinator run with GX1_FAULT_TOLERANT=1 (rxccl launch --keep-going)`);
+      return;
+    }
+    if (!this.started) {
+      refuse(`job ${this.uniqueId.toHex()} has not started (ranks [${this.ranksNotJoined().join(',')}] have not joined): a process joins a job that runs`);
+      return;
+    }
+    try {
+      this.joiners.add(channel);
+    } catch (error) {
+      this.reject(channel, error as RxcclError, this.uniqueId, ANY_RANK);
+    }
+  }
+
+  /** Tells every rank the job still has how many processes wait to join. */
+  private announceJoiners(waiting: number): void {
+    if (this.ended) return;
+    this.events.next({ type: 'joiners-waiting', waiting });
+    const firstRails = this.groups.get('rail 0')!;
+    if (!firstRails.complete) return;
+    firstRails.members.forEach((channel, rank) => {
+      if (channel === undefined || this.lost.has(rank)) return;
+      try {
+        channel.send(outgoing(joinersWaitingFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, rank, waiting)));
+      } catch {
+        // That rank is going: its loss is reported when its connection ends.
+      }
+    });
+  }
+
+  /**
+   * A member's request to grow the job (docs/protocol.md 13.8): admit `tag` of the waiting
+   * processes into a new job of the members (in the request's order) then them. A coordinator for
+   * that job listens on this one's host (same settings, a new unique id); every member is told its
+   * rank there on its first rail, every admitted joiner on its connection, and the joiners still
+   * waiting move on to it. Members the coordinator lost meanwhile are left out. A job grows once.
+   */
+  private grow(rank: number, frame: Frame): void {
+    if (this.ended) return;
+    const refused = (why: string) => this.fail(new ProtocolError(`rank ${rank} asked to grow job ${this.uniqueId.toHex()}: ${why}`));
+    if (this.successor !== null || this.growing) return refused('it grew already');
+    const members = growRequestMembers(frame);
+    const live = Array.from({ length: this.worldSize }, (_, each) => each).filter((each) => !this.lost.has(each));
+    if (new Set(members).size !== members.length || members.some((member) => !Number.isInteger(member) || member >= this.worldSize)) {
+      return refused(`members [${members.join(',')}] are not distinct ranks of a world of ${this.worldSize}`);
+    }
+    const left = live.filter((each) => !members.includes(each));
+    if (left.length > 0) return refused(`ranks [${left.join(',')}] run but are not among its members [${members.join(',')}]`);
+    const kept = members.filter((member) => !this.lost.has(member));
+    const joiners = this.joiners.take(Number(frame.header.tag));
+    const worldSize = kept.length + joiners.length;
+    const hostRank = this.options.hostRank === null ? -1 : kept.indexOf(this.options.hostRank);
+    this.growing = true;
+    Coordinator.bind(this.address.host, 0, { ...this.options, uniqueId: UniqueId.random(), worldSize, hostRank: hostRank < 0 ? null : hostRank }).then(
+      (successor) => {
+        this.successor = successor;
+        successor.joiners.adopt(this.joiners.handOver());
+        const job = (newRank: number): GrownJob => ({ port: successor.address.port, uniqueId: successor.uniqueId, rank: newRank, worldSize, members: kept.length });
+        const firstRails = this.groups.get('rail 0')!.members;
+        kept.forEach((member, newRank) => {
+          try {
+            firstRails[member]?.send(outgoing(admissionFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, member, formatGrownJob(job(newRank)))));
+          } catch {
+            // Gone since: the grown job's rendezvous names its rank as not joined.
+          }
+        });
+        joiners.forEach((channel, index) => admitJoiner(channel, this.uniqueId, job(kept.length + index)));
+        this.events.next({ type: 'grown', members: kept, newcomers: joiners.length, uniqueId: successor.uniqueId.toHex(), port: successor.address.port });
+      },
+      (error: unknown) => this.fail(error),
+    );
   }
 
   private join(channel: FrameChannel, rank: number, role: ChannelRole): void {
@@ -358,6 +490,8 @@ export class Coordinator {
       this.pending.delete(member.socket);
       member.send({ header: this.readyHeader(memberRank, role), parts: [] });
     });
+    // Joiners a job that grew into this one did not admit wait here: the ranks hear of them now.
+    if (role.kind === 'rail' && role.rail === 0 && this.joiners.count > 0) this.announceJoiners(this.joiners.count);
     this.start(role, channels);
   }
 
@@ -422,7 +556,7 @@ export class Coordinator {
   }
 
   private run(role: ChannelRole, channels: FrameChannel[]): void {
-    if (this.finished) return;
+    if (this.ended) return;
     const { scheduler } = this.options;
     const loop =
       role.kind === 'collective'
@@ -451,6 +585,7 @@ export class Coordinator {
             events: this.events,
             busyWindow: this.options.busyWindow,
             ...this.lossReport(),
+            ...(role.rail === 0 && this.options.faultTolerant ? { onGrowRequest: (rank: number, frame: Frame) => this.grow(rank, frame) } : {}),
           });
     this.running.push(
       loop.subscribe({
@@ -464,16 +599,16 @@ export class Coordinator {
   }
 
   private succeed(): void {
-    if (this.finished) return;
-    this.finished = true;
+    if (this.ended) return;
+    this.ended = true;
     this.events.next({ type: 'finished' });
     this.shutdown();
     this.settle.resolve();
   }
 
   private fail(error: unknown): void {
-    if (this.finished) return;
-    this.finished = true;
+    if (this.ended) return;
+    this.ended = true;
     const message = failureText(error);
     for (const [key, group] of this.groups) {
       group.members.forEach((channel, rank) => {
@@ -496,6 +631,7 @@ export class Coordinator {
     for (const subscription of this.running) subscription.unsubscribe();
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
+    this.joiners.refuseAll((channel) => this.reject(channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} ended before its ranks admitted this process`), this.uniqueId, ANY_RANK));
     this.server.close();
     this.joinReport.unsubscribe();
     for (const deadline of this.rendezvousDeadlines.values()) deadline.unsubscribe();
@@ -516,7 +652,7 @@ export class Coordinator {
    * that went on without it.
    */
   private loseRank(rank: number, reason: string, graceful: boolean): void {
-    if (this.finished || this.lost.has(rank)) return;
+    if (this.ended || this.lost.has(rank)) return;
     if (graceful) {
       // Left: once every rail has delivered what it sent there (each router reports when it has).
       const reports = (this.leftReports.get(rank) ?? 0) + 1;

@@ -1,5 +1,6 @@
 import { interval, Observable, type SchedulerLike } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
+import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import type { BusyWindow } from '../transport/busy-window.js';
@@ -33,6 +34,8 @@ export interface P2pRouterOptions {
    * connection dropped) instead of failing the router. The others go on.
    */
   readonly onRankGone?: (rank: number, reason: string, graceful: boolean) => void;
+  /** A fault-tolerant job's first rail: a member's request to grow the job (a JOIN, docs/protocol.md 13.8). */
+  readonly onGrowRequest?: (rank: number, frame: Frame) => void;
 }
 
 /**
@@ -77,6 +80,10 @@ export function p2pRouter(channels: readonly FrameChannel[], options: P2pRouterO
       options.busyWindow?.open();
       lastSeen[rank] = scheduler.now();
       if (graceful[rank]) throw new ConfigurationError(`point-to-point rank ${rank} sent data after LEAVE`);
+      if (frame.header.opcode === Opcode.Join && options.onGrowRequest !== undefined) {
+        options.onGrowRequest(rank, frame);
+        return;
+      }
       const deliveries = matcher.route(rank, frame);
       if (sink.observed) report(rank, frame.header.opcode, deliveries);
       for (const delivery of deliveries) {

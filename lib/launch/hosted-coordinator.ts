@@ -63,13 +63,14 @@ export function overrideOptions(options: SessionOptions, overrides: Partial<Sess
  * coordinator serving the other ranks until they are done: the session holds the coordinator's
  * `done`, and its `close()` waits for it to settle (its failure is the session's own, already reported), so
  * a rank 0 that exits right after closing does not cut the others off. A session that fails to
- * open closes the coordinator with it.
+ * open closes the coordinator with it. Where the job grows (`grow()`), the grown job's coordinator
+ * runs here too, and is held the same way (`Coordinator.finished`).
  */
 export async function keepHostedCoordinator(options: SessionOptions, open: (holds: SessionHolds) => Promise<RankSession>): Promise<RankSession> {
   const coordinator = hosted.get(options);
   if (coordinator === undefined) return open({});
   try {
-    return await open({ closeAfter: [coordinator.done] });
+    return await open({ closeAfter: [coordinator.finished] });
   } catch (error) {
     await coordinator.close();
     throw error;

@@ -5,8 +5,12 @@ import { keepHostedCoordinator, overrideOptions } from './hosted-coordinator.js'
 import { warnUnknownVariables } from './known-variables.js';
 import { reportUncaughtRxcclErrors } from './uncaught-rxccl-error.js';
 import { flightRecordingFromEnvironment, recordFlight } from '../session/flight-recording.js';
-import { RankSession } from '../session/rank-session.js';
-import { resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
+import { RankSession, type SessionHolds } from '../session/rank-session.js';
+import type { GrownJob } from '../protocol/grown-job.js';
+import { awaitAdmission } from '../transport/connect-channel.js';
+import { resolveJoin } from '../transport/fault-tolerance.js';
+import { hostPort } from './job-environment.js';
+import { parseHostPort, resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
 
 /** The options that say which job a rank belongs to; the environment supplies any left out. */
 const JOB_OPTIONS = ['coordinator', 'uniqueId', 'rank', 'worldSize'] as const;
@@ -34,7 +38,9 @@ export async function openSession(options?: Partial<SessionOptions>): Promise<Ra
   if (recording !== null) process.on('SIGUSR1', joining);
   try {
     // A rank 0 that hosts the coordinator keeps it until every rank has left.
-    const session = await keepHostedCoordinator(chosen, (holds) => RankSession.open(resolveSessionOptions(chosen), holds));
+    const session = resolveJoin(options?.join, process.env.GX1_JOIN)
+      ? await joinRunningJob(chosen)
+      : await keepHostedCoordinator(chosen, (holds) => openJob(chosen, holds, chosen.worldSize));
     if (recording !== null) recordFlight(session, recording);
     return session;
   } finally {
@@ -42,7 +48,34 @@ export async function openSession(options?: Partial<SessionOptions>): Promise<Ra
   }
 }
 
+/** Opens the session `options` name, able to go on into the jobs its job grows into (`grow()`). */
+function openJob(options: SessionOptions, holds: SessionHolds, newcomersFrom: number): Promise<RankSession> {
+  return RankSession.open(resolveSessionOptions(options), holds, {
+    newcomersFrom,
+    openGrown: (job, grownHolds) => openJob(grownJobOptions(options, job), grownHolds, job.members),
+  });
+}
+
+/** `options` for the job `job` grew into: its coordinator on the same host, its id, this process's rank and world size. */
+function grownJobOptions(options: SessionOptions, job: GrownJob): SessionOptions {
+  const { host } = parseHostPort(options.coordinator);
+  return { ...options, coordinator: hostPort({ host, port: job.port }), uniqueId: job.uniqueId, rank: job.rank, worldSize: job.worldSize };
+}
+
+/** A process joining a running fault-tolerant job: waits to be admitted (its session timeout), then opens its session of the grown job. */
+async function joinRunningJob(options: SessionOptions): Promise<RankSession> {
+  const resolved = resolveSessionOptions(options);
+  const job = await awaitAdmission(
+    { host: resolved.host, port: resolved.port },
+    { uniqueId: resolved.uniqueId, timeoutMs: resolved.timeoutMs, secret: resolved.secret, tls: resolved.tls },
+  );
+  debugLog.info(`joined the running job at ${options.coordinator}: rank ${job.rank} of ${job.worldSize} in job ${job.uniqueId.toHex()}`);
+  return openJob(grownJobOptions(options, job), {}, job.members);
+}
+
 async function chooseOptions(options: Partial<SessionOptions> | undefined): Promise<SessionOptions> {
+  // A joining process learns its rank and world size when it is admitted: until then it is any rank of a world of one.
+  if (options?.join === true && options.coordinator !== undefined && options.uniqueId !== undefined) return { rank: 0, worldSize: 1, ...options } as SessionOptions;
   if (options !== undefined && JOB_OPTIONS.every((name) => options[name] !== undefined)) return options as SessionOptions;
   const discovered = await sessionOptionsFromEnvironment(process.env);
   return options === undefined ? discovered : overrideOptions(discovered, options);

@@ -1,4 +1,5 @@
-import { FLAG_P2P_CHANNEL } from './constants.js';
+import { ProtocolError } from '../errors.js';
+import { ANY_RANK, FLAG_P2P_CHANNEL } from './constants.js';
 import { ElementType } from './element-type.js';
 import { frameText, makeFrame, makeHeader, type Frame } from './frame.js';
 import type { FrameHeader } from './header.js';
@@ -109,6 +110,67 @@ export function rankLostFrame(origin: FrameOrigin, lost: number, destination: nu
       tag: left ? 1n : 0n,
       elementCount: payload.length,
     },
+    payload,
+  );
+}
+
+/** The world size a joiner's JOIN claims, and its admission carries: it knows of no world yet (the largest a header holds). */
+export const ANY_WORLD_SIZE = 0xffffffff;
+
+/**
+ * A process asking to join a running fault-tolerant job (docs/protocol.md 13.8): a JOIN on a new
+ * connection that claims no rank (ANY_RANK) of no particular world (ANY_WORLD_SIZE). The coordinator answers once
+ * the job's ranks admit it (a Ready carrying the grown job, `admissionFrame`), or refuses it.
+ */
+export function joinerHeader(uniqueId: UniqueId): FrameHeader {
+  return makeHeader({ uniqueId, opcode: Opcode.Join, sourceRank: ANY_RANK, worldSize: ANY_WORLD_SIZE }, 0);
+}
+
+/** Whether a JOIN is a joiner's (`joinerHeader`), not a rank's. */
+export function isJoinerHeader(header: FrameHeader): boolean {
+  return header.opcode === Opcode.Join && header.sourceRank === ANY_RANK && header.worldSize === ANY_WORLD_SIZE && header.flags === 0 && header.tag === 0n;
+}
+
+/**
+ * The coordinator's notice to `destination` (on its first rail) that `waiting` processes wait to
+ * join: a JOIN from ANY_RANK with the count in the tag. Sent each time the count changes.
+ */
+export function joinersWaitingFrame(origin: FrameOrigin, destination: number, waiting: number): Frame {
+  return makeFrame({ uniqueId: origin.uniqueId, opcode: Opcode.Join, sourceRank: ANY_RANK, destinationRank: destination, worldSize: origin.worldSize, tag: BigInt(waiting) }, new Uint8Array(0));
+}
+
+/**
+ * A member's request (on its first rail) to grow the job: admit `joiners` of the processes
+ * waiting, into a job of `members` (job ranks, in their new rank order) then the joiners. A JOIN
+ * with a payload of one u32 (little-endian) per member and the joiner count in the tag.
+ */
+export function growRequestFrame(origin: FrameOrigin & { readonly rank: number }, joiners: number, members: readonly number[]): Frame {
+  const payload = new Uint8Array(Uint32Array.from(members).buffer);
+  return makeFrame(
+    { uniqueId: origin.uniqueId, opcode: Opcode.Join, elementType: ElementType.U32, sourceRank: origin.rank, worldSize: origin.worldSize, tag: BigInt(joiners), elementCount: members.length },
+    payload,
+  );
+}
+
+/** The members of a grow request (`growRequestFrame`), as job ranks. */
+export function growRequestMembers(frame: Frame): number[] {
+  const { payload } = frame;
+  if (frame.header.elementType !== ElementType.U32 || payload.length !== frame.header.elementCount * 4) {
+    throw new ProtocolError(`grow request from rank ${frame.header.sourceRank}: ${payload.length} payload bytes for ${frame.header.elementCount} u32 members`);
+  }
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.length);
+  return Array.from({ length: frame.header.elementCount }, (_, index) => view.getUint32(index * 4, true));
+}
+
+/**
+ * The coordinator's admission into a grown job (`GrownJob`, as text): a Ready with a UTF-8
+ * payload, to a member on its first rail (`destination` its rank) or to a joiner on its connection
+ * (`destination` ANY_RANK, world size ANY_WORLD_SIZE, as it joined).
+ */
+export function admissionFrame(origin: FrameOrigin, destination: number, admission: string): Frame {
+  const payload = utf8(admission);
+  return makeFrame(
+    { uniqueId: origin.uniqueId, opcode: Opcode.Ready, elementType: ElementType.U8, destinationRank: destination, worldSize: origin.worldSize, elementCount: payload.length },
     payload,
   );
 }

@@ -27,6 +27,7 @@ import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import { dataPlaneOffer, usesNativeDataPlane } from './data-plane-setting.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
+import type { JobGrowth } from '../transport/job-growth.js';
 import type { RankLosses } from '../transport/rank-losses.js';
 import type { SessionFailure } from '../transport/session-failure.js';
 import { agreedTransport } from '../transport/ready-transport.js';
@@ -59,7 +60,13 @@ export interface OpenedLinks {
  * `connect_with_transport_configuration`). `timeoutMs` is read at each request, so a later
  * `setTimeout` applies to the links too.
  */
-export async function openLinks(options: ResolvedSessionOptions, failure: SessionFailure, timeoutMs: () => number, losses: RankLosses | null = null): Promise<OpenedLinks> {
+export async function openLinks(
+  options: ResolvedSessionOptions,
+  failure: SessionFailure,
+  timeoutMs: () => number,
+  losses: RankLosses | null = null,
+  growth: JobGrowth | null = null,
+): Promise<OpenedLinks> {
   const address = { host: options.host, port: options.port };
   // A fault-tolerant job hears of lost ranks on its first rail; the mesh closes its links to them too.
   let dropPeer: ((rank: number) => void) | null = null;
@@ -72,7 +79,15 @@ export async function openLinks(options: ResolvedSessionOptions, failure: Sessio
             if (!left) dropPeer?.(rank);
           },
         };
-  const owner: RailOwner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure, scheduler: options.scheduler, ...rankLost };
+  const owner: RailOwner = {
+    uniqueId: options.uniqueId,
+    rank: options.rank,
+    worldSize: options.worldSize,
+    failure,
+    scheduler: options.scheduler,
+    ...rankLost,
+    ...(growth === null ? {} : { growth }),
+  };
   // The collective channel first: its Ready says which transport the coordinator runs, which
   // decides what this rank opens next where it chose none.
   const { channel: collective, coordinatorTransport } = await connectCollectiveChannel(address, join(options, null));

@@ -1,5 +1,5 @@
 import type { AsyncIterableX } from './ix-types.js';
-import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription } from 'rxjs';
+import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, throwError, timeout } from 'rxjs';
 import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { openCommunicatorPlane, type CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
@@ -15,7 +15,9 @@ import { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
-import { ChannelClosedError, ConfigurationError, failureText, RankLostError, readSetting } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, RankLostError, readSetting, TimeoutError } from '../errors.js';
+import type { GrownJob } from '../protocol/grown-job.js';
+import { JobGrowth } from '../transport/job-growth.js';
 import { ElementType } from '../protocol/element-type.js';
 import { layoutHash } from '../protocol/layout-hash.js';
 import { communicatorText } from '../protocol/message-key.js';
@@ -45,7 +47,7 @@ import type { SessionLinks } from '../transport/links/links.js';
 import { RankLosses } from '../transport/rank-losses.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
-import { validateTimeout } from '../transport/transport-kind.js';
+import { MAX_TIMER_DELAY_MS, validateTimeout } from '../transport/transport-kind.js';
 import { busyPollMicros } from './busy-poll.js';
 import { type BroadcastOptions, CollectiveRequests, type OutputOptions, type ReductionOptions } from './collective-requests.js';
 import { CollectiveRunner } from './collective-runner.js';
@@ -60,6 +62,25 @@ import { ObjectCollectives } from './object-collectives.js';
 import { PointToPoint, type ProbedMessage, type RailOption, type ReceiveShape } from './point-to-point.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import { railOrderOf, sessionContext } from './session-context.js';
+
+/**
+ * How a session that `openSession` opened goes on into the job its job grows into (`grow()`,
+ * docs/protocol.md 13.8).
+ */
+export interface JobLineage {
+  /** The first rank of this job that joined it while it ran (a newcomer); the world size where none did. */
+  readonly newcomersFrom: number;
+  /** Opens this process's session of `job` (on the host of this job's coordinator), keeping `holds`. */
+  readonly openGrown: (job: GrownJob, holds: SessionHolds) => Promise<RankSession>;
+}
+
+/** A fault-tolerant job's growth on this rank: the coordinator's word, how to go on, and the world to leave. */
+interface Growth {
+  readonly job: JobGrowth;
+  readonly lineage: JobLineage;
+  /** This rank's session of the job's world (set once it is open). */
+  world: RankSession | null;
+}
 
 /** What a session holds beyond its connections: work its `close()` also waits for. */
 export interface SessionHolds {
@@ -111,10 +132,18 @@ interface Membership {
   readonly communicators: Set<RankSession>;
   /** What a communicator opens a native data plane of its own with, where the world runs one; else null. */
   readonly planes: CommunicatorPlaneParts | null;
+  /** A fault-tolerant job's growth, where `openSession` opened it; else null: it cannot grow. */
+  readonly growth: Growth | null;
 }
 
-function worldMembership(links: SessionLinks, jobFailure: SessionFailure, losses: RankLosses | null = null, planes: CommunicatorPlaneParts | null = null): Membership {
-  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set(), planes };
+function worldMembership(
+  links: SessionLinks,
+  jobFailure: SessionFailure,
+  losses: RankLosses | null = null,
+  planes: CommunicatorPlaneParts | null = null,
+  growth: Growth | null = null,
+): Membership {
+  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set(), planes, growth };
 }
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
@@ -274,16 +303,17 @@ export class RankSession {
     this.objects = new ObjectCollectives((data, sendCounts) => this.requests.allToAllV(data, sendCounts), rank, worldSize);
   }
 
-  static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}): Promise<RankSession> {
+  static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}, lineage: JobLineage | null = null): Promise<RankSession> {
     const jobFailure = new SessionFailure();
     const losses = options.faultTolerant ? new RankLosses(options.scheduler) : null;
+    const growth: Growth | null = losses === null || lineage === null ? null : { job: new JobGrowth(options), lineage, world: null };
     // In a fault-tolerant job the world can fail alone (a lost rank) while the job goes on.
     const failure = losses === null ? jobFailure : SessionFailure.following(jobFailure);
     // Collectives wait the collective timeout; point-to-point messages the session timeout (connecting too).
     const timeout = { ms: options.collectiveTimeoutMs };
     const messageTimeout = { ms: options.timeoutMs };
     const started = performance.now();
-    const { transport, collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses);
+    const { transport, collective, links, sockets, processesOnHost, nativePlane, hostGroups, communicatorPlanes } = await openLinks(options, jobFailure, () => messageTimeout.ms, losses, growth?.job ?? null);
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
@@ -312,8 +342,9 @@ export class RankSession {
       scratch,
       ranksShareHost: transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
-      membership: worldMembership(links, jobFailure, losses, communicatorPlanes),
+      membership: worldMembership(links, jobFailure, losses, communicatorPlanes, growth),
     });
+    if (growth !== null) growth.world = session;
     logSessionEvents(session.events$, options.rank, debugLog);
     try {
       if (options.tuning.topology === 'probe') await session.useProbedTopology();
@@ -968,6 +999,12 @@ export class RankSession {
    * await using session = await openSession(); // closed when the scope ends
    */
   async close(): Promise<void> {
+    await this.end();
+    await Promise.all(this.holds.map((work) => work.then(() => undefined, () => undefined)));
+  }
+
+  /** `close()` but for waiting on what the session holds (a grown job's session takes those over). */
+  private async end(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
       // The world's close ends every communicator of the job on this rank (a communicator's, only itself).
@@ -988,7 +1025,6 @@ export class RankSession {
       this.deadlines.stop();
       this.events.complete();
     }
-    await Promise.all(this.holds.map((work) => work.then(() => undefined, () => undefined)));
   }
 
   /** `await using session = await openSession()` closes the session when the scope ends. */
@@ -1118,6 +1154,68 @@ export class RankSession {
       answering?.unsubscribe();
       agreement.close(new ChannelClosedError(`rank ${this.rank} shrink of ${this.name} ended`));
     }
+  }
+
+  /**
+   * Processes waiting to join this fault-tolerant job, as this rank last heard from the
+   * coordinator (docs/protocol.md 13.8); 0 in a job that cannot grow. `grow()` admits them.
+   */
+  get joinersWaiting(): number {
+    return this.membership.growth?.job.waiting ?? 0;
+  }
+
+  /**
+   * The ranks of this communicator that joined its job while it ran (`grow()`): they start
+   * without the others' state, which a rank that carried the job on sends them (for example
+   * `broadcastObject(state, 0)`; rank 0 always carried it on). Empty in a job that did not grow.
+   */
+  get newcomers(): readonly number[] {
+    const from = this.membership.growth?.lineage.newcomersFrom ?? Infinity;
+    return this.membership.jobRanks.flatMap((jobRank, rank) => (jobRank >= from ? [rank] : []));
+  }
+
+  /**
+   * Admits the processes waiting to join this fault-tolerant job (started with `GX1_JOIN=1`, or
+   * `openSession({ join: true })`; `rxccl launch --replace` starts them for ranks that died) and
+   * returns the world of the job it grows into: this communicator's ranks first, in their order,
+   * then the newcomers (`newcomers` there). Every rank of the communicator calls it at the same
+   * point, a step boundary; how many are admitted is rank 0's count (`joinersWaiting`), sent to
+   * the others, so they agree. Where none waits it returns this communicator. The grown job runs
+   * on links of its own (the native data plane where the job has one, even after a shrink), and
+   * this job's sessions on this rank are closed. The communicator must hold every rank the job
+   * still has: the world or a shrink of it. Horovod elastic's reset is the model (docs/protocol.md 13.8).
+   *
+   * @example
+   * world = await world.grow(); // at a step boundary: joiners get the state from rank 0
+   * if (world.newcomers.length > 0) state = await world.broadcastObject(world.rank === 0 ? state : null, 0);
+   */
+  async grow(): Promise<Communicator> {
+    const { growth, losses, jobRanks, jobLinks } = this.membership;
+    if (growth === null || losses === null) {
+      throw new ConfigurationError('grow() needs a fault-tolerant job opened with openSession() (faultTolerant: true, GX1_FAULT_TOLERANT=1, or rxccl launch --keep-going)');
+    }
+    if (this.closed) throw new ChannelClosedError(`rank ${this.rank} of ${this.name} closed: nothing to grow`);
+    const outside = Array.from({ length: jobLinks.worldSize }, (_, jobRank) => jobRank).filter((jobRank) => !jobRanks.includes(jobRank) && !losses.noticed.includes(jobRank));
+    if (outside.length > 0) {
+      throw new ConfigurationError(`rank ${this.rank} cannot grow ${this.name}: job ranks [${outside.join(',')}] run outside it; grow the world, or the communicator a shrink of it returned`);
+    }
+    const [admitted] = await this.broadcast(Uint32Array.of(growth.job.waiting), 0);
+    if (admitted === 0) return this;
+    if (this.rank === 0) growth.job.request(admitted!, jobRanks);
+    const job = await lastValueFrom(
+      defer(() => growth.job.admittedJob()).pipe(
+        timeout({
+          first: Math.min(this.timeout.ms, MAX_TIMER_DELAY_MS),
+          scheduler: this.scheduler,
+          with: () => throwError(() => new TimeoutError(`rank ${this.rank} growing ${this.name}: the coordinator admitted nobody within ${this.timeout.ms} ms`)),
+        }),
+        this.failure.untilEnded(),
+      ),
+    );
+    const world = growth.world!;
+    const holds = world.holds;
+    await world.end();
+    return growth.lineage.openGrown(job, { closeAfter: holds });
   }
 
   /** What calls after `close()` are refused with. */

@@ -94,6 +94,13 @@ export interface SessionOptions extends TuningOptions {
    */
   faultTolerant?: boolean;
   /**
+   * This process joins a fault-tolerant job that already runs (default `GX1_JOIN`, else false):
+   * `openSession` waits until the job's ranks admit it (`grow()`, docs/protocol.md 13.8) and
+   * returns its session of the grown job. Only `coordinator`, `uniqueId` and the job's secret and
+   * TLS name the job; `rank` and `worldSize` come with the admission (given ones are ignored).
+   */
+  join?: boolean;
+  /**
    * The native data plane: how long a wait for a peer spins before it sleeps (default
    * `GX1_SPIN_US`, else `auto`). A spinning rank sees a small collective's data at once, but a
    * rank whose peer is late every call burns the spin for nothing. `auto`: up to 20 ms, halved

@@ -1,7 +1,9 @@
 import type { Socket } from 'node:net';
-import { ConfigurationError, ProtocolError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, ProtocolError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
-import { joinHeader } from '../protocol/control-frames.js';
+import { ANY_WORLD_SIZE, joinerHeader, joinHeader } from '../protocol/control-frames.js';
+import { frameText } from '../protocol/frame.js';
+import { type GrownJob, readGrownJob } from '../protocol/grown-job.js';
 import type { FrameHeader } from '../protocol/header.js';
 import { Opcode, opcodeName } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
@@ -162,5 +164,49 @@ async function joinChannelOnce(address: ChannelAddress, join: JoinRequest): Prom
   } catch (error) {
     channel.destroy();
     throw error;
+  }
+}
+
+/** What a process joining a running job (docs/protocol.md 13.8) presents: the job, its secret and TLS, how long it waits. */
+export interface JoinerRequest {
+  readonly uniqueId: UniqueId;
+  /** How long the process waits to be admitted (the job's ranks admit at their next step boundary). */
+  readonly timeoutMs: number;
+  readonly secret?: JobSecret | null;
+  readonly tls?: TlsSettings | null;
+}
+
+/**
+ * Asks the coordinator of a running fault-tolerant job to let this process join (a JOIN claiming
+ * no rank, docs/protocol.md 13.8) and waits until the job's ranks admit it: resolves with the job
+ * it grew into (where to find its coordinator, this process's rank there). The coordinator's
+ * refusal (the job is not fault-tolerant, is full, ended) rejects with its reason.
+ */
+export async function awaitAdmission(address: ChannelAddress, request: JoinerRequest): Promise<GrownJob> {
+  const deadline = Date.now() + request.timeoutMs;
+  const coordinator = `coordinator ${address.host}:${address.port}`;
+  const channel = await dialAuthenticated({
+    listener: coordinator,
+    rank: ANY_RANK,
+    deadline,
+    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, ANY_RANK, deadline, request.tls ?? null, redial)),
+    authenticate: (opened, timeoutMs) =>
+      dialHandshake(opened, { secret: request.secret ?? null, claim: { rank: ANY_RANK, worldSize: ANY_WORLD_SIZE, peer: ANY_RANK, rail: null }, timeoutMs, acceptor: coordinator }),
+  });
+  try {
+    channel.send({ header: joinerHeader(request.uniqueId), parts: [] });
+    const admission = await firstFrame(channel, {
+      timeoutMs: deadline - Date.now(),
+      timedOut: () => new TimeoutError(`waiting ${request.timeoutMs} ms to join the running job at ${coordinator}: its ranks admitted nobody (do they call grow() at their step boundaries?)`),
+      closed: () => new ChannelClosedError(`${coordinator} closed before admitting this process into its job`),
+    }).catch((error: unknown) => {
+      throw error instanceof RemoteAbortError ? new ConfigurationError(`${coordinator} refused this process: ${error.reason}`) : error;
+    });
+    secretRequired(admission, coordinator);
+    validateResponse(admission, request.uniqueId, ANY_RANK, ANY_WORLD_SIZE, 0n);
+    if (admission.header.opcode !== Opcode.Ready) throw new ProtocolError(`${coordinator} answered a joiner's JOIN with ${opcodeName(admission.header.opcode)}`);
+    return readGrownJob(frameText(admission));
+  } finally {
+    channel.destroy();
   }
 }

@@ -13,8 +13,25 @@ export function resolveFaultTolerance(option: boolean | undefined, variable: str
     if (typeof option !== 'boolean') throw new ConfigurationError(`faultTolerant must be true or false, got ${JSON.stringify(option)}`);
     return option;
   }
+  return readSwitch('GX1_FAULT_TOLERANT', variable);
+}
+
+/** A yes/no variable: `1`/`true` or `0`/`false` (any case), unset or empty false. */
+function readSwitch(name: string, variable: string | undefined): boolean {
   const value = (variable ?? '').trim().toLowerCase();
   if (value === '' || value === '0' || value === 'false') return false;
   if (value === '1' || value === 'true') return true;
-  throw new ConfigurationError(`GX1_FAULT_TOLERANT must be 1 or 0 (true or false), got ${JSON.stringify(variable)}`);
+  throw new ConfigurationError(`${name} must be 1 or 0 (true or false), got ${JSON.stringify(variable)}`);
+}
+
+/**
+ * Whether this process joins a running fault-tolerant job (`join`, else `GX1_JOIN`: `1`/`true` or
+ * `0`/`false`; default false). See `SessionOptions.join`.
+ */
+export function resolveJoin(option: boolean | undefined, variable: string | undefined): boolean {
+  if (option !== undefined) {
+    if (typeof option !== 'boolean') throw new ConfigurationError(`join must be true or false, got ${JSON.stringify(option)}`);
+    return option;
+  }
+  return readSwitch('GX1_JOIN', variable);
 }

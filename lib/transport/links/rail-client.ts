@@ -6,7 +6,9 @@ import { ElementType } from '../../protocol/element-type.js';
 import { frameText, makeHeader, type Frame } from '../../protocol/frame.js';
 import { keyFields, keyText } from '../../protocol/message-key.js';
 import { Opcode, opcodeName } from '../../protocol/opcode.js';
+import { readGrownJob } from '../../protocol/grown-job.js';
 import type { UniqueId } from '../../protocol/unique-id.js';
+import type { JobGrowth } from '../job-growth.js';
 import { type FrameChannel, outgoing } from '../frame-channel.js';
 import type { SessionFailure } from '../session-failure.js';
 import { MAX_TIMER_DELAY_MS } from '../transport-kind.js';
@@ -34,6 +36,8 @@ export interface RailOwner {
    * when it left, 0 when it was lost; docs/protocol.md 13.7).
    */
   readonly rankLost?: (rank: number, reason: string, left: boolean) => void;
+  /** A fault-tolerant job's growth: the coordinator's notices of joiners waiting and the admission to the grown job (docs/protocol.md 13.8) on the first rail. */
+  readonly growth?: JobGrowth;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -64,6 +68,12 @@ export class RailClient {
       error: (error: unknown) => this.onEnd(error),
       complete: () => this.onEnd(new ChannelClosedError(`point-to-point coordinator closed rail ${rail}`)),
     });
+    if (rail === 0) owner.growth?.attach(this);
+  }
+
+  /** Writes a control frame the coordinator answers on its own terms (a grow request). */
+  sendControl(frame: Frame): void {
+    this.channel.send(outgoing(frame));
   }
 
   /** Cold: each subscription posts the request and emits the coordinator's response frame. */
@@ -146,6 +156,16 @@ export class RailClient {
     }
     if (h.opcode === Opcode.Leave && this.owner.rankLost !== undefined) {
       this.owner.rankLost(h.sourceRank, frameText(frame), h.tag === 1n);
+      return;
+    }
+    const growth = this.owner.growth;
+    if (growth !== undefined && this.rail === 0 && (h.opcode === Opcode.Join || h.opcode === Opcode.Ready)) {
+      try {
+        if (h.opcode === Opcode.Join) growth.noticeWaiting(Number(h.tag));
+        else growth.admitted(readGrownJob(frameText(frame)));
+      } catch (error) {
+        failure.fail(error);
+      }
       return;
     }
     if (h.opcode !== Opcode.Send && h.opcode !== Opcode.Receive && h.opcode !== Opcode.Heartbeat) {

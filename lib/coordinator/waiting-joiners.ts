@@ -1,0 +1,93 @@
+import { ConfigurationError } from '../errors.js';
+import { admissionFrame, ANY_WORLD_SIZE } from '../protocol/control-frames.js';
+import { formatGrownJob, type GrownJob } from '../protocol/grown-job.js';
+import { ANY_RANK } from '../protocol/constants.js';
+import type { UniqueId } from '../protocol/unique-id.js';
+import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
+
+/** What the queue needs of its coordinator. */
+export interface JoinerHost {
+  readonly uniqueId: UniqueId;
+  /** The most ranks the job may have, the waiting joiners counted. */
+  readonly maxWorldSize: number;
+  /** The ranks the job has now (joined and not lost). */
+  liveRanks(): number;
+  /** Tells every live rank how many joiners wait (docs/protocol.md 13.8). */
+  announce(waiting: number): void;
+}
+
+/**
+ * The processes waiting to join a running fault-tolerant job (docs/protocol.md 13.8), first come
+ * first admitted. Each arrival and departure is announced to the job's ranks, whose rank 0 decides
+ * at its next step boundary how many to admit (`grow()`). A joiner that would take the job past its
+ * maximum is refused; one that closes while waiting is forgotten. The channels of joiners not
+ * admitted when the job grows move on to the grown job's coordinator (`handOver`).
+ */
+export class WaitingJoiners {
+  private readonly channels: FrameChannel[] = [];
+
+  constructor(private readonly host: JoinerHost) {}
+
+  get count(): number {
+    return this.channels.length;
+  }
+
+  /** Queues `channel`; throws (a ConfigurationError for the caller to refuse it with) where the job is full. */
+  add(channel: FrameChannel): void {
+    const live = this.host.liveRanks();
+    if (live + this.channels.length + 1 > this.host.maxWorldSize) {
+      throw new ConfigurationError(
+        `job ${this.host.uniqueId.toHex()} is at its maximum of ${this.host.maxWorldSize} ranks (${live} running, ${this.channels.length} waiting to join)`,
+      );
+    }
+    this.track(channel);
+    this.host.announce(this.channels.length);
+  }
+
+  /**
+   * Takes on the joiners a job that grew did not admit (`handOver`): they wait here for this job
+   * to grow in turn, and are announced once its ranks have joined.
+   */
+  adopt(channels: readonly FrameChannel[]): void {
+    for (const channel of channels) this.track(channel);
+  }
+
+  private track(channel: FrameChannel): void {
+    this.channels.push(channel);
+    channel.socket.once('close', () => {
+      const index = this.channels.indexOf(channel);
+      if (index < 0) return;
+      this.channels.splice(index, 1);
+      this.host.announce(this.channels.length);
+    });
+  }
+
+  /**
+   * Takes the first `count` joiners (fewer where fewer wait) out of the queue, to be admitted
+   * (`admitJoiner`) once the grown job's coordinator listens; a joiner closing meanwhile is
+   * then its rank missing from that job's rendezvous.
+   */
+  take(count: number): FrameChannel[] {
+    return this.channels.splice(0, count);
+  }
+
+  /** The joiners still waiting, for the grown job's coordinator to take on; none are left here. */
+  handOver(): FrameChannel[] {
+    return this.take(this.channels.length);
+  }
+
+  /** Ends every waiting joiner's connection (the job is over): `refuse` tells each why. */
+  refuseAll(refuse: (channel: FrameChannel) => void): void {
+    for (const channel of this.channels.splice(0)) refuse(channel);
+  }
+}
+
+/** Sends a joiner its admission into `job` (docs/protocol.md 13.8) and ends its connection here. */
+export function admitJoiner(channel: FrameChannel, uniqueId: UniqueId, job: GrownJob): void {
+  try {
+    channel.send(outgoing(admissionFrame({ uniqueId, worldSize: ANY_WORLD_SIZE }, ANY_RANK, formatGrownJob(job))));
+  } catch {
+    // Gone since: the grown job's rendezvous names its rank as not joined.
+  }
+  channel.finish();
+}

@@ -19,18 +19,27 @@ export const launchCommand = defineCommand(
       'and the exit status is 1, naming the failing rank. With --keep-going the job is',
       'fault-tolerant (GX1_FAULT_TOLERANT=1): a rank that dies (a signal, a lost connection or',
       'lease) is lost and the others go on (and may shrink() their communicators); a rank that',
-      'exits with an error code still fails the job.',
+      'exits with an error code still fails the job. With --replace N a replacement process',
+      '(GX1_JOIN=1, lines prefixed "[replacement K] ") starts for each rank that dies, up to N;',
+      'the ranks admit it at a step boundary with grow() (the elastic operator does).',
     ].join('\n'),
     trailing: 'COMMAND',
     flags: {
       ranks: { kind: 'integer', short: 'n', value: 'N', min: 1, required: true, help: 'number of ranks' },
       'keep-going': { kind: 'boolean', help: 'a rank that dies is lost, the others go on (a fault-tolerant job; see shrink())' },
+      replace: {
+        kind: 'integer',
+        value: 'N',
+        min: 1,
+        help: 'with --keep-going: start a replacement (GX1_JOIN=1) for each rank that dies, up to N; the ranks admit it with grow() (see elastic)',
+      },
       ...COORDINATOR_FLAGS,
     },
   },
   async (values, rest) => {
     const [command, ...args] = rest;
     if (command === undefined) throw new UsageError('missing the COMMAND to run (rxccl launch -n N -- COMMAND [ARGS...])');
+    if (values.replace !== undefined && values['keep-going'] !== true) throw new UsageError('--replace needs --keep-going: only a fault-tolerant job goes on while a replacement joins');
     const { status } = await runLocalJob('launch', {
       worldSize: validateWorldSize(values.ranks),
       command,
@@ -40,6 +49,7 @@ export const launchCommand = defineCommand(
       ...(values['collective-timeout'] !== undefined ? { collectiveTimeoutMs: values['collective-timeout'] } : {}),
       ...(values['heartbeat-timeout'] !== undefined ? { heartbeatTimeoutMs: values['heartbeat-timeout'] } : {}),
       ...(values['keep-going'] === true ? { keepGoing: true } : {}),
+      ...(values.replace !== undefined ? { replacements: values.replace } : {}),
     });
     return status;
   },

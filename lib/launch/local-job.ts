@@ -26,6 +26,13 @@ export interface LocalJobOptions {
    * job, as does the coordinator's failure; else the job succeeds when at least one rank exits 0.
    */
   readonly keepGoing?: boolean;
+  /**
+   * With `keepGoing`: each time a rank dies, a replacement process (the same command, with
+   * `GX1_JOIN=1`) asks to join the running job, up to this many in all (default 0). The ranks
+   * admit it at their next step boundary (`grow()`, the `elastic` operator): it comes last in the
+   * grown job. Its lines are prefixed `[replacement K]`.
+   */
+  readonly replacements?: number;
   /** The environment the ranks inherit, before the `GX1_*` variables (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv;
   readonly stdout?: Writable;
@@ -111,14 +118,30 @@ export class LocalJob {
   /** Lost ranks ended once the others were done (`endLostRanks`): their exit is not a failure. */
   private readonly ended = new Set<number>();
 
+  /** The job's coordinators all finished well: a replacement still waiting is refused, not failed. */
+  private over = false;
+  /** Every process the job started: its ranks, then the replacements (`replacements`). */
+  readonly ranks: RankProcess[];
+
   private constructor(
     readonly coordinator: Coordinator,
-    readonly ranks: readonly RankProcess[],
+    ranks: readonly RankProcess[],
     private readonly options: LocalJobOptions,
+    /** Starts replacement process `index` (1, 2, ...), joining the running job. */
+    private readonly startReplacement: (index: number) => RankProcess,
   ) {
+    this.ranks = [...ranks];
     // Last resort should the launcher itself die of an exception: its ranks must not outlive it.
     process.once('exit', this.killAllOnExit);
-    coordinator.done.catch((error: unknown) => {
+    // The job's coordinator, and those of the jobs it grows into.
+    coordinator.finished.then(
+      () => {
+        this.over = true;
+        this.endUnadmittedReplacements();
+      },
+      () => undefined,
+    );
+    coordinator.finished.catch((error: unknown) => {
       const reason = `the coordinator failed: ${failureText(error)}`;
       this.fail(() => reason);
     });
@@ -131,17 +154,25 @@ export class LocalJob {
         this.rendezvousTimeoutMs = event.timeoutMs;
       }
     });
-    for (const rank of ranks) {
-      void rank.exited.then((exit) => {
-        if (this.ended.has(rank.rank)) return;
-        if (exit.kind === 'signalled' && !this.signalled && this.options.keepGoing !== true) this.killed.push({ rank: rank.rank, signal: exit.signal });
-        if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank, exit);
-        else this.watchStragglers();
-        this.endLostRanks();
-        if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
-      });
-    }
+    for (const rank of ranks) this.watch(rank);
     this.outcome = this.finish();
+  }
+
+  /** Follows a process of the job to its end. */
+  private watch(rank: RankProcess): void {
+    void rank.exited.then((exit) => {
+      if (this.ended.has(rank.rank)) return;
+      if (this.over && rank.rank >= this.options.worldSize && (exit.kind !== 'exited' || exit.code !== 0)) {
+        // A replacement the job ended before admitting: refused by the coordinator as it stopped.
+        (this.options.stderr ?? process.stderr).write(`rxccl launch: ${rank.label} ${describeExit(exit)}: the job ended before admitting it\n`);
+        return;
+      }
+      if (exit.kind === 'signalled' && !this.signalled && this.options.keepGoing !== true) this.killed.push({ rank: rank.rank, signal: exit.signal });
+      if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank, exit);
+      else this.watchStragglers();
+      this.endLostRanks();
+      if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
+    });
   }
 
   static async start(options: LocalJobOptions): Promise<LocalJob> {
@@ -185,17 +216,13 @@ export class LocalJob {
     };
     const stdout = new SharedOutput(options.stdout ?? process.stdout);
     const stderr = new SharedOutput(options.stderr ?? process.stderr);
-    const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
-      RankProcess.start({
-        rank,
-        command: options.command,
-        args: options.args,
-        env: { ...(options.env ?? process.env), ...shared, GX1_RANK: String(rank), GX1_LOCAL_RANK: String(rank) },
-        stdout,
-        stderr,
-      }),
-    );
-    return new LocalJob(coordinator, ranks, options);
+    const start = (rank: number, variables: NodeJS.ProcessEnv, label?: string) =>
+      RankProcess.start({ rank, command: options.command, args: options.args, env: { ...(options.env ?? process.env), ...shared, ...variables }, stdout, stderr, ...(label !== undefined ? { label } : {}) });
+    const ranks = Array.from({ length: options.worldSize }, (_, rank) => start(rank, { GX1_RANK: String(rank), GX1_LOCAL_RANK: String(rank) }));
+    // A replacement is numbered after the ranks (it is none of theirs); its rank comes with its admission.
+    const replacement = (index: number) =>
+      start(options.worldSize + index - 1, { GX1_JOIN: '1', GX1_RANK: '0', GX1_LOCAL_RANK: String(options.worldSize + index - 1) }, `replacement ${index}`);
+    return new LocalJob(coordinator, ranks, options, replacement);
   }
 
   /**
@@ -242,7 +269,7 @@ export class LocalJob {
   /** Why a rank failed: its own rxccl error line where it printed one, else how its process ended. */
   private static describeRankFailure(rank: RankProcess, exit: RankExit): string {
     const error = exit.kind === 'exited' ? rank.errorLine : null;
-    return error === null ? `rank ${rank.rank} ${describeExit(exit)}` : `rank ${rank.rank} failed: ${error}`;
+    return error === null ? `${rank.label} ${describeExit(exit)}` : `${rank.label} failed: ${error}`;
   }
 
   /** A rank failed: the job's failure, or with `keepGoing` a lost rank the others go on without. */
@@ -254,10 +281,20 @@ export class LocalJob {
       this.fail(() => this.rootCauseOf(LocalJob.describeRankFailure(rank, exit)));
       return;
     }
-    const lost = `rank ${rank.rank} ${describeExit(exit)}`;
+    const lost = `${rank.label} ${describeExit(exit)}`;
     this.lost.push(lost);
-    (this.options.stderr ?? process.stderr).write(`rxccl launch: ${lost}; the job goes on without it (--keep-going)\n`);
-    if (this.lost.length === this.ranks.length) this.fail(() => `every rank failed: ${this.lost.join('; ')}`);
+    const stderr = this.options.stderr ?? process.stderr;
+    stderr.write(`rxccl launch: ${lost}; the job goes on without it (--keep-going)\n`);
+    if (this.lost.length === this.ranks.length) {
+      this.fail(() => `every rank failed: ${this.lost.join('; ')}`);
+      return;
+    }
+    const started = this.ranks.length - this.options.worldSize;
+    if (started >= (this.options.replacements ?? 0)) return;
+    const replacement = this.startReplacement(started + 1);
+    this.ranks.push(replacement);
+    this.watch(replacement);
+    stderr.write(`rxccl launch: started ${replacement.label} for ${rank.label}; the job admits it at its next step boundary (grow())\n`);
   }
 
   /**
@@ -273,6 +310,20 @@ export class LocalJob {
       const lost = `rank ${rank.rank} was lost (${this.lostByCoordinator.get(rank.rank)}) and was still running when the others were done: ended`;
       this.lost.push(lost);
       (this.options.stderr ?? process.stderr).write(`rxccl launch: ${lost}\n`);
+    }
+    this.terminate('SIGTERM');
+  }
+
+  /**
+   * Once the job (and every job it grew into) is done, a replacement still running was never
+   * admitted (the ranks finished first, or it has not reached the coordinator yet): it is ended.
+   */
+  private endUnadmittedReplacements(): void {
+    const waiting = this.ranks.filter((rank) => rank.running && rank.rank >= this.options.worldSize);
+    if (waiting.length === 0) return;
+    for (const rank of waiting) {
+      this.ended.add(rank.rank);
+      (this.options.stderr ?? process.stderr).write(`rxccl launch: ${rank.label} was still waiting to be admitted when the job ended: ended\n`);
     }
     this.terminate('SIGTERM');
   }
@@ -317,7 +368,7 @@ export class LocalJob {
           : this.joined.has(rank.rank)
             ? 'it has not left its session (does it call session.close()?)'
             : 'it never joined the session';
-        stderr.write(`rxccl launch: rank ${rank.rank} is still running after every other rank exited; ${state}\n`);
+        stderr.write(`rxccl launch: ${rank.label} is still running after every other rank exited; ${state}\n`);
       }
     }, period);
     this.stragglerReport.unref();
@@ -340,10 +391,14 @@ export class LocalJob {
   }
 
   private async finish(): Promise<JobOutcome> {
-    await Promise.all(this.ranks.map((rank) => rank.exited));
+    // Replacements start while the others run: until every process started has exited.
+    for (let seen = 0; seen < this.ranks.length; ) {
+      seen = this.ranks.length;
+      await Promise.all(this.ranks.map((rank) => rank.exited));
+    }
     if (this.failure === null) {
       // Every rank exited 0; their last LEAVE may still be on its way to the coordinator.
-      const left = await Promise.race([this.coordinator.done.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);
+      const left = await Promise.race([this.coordinator.finished.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);
       if (left === 'late') {
         const membership = this.describeMembership();
         this.failure = () => `every rank exited 0, but the coordinator did not see every rank join and leave: ${membership} (does each rank open a session and close it?)`;

@@ -22,6 +22,8 @@ export function describeExit(exit: RankExit): string {
 
 export interface RankProcessOptions {
   readonly rank: number;
+  /** How its output lines and the launcher's messages name it (default `rank N`; `replacement K` for a process joining a running job). */
+  readonly label?: string;
   readonly command: string;
   readonly args: readonly string[];
   readonly env: NodeJS.ProcessEnv;
@@ -46,6 +48,8 @@ export class RankProcess {
 
   private constructor(
     readonly rank: number,
+    /** `rank N`, or `replacement K`: how its lines and messages name it. */
+    readonly label: string,
     private readonly child: ChildProcess,
   ) {
     this.exited = new Promise<RankExit>((resolve) => {
@@ -65,11 +69,12 @@ export class RankProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
-    const prefix = `[rank ${options.rank}] `;
+    const label = options.label ?? `rank ${options.rank}`;
+    const prefix = `[${label}] `;
     options.stdout.add(child.stdout!.pipe(prefixLines(prefix)));
     const stderr = child.stderr!.pipe(prefixLines(prefix));
     options.stderr.add(stderr);
-    const rank = new RankProcess(options.rank, child);
+    const rank = new RankProcess(options.rank, label, child);
     // The prefixer passes on whole lines only, each starting with the prefix.
     stderr.on('data', (chunk: Buffer) => {
       // Most of a rank's stderr is not an error line: only a chunk holding one is split and parsed.

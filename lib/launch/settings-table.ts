@@ -85,7 +85,13 @@ export const SETTINGS: readonly SettingRow[] = [
     group: 'job',
     variables: ['GX1_FAULT_TOLERANT'],
     options: ['faultTolerant'],
-    meaning: '`1` / `true`: the job survives losing a rank (every rank and the coordinator alike; `rxccl launch --keep-going` sets it): see `shrink()` and `retryOnShrink`',
+    meaning: '`1` / `true`: the job survives losing a rank (every rank and the coordinator alike; `rxccl launch --keep-going` sets it): see `shrink()`, `retryOnShrink`, `grow()` and `elastic`',
+  },
+  {
+    group: 'job',
+    variables: ['GX1_JOIN'],
+    options: ['join'],
+    meaning: '`1` / `true`: this process joins a fault-tolerant job that already runs: `openSession()` waits until its ranks admit it (`grow()`) and returns its session of the grown job (`rxccl launch --replace` sets it on replacements; `GX1_RANK` and `GX1_WORLD_SIZE` are then ignored)',
   },
   {
     group: 'job',

@@ -33,7 +33,7 @@ export function readGrownJob(text: string): GrownJob {
     return word.slice(name.length + 1);
   });
   const integer = (value: string, name: string, low: number, high: number) => {
-    if (!/^\d{1,10}$/.test(value) || Number(value) < low || Number(value) > high) throw refuse(`${name} ${JSON.stringify(value)} is not an integer in ${low}..${high}`);
+    if (!/^(0|[1-9]\d{0,9})$/.test(value) || Number(value) < low || Number(value) > high) throw refuse(`${name} ${JSON.stringify(value)} is not an integer in ${low}..${high}`);
     return Number(value);
   };
   const [port, hex, rank, worldSize, members] = values as [string, string, string, string, string];

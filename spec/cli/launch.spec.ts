@@ -53,6 +53,21 @@ describe.concurrent('rxccl launch', () => {
     }
   }, 60_000);
 
+  it('--replace: a replacement starts when a rank dies; one the job ended before admitting is ended, not a failure (#48 item 2)', async () => {
+    const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...tsNode('spec/cli/fixtures/dies-at-once.ts')]);
+    expect(result.stderr).not.toContain('job failed');
+    expect(result.stderr).toContain('rxccl launch: started replacement 1 for rank 1; the job admits it at its next step boundary (grow())');
+    // Ended while it still dialled, or refused by the coordinator as the job ended: either way no failure.
+    expect(result.stderr).toMatch(/rxccl launch: replacement 1 (was still waiting to be admitted when the job ended: ended|exited with code 1: the job ended before admitting it)/);
+    expect(result.code).toBe(0);
+  }, 60_000);
+
+  it('--replace needs --keep-going', async () => {
+    const result = await runRxccl(['launch', '--replace', '1', '-n', '2', '--', 'node', HOLD]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--replace needs --keep-going: only a fault-tolerant job goes on while a replacement joins');
+  });
+
   it('ends the other ranks (and what they started) when one exits non-zero, naming it', () =>
     withPidDirectory(async (directory) => {
       const result = await runRxccl(['launch', '-n', '3', '--', 'node', HOLD], { PID_DIR: directory, FAIL_RANK: '1', FAIL_CODE: '3', SPAWN_CHILD: '1' });

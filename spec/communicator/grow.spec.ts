@@ -1,11 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { RankLostError } from '../../lib/errors.js';
-import { openSession } from '../../lib/launch/open-session.js';
-import { UniqueId } from '../../lib/protocol/unique-id.js';
-import type { Communicator, RankSession } from '../../lib/session/rank-session.js';
-import type { SessionOptions } from '../../lib/session/session-options.js';
+import type { Communicator } from '../../lib/session/rank-session.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
+import { disposeGrowableJobs, startGrowableJob } from '../helpers/growable-job.js';
 import { rejection, sleep } from '../helpers/job.js';
 
 /**
@@ -15,29 +12,12 @@ import { rejection, sleep } from '../helpers/job.js';
  * are in spec/process/replace-processes.spec.ts.
  */
 const TRANSPORTS: CollectiveTransport[] = ['tcp_host_staged', 'tcp_peer'];
-const SECRET = 'grow-spec-secret';
-
-let coordinator: Coordinator | null = null;
-const opened: RankSession[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((session) => session.close().catch(() => undefined)));
-  await coordinator?.close();
-  coordinator = null;
-});
+afterEach(disposeGrowableJobs);
 
 async function faultTolerantJob(worldSize: number, transport: CollectiveTransport, maxWorldSize = worldSize) {
-  const uniqueId = UniqueId.random();
-  coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, transport, faultTolerant: true, maxWorldSize, secret: SECRET, collectiveTimeoutMs: 10_000 }, {});
-  const job: Partial<SessionOptions> = { coordinator: `127.0.0.1:${coordinator.address.port}`, uniqueId, secret: SECRET, transport, faultTolerant: true, timeoutMs: 10_000 };
-  const sessions = await Promise.all(Array.from({ length: worldSize }, (_, rank) => openSession({ ...job, rank, worldSize })));
-  opened.push(...sessions);
-  /** A process asking to join: resolves with its session of the grown job. */
-  const joiner = () =>
-    openSession({ ...job, join: true }).then((session) => {
-      opened.push(session);
-      return session;
-    });
-  return { sessions, joiner };
+  const job = await startGrowableJob(worldSize, transport, { maxWorldSize });
+  const sessions = await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank)));
+  return { sessions, joiner: job.joiner, coordinator: job.coordinator };
 }
 
 /** Resolves once every one of `sessions` heard that `count` processes wait. */
@@ -47,7 +27,7 @@ async function heard(sessions: readonly Communicator[], count: number): Promise<
 
 describe.each(TRANSPORTS)('grow on %s', (transport) => {
   it('an extra process joins a running job up to its maximum: the ranks admit it, and the grown world computes with it', async () => {
-    const { sessions, joiner } = await faultTolerantJob(3, transport, 4);
+    const { sessions, joiner, coordinator } = await faultTolerantJob(3, transport, 4);
     expect(sessions.map((session) => session.joinersWaiting)).toEqual([0, 0, 0]);
     const joining = joiner();
     await heard(sessions, 1);
@@ -62,7 +42,7 @@ describe.each(TRANSPORTS)('grow on %s', (transport) => {
     ]);
     for (const session of world) expect(session.newcomers).toEqual([3]);
     // The grown world is a job of its own: its coordinator is the first one's successor.
-    expect(coordinator!.successor?.worldSize).toBe(4);
+    expect(coordinator.successor?.worldSize).toBe(4);
     expect(world.map((session) => session.joinersWaiting)).toEqual([0, 0, 0, 0]);
     const sums = await Promise.all(world.map((session) => session.allReduce(Float64Array.of(session.rank + 1))));
     expect(sums.map((sum) => sum[0])).toEqual([10, 10, 10, 10]);
@@ -72,11 +52,11 @@ describe.each(TRANSPORTS)('grow on %s', (transport) => {
     // The first job's sessions were closed by grow(): calls there are refused, named.
     expect((await rejection(sessions[1]!.barrier())).message).toMatch(/rank 1 session closed/);
     await Promise.all(world.map((session) => session.close()));
-    await coordinator!.finished;
+    await coordinator.finished;
   });
 
   it('a rank lost, the others shrink, a replacement joins: grow() returns to the full size with it as the last rank', async () => {
-    const { sessions, joiner } = await faultTolerantJob(3, transport);
+    const { sessions, joiner, coordinator } = await faultTolerantJob(3, transport);
     const pending = [sessions[0]!, sessions[2]!].map((session) => rejection(session.allReduce(Float64Array.of(1))));
     await sleep(50);
     await sessions[1]!.close();
@@ -99,7 +79,7 @@ describe.each(TRANSPORTS)('grow on %s', (transport) => {
     const gathered = await Promise.all(world.map((session) => session.allGather(Int32Array.of(session.rank * 10))));
     for (const result of gathered) expect([...result]).toEqual([0, 10, 20]);
     await Promise.all(world.map((session) => session.close()));
-    await coordinator!.finished;
+    await coordinator.finished;
   });
 
   it('with no process waiting, grow() returns the communicator itself; a joiner past the maximum is refused, naming it', async () => {
@@ -118,12 +98,9 @@ describe.each(TRANSPORTS)('grow on %s', (transport) => {
 
 describe('grow refusals', () => {
   it('a job that is not fault-tolerant refuses a joiner, and its ranks cannot grow', async () => {
-    const uniqueId = UniqueId.random();
-    coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize: 1, transport: 'tcp_host_staged', secret: SECRET }, {});
-    const job = { coordinator: `127.0.0.1:${coordinator.address.port}`, uniqueId, secret: SECRET, transport: 'tcp_host_staged' as const, timeoutMs: 5_000 };
-    const session = await openSession({ ...job, rank: 0, worldSize: 1 });
-    opened.push(session);
-    const refused = await rejection(openSession({ ...job, join: true }));
+    const job = await startGrowableJob(1, 'tcp_host_staged', { faultTolerant: false });
+    const session = await job.openRank(0);
+    const refused = await rejection(job.joiner());
     expect(refused.message).toMatch(/is not fault-tolerant: a process joins a running job only where the job and its coordinator run with GX1_FAULT_TOLERANT=1/);
     expect((await rejection(session.grow())).message).toMatch(/^grow\(\) needs a fault-tolerant job/);
     expect(session.joinersWaiting).toBe(0);

@@ -59,6 +59,28 @@ describe.concurrent('examples', () => {
     expect(linesOf(result.stdout, 3)).toEqual([]);
   }, 60_000);
 
+  it('elastic-train.ts under --keep-going --replace 1: rank 2 dies, the others shrink, a replacement joins, and all end with the model of an uninterrupted run', async () => {
+    const result = await runRxccl([
+      'launch', '--keep-going', '--replace', '1', '-n', '4', '--',
+      ...tsNode('examples/elastic-train.ts', '--kill-rank', '2', '--kill-step', '10', '--steps', '40', '--min-ranks', '4'),
+    ]);
+    expect(result.stderr).not.toContain('job failed');
+    expect(result.stderr).toContain('rxccl launch: rank 2 was killed by SIGKILL; the job goes on without it (--keep-going)');
+    expect(result.stderr).toContain('rxccl launch: started replacement 1 for rank 2; the job admits it at its next step boundary (grow())');
+    expect(result.code).toBe(0);
+    const [death] = linesOf(result.stdout, 2);
+    const diedAt = Number(/^rank 2 dies at step 10 at (\d+)$/.exec(death!)![1]);
+    const [shrunk, grown, final] = linesOf(result.stdout, 0);
+    const resumedAt = Number(/^rank 2 lost: 3 ranks from (\d+) \(last step at \d+\)$/.exec(shrunk!)![1]);
+    // The others go on without it at once (the process's sockets close with it): a generous bound.
+    expect(resumedAt - diedAt).toBeLessThan(5_000);
+    expect(grown).toMatch(/^ranks \[3\] joined: 4 ranks from \d+/);
+    const replacement = result.stdout.split('\n').filter((line) => line.startsWith('[replacement 1] '));
+    for (const lines of [[final!], linesOf(result.stdout, 1).slice(-1), linesOf(result.stdout, 3).slice(-1), replacement.slice(-1).map((line) => line.slice('[replacement 1] '.length))]) {
+      expect(lines).toEqual([expect.stringMatching(/^final model -?\d+\.\d{9} \(relative difference to an uninterrupted run \d\.\d\de-\d+\)$/)]);
+    }
+  }, 120_000);
+
   it('pipeline.ts --fail-rank 1: the failure aborts every rank and the launcher names it', async () => {
     const result = await runRxccl(['launch', '-n', '2', '--', ...tsNode('examples/pipeline.ts', '--fail-rank', '1')]);
     expect(result.code).toBe(1);

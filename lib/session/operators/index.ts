@@ -9,4 +9,5 @@ export { allToAll } from './all-to-all.js';
 export { heartbeat$ } from './heartbeat.js';
 export { send } from './send.js';
 export { retryOnShrink, type RetryOnShrinkOptions } from './retry-on-shrink.js';
+export { elastic, type ElasticChange, type ElasticOptions } from './elastic.js';
 export { allReduceFused, type FusedStreamOptions } from './all-reduce-fused.js';

@@ -11,7 +11,9 @@ import '@tensorflow/tfjs-backend-cpu';
 import * as tfl from '@tensorflow/tfjs-layers';
 import type { Communicator } from '../../lib/index.js';
 import { seededRandom } from '../../lib/testing/index.js';
-import { averageMetrics, broadcastModel, DistributedOptimizer, type GradientDtype } from '../../lib/tfjs/index.js';
+import { lastValueFrom, range, toArray } from 'rxjs';
+import { elastic, type ElasticChange } from '../../lib/index.js';
+import { averageMetrics, broadcastModel, DistributedOptimizer, type GradientDtype, trainingState } from '../../lib/tfjs/index.js';
 
 export interface TeacherTaskOptions {
   readonly epochs?: number;
@@ -55,33 +57,111 @@ function teacherData(samples: number): { inputs: tf.Tensor2D; labels: tf.Tensor2
  * loss: the mean squared error over the whole global batch, averaged over the epoch's steps.
  */
 export async function trainTeacherTask(communicator: Communicator, options: TeacherTaskOptions = {}): Promise<number[]> {
-  const { epochs = 5, globalBatch = 64, samples = 1024 } = options;
-  const { rank, worldSize } = communicator;
-  if (globalBatch % worldSize !== 0) throw new Error(`the global batch ${globalBatch} does not split over ${worldSize} ranks`);
-  const shard = globalBatch / worldSize;
-  const { inputs, labels } = teacherData(samples);
-  const student = mlp([32, 32], 1);
+  const { epochs = 5 } = options;
+  const task = teacherTask(options);
   // Rank 0's weights everywhere (the seeds already agree; a real job's ranks need not).
-  await broadcastModel(communicator, student, 0);
-  const optimizer = new DistributedOptimizer(tf.train.adam(0.01), communicator, { gradientDtype: options.gradientDtype });
-  const variables = student.trainableWeights.map((weight) => weight.read() as tf.Variable);
+  await broadcastModel(communicator, task.student, 0);
+  const optimizer = new DistributedOptimizer(task.adam, communicator, { gradientDtype: options.gradientDtype });
   const losses: number[] = [];
   for (let epoch = 0; epoch < epochs; epoch++) {
     let sum = 0;
-    const steps = Math.floor(samples / globalBatch);
-    for (let step = 0; step < steps; step++) {
-      const start = step * globalBatch + rank * shard;
-      const x = tf.slice(inputs, [start, 0], [shard, INPUTS]);
-      const y = tf.slice(labels, [start, 0], [shard, 1]);
-      const { loss } = await optimizer.minimize(() => tf.losses.meanSquaredError(y, student.apply(x) as tf.Tensor2D) as tf.Scalar, variables);
-      tf.dispose([x, y]);
-      sum += loss;
-    }
-    const { loss } = await averageMetrics(communicator, { loss: sum / steps });
+    for (let step = 0; step < task.stepsPerEpoch; step++) sum += await task.step(optimizer, epoch * task.stepsPerEpoch + step);
+    const { loss } = await averageMetrics(communicator, { loss: sum / task.stepsPerEpoch });
     losses.push(loss);
     options.onEpoch?.(epoch, loss);
   }
-  tf.dispose([inputs, labels]);
-  student.dispose();
+  task.dispose();
   return losses;
+}
+
+/** What `trainTeacherTaskElastically` adds: where a rank dies, and what to say of resizes. */
+export interface ElasticTeacherOptions extends TeacherTaskOptions {
+  /** Awaited before every step this rank takes, with its epoch and step in the epoch (a rank may die here, say). */
+  readonly beforeStep?: (communicator: Communicator, epoch: number, step: number) => void | Promise<void>;
+  /** Told of each shrink and growth (`elastic`'s `onResize`). */
+  readonly onResize?: (communicator: Communicator, change: ElasticChange) => void;
+  /** Told of each step's loss over the whole global batch, once per step, with the world size that computed it. */
+  readonly onStep?: (globalStep: number, loss: number, worldSize: number) => void;
+}
+
+/**
+ * `trainTeacherTask` under the `elastic` operator: the same data, model and steps, each global
+ * batch split over the ranks there are (so the loss does not depend on how many), the model and
+ * Adam's state committed after every step (`trainingState`). A rank lost shrinks the job and the
+ * others go on from the last commit; a process that joins (`rxccl launch --replace`) is admitted
+ * at the next one and gets rank 0's state. Resolves with each epoch's loss as `trainTeacherTask`
+ * does (a newcomer: of the epochs it saw end).
+ */
+export async function trainTeacherTaskElastically(world: Communicator, options: ElasticTeacherOptions = {}): Promise<number[]> {
+  const { epochs = 5 } = options;
+  const task = teacherTask(options);
+  if (!world.newcomers.includes(world.rank)) await broadcastModel(world, task.student, 0);
+  const optimizers = new Map<Communicator, DistributedOptimizer>();
+  const optimizerOn = (communicator: Communicator) => {
+    if (!optimizers.has(communicator)) optimizers.set(communicator, new DistributedOptimizer(task.adam, communicator, { gradientDtype: options.gradientDtype }));
+    return optimizers.get(communicator)!;
+  };
+  const state = trainingState(task.student, task.adam);
+  const stepLosses = await lastValueFrom(
+    range(0, epochs * task.stepsPerEpoch).pipe(
+      elastic(
+        world,
+        async (communicator, globalStep) => {
+          await options.beforeStep?.(communicator, Math.floor(globalStep / task.stepsPerEpoch), globalStep % task.stepsPerEpoch);
+          const local = await task.step(optimizerOn(communicator), globalStep);
+          const { loss } = await averageMetrics(communicator, { loss: local });
+          options.onStep?.(globalStep, loss, communicator.worldSize);
+          return { globalStep, loss };
+        },
+        { commit: state.commit, restore: state.restore, ...(options.onResize !== undefined ? { onResize: options.onResize } : {}) },
+      ),
+      toArray(),
+    ),
+  );
+  task.dispose();
+  const losses: number[] = [];
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    const seen = stepLosses.filter(({ globalStep }) => Math.floor(globalStep / task.stepsPerEpoch) === epoch);
+    if (seen.length < task.stepsPerEpoch) continue;
+    const loss = seen.reduce((sum, { loss: each }) => sum + each, 0) / seen.length;
+    losses.push(loss);
+    options.onEpoch?.(epoch, loss);
+  }
+  return losses;
+}
+
+/** The task's data, student and optimizer, and one data-parallel step of it. */
+function teacherTask(options: TeacherTaskOptions) {
+  const { globalBatch = 64, samples = 1024 } = options;
+  const { inputs, labels } = teacherData(samples);
+  const student = mlp([32, 32], 1);
+  const adam = tf.train.adam(0.01);
+  const variables = student.trainableWeights.map((weight) => weight.read() as tf.Variable);
+  return {
+    student,
+    adam,
+    stepsPerEpoch: Math.floor(samples / globalBatch),
+    /**
+     * Step `globalStep` on this rank's share of its global batch (the ranks' shares differ by one
+     * sample at most): its loss scaled by its share of the batch times the world size, so that the
+     * average over the ranks is the loss of the whole batch, as is the averaged gradient. Returns
+     * this rank's scaled loss.
+     */
+    async step(optimizer: DistributedOptimizer, globalStep: number): Promise<number> {
+      const { rank, worldSize } = optimizer.communicator;
+      const first = Math.floor((rank * globalBatch) / worldSize);
+      const shard = Math.floor(((rank + 1) * globalBatch) / worldSize) - first;
+      const start = (globalStep % Math.floor(samples / globalBatch)) * globalBatch + first;
+      const weight = (shard * worldSize) / globalBatch;
+      const x = tf.slice(inputs, [start, 0], [shard, INPUTS]);
+      const y = tf.slice(labels, [start, 0], [shard, 1]);
+      const { loss } = await optimizer.minimize(() => tf.mul(tf.losses.meanSquaredError(y, student.apply(x) as tf.Tensor2D), weight) as tf.Scalar, variables);
+      tf.dispose([x, y]);
+      return loss;
+    },
+    dispose() {
+      tf.dispose([inputs, labels]);
+      student.dispose();
+    },
+  };
 }

@@ -324,8 +324,12 @@ export class LocalJob {
     for (const rank of waiting) {
       this.ended.add(rank.rank);
       (this.options.stderr ?? process.stderr).write(`rxccl launch: ${rank.label} was still waiting to be admitted when the job ended: ended\n`);
+      // Only it: the ranks may still be finishing after they left.
+      rank.signal('SIGTERM');
     }
-    this.terminate('SIGTERM');
+    setTimeout(() => {
+      for (const rank of waiting) rank.signal('SIGKILL');
+    }, this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS).unref();
   }
 
   /** The first failure: the other ranks get the grace to report their own errors, then are ended. */

@@ -8,3 +8,4 @@ export { DistributedOptimizer, type DistributedOptimizerOptions, type StepResult
 export { broadcastModel, broadcastVariables, type WeightedModel } from './broadcast-weights.js';
 export { averageMetrics } from './average-metrics.js';
 export { GRADIENT_DTYPES, type GradientDtype } from './gradient-dtype.js';
+export { type SavedTensor, type TrainingSnapshot, type TrainingState, trainingState } from './training-state.js';

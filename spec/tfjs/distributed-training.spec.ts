@@ -4,21 +4,25 @@
  * only the order of the gradient sums differs), in one process and as separate processes; one
  * fused all-reduce per step for a model of 50+ tensors; `accumulate` (no_sync) steps as the whole
  * batch would; f16/bf16 gradients within their rounding; weights broadcast from a root; metrics
- * averaged; refusals typed and before anything is sent. Backend: cpu.
+ * averaged; refusals typed and before anything is sent; elastic training (#48 item 2) that loses a
+ * rank, takes a replacement and ends with the uninterrupted loss, as separate processes, and gives
+ * the 1-rank loss on 3 ranks' uneven shares. Backend: cpu.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import * as tfl from '@tensorflow/tfjs-layers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { trainTeacherTask } from '../../examples/tfjs/teacher-task.js';
+import { trainTeacherTask, trainTeacherTaskElastically } from '../../examples/tfjs/teacher-task.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { averageMetrics, broadcastModel, broadcastVariables, DistributedOptimizer } from '../../lib/tfjs/index.js';
 import { runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { disposeGrowableJobs, startGrowableJob } from '../helpers/growable-job.js';
 import { rejection, startJob, type TestJob } from '../helpers/job.js';
 
 const jobs: TestJob[] = [];
 afterEach(async () => {
   await Promise.all(jobs.splice(0).map((job) => job.dispose()));
+  await disposeGrowableJobs();
 });
 
 async function ranks(worldSize: number): Promise<RankSession[]> {
@@ -53,6 +57,31 @@ describe('DistributedOptimizer on the teacher task', () => {
     expect(job.stdout.match(/\[rank 0\] epoch \d loss /g)).toHaveLength(5);
     const final = Number(/\[rank 0\] final loss (\S+)/.exec(job.stdout)?.[1]);
     expect(relative(final, reference)).toBeLessThan(1e-4);
+  }, 120_000);
+
+  it('elastic (#48 item 2): rank 3 of 4 killed at epoch 2 under --keep-going --replace 1; 3 go on, the replacement joins, and the final loss is the uninterrupted one within 1e-3', async () => {
+    const [single] = await ranks(1);
+    const reference = (await trainTeacherTask(single!)).at(-1)!;
+    const job = await runRxccl([
+      'launch', '--keep-going', '--replace', '1', '-n', '4', '--',
+      ...tsNode('examples/tfjs-train.ts', '--elastic', '--kill-rank', '3', '--kill-epoch', '2', '--min-ranks', '4'),
+    ]);
+    expect(job.code, job.stderr).toBe(0);
+    expect(job.stderr).toContain('rxccl launch: started replacement 1 for rank 3');
+    expect(job.stdout).toMatch(/\[rank 0\] rank 3 lost: 3 ranks from \d+/);
+    expect(job.stdout).toMatch(/\[rank 0\] ranks \[3\] joined: 4 ranks from \d+/);
+    expect(job.stdout.match(/\[rank 0\] epoch \d loss /g)).toHaveLength(5);
+    const final = Number(/\[rank 0\] final loss (\S+)/.exec(job.stdout)?.[1]);
+    expect(relative(final, reference)).toBeLessThan(1e-3);
+  }, 120_000);
+
+  it('elastic in one process: the loss does not depend on the world size, shares of the batch uneven included', async () => {
+    const [single] = await ranks(1);
+    const reference = (await trainTeacherTask(single!, { epochs: 2 })).at(-1)!;
+    const growable = await startGrowableJob(3, 'tcp_peer');
+    const sessions = await Promise.all([0, 1, 2].map((rank) => growable.openRank(rank)));
+    const results = await Promise.all(sessions.map((session) => trainTeacherTaskElastically(session, { epochs: 2 })));
+    for (const losses of results) expect(relative(losses.at(-1)!, reference)).toBeLessThan(1e-4);
   }, 120_000);
 
   it('trains with f16 and bf16 gradients to within their rounding of f32', async () => {

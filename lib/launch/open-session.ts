@@ -7,6 +7,7 @@ import { reportUncaughtRxcclErrors } from './uncaught-rxccl-error.js';
 import { flightRecordingFromEnvironment, recordFlight } from '../session/flight-recording.js';
 import { RankSession } from '../session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
+import { processSettings } from '../settings/read-settings.js';
 
 /** The options that say which job a rank belongs to; the environment supplies any left out. */
 const JOB_OPTIONS = ['coordinator', 'uniqueId', 'rank', 'worldSize'] as const;
@@ -27,7 +28,7 @@ export async function openSession(options?: Partial<SessionOptions>): Promise<Ra
   reportUncaughtRxcclErrors();
   warnUnknownVariables(process.env);
   const chosen = await chooseOptions(options);
-  const recording = flightRecordingFromEnvironment(process.env);
+  const recording = flightRecordingFromEnvironment(processSettings());
   // Asked for a record while still joining (the launcher passes SIGUSR1 on to every rank): say
   // where it waits, rather than let Node.js open its inspector on a rank that wants a record.
   const joining = () => debugLog.warn(`rank ${chosen.rank}: SIGUSR1 while joining job at ${chosen.coordinator}: no session yet, so no flight record`);

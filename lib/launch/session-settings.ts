@@ -1,12 +1,12 @@
 import { ConfigurationError } from '../errors.js';
-import { type Setting, settingsOf } from '../settings/read-settings.js';
+import type { Setting } from '../settings/read-settings.js';
 import type { DiscoveredJob, EnvironmentReader } from './job-environment.js';
 
 export type SessionSettings = Pick<DiscoveredJob, 'rails' | 'transport' | 'timeoutMs' | 'collectiveTimeoutMs' | 'heartbeatTimeoutMs'>;
 
 /** The `GX1_*` settings that apply under every launcher (`rxccl launch` sets the first two), from the settings of the reader's environment. */
 export function sessionSettings(reader: EnvironmentReader): SessionSettings {
-  const settings = settingsOf(reader.env);
+  const { settings } = reader;
   return {
     rails: settings.GX1_P2P_RAILS.value,
     transport: settings.GX1_COLLECTIVE_TRANSPORT.value,

@@ -370,6 +370,11 @@ export const VARIABLES: readonly { readonly variable: VariableName; readonly spe
   Object.entries(row.variables).map(([variable, spec]) => ({ variable: variable as VariableName, spec, row })),
 );
 
+/** Whether `name` is a variable of the table. */
+export function isVariableName(name: string): name is VariableName {
+  return VARIABLES.some(({ variable }) => variable === name);
+}
+
 /** README.md's table of `group`'s variables: variable, option, type, default, meaning. */
 export function settingsMarkdown(group: SettingRow['group']): string {
   const rows = (SETTINGS as readonly SettingRow[])

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readAutotuneProfile } from '../../lib/collectives/autotune-profile.js';
+import { doctorReport } from '../../lib/cli/doctor-report.js';
 import { resolveTuning } from '../../lib/collectives/tuning.js';
 import { DebugLog } from '../../lib/diagnostics/debug-log.js';
 import { ConfigurationError, readSetting } from '../../lib/errors.js';
@@ -126,6 +127,20 @@ describe('readSettings', () => {
       // Settings pass through; another environment is read afresh.
       expect(settingsOf(first)).toBe(first);
       expect(settingsOf({ [name]: '12345' })[name].value).toBe(12345);
+    } finally {
+      if (before === undefined) delete process.env[name];
+      else process.env[name] = before;
+    }
+  });
+
+  it('rxccl doctor shows the settings this process read, with their source, not a second reading', async () => {
+    const name: VariableName = 'GX1_RING_CHANNELS';
+    const before = process.env[name];
+    const read = processSettings()[name];
+    try {
+      process.env[name] = '3';
+      const shown = (await doctorReport()).settings.find((setting) => setting.variable === name);
+      expect(shown).toEqual({ variable: name, value: read.source === 'environment' ? read.text!.trim() : null, source: read.source, options: ['ringChannels'] });
     } finally {
       if (before === undefined) delete process.env[name];
       else process.env[name] = before;

@@ -53,7 +53,7 @@ export const coordinatorCommand = defineCommand(
       ...(values['collective-timeout'] !== undefined ? { collectiveTimeoutMs: values['collective-timeout'] } : {}),
       ...(values['heartbeat-timeout'] !== undefined ? { heartbeatTimeoutMs: values['heartbeat-timeout'] } : {}),
       busyWindow: coordinatorBusyWindow(settings),
-    });
+    }, settings);
     // Listening on every interface: the ranks reach it by this machine's name.
     const reachable = { host: WILDCARD.has(coordinator.address.host) ? hostname() : coordinator.address.host, port: coordinator.address.port };
     const line = [

@@ -35,7 +35,7 @@ export async function sessionOptionsFromEnvironment(env: Environment): Promise<S
     ...(secret !== null ? { secret } : {}),
     ...(tls !== null ? { tls: { cert: tls.cert, key: tls.key, ...(tls.ca !== null ? { ca: tls.ca } : {}) } } : {}),
   };
-  if (job.hostCoordinator !== null && job.rank === 0) return hostCoordinator(job, job.hostCoordinator.bind, options, env);
+  if (job.hostCoordinator !== null && job.rank === 0) return hostCoordinator(job, job.hostCoordinator.bind, options, settings);
   await waitUntilResolvable(job.coordinator.host, job.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS);
   return options;
 }

@@ -21,6 +21,8 @@ const LAYERS = [
   ['transport', '^lib/transport/'],
   ['kernels', '^lib/kernels/'],
   ['topology', '^lib/topology/'],
+  // The settings table and the settings object every layer above receives (its parsers: those below, and its own).
+  ['settings', '^lib/settings/'],
   ['coordinator', '^lib/coordinator/'],
   ['collectives', '^lib/collectives/'],
   // Communicators: a session's view of the job's links, and the leader that coordinates them.

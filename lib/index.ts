@@ -78,4 +78,5 @@ export {
 export type { CollectivePlan } from './collectives/plan.js';
 export { scheduleReduce, reduceSlices, scheduleAccumulate, scheduleDivide, validateReduction, kernelBackend } from './kernels/index.js';
 export { discoverJob } from './launch/discover-job.js';
+export { readSettings, type Setting, type Settings } from './settings/read-settings.js';
 export type { DiscoveredJob } from './launch/job-environment.js';

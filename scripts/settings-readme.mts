@@ -1,14 +1,14 @@
 /**
  * Writes README.md's two tables of `GX1_*` variables from the settings table
- * (lib/launch/settings-table.ts), between their markers:
+ * (lib/settings/settings-table.ts), between their markers:
  *
  *   npx tsx scripts/settings-readme.mts
  *
- * spec/launch/settings-table.spec.ts fails where README.md differs from what this writes.
+ * spec/settings/settings-table.spec.ts fails where README.md differs from what this writes.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { readmeWithSettings } from '../lib/launch/settings-table.js';
+import { readmeWithSettings } from '../lib/settings/settings-table.js';
 
 const readme = fileURLToPath(new URL('../README.md', import.meta.url));
 writeFileSync(readme, readmeWithSettings(readFileSync(readme, 'utf8')));

@@ -1,6 +1,7 @@
 import { constants, hostname } from 'node:os';
 import { Coordinator } from '../coordinator/coordinator.js';
 import { failureText } from '../errors.js';
+import { processSettings } from '../settings/read-settings.js';
 import { coordinatorBusyWindow } from '../launch/coordinator-busy-window.js';
 import { hostPort } from '../launch/job-environment.js';
 import { UniqueId } from '../protocol/unique-id.js';
@@ -37,8 +38,9 @@ export const coordinatorCommand = defineCommand(
   },
   async (values) => {
     const bind = parseBind(values.bind ?? '0.0.0.0:0');
-    const secretFile = values['secret-file'] ?? process.env.GX1_SECRET_FILE;
-    const given = resolveSecret(undefined, { GX1_SECRET: process.env.GX1_SECRET, GX1_SECRET_FILE: secretFile });
+    const settings = processSettings();
+    const secretFile = values['secret-file'] ?? settings.GX1_SECRET_FILE.text;
+    const given = resolveSecret(undefined, { inline: settings.GX1_SECRET.text, file: secretFile });
     const secret = given ?? new Uint8Array(Buffer.from(generateSecret(), 'utf8'));
     const coordinator = await Coordinator.listen({
       secret,
@@ -50,8 +52,8 @@ export const coordinatorCommand = defineCommand(
       ...(values.transport !== undefined ? { transport: parseTransport(values.transport, '--transport') } : {}),
       ...(values['collective-timeout'] !== undefined ? { collectiveTimeoutMs: values['collective-timeout'] } : {}),
       ...(values['heartbeat-timeout'] !== undefined ? { heartbeatTimeoutMs: values['heartbeat-timeout'] } : {}),
-      busyWindow: coordinatorBusyWindow(process.env),
-    });
+      busyWindow: coordinatorBusyWindow(settings),
+    }, settings);
     // Listening on every interface: the ranks reach it by this machine's name.
     const reachable = { host: WILDCARD.has(coordinator.address.host) ? hostname() : coordinator.address.host, port: coordinator.address.port };
     const line = [
@@ -59,7 +61,7 @@ export const coordinatorCommand = defineCommand(
       `GX1_UNIQUE_ID=${coordinator.uniqueId.toHex()}`,
       `GX1_WORLD_SIZE=${coordinator.worldSize}`,
       // A secret from a file is named by its path; one generated or given inline travels as is.
-      given !== null && process.env.GX1_SECRET === undefined ? `GX1_SECRET_FILE=${secretFile}` : `GX1_SECRET=${Buffer.from(secret).toString('utf8')}`,
+      given !== null && settings.GX1_SECRET.text === undefined ? `GX1_SECRET_FILE=${secretFile}` : `GX1_SECRET=${Buffer.from(secret).toString('utf8')}`,
       // Ranks must match these too; the defaults need not be spelled out.
       ...(coordinator.rails !== 1 ? [`GX1_P2P_RAILS=${coordinator.rails}`] : []),
       ...(coordinator.transport !== DEFAULT_TRANSPORT ? [`GX1_COLLECTIVE_TRANSPORT=${coordinator.transport}`] : []),

@@ -12,16 +12,18 @@ import { discoverJob, hasJobVariables } from '../launch/discover-job.js';
 import { type DiscoveredJob, type Environment, hostPort } from '../launch/job-environment.js';
 import { unknownVariables } from '../launch/known-variables.js';
 import { LOCAL_COORDINATOR_HOST } from '../launch/local-job.js';
-import { effectiveSettings } from '../launch/settings-table.js';
 import { shownVariables } from '../launch/shown-variables.js';
-import { type DataPlaneSetting, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from '../session/data-plane-setting.js';
+import { resolveDataPlane } from '../session/data-plane-setting.js';
+import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-settings.js';
+import { effectiveSettings, type Settings, settingsOf } from '../settings/read-settings.js';
+import { peerEndpointVariables, tlsVariables } from '../settings/setting-parts.js';
 import { parseHostPort } from '../session/session-options.js';
 import { singleCopyVerdict } from '../session/single-copy-verdict.js';
 import { parseRailOrder } from '../topology/link-tuning.js';
 import { interfaceHolding, localAddressToward } from '../transport/local-route.js';
 import { formatEndpoint, peerEndpointConfigurationFromEnvironment } from '../transport/peer-endpoint-config.js';
 import { resolveTls } from '../transport/tls-settings.js';
-import { chooseTransport, type CollectiveTransport, parseRails } from '../transport/transport-kind.js';
+import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { packageVersion } from './package-version.js';
 
 export interface DoctorReport {
@@ -77,7 +79,7 @@ export interface DoctorReport {
   /** The GX1_* and RXCCL_* variables of this process, secrets masked. */
   readonly environment: Readonly<Record<string, string>>;
   /**
-   * Every GX1_* variable of the settings table (lib/launch/settings-table.ts) with its effective
+   * Every GX1_* variable of the settings table (lib/settings/settings-table.ts) with its effective
    * value and where it came from: this environment (secrets masked), or the default (value null;
    * README.md's tables give it). A job's options win over both (`options`: the ones that would).
    */
@@ -87,8 +89,9 @@ export interface DoctorReport {
   readonly problems: readonly string[];
 }
 
-/** Finds every fact of the report for a process with environment `env`. */
+/** Finds every fact of the report for a process with environment `env` (its settings read once: this process's, or those of `env`). */
 export async function doctorReport(env: Environment = process.env, addon: AddonFacts = addonFacts()): Promise<DoctorReport> {
+  const settings = settingsOf(env);
   const problems: string[] = [];
   /** `read()`, or `fallback` after noting its configuration error. */
   const attempt = <T>(read: () => T, fallback: T): T => {
@@ -99,21 +102,22 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
       return fallback;
     }
   };
-  const dataPlane = dataPlaneFacts(env, addon, attempt);
-  const singleCopySetting = attempt(() => resolveSingleCopy(undefined, env.GX1_SINGLE_COPY), null);
+  const dataPlane = dataPlaneFacts(settings, addon, attempt);
+  const singleCopySetting = attempt(() => settings.GX1_SINGLE_COPY.value, null);
   const linux = { yamaPtraceScope: yamaPtraceScope(), seccomp: seccompMode() };
   const verdict =
     singleCopySetting === null
       ? { allowed: false, reason: 'GX1_SINGLE_COPY cannot be used (see problems)' }
       : singleCopyVerdict({ platform: process.platform, dataPlaneAbsent: dataPlane.native ? null : dataPlane.reason, setting: singleCopySetting, ...linux, refusal: addon.singleCopyRefusal });
   const job = hasJobVariables(env) ? attempt<DiscoveredJob | null>(() => discoverJob(env), null) : null;
-  const route = await routeToward(job?.coordinator ?? coordinatorNamed(env));
-  const rails = job?.rails ?? attempt(() => parseRails(env.GX1_P2P_RAILS), null);
-  const railOrder = rails === null ? null : env.GX1_RAIL_ORDER === undefined ? 'auto' : attempt(() => parseRailOrder(rails, env.GX1_RAIL_ORDER!), null);
+  const route = await routeToward(job?.coordinator ?? coordinatorNamed(settings));
+  const rails = job?.rails ?? attempt(() => settings.GX1_P2P_RAILS.value, null);
+  const railOrderText = settings.GX1_RAIL_ORDER.text;
+  const railOrder = rails === null ? null : railOrderText === undefined ? 'auto' : attempt(() => parseRailOrder(rails, railOrderText), null);
   const endpoints =
     rails === null
       ? null
-      : attempt(() => peerEndpointConfigurationFromEnvironment({ env, rails, jobInterface: route.address ?? LOCAL_COORDINATOR_HOST }), null);
+      : attempt(() => peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(settings), rails, jobInterface: route.address ?? LOCAL_COORDINATOR_HOST }), null);
   const processors = cpus();
   return {
     rxccl: { version: packageVersion(), root: packageRoot() },
@@ -139,14 +143,14 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
               hostsCoordinator: job.hostCoordinator !== null,
             },
       route,
-      transport: job?.transport ?? attempt(() => chooseTransport(undefined, env), null),
+      transport: job?.transport ?? attempt(() => settings.GX1_COLLECTIVE_TRANSPORT.value, null),
       rails,
       railOrder: railOrder === null || railOrder === 'auto' ? railOrder : railOrder.join(','),
       listen: endpoints?.listenAddresses.map(formatEndpoint) ?? [],
       advertise: endpoints?.advertiseAddresses ?? [],
     },
     environment: shownVariables(env),
-    settings: effectiveSettings(env).map((setting) => ({
+    settings: effectiveSettings(settings).map((setting) => ({
       ...setting,
       value: setting.value === null ? null : shownVariables({ [setting.variable]: setting.value })[setting.variable]!,
     })),
@@ -156,14 +160,14 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
 }
 
 /** Whether a rank here would offer the native data plane, and why (not). */
-function dataPlaneFacts(env: Environment, addon: AddonFacts, attempt: <T>(read: () => T, fallback: T) => T): DoctorReport['dataPlane'] {
-  const tls = attempt(() => resolveTls(undefined, env) !== null, false);
-  const setting = attempt(() => resolveDataPlane(undefined, env.GX1_DATA_PLANE, tls, () => addon.dataPlane), null);
+function dataPlaneFacts(settings: Settings, addon: AddonFacts, attempt: <T>(read: () => T, fallback: T) => T): DoctorReport['dataPlane'] {
+  const tls = attempt(() => resolveTls(undefined, tlsVariables(settings)) !== null, false);
+  const setting = attempt(() => resolveDataPlane(undefined, settings.GX1_DATA_PLANE, tls, () => addon.dataPlane), null);
   if (setting === null) return { native: false, setting, reason: 'GX1_DATA_PLANE cannot be used here (see problems)' };
   if (setting === 'native') return { native: true, setting, reason: 'asked for (GX1_DATA_PLANE=native): every rank must offer it' };
   if (setting === 'auto') return { native: true, setting, reason: 'offered: the job runs it where every rank offers it' };
   const reason =
-    env.GX1_DATA_PLANE?.trim() === 'js'
+    settings.GX1_DATA_PLANE.value === 'js'
       ? 'GX1_DATA_PLANE=js'
       : tls
         ? 'TLS is set (GX1_TLS_*): the data links would carry the data in the clear'
@@ -178,8 +182,8 @@ function dataPlaneFacts(env: Environment, addon: AddonFacts, attempt: <T>(read: 
  * doctor` asks how this host reaches it), else `rxccl launch`'s on loopback. Only the host counts:
  * any port shows the route.
  */
-function coordinatorNamed(env: Environment): { host: string; port: number } {
-  const named = env.GX1_COORDINATOR?.trim() || undefined;
+function coordinatorNamed(settings: Settings): { host: string; port: number } {
+  const named = settings.GX1_COORDINATOR.text?.trim() || undefined;
   if (named !== undefined) {
     try {
       return parseHostPort(named, 'GX1_COORDINATOR');
@@ -187,7 +191,7 @@ function coordinatorNamed(env: Environment): { host: string; port: number } {
       // Named among the problems where the job is read.
     }
   }
-  return { host: env.GX1_COORDINATOR_HOST?.trim() || LOCAL_COORDINATOR_HOST, port: DISCARD_PORT };
+  return { host: settings.GX1_COORDINATOR_HOST.text?.trim() || LOCAL_COORDINATOR_HOST, port: DISCARD_PORT };
 }
 
 /** The port a route is asked toward where none is known (UDP's discard; nothing is sent). */

@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { type JobOutcome, LocalJob, type LocalJobOptions } from '../launch/local-job.js';
+import { settingsOf } from '../settings/read-settings.js';
 
 const FORWARDED: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
@@ -28,6 +29,6 @@ export async function runLocalJob(command: string, options: LocalJobOptions): Pr
  * says what to set rather than pass it on.
  */
 function recordOnSignal(command: string, job: LocalJob, env: NodeJS.ProcessEnv): () => void {
-  if (env.GX1_FLIGHT_RECORDER?.trim()) return () => job.forward('SIGUSR1');
+  if (settingsOf(env).GX1_FLIGHT_RECORDER.value !== undefined) return () => job.forward('SIGUSR1');
   return () => process.stderr.write(`rxccl ${command}: SIGUSR1 not passed on: the ranks keep no flight record (set GX1_FLIGHT_RECORDER=DIR, then rxccl trace merge DIR)\n`);
 }

@@ -4,7 +4,8 @@ import { type ProfileOperation, buildAutotuneProfile, type TuneChoice } from '..
 import { decideAlgorithm, formatDecision } from '../collectives/tune-decision.js';
 import { resolveTuning } from '../collectives/tuning.js';
 import { ConfigurationError } from '../errors.js';
-import { parseRails, parseTransport } from '../transport/transport-kind.js';
+import { parseTransport } from '../transport/transport-kind.js';
+import { processSettings } from '../settings/read-settings.js';
 import type { BenchResult } from './bench-options.js';
 import { endWhenReaderIsGone } from './bench-command.js';
 import { defineCommand } from './command.js';
@@ -67,12 +68,14 @@ export const tuneCommand = defineCommand(
     // Absolute, as printed: the ranks of a later job may run elsewhere than this shell.
     const output = resolve(values.output ?? 'rxccl-autotune.json');
     // The job's tuning, as its ranks will read it: a bad variable fails here, before any measuring.
-    const { ringChannels } = resolveTuning({}, worldSize, process.env, parseRails(process.env.GX1_P2P_RAILS));
+    const settings = processSettings();
+    const { ringChannels } = resolveTuning({}, worldSize, settings, settings.GX1_P2P_RAILS.value);
     const bench = await loadBench();
-    // Each policy's job reads its choice from the environment; a profile already set would steer `auto` itself.
-    const saved = { algorithm: process.env.GX1_COLLECTIVE_ALGORITHM, profile: process.env.GX1_COLLECTIVE_AUTOTUNE_PROFILE };
+    // Each policy's job (its ranks, children of this process) reads its choice from the environment
+    // they inherit, set here; a profile already set would steer `auto` itself.
+    const saved = { algorithm: settings.GX1_COLLECTIVE_ALGORITHM.text, profile: settings.GX1_COLLECTIVE_AUTOTUNE_PROFILE.text };
     delete process.env.GX1_COLLECTIVE_AUTOTUNE_PROFILE;
-    const policies = POLICIES.filter((policy) => policy !== 'hierarchical' || process.env.GX1_TOPOLOGY_GROUPS !== undefined);
+    const policies = POLICIES.filter((policy) => policy !== 'hierarchical' || settings.GX1_TOPOLOGY_GROUPS.text !== undefined);
     const bar = process.stderr.isTTY ? progressBar((text) => process.stderr.write(text)) : null;
     const cellsPerRun = ops.length * sizes.length;
     const runs = samples * policies.length;
@@ -82,8 +85,8 @@ export const tuneCommand = defineCommand(
     };
     const results: { policy: string; result: BenchResult }[] = [];
     // Probed links are measured anew by every run: the first run's links (and groups) are every later run's, declared.
-    const probed = process.env.GX1_TOPOLOGY_LINKS?.trim().toLowerCase() === 'probe';
-    const pinned = { links: process.env.GX1_TOPOLOGY_LINKS, groups: process.env.GX1_TOPOLOGY_GROUPS };
+    const probed = settings.GX1_TOPOLOGY_LINKS.text?.trim().toLowerCase() === 'probe';
+    const pinned = { links: settings.GX1_TOPOLOGY_LINKS.text, groups: settings.GX1_TOPOLOGY_GROUPS.text };
     let detectedLinks: string | null = null;
     say(`# tune: ${worldSize} ranks, ${ops.join(', ')} at ${sizes.map(sizeName).join(', ')}; policies ${policies.join(', ')}, ${samples} samples each: ${runs} runs`);
     process.stdout.on('error', endWhenReaderIsGone);
@@ -114,7 +117,7 @@ export const tuneCommand = defineCommand(
           if (probed && run === 0) {
             detectedLinks = typeof result.meta.topologyLinks === 'string' ? result.meta.topologyLinks : null;
             if (detectedLinks !== null) process.env.GX1_TOPOLOGY_LINKS = detectedLinks;
-            if (typeof result.meta.groups === 'string' && process.env.GX1_TOPOLOGY_GROUPS !== undefined) process.env.GX1_TOPOLOGY_GROUPS = result.meta.groups;
+            if (typeof result.meta.groups === 'string' && pinned.groups !== undefined) process.env.GX1_TOPOLOGY_GROUPS = result.meta.groups;
           }
         }
       }

@@ -1,9 +1,8 @@
 import { ConfigurationError, readSetting } from '../errors.js';
 import { CollectiveTopology, type TopologyAggregateLink, type TopologyRailLink } from '../topology/collective-topology.js';
 import { parsePositive } from '../topology/environment-values.js';
+import { type Environment, type Setting, type Settings, settingsOf } from '../settings/read-settings.js';
 import {
-  DEFAULT_DIRECT_BANDWIDTH_MBPS,
-  DEFAULT_DIRECT_LATENCY_NS,
   parseAggregateLinks,
   parseRailLinks,
   parseRailOrder,
@@ -99,76 +98,56 @@ function checkHierarchyHasGroups(algorithm: AlgorithmPolicy, groups: TopologyGro
   }
 }
 
-type Environment = Readonly<Record<string, string | undefined>>;
-
-/** The option where given, else its variable where set: the value, and the name its refusals carry. */
-function given<T>(option: T | undefined, optionName: string, env: Environment, variable: string): { readonly value: T | string; readonly name: string } | undefined {
+/**
+ * The option where given, else its variable's text where set (a variable whose check needs the
+ * world size or the rails, parsed here): the value, and the name its refusals carry.
+ */
+function given<T>(option: T | undefined, optionName: string, variable: Setting<string | undefined>): { readonly value: T | string; readonly name: string } | undefined {
   if (option !== undefined) return { value: option, name: optionName };
-  const value = env[variable];
-  return value === undefined ? undefined : { value, name: variable };
+  return variable.text === undefined ? undefined : { value: variable.text, name: variable.variable };
 }
 
-/**
- * A number the option gives (as its text), else its variable, else `fallback`; both read by
- * `parse` as the reference reads the variable, each named in its errors.
- */
-function setting(
-  option: { readonly name: string; readonly value: number | undefined },
-  variable: { readonly name: string; readonly value: string | undefined },
-  parse: (name: string, text: string) => number,
-  fallback: number,
-): number {
-  if (option.value !== undefined) return parse(option.name, String(option.value));
-  return variable.value === undefined ? fallback : parse(variable.name, variable.value);
+/** A number the option gives, read by `parse` as the reference reads the variable (naming the option), else the variable's value. */
+function numberSetting(option: number | undefined, optionName: string, parse: (name: string, text: string) => number, variable: Setting<number>): number {
+  return option !== undefined ? parse(optionName, String(option)) : variable.value;
 }
 
 /**
  * Resolves the tuning of one rank of a job with `rails` point-to-point rails from its options, else
- * its environment. Every refusal names the option or variable it read (`readSetting`), also where
- * the check is shared (`topology rank 2 is outside world size 2`).
+ * its settings (`env`: settings, or an environment read into them). Every refusal names the option
+ * or variable it read (`readSetting`), also where the check is shared (`topology rank 2 is outside
+ * world size 2`).
  */
-export function resolveTuning(options: TuningOptions, worldSize: number, env: Environment, rails = 1): CollectiveTuning {
-  const algorithm =
-    options.algorithm !== undefined
-      ? parseAlgorithmPolicy(String(options.algorithm), 'algorithm')
-      : parseAlgorithmPolicy(env.GX1_COLLECTIVE_ALGORITHM ?? 'auto');
+export function resolveTuning(options: TuningOptions, worldSize: number, env: Settings | Environment, rails = 1): CollectiveTuning {
+  const settings = settingsOf(env);
+  const algorithm = options.algorithm !== undefined ? parseAlgorithmPolicy(String(options.algorithm), 'algorithm') : settings.GX1_COLLECTIVE_ALGORITHM.value;
   const ringThresholdBytes =
     options.ringThresholdBytes !== undefined
       ? parseByteCount('ringThresholdBytes', String(options.ringThresholdBytes))
-      : env.GX1_RING_THRESHOLD_BYTES !== undefined
-        ? parseByteCount('GX1_RING_THRESHOLD_BYTES', env.GX1_RING_THRESHOLD_BYTES)
-        : DEFAULT_RING_THRESHOLD_BYTES;
-  const order = given(options.ringOrder, 'ringOrder', env, 'GX1_RING_ORDER');
+      : (settings.GX1_RING_THRESHOLD_BYTES.value ?? DEFAULT_RING_THRESHOLD_BYTES);
+  const order = given(options.ringOrder, 'ringOrder', settings.GX1_RING_ORDER);
   const ringOrder =
     order === undefined ? null : readSetting(order.name, () => (typeof order.value === 'string' ? parseRingOrder(worldSize, order.value) : validateRingOrder(worldSize, order.value)));
-  const channels = given(options.ringChannels, 'ringChannels', env, 'GX1_RING_CHANNELS');
   const ringChannels =
-    channels === undefined
-      ? 1
-      : readSetting(channels.name, () => validateRingChannels(typeof channels.value === 'number' ? channels.value : parseByteCount(channels.name, channels.value)));
-  const links = given(options.topologyLinks, 'topologyLinks', env, 'GX1_TOPOLOGY_LINKS');
+    options.ringChannels !== undefined ? readSetting('ringChannels', () => validateRingChannels(options.ringChannels!)) : settings.GX1_RING_CHANNELS.value;
+  const links = given(options.topologyLinks, 'topologyLinks', settings.GX1_TOPOLOGY_LINKS);
   const declared =
     links === undefined ? null : links.value.trim().toLowerCase() === 'probe' ? 'probe' : readSetting(links.name, () => parseTopologyLinks(worldSize, links.value));
-  const railLinksGiven = given(options.topologyRailLinks, 'topologyRailLinks', env, 'GX1_TOPOLOGY_RAIL_LINKS');
+  const railLinksGiven = given(options.topologyRailLinks, 'topologyRailLinks', settings.GX1_TOPOLOGY_RAIL_LINKS);
   const railLinks = railLinksGiven === undefined ? [] : readSetting(railLinksGiven.name, () => parseRailLinks(worldSize, rails, railLinksGiven.value));
-  const aggregateLinksGiven = given(options.topologyAggregateLinks, 'topologyAggregateLinks', env, 'GX1_TOPOLOGY_AGGREGATE_LINKS');
+  const aggregateLinksGiven = given(options.topologyAggregateLinks, 'topologyAggregateLinks', settings.GX1_TOPOLOGY_AGGREGATE_LINKS);
   const aggregateLinks = aggregateLinksGiven === undefined ? [] : readSetting(aggregateLinksGiven.name, () => parseAggregateLinks(worldSize, aggregateLinksGiven.value));
   // Rail or aggregate links alone go on the reference's uniform links, as there.
   const base = declared === null && (railLinks.length > 0 || aggregateLinks.length > 0) ? CollectiveTopology.uniform(worldSize) : declared;
   const topology = base instanceof CollectiveTopology ? base.withRailLinks(rails, railLinks, aggregateLinks) : base;
-  const railOrderGiven = given(options.railOrder, 'railOrder', env, 'GX1_RAIL_ORDER');
+  const railOrderGiven = given(options.railOrder, 'railOrder', settings.GX1_RAIL_ORDER);
   const railOrder =
     railOrderGiven === undefined
       ? 'auto'
       : readSetting(railOrderGiven.name, () => (typeof railOrderGiven.value === 'string' ? parseRailOrder(rails, railOrderGiven.value) : validateRailOrder(rails, railOrderGiven.value)));
-  const directBandwidthMbps = setting(
-    { name: 'directBandwidthMbps', value: options.directBandwidthMbps },
-    { name: 'GX1_DIRECT_BANDWIDTH_MBPS', value: env.GX1_DIRECT_BANDWIDTH_MBPS },
-    parsePositive,
-    DEFAULT_DIRECT_BANDWIDTH_MBPS,
-  );
-  const directLatencyNs = setting({ name: 'directLatencyNs', value: options.directLatencyNs }, { name: 'GX1_DIRECT_LATENCY_NS', value: env.GX1_DIRECT_LATENCY_NS }, parseByteCount, DEFAULT_DIRECT_LATENCY_NS);
-  const groupsGiven = given(options.topologyGroups, 'topologyGroups', env, 'GX1_TOPOLOGY_GROUPS');
+  const directBandwidthMbps = numberSetting(options.directBandwidthMbps, 'directBandwidthMbps', parsePositive, settings.GX1_DIRECT_BANDWIDTH_MBPS);
+  const directLatencyNs = numberSetting(options.directLatencyNs, 'directLatencyNs', parseByteCount, settings.GX1_DIRECT_LATENCY_NS);
+  const groupsGiven = given(options.topologyGroups, 'topologyGroups', settings.GX1_TOPOLOGY_GROUPS);
   const groups =
     groupsGiven === undefined
       ? null
@@ -180,18 +159,13 @@ export function resolveTuning(options: TuningOptions, worldSize: number, env: En
   const groupPayloadBytes =
     groups !== 'auto'
       ? DEFAULT_GROUP_PAYLOAD_BYTES
-      : setting(
-          { name: 'groupPayloadBytes', value: options.groupPayloadBytes },
-          { name: 'GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES', value: env.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES },
-          parsePositive,
-          DEFAULT_GROUP_PAYLOAD_BYTES,
-        );
+      : numberSetting(options.groupPayloadBytes, 'groupPayloadBytes', parsePositive, settings.GX1_TOPOLOGY_GROUP_PAYLOAD_BYTES);
   // Inferred now from declared links; from the hosts or probed links when the session opens.
   const inferred =
     groups === 'auto' && topology instanceof CollectiveTopology
       ? readSetting(groupsGiven!.name, () => autoGroups(topology, groupPayloadBytes, { ringChannels, directBandwidthMbps, directLatencyNs }))
       : groups;
-  const profile = given(options.autotuneProfile, 'autotuneProfile', env, 'GX1_COLLECTIVE_AUTOTUNE_PROFILE');
+  const profile = given(options.autotuneProfile, 'autotuneProfile', settings.GX1_COLLECTIVE_AUTOTUNE_PROFILE);
   return {
     algorithm,
     ringThresholdBytes,

@@ -17,7 +17,6 @@ import {
   chooseTransport,
   type CollectiveTransport,
   MAX_TIMER_DELAY_MS,
-  parseRails,
   validateRails,
   validateTimeout,
   validateWorldSize,
@@ -34,6 +33,8 @@ import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/h
 import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
+import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
+import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
 import { admitJoiner, WaitingJoiners } from './waiting-joiners.js';
 
@@ -257,20 +258,22 @@ export class Coordinator {
   }
 
   /**
-   * Binds and starts the rendezvous. What the options leave out comes from `GX1_P2P_RAILS` and
-   * `GX1_COLLECTIVE_TRANSPORT` (`env`, default the process environment), as the ranks read them.
+   * Binds and starts the rendezvous. What the options leave out comes from `GX1_P2P_RAILS`,
+   * `GX1_COLLECTIVE_TRANSPORT`, the secret, TLS and `GX1_FAULT_TOLERANT` settings (`env`: settings,
+   * or an environment read into them; default this process's, read once), as the ranks read them.
    * @example
    * const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 29500, uniqueId, worldSize: 4, secret });
    * await coordinator.done; // every rank joined, worked and left
    */
-  static async listen(options: CoordinatorOptions, env: Readonly<Record<string, string | undefined>> = process.env): Promise<Coordinator> {
+  static async listen(options: CoordinatorOptions, env: Settings | Environment = process.env): Promise<Coordinator> {
+    const settings = settingsOf(env);
     const port = options.port ?? 0;
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigurationError(`coordinator port ${String(port)} is outside 0..65535`);
     const resolved = {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
-      rails: options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : parseRails(env.GX1_P2P_RAILS),
-      transport: chooseTransport(options.transport, env),
+      rails: options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value,
+      transport: chooseTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT),
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),
@@ -281,11 +284,11 @@ export class Coordinator {
       rendezvousTimeoutMs: validateTimeout(options.rendezvousTimeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS, 'rendezvous timeout'),
       joinReportIntervalMs: validateTimeout(options.joinReportIntervalMs ?? DEFAULT_JOIN_REPORT_INTERVAL_MS, 'join report interval'),
       slowCollectiveMs: validateTimeout(options.slowCollectiveMs ?? DEFAULT_SLOW_COLLECTIVE_MS, 'slow collective report'),
-      secret: resolveSecret(options.secret, env),
+      secret: resolveSecret(options.secret, secretVariables(settings)),
       maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
-      tls: resolveTls(options.tls, env),
+      tls: resolveTls(options.tls, tlsVariables(settings)),
       busyWindow: options.busyWindow ?? null,
-      faultTolerant: resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT),
+      faultTolerant: options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value,
       maxWorldSize: validateWorldSize(options.maxWorldSize ?? options.worldSize),
     };
     if (resolved.maxWorldSize < resolved.worldSize) throw new ConfigurationError(`maxWorldSize ${resolved.maxWorldSize} is below the world size ${resolved.worldSize}`);

@@ -1,6 +1,5 @@
 import { yieldCpu } from '../kernels/addon.js';
-import { MAX_BUSY_POLL_MICROS } from '../session/busy-poll.js';
-import { microsVariable } from '../session/micros-setting.js';
+import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { BusyWindow } from '../transport/busy-window.js';
 
 /**
@@ -17,8 +16,8 @@ export const DEFAULT_COORDINATOR_BUSY_POLL_MICROS = 500;
  * microseconds 0..100000 (0: none), `auto` or unset for the default. None where the native addon
  * does not load: without its yield a polling coordinator would take the cores its ranks need.
  */
-export function coordinatorBusyWindow(env: Readonly<Record<string, string | undefined>>, yielder: () => (() => void) | null = yieldCpu): BusyWindow | null {
-  const setting = microsVariable(env, 'GX1_COORDINATOR_BUSY_POLL_US', MAX_BUSY_POLL_MICROS);
+export function coordinatorBusyWindow(env: Settings | Environment, yielder: () => (() => void) | null = yieldCpu): BusyWindow | null {
+  const setting = settingsOf(env).GX1_COORDINATOR_BUSY_POLL_US.value;
   const micros = setting === 'auto' ? DEFAULT_COORDINATOR_BUSY_POLL_MICROS : setting;
   if (micros === 0) return null;
   const offer = yielder();

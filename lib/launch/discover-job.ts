@@ -6,6 +6,7 @@ import { rxccl } from './launchers/rxccl.js';
 import { slurm } from './launchers/slurm.js';
 import { torchrun } from './launchers/torchrun.js';
 import { warnIfDerivedIdUnauthenticated } from '../transport/job-secret.js';
+import { secretVariables } from '../settings/setting-parts.js';
 
 /**
  * Innermost launcher first: rxccl's own variables, then torchrun, then `mpirun` (which may run
@@ -33,7 +34,7 @@ export function discoverJob(env: Environment): DiscoveredJob {
     // rxccl's own variables always carry the id (and `rxccl launch` a secret); a cluster launcher's
     // job derives it unless GX1_UNIQUE_ID is given (GX1_COORDINATOR requires it). Every rank has the
     // same variables: rank 0 says it for all, rather than a line from each.
-    if (launcher !== rxccl && !reader.has('GX1_UNIQUE_ID') && job.rank === 0) warnIfDerivedIdUnauthenticated(launcher.title, env);
+    if (launcher !== rxccl && !reader.has('GX1_UNIQUE_ID') && job.rank === 0) warnIfDerivedIdUnauthenticated(launcher.title, secretVariables(reader.settings));
     return job;
   }
   const gx1 = new EnvironmentReader(env, 'rxccl');

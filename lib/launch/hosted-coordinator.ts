@@ -3,7 +3,8 @@ import { ConfigurationError } from '../errors.js';
 import type { RankSession, SessionHolds } from '../session/rank-session.js';
 import type { SessionOptions } from '../session/session-options.js';
 import { coordinatorBusyWindow } from './coordinator-busy-window.js';
-import { type DiscoveredJob, type Environment, hostPort } from './job-environment.js';
+import type { Settings } from '../settings/read-settings.js';
+import { type DiscoveredJob, hostPort } from './job-environment.js';
 
 /** The coordinators rank 0 hosts, by the session options they were discovered with. */
 const hosted = new WeakMap<SessionOptions, Coordinator>();
@@ -13,7 +14,7 @@ const hosted = new WeakMap<SessionOptions, Coordinator>();
  * session options that reach it over loopback. The coordinator is remembered with the returned
  * options, so `keepHostedCoordinator` can tie it to rank 0's session.
  */
-export async function hostCoordinator(job: DiscoveredJob, bind: string, options: SessionOptions, env: Environment): Promise<SessionOptions> {
+export async function hostCoordinator(job: DiscoveredJob, bind: string, options: SessionOptions, settings: Settings): Promise<SessionOptions> {
   let coordinator: Coordinator;
   try {
     coordinator = await Coordinator.listen({
@@ -30,10 +31,10 @@ export async function hostCoordinator(job: DiscoveredJob, bind: string, options:
       // Unset, the ranks wait their session timeout: so does the coordinator, so that one number holds.
       ...((job.collectiveTimeoutMs ?? job.timeoutMs) !== undefined ? { collectiveTimeoutMs: job.collectiveTimeoutMs ?? job.timeoutMs } : {}),
       ...(job.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: job.heartbeatTimeoutMs } : {}),
-      // A fault-tolerant job's coordinator is too (the option, else GX1_FAULT_TOLERANT of `env`).
+      // A fault-tolerant job's coordinator is too (the option, else GX1_FAULT_TOLERANT of the settings).
       ...(options.faultTolerant !== undefined ? { faultTolerant: options.faultTolerant } : {}),
-      busyWindow: coordinatorBusyWindow(env),
-    }, env);
+      busyWindow: coordinatorBusyWindow(settings),
+    }, settings);
   } catch (error) {
     if (!(error instanceof ConfigurationError)) throw error;
     throw new ConfigurationError(

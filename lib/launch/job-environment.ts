@@ -1,7 +1,9 @@
 import { ConfigurationError } from '../errors.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
+import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
+import { isVariableName } from '../settings/settings-table.js';
 
-export type Environment = Readonly<Record<string, string | undefined>>;
+export type { Environment };
 
 /** The launchers a rank recognises from its environment. */
 export type LauncherName = 'rxccl' | 'torchrun' | 'open-mpi' | 'slurm' | 'kubernetes';
@@ -37,22 +39,33 @@ const SESSION_FROM_ENVIRONMENT = 'cannot open a session from the environment';
 
 /**
  * Reads one launcher's variables and reports what is wrong with them in one error: which
- * variables were found (with their values, so a mix-up is visible) and which are missing.
+ * variables were found (with their values, so a mix-up is visible) and which are missing. The
+ * `GX1_*` ones it takes from the settings of `env` (this process's read once), a launcher's own
+ * (`SLURM_PROCID`, `RANK`, ...) from `env`.
  */
 export class EnvironmentReader {
+  readonly settings: Settings;
+
   constructor(
     readonly env: Environment,
     /** How the launcher is named in errors, e.g. `torchrun`. */
     readonly launcher: string,
-  ) {}
+  ) {
+    this.settings = settingsOf(env);
+  }
 
   has(name: string): boolean {
-    const value = this.env[name];
+    const value = this.raw(name);
     return value !== undefined && value.trim() !== '';
   }
 
   text(name: string): string | undefined {
-    return this.has(name) ? this.env[name]!.trim() : undefined;
+    return this.has(name) ? this.raw(name)!.trim() : undefined;
+  }
+
+  /** The variable as set. */
+  private raw(name: string): string | undefined {
+    return isVariableName(name) ? this.settings[name].text : this.env[name];
   }
 
   /** Fails naming every missing variable at once, and what was found next to them. */
@@ -71,7 +84,7 @@ export class EnvironmentReader {
     this.require([name]);
     const value = this.text(name)!;
     if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
-      throw this.error(`${name} must be a non-negative integer, got ${JSON.stringify(this.env[name])}`);
+      throw this.error(`${name} must be a non-negative integer, got ${JSON.stringify(this.raw(name))}`);
     }
     return Number(value);
   }
@@ -84,13 +97,13 @@ export class EnvironmentReader {
   uniqueId(name: string): string {
     this.require([name]);
     const value = this.text(name)!;
-    if (!/^[0-9a-fA-F]{32}$/.test(value)) throw this.error(`${name} must be 32 hex digits, got ${JSON.stringify(this.env[name])}`);
+    if (!/^[0-9a-fA-F]{32}$/.test(value)) throw this.error(`${name} must be 32 hex digits, got ${JSON.stringify(this.raw(name))}`);
     return value.toLowerCase();
   }
 
   /** `NAME=value, NAME=value` for an error message. */
   show(names: readonly string[]): string {
-    return names.map((name) => `${name}=${this.env[name] ?? ''}`).join(', ');
+    return names.map((name) => `${name}=${this.raw(name) ?? ''}`).join(', ');
   }
 
   error(detail: string): ConfigurationError {

@@ -1,12 +1,12 @@
 import { didYouMean } from '../diagnostics/did-you-mean.js';
-import { SETTINGS } from './settings-table.js';
+import { VARIABLES } from '../settings/settings-table.js';
 
 /**
  * Every `GX1_*` variable rxccl reads: the settings table's (spec/launch/known-variables.spec.ts
  * checks it against the names the sources read), so that a misspelt one is named instead of
  * silently ignored.
  */
-export const KNOWN_VARIABLES: readonly string[] = SETTINGS.flatMap((row) => row.variables).sort();
+export const KNOWN_VARIABLES: readonly string[] = VARIABLES.map(({ variable }) => variable).sort();
 
 /**
  * The `GX1_*` variables of `env` that rxccl does not read, each with the known one it most likely

@@ -178,11 +178,11 @@ export class LocalJob {
   static async start(options: LocalJobOptions): Promise<LocalJob> {
     const uniqueId = UniqueId.random();
     // The ranks' session timeout (they inherit this environment) is how long they wait for each other.
-    const env = options.env ?? process.env;
-    const settings = sessionSettings(new EnvironmentReader(env, 'rxccl launch'));
-    const { timeoutMs } = settings;
+    const reader = new EnvironmentReader(options.env ?? process.env, 'rxccl launch');
+    const session = sessionSettings(reader);
+    const { timeoutMs } = session;
     // One collective timeout for the coordinator and every rank: the flag's, else the ranks' variable.
-    const collectiveTimeoutMs = options.collectiveTimeoutMs ?? settings.collectiveTimeoutMs;
+    const collectiveTimeoutMs = options.collectiveTimeoutMs ?? session.collectiveTimeoutMs;
     // Unset, the ranks wait their session timeout: so does the coordinator, so that one number holds.
     const coordinatorTimeoutMs = collectiveTimeoutMs ?? timeoutMs;
     // Even on loopback: another user of this host must not join, read or stall the job.
@@ -200,8 +200,8 @@ export class LocalJob {
       ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       ...(timeoutMs !== undefined ? { rendezvousTimeoutMs: timeoutMs } : {}),
       ...(options.keepGoing === true ? { faultTolerant: true } : {}),
-      busyWindow: coordinatorBusyWindow(env),
-    }, env);
+      busyWindow: coordinatorBusyWindow(reader.settings),
+    }, reader.settings);
     const shared = {
       GX1_COORDINATOR: hostPort(coordinator.address),
       GX1_UNIQUE_ID: uniqueId.toHex(),

@@ -11,6 +11,7 @@ import { awaitAdmission } from '../transport/connect-channel.js';
 import { resolveJoin } from '../transport/fault-tolerance.js';
 import { hostPort } from './job-environment.js';
 import { parseHostPort, resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
+import { processSettings } from '../settings/read-settings.js';
 
 /** The options that say which job a rank belongs to; the environment supplies any left out. */
 const JOB_OPTIONS = ['coordinator', 'uniqueId', 'rank', 'worldSize'] as const;
@@ -31,14 +32,15 @@ export async function openSession(options?: Partial<SessionOptions>): Promise<Ra
   reportUncaughtRxcclErrors();
   warnUnknownVariables(process.env);
   const chosen = await chooseOptions(options);
-  const recording = flightRecordingFromEnvironment(process.env);
+  const recording = flightRecordingFromEnvironment(processSettings());
   // Asked for a record while still joining (the launcher passes SIGUSR1 on to every rank): say
   // where it waits, rather than let Node.js open its inspector on a rank that wants a record.
   const joining = () => debugLog.warn(`rank ${chosen.rank}: SIGUSR1 while joining job at ${chosen.coordinator}: no session yet, so no flight record`);
   if (recording !== null) process.on('SIGUSR1', joining);
   try {
     // A rank 0 that hosts the coordinator keeps it until every rank has left.
-    const session = resolveJoin(options?.join, process.env.GX1_JOIN)
+    const joins = options?.join !== undefined ? resolveJoin(options.join, undefined) : processSettings().GX1_JOIN.value;
+    const session = joins
       ? await joinRunningJob(chosen)
       : await keepHostedCoordinator(chosen, (holds) => openJob(chosen, holds, chosen.worldSize));
     if (recording !== null) recordFlight(session, recording);

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { SocketAddressText } from '../transport/peer-endpoint-config.js';
 import { isLoopbackHost } from '../transport/loopback-host.js';
-import { type MicrosSetting, resolveMicros } from './micros-setting.js';
+import { MAX_BUSY_POLL_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
 
 /**
  * How long a rank polls its sockets, after an operation starts, before its event loop sleeps
@@ -11,15 +11,12 @@ import { type MicrosSetting, resolveMicros } from './micros-setting.js';
  */
 export const DEFAULT_BUSY_POLL_MICROS = 50;
 
-/** The most a window may be: polling is for answers that come within a round trip. */
-export const MAX_BUSY_POLL_MICROS = 100_000;
-
 /** A window in microseconds, or `auto`: the default where this host has a core for every process of the job, else 0. */
 export type BusyPollSetting = MicrosSetting;
 
-/** The `busyPollMicros` option, else `GX1_BUSY_POLL_US`, else `auto`. */
-export function resolveBusyPoll(option: MicrosSetting | undefined, env: Readonly<Record<string, string | undefined>>): BusyPollSetting {
-  return resolveMicros(option, 'busyPollMicros', env, 'GX1_BUSY_POLL_US', MAX_BUSY_POLL_MICROS);
+/** The `busyPollMicros` option, else `GX1_BUSY_POLL_US` (`variable`, as the settings read it; `auto` where unset; read only without the option). */
+export function resolveBusyPoll(option: MicrosSetting | undefined, variable: { readonly value: MicrosSetting }): BusyPollSetting {
+  return resolveMicros(option, 'busyPollMicros', variable, MAX_BUSY_POLL_MICROS);
 }
 
 /**

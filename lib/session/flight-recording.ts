@@ -4,6 +4,7 @@ import { FlightRecorder, prepareRecordDirectory, writeJsonRecord } from '../diag
 import { FAILURE_EVENTS } from '../diagnostics/flight-timeline.js';
 import type { SessionEvent } from './events.js';
 import type { RankSession } from './rank-session.js';
+import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 
 export const DEFAULT_FLIGHT_RECORDER_EVENTS = 1_000;
 /** Events a timeline run keeps (`GX1_TIMELINE`): a whole run's, some 30 MB at most. */
@@ -139,9 +140,10 @@ function isTimeout(error: unknown): boolean {
  * `rxccl trace chrome`), keeping `DEFAULT_TIMELINE_EVENTS` of them; both may name one directory.
  * `GX1_FLIGHT_RECORDER_EVENTS` sets how many events are kept.
  */
-export function flightRecordingFromEnvironment(env: Readonly<Record<string, string | undefined>>): FlightRecordingOptions | null {
-  const recorder = env.GX1_FLIGHT_RECORDER?.trim() || undefined;
-  const timeline = env.GX1_TIMELINE?.trim() || undefined;
+export function flightRecordingFromEnvironment(env: Settings | Environment): FlightRecordingOptions | null {
+  const settings = settingsOf(env);
+  const recorder = settings.GX1_FLIGHT_RECORDER.value;
+  const timeline = settings.GX1_TIMELINE.value;
   if (recorder !== undefined && timeline !== undefined && recorder !== timeline) {
     throw new ConfigurationError(`GX1_FLIGHT_RECORDER ${JSON.stringify(recorder)} and GX1_TIMELINE ${JSON.stringify(timeline)} name different directories; one rank writes its records to one`);
   }
@@ -149,11 +151,6 @@ export function flightRecordingFromEnvironment(env: Readonly<Record<string, stri
   if (directory === undefined) return null;
   const setting = timeline !== undefined ? 'GX1_TIMELINE' : 'GX1_FLIGHT_RECORDER';
   const atClose = timeline !== undefined;
-  const events = env.GX1_FLIGHT_RECORDER_EVENTS?.trim();
-  if (events === undefined || events === '') return { directory, setting, atClose, capacity: atClose ? DEFAULT_TIMELINE_EVENTS : DEFAULT_FLIGHT_RECORDER_EVENTS };
-  const capacity = Number(events);
-  if (!/^\d+$/.test(events) || !Number.isSafeInteger(capacity) || capacity < 1) {
-    throw new ConfigurationError(`GX1_FLIGHT_RECORDER_EVENTS must be a positive integer, got ${JSON.stringify(env.GX1_FLIGHT_RECORDER_EVENTS)}`);
-  }
+  const capacity = settings.GX1_FLIGHT_RECORDER_EVENTS.value ?? (atClose ? DEFAULT_TIMELINE_EVENTS : DEFAULT_FLIGHT_RECORDER_EVENTS);
   return { directory, setting, atClose, capacity };
 }

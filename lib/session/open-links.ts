@@ -36,6 +36,7 @@ import { validateResponse } from '../transport/validate-response.js';
 import { meshProcessesOnHost, stagedProcessesOnHost } from './busy-poll.js';
 import { hostGroups } from './host-groups.js';
 import type { ResolvedSessionOptions } from './session-options.js';
+import { peerEndpointVariables } from '../settings/setting-parts.js';
 
 /** A session's connections: the ordered collective channel and the links for its transport. */
 export interface OpenedLinks {
@@ -157,7 +158,7 @@ async function openMeshLinks(
   const { uniqueId, rank, worldSize, rails } = options;
   const configuration: PeerEndpointConfiguration =
     options.peerEndpoints ??
-    peerEndpointConfigurationFromEnvironment({ rails, jobInterface: collective.socket.localAddress ?? '127.0.0.1' });
+    peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(options.settings), rails, jobInterface: collective.socket.localAddress ?? '127.0.0.1' });
   const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
   const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }), options.tls);
   // Rank 0 speaks for the job: the other ranks have its secret, or none as it has none.

@@ -39,7 +39,9 @@ import {
 } from '../collectives/autotune-profile.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
-import { probeOptionsFromEnvironment, resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
+import { resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
+import { processSettings } from '../settings/read-settings.js';
+import { probeVariables } from '../settings/setting-parts.js';
 import { BufferPool } from '../transport/buffer-pool.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS, CollectiveChannel } from '../transport/collective-channel.js';
 import { LazyDeadlines } from '../transport/lazy-deadlines.js';
@@ -948,7 +950,7 @@ export class RankSession {
    * const topology = await session.probeTopology({ latencyIterations: 20 });
    */
   async probeTopology(options?: Partial<TopologyProbeOptions>): Promise<CollectiveTopology> {
-    const resolved = options === undefined ? probeOptionsFromEnvironment() : resolveProbeOptions(options);
+    const resolved = resolveProbeOptions(options ?? probeVariables(processSettings()));
     if (this.transport !== 'tcp_peer') {
       throw new ConfigurationError('topology probe requires GX1_COLLECTIVE_TRANSPORT=tcp_peer (direct peer links to measure)');
     }

@@ -14,10 +14,13 @@ import {
 } from '../transport/peer-endpoint-config.js';
 import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
-import { type DataPlaneSetting, MAX_SPIN_MICROS, resolveDataPlane, resolveSingleCopy, type SingleCopySetting } from './data-plane-setting.js';
-import { type MicrosSetting, resolveMicros } from './micros-setting.js';
+import { resolveDataPlane, resolveSingleCopy } from './data-plane-setting.js';
+import { MAX_SPIN_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
+import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-settings.js';
+import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
+import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
-import { type CollectiveTransport, chooseTransport, parseRails, transportChosenBy, validateRails, validateTimeout } from '../transport/transport-kind.js';
+import { type CollectiveTransport, chooseTransport, transportChosenBy, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
 
@@ -119,6 +122,8 @@ export interface SessionOptions extends TuningOptions {
 }
 
 export interface ResolvedSessionOptions {
+  /** The settings the options were resolved over: what the session reads later (`GX1_P2P_*_ADDR`, `GX1_TOPOLOGY_PROBE_*`). */
+  readonly settings: Settings;
   readonly host: string;
   readonly port: number;
   readonly uniqueId: UniqueId;
@@ -154,45 +159,50 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
 }
 
 /**
- * Checks the options; what they leave out comes from the environment where a variable exists
+ * Checks the options; what they leave out comes from the settings (`env`: settings, or an
+ * environment read into them; default this process's, read once) where a variable is set
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_COLLECTIVE_TIMEOUT_MS`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
  * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_SINGLE_COPY`, `GX1_FAULT_TOLERANT`, the tuning
- * variables),
- * else the default.
+ * variables), else the default. An option always wins over its variable, which is then not read.
  */
-export function resolveSessionOptions(options: SessionOptions, env: Readonly<Record<string, string | undefined>> = process.env): ResolvedSessionOptions {
+export function resolveSessionOptions(options: SessionOptions, env: Settings | Environment = process.env): ResolvedSessionOptions {
+  const settings = settingsOf(env);
   const { host, port } = parseHostPort(options.coordinator);
   const worldSize = options.worldSize;
   if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
-  const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : parseRails(env.GX1_P2P_RAILS);
-  const tls = resolveTls(options.tls, env);
-  const faultTolerant = resolveFaultTolerance(options.faultTolerant, env.GX1_FAULT_TOLERANT);
-  const dataPlane = resolveDataPlane(options.dataPlane, env.GX1_DATA_PLANE, tls !== null);
+  const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value;
+  const tls = resolveTls(options.tls, tlsVariables(settings));
+  const faultTolerant = options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value;
+  const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null);
   const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');
   return {
+    settings,
     host,
     port,
     uniqueId: UniqueId.from(options.uniqueId),
     rank: options.rank,
     worldSize,
     timeoutMs,
-    collectiveTimeoutMs: resolveCollectiveTimeout(options.collectiveTimeoutMs, env.GX1_COLLECTIVE_TIMEOUT_MS, timeoutMs),
+    // The option, else the variable, else the session timeout: a job that sets only that one bounds its collectives by it.
+    collectiveTimeoutMs: options.collectiveTimeoutMs !== undefined
+        ? validateTimeout(options.collectiveTimeoutMs, 'collectiveTimeoutMs')
+        : (settings.GX1_COLLECTIVE_TIMEOUT_MS.value ?? timeoutMs),
     rails,
-    transport: chooseTransport(options.transport, env),
-    transportChosenBy: transportChosenBy(options.transport, env),
+    transport: chooseTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT),
+    transportChosenBy: transportChosenBy(options.transport, settings.GX1_COLLECTIVE_TRANSPORT.source === 'environment'),
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
-    unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, env.GX1_P2P_UNMATCHED_BYTES),
-    secret: resolveSecret(options.secret, env),
+    unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, settings),
+    secret: resolveSecret(options.secret, secretVariables(settings)),
     tls,
-    tuning: resolveTuning(options, worldSize, env, rails),
+    tuning: resolveTuning(options, worldSize, settings, rails),
     scheduler: options.scheduler ?? asyncScheduler,
-    busyPoll: resolveBusyPoll(options.busyPollMicros, env),
+    busyPoll: resolveBusyPoll(options.busyPollMicros, settings.GX1_BUSY_POLL_US),
     dataPlane,
     faultTolerant,
-    spin: resolveMicros(options.spinMicros, 'spinMicros', env, 'GX1_SPIN_US', MAX_SPIN_MICROS),
-    singleCopy: resolveSingleCopy(options.singleCopy, env.GX1_SINGLE_COPY),
+    spin: resolveMicros(options.spinMicros, 'spinMicros', settings.GX1_SPIN_US, MAX_SPIN_MICROS),
+    singleCopy: resolveSingleCopy(options.singleCopy, settings.GX1_SINGLE_COPY),
   };
 }
 
@@ -216,31 +226,11 @@ function peerEndpointOptions(options: NonNullable<SessionOptions['peerEndpoints'
   return configuration;
 }
 
-/**
- * `collectiveTimeoutMs`, else `GX1_COLLECTIVE_TIMEOUT_MS` (whole milliseconds), else the session
- * timeout: a job that sets only that one bounds its collectives by it, as it always has.
- */
-function resolveCollectiveTimeout(option: number | undefined, variable: string | undefined, sessionTimeoutMs: number): number {
-  if (option !== undefined) return validateTimeout(option, 'collectiveTimeoutMs');
-  const digits = variable?.trim();
-  if (digits === undefined || digits === '') return sessionTimeoutMs;
-  if (!/^\d+$/.test(digits)) throw new ConfigurationError(`GX1_COLLECTIVE_TIMEOUT_MS must be whole milliseconds, got ${JSON.stringify(variable)}`);
-  return validateTimeout(Number(digits), 'GX1_COLLECTIVE_TIMEOUT_MS');
-}
-
-/** `unmatchedBytesLimit` wins over `GX1_P2P_UNMATCHED_BYTES`; each must be a positive integer, and names itself if not. */
-function resolveUnmatchedBytesLimit(option: number | undefined, variable: string | undefined): number {
-  if (option !== undefined) {
-    if (!Number.isSafeInteger(option) || option < 1) {
-      throw new ConfigurationError(`unmatchedBytesLimit must be a positive integer number of bytes, got ${String(option)}`);
-    }
-    return option;
+/** `unmatchedBytesLimit` wins over `GX1_P2P_UNMATCHED_BYTES`, else the default; each must be a positive integer, and names itself if not. */
+function resolveUnmatchedBytesLimit(option: number | undefined, settings: Settings): number {
+  if (option === undefined) return settings.GX1_P2P_UNMATCHED_BYTES.value ?? DEFAULT_UNMATCHED_BYTES_LIMIT;
+  if (!Number.isSafeInteger(option) || option < 1) {
+    throw new ConfigurationError(`unmatchedBytesLimit must be a positive integer number of bytes, got ${String(option)}`);
   }
-  if (variable === undefined) return DEFAULT_UNMATCHED_BYTES_LIMIT;
-  const digits = variable.trim();
-  const bytes = /^\d+$/.test(digits) ? Number(digits) : Number.NaN;
-  if (!Number.isSafeInteger(bytes) || bytes < 1) {
-    throw new ConfigurationError(`GX1_P2P_UNMATCHED_BYTES must be a positive integer number of bytes, got ${JSON.stringify(variable)}`);
-  }
-  return bytes;
+  return option;
 }

@@ -1,4 +1,4 @@
-import type { SingleCopySetting } from './data-plane-setting.js';
+import type { SingleCopySetting } from '../settings/plane-settings.js';
 
 /** Everything that decides whether this host's ranks may use single copy (`rxccl doctor`). */
 export interface SingleCopyFacts {

@@ -22,16 +22,10 @@ export const DEFAULT_TOPOLOGY_PROBE_OPTIONS: TopologyProbeOptions = Object.freez
 
 type MutableProbeOptions = { -readonly [K in keyof TopologyProbeOptions]: TopologyProbeOptions[K] };
 
+const PROBE_FIELDS = Object.keys(DEFAULT_TOPOLOGY_PROBE_OPTIONS) as (keyof TopologyProbeOptions)[];
+
 /** Iteration counts above this would make a probe run for minutes: surely a typo. */
 const MAX_PROBE_ITERATIONS = 10_000;
-
-/** The environment variable that overrides each option. */
-const PROBE_ENVIRONMENT: readonly (readonly [keyof TopologyProbeOptions, string])[] = [
-  ['payloadBytes', 'GX1_TOPOLOGY_PROBE_BYTES'],
-  ['latencyIterations', 'GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS'],
-  ['bandwidthIterations', 'GX1_TOPOLOGY_PROBE_BANDWIDTH_ITERATIONS'],
-  ['warmupIterations', 'GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS'],
-];
 
 /** What is wrong with one option's value by the reference's limits (its texts), or null. */
 function refusalOf(field: keyof TopologyProbeOptions, value: number): string | null {
@@ -43,13 +37,12 @@ function refusalOf(field: keyof TopologyProbeOptions, value: number): string | n
 
 /**
  * Checks the options against the reference's limits and returns them. Non-integers are rejected
- * too: TypeScript callers can pass values the reference's `usize` fields could never hold. A
- * refusal of a value read from a variable starts with its name (`named`).
+ * too: TypeScript callers can pass values the reference's `usize` fields could never hold.
  */
-export function validateProbeOptions(options: TopologyProbeOptions, named: ReadonlySet<keyof TopologyProbeOptions> = new Set()): TopologyProbeOptions {
-  for (const [field, variable] of PROBE_ENVIRONMENT) {
+export function validateProbeOptions(options: TopologyProbeOptions): TopologyProbeOptions {
+  for (const field of PROBE_FIELDS) {
     const refusal = refusalOf(field, options[field]);
-    if (refusal !== null) throw new ConfigurationError(named.has(field) ? `${variable}: ${refusal}` : refusal);
+    if (refusal !== null) throw new ConfigurationError(refusal);
   }
   return options;
 }
@@ -60,7 +53,7 @@ export function validateProbeOptions(options: TopologyProbeOptions, named: Reado
  */
 export function resolveProbeOptions(options: Partial<TopologyProbeOptions> = {}): TopologyProbeOptions {
   const resolved: MutableProbeOptions = { ...DEFAULT_TOPOLOGY_PROBE_OPTIONS };
-  for (const [field] of PROBE_ENVIRONMENT) {
+  for (const field of PROBE_FIELDS) {
     const value = options[field];
     if (value !== undefined) resolved[field] = value;
   }
@@ -68,26 +61,19 @@ export function resolveProbeOptions(options: Partial<TopologyProbeOptions> = {})
 }
 
 /**
- * Reads `GX1_TOPOLOGY_PROBE_BYTES`, `GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS`,
- * `GX1_TOPOLOGY_PROBE_BANDWIDTH_ITERATIONS` and `GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS`; an unset
- * variable keeps its default. Like the reference, surrounding whitespace and a leading `+` are
- * accepted, anything else that is not a decimal integer is an error naming the variable.
+ * The settings table's parser of the `GX1_TOPOLOGY_PROBE_*` variable standing for `field`
+ * (undefined where unset: the default applies). Like the reference, surrounding whitespace and a
+ * leading `+` are accepted; anything else that is not a decimal integer, or a value out of the
+ * reference's limits, is refused naming the variable.
  */
-export function probeOptionsFromEnvironment(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): TopologyProbeOptions {
-  const options: MutableProbeOptions = { ...DEFAULT_TOPOLOGY_PROBE_OPTIONS };
-  const named = new Set<keyof TopologyProbeOptions>();
-  for (const [field, name] of PROBE_ENVIRONMENT) {
-    const value = env[name];
-    if (value === undefined) continue;
-    named.add(field);
-    const text = value.trim();
-    const parsed = /^\+?[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-    if (!Number.isSafeInteger(parsed)) {
-      throw new ConfigurationError(`${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
-    }
-    options[field] = parsed;
-  }
-  return validateProbeOptions(options, named);
+export function probeVariable(field: keyof TopologyProbeOptions): (text: string | undefined, variable: string) => number | undefined {
+  return (text, variable) => {
+    if (text === undefined) return undefined;
+    const trimmed = text.trim();
+    const parsed = /^\+?[0-9]+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+    if (!Number.isSafeInteger(parsed)) throw new ConfigurationError(`${variable} must be a non-negative integer, got ${JSON.stringify(text)}`);
+    const refusal = refusalOf(field, parsed);
+    if (refusal !== null) throw new ConfigurationError(`${variable}: ${refusal}`);
+    return parsed;
+  };
 }

@@ -19,11 +19,16 @@ export function generateSecret(): string {
   return randomBytes(32).toString('hex');
 }
 
-export function resolveSecret(option: string | Uint8Array | undefined, env: Readonly<Record<string, string | undefined>>): JobSecret | null {
+/** What `GX1_SECRET` and `GX1_SECRET_FILE` say, as set (the settings' texts). */
+export interface SecretVariables {
+  readonly inline: string | undefined;
+  readonly file: string | undefined;
+}
+
+export function resolveSecret(option: string | Uint8Array | undefined, variables: SecretVariables): JobSecret | null {
   if (option !== undefined) return checked(typeof option === 'string' ? Buffer.from(option, 'utf8') : option, 'the secret option');
-  const inline = env.GX1_SECRET;
+  const { inline, file } = variables;
   if (given(inline)) return checked(Buffer.from(inline.trim(), 'utf8'), 'GX1_SECRET');
-  const file = env.GX1_SECRET_FILE;
   if (!given(file)) return null;
   let text: Buffer;
   try {
@@ -39,9 +44,9 @@ function given(value: string | undefined): value is string {
   return value !== undefined && value !== '';
 }
 
-/** Whether `env` gives a secret (`GX1_SECRET` or `GX1_SECRET_FILE`), as `resolveSecret` reads it, without reading the file. */
-export function environmentGivesSecret(env: Readonly<Record<string, string | undefined>>): boolean {
-  return given(env.GX1_SECRET) || given(env.GX1_SECRET_FILE);
+/** Whether the variables give a secret, as `resolveSecret` reads them, without reading the file. */
+export function variablesGiveSecret(variables: SecretVariables): boolean {
+  return given(variables.inline) || given(variables.file);
 }
 
 function checked(bytes: Uint8Array, source: string): JobSecret {
@@ -87,13 +92,13 @@ export function warnIfUnauthenticated(host: string, secret: JobSecret | null, wh
 
 /**
  * Warns once per process when a rank's unique id was derived from its launcher's environment
- * (torchrun, Slurm, Open MPI, Kubernetes; no `GX1_UNIQUE_ID`) and `env` gives no secret: the id is
+ * (torchrun, Slurm, Open MPI, Kubernetes; no `GX1_UNIQUE_ID`) and the variables give no secret: the id is
  * then computable by whoever reads or guesses those variables, so it protects nothing, on loopback
  * too (any user of the host can connect there). Called for rank 0 only, which speaks for the job.
  * `rxccl launch` always gives a secret.
  */
-export function warnIfDerivedIdUnauthenticated(launcher: string, env: Readonly<Record<string, string | undefined>>): void {
-  if (environmentGivesSecret(env)) return;
+export function warnIfDerivedIdUnauthenticated(launcher: string, variables: SecretVariables): void {
+  if (variablesGiveSecret(variables)) return;
   warnNoSecretOnce(
     `rxccl derived this job's unique id from ${launcher}'s environment and no job secret is set: anyone who can read or guess ` +
       'those variables computes the same id and can join the job, read its data or pose as a rank, on loopback too. ' +

@@ -142,8 +142,16 @@ export function validatePeerEndpointConfiguration(
   }
 }
 
+/** `GX1_P2P_LISTEN_ADDR`, `GX1_P2P_ADVERTISE_ADDR` and their per-rail forms, as set (the settings' texts). */
+export interface PeerEndpointVariables {
+  readonly listen: string | undefined;
+  readonly advertise: string | undefined;
+  readonly railListen: string | undefined;
+  readonly railAdvertise: string | undefined;
+}
+
 export interface PeerEndpointEnvironmentOptions {
-  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly variables: PeerEndpointVariables;
   readonly rails: number;
   /**
    * The interface the job uses: the local address of the connection to the coordinator. Without
@@ -161,18 +169,15 @@ export interface PeerEndpointEnvironmentOptions {
 export function peerEndpointConfigurationFromEnvironment(
   options: PeerEndpointEnvironmentOptions,
 ): PeerEndpointConfiguration {
-  const { env = process.env, rails, jobInterface } = options;
+  const { variables, rails, jobInterface } = options;
   validateRails(rails);
-  const railListen = env.GX1_P2P_RAIL_LISTEN_ADDRS;
-  const sharedListen = env.GX1_P2P_LISTEN_ADDR;
+  const { railListen, listen: sharedListen, railAdvertise, advertise: sharedAdvertise } = variables;
   const listenAddresses =
     railListen !== undefined
       ? parseRailSocketAddresses('GX1_P2P_RAIL_LISTEN_ADDRS', railListen, rails)
       : sharedListen !== undefined
         ? [parseSocketAddress('GX1_P2P_LISTEN_ADDR', sharedListen)]
         : [{ host: canonicalIp(jobInterface) ?? jobInterface, port: 0 }];
-  const railAdvertise = env.GX1_P2P_RAIL_ADVERTISE_ADDRS;
-  const sharedAdvertise = env.GX1_P2P_ADVERTISE_ADDR;
   const advertiseAddresses =
     railAdvertise !== undefined
       ? parseRailIpAddresses('GX1_P2P_RAIL_ADVERTISE_ADDRS', railAdvertise, rails)

@@ -25,11 +25,18 @@ export interface TlsOptions {
   readonly ca?: string | Uint8Array;
 }
 
-export function resolveTls(option: TlsOptions | undefined, env: Readonly<Record<string, string | undefined>>): TlsSettings | null {
+/** The PEM files `GX1_TLS_CERT`, `GX1_TLS_KEY` and `GX1_TLS_CA` name, as set (the settings' texts). */
+export interface TlsVariables {
+  readonly cert: string | undefined;
+  readonly key: string | undefined;
+  readonly ca: string | undefined;
+}
+
+export function resolveTls(option: TlsOptions | undefined, variables: TlsVariables): TlsSettings | null {
   if (option !== undefined) {
     return { cert: Buffer.from(option.cert), key: Buffer.from(option.key), ca: option.ca === undefined ? null : Buffer.from(option.ca) };
   }
-  const [cert, key, ca] = (['GX1_TLS_CERT', 'GX1_TLS_KEY', 'GX1_TLS_CA'] as const).map((name) => pemFile(name, env[name]));
+  const [cert, key, ca] = [pemFile('GX1_TLS_CERT', variables.cert), pemFile('GX1_TLS_KEY', variables.key), pemFile('GX1_TLS_CA', variables.ca)];
   if (cert === null && key === null) {
     if (ca !== null) throw new ConfigurationError('GX1_TLS_CA is set without GX1_TLS_CERT and GX1_TLS_KEY: every side presents the job certificate');
     return null;

@@ -11,18 +11,17 @@ export type CollectiveTransport = 'tcp_host_staged' | 'tcp_peer';
  */
 export const DEFAULT_TRANSPORT: CollectiveTransport = 'tcp_peer';
 
-/** The transport the options give, else `GX1_COLLECTIVE_TRANSPORT`, else the default. */
-export function chooseTransport(option: CollectiveTransport | string | undefined, env: Readonly<Record<string, string | undefined>>): CollectiveTransport {
-  if (option !== undefined) return parseTransport(String(option), 'transport');
-  const named = env.GX1_COLLECTIVE_TRANSPORT;
-  return named === undefined || named.trim() === '' ? DEFAULT_TRANSPORT : parseTransport(named);
+/**
+ * The transport the options give, else `variable` (`GX1_COLLECTIVE_TRANSPORT` as the settings read
+ * it, the default where unset; its value is read, and a bad one refused, only without the option).
+ */
+export function chooseTransport(option: CollectiveTransport | string | undefined, variable: { readonly value: CollectiveTransport }): CollectiveTransport {
+  return option !== undefined ? parseTransport(String(option), 'transport') : variable.value;
 }
 
-/** The setting that chose the transport (`chooseTransport`): the option, the variable, or null where neither did (the default). */
-export function transportChosenBy(option: CollectiveTransport | string | undefined, env: Readonly<Record<string, string | undefined>>): string | null {
-  if (option !== undefined) return 'transport';
-  const named = env.GX1_COLLECTIVE_TRANSPORT;
-  return named === undefined || named.trim() === '' ? null : 'GX1_COLLECTIVE_TRANSPORT';
+/** The setting that chose the transport (`chooseTransport`): the option, the variable where it is set, or null (the default). */
+export function transportChosenBy(option: CollectiveTransport | string | undefined, variableSet: boolean): string | null {
+  return option !== undefined ? 'transport' : variableSet ? 'GX1_COLLECTIVE_TRANSPORT' : null;
 }
 
 export const MAX_P2P_RAILS = 64;

@@ -22,6 +22,11 @@ import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { dialHandshake } from '../../lib/transport/handshake.js';
 import { generateSecret, resolveSecret } from '../../lib/transport/job-secret.js';
 import { rejection, startCoordinator, type TestJob } from '../helpers/job.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
+import { secretVariables } from '../../lib/settings/setting-parts.js';
+
+/** The secret variables of `env`, as the settings read them. */
+const secretOf = (env: Record<string, string>) => secretVariables(readSettings(env));
 
 const jobs: TestJob[] = [];
 const cleanups: (() => unknown)[] = [];
@@ -132,16 +137,16 @@ describe('where the secret comes from', () => {
 
   it('the option, else GX1_SECRET, else GX1_SECRET_FILE (one final line break dropped), else none', () => {
     const text = (secret: Uint8Array | null) => (secret === null ? null : Buffer.from(secret).toString('utf8'));
-    expect(text(resolveSecret('from-the-option-0123', { GX1_SECRET: 'from-the-variable-0123' }))).toBe('from-the-option-0123');
-    expect(text(resolveSecret(undefined, { GX1_SECRET: 'from-the-variable-0123', GX1_SECRET_FILE: file }))).toBe('from-the-variable-0123');
-    expect(text(resolveSecret(undefined, { GX1_SECRET_FILE: file }))).toBe('from-the-file-0123456789');
-    expect(resolveSecret(undefined, {})).toBeNull();
+    expect(text(resolveSecret('from-the-option-0123', secretOf({ GX1_SECRET: 'from-the-variable-0123' })))).toBe('from-the-option-0123');
+    expect(text(resolveSecret(undefined, secretOf({ GX1_SECRET: 'from-the-variable-0123', GX1_SECRET_FILE: file })))).toBe('from-the-variable-0123');
+    expect(text(resolveSecret(undefined, secretOf({ GX1_SECRET_FILE: file })))).toBe('from-the-file-0123456789');
+    expect(resolveSecret(undefined, secretOf({}))).toBeNull();
   });
 
   it('refuses a short secret and names an unreadable file', () => {
-    expect(() => resolveSecret(undefined, { GX1_SECRET: 'short' })).toThrow(
+    expect(() => resolveSecret(undefined, secretOf({ GX1_SECRET: 'short' }))).toThrow(
       'GX1_SECRET holds 5 bytes; a job secret needs at least 16 (rxccl launch and rxccl coordinator generate one)',
     );
-    expect(() => resolveSecret(undefined, { GX1_SECRET_FILE: join(directory, 'missing') })).toThrow(/^cannot read GX1_SECRET_FILE ".*missing": ENOENT/);
+    expect(() => resolveSecret(undefined, secretOf({ GX1_SECRET_FILE: join(directory, 'missing') }))).toThrow(/^cannot read GX1_SECRET_FILE ".*missing": ENOENT/);
   });
 });

@@ -10,6 +10,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { generateSecret } from '../../lib/transport/job-secret.js';
 import { resolveTls, type TlsOptions } from '../../lib/transport/tls-settings.js';
 import { rejection, startCoordinator, type TestJob } from '../helpers/job.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
+import { tlsVariables } from '../../lib/settings/setting-parts.js';
+
+/** The TLS variables of `env`, as the settings read them. */
+const tlsOf = (env: Record<string, string>) => tlsVariables(readSettings(env));
 
 const fixture = (name: string) => new URL(`fixtures/tls/${name}`, import.meta.url);
 const pem = (name: string) => readFileSync(fixture(name));
@@ -88,12 +93,12 @@ describe('TLS on every channel', () => {
 
   it('reads GX1_TLS_CERT, GX1_TLS_KEY and GX1_TLS_CA, and names what is missing', () => {
     const env = { GX1_TLS_CERT: fixture('job.pem').pathname, GX1_TLS_KEY: fixture('job.key').pathname, GX1_TLS_CA: fixture('ca.pem').pathname };
-    const tls = resolveTls(undefined, env)!;
+    const tls = resolveTls(undefined, tlsOf(env))!;
     expect(tls.cert.toString()).toMatch(/BEGIN CERTIFICATE/);
     expect(tls.ca!.toString()).toMatch(/BEGIN CERTIFICATE/);
-    expect(resolveTls(undefined, {})).toBeNull();
-    expect(() => resolveTls(undefined, { GX1_TLS_CERT: env.GX1_TLS_CERT })).toThrow('GX1_TLS_KEY is missing: TLS needs both a certificate and its key');
-    expect(() => resolveTls(undefined, { GX1_TLS_CA: env.GX1_TLS_CA })).toThrow(/GX1_TLS_CA is set without GX1_TLS_CERT and GX1_TLS_KEY/);
-    expect(() => resolveTls(undefined, { ...env, GX1_TLS_KEY: '/nonexistent/key.pem' })).toThrow(/^cannot read GX1_TLS_KEY "\/nonexistent\/key.pem": ENOENT/);
+    expect(resolveTls(undefined, tlsOf({}))).toBeNull();
+    expect(() => resolveTls(undefined, tlsOf({ GX1_TLS_CERT: env.GX1_TLS_CERT }))).toThrow('GX1_TLS_KEY is missing: TLS needs both a certificate and its key');
+    expect(() => resolveTls(undefined, tlsOf({ GX1_TLS_CA: env.GX1_TLS_CA }))).toThrow(/GX1_TLS_CA is set without GX1_TLS_CERT and GX1_TLS_KEY/);
+    expect(() => resolveTls(undefined, tlsOf({ ...env, GX1_TLS_KEY: '/nonexistent/key.pem' }))).toThrow(/^cannot read GX1_TLS_KEY "\/nonexistent\/key.pem": ENOENT/);
   });
 });

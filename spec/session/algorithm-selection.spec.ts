@@ -13,9 +13,14 @@ import type { ConfigurationError } from '../../lib/errors.js';
 import type { SessionEvent } from '../../lib/session/events.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { resolveSessionOptions } from '../../lib/session/session-options.js';
-import { probeOptionsFromEnvironment } from '../../lib/topology/probe-options.js';
+import { resolveProbeOptions } from '../../lib/topology/probe-options.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
+import { probeVariables } from '../../lib/settings/setting-parts.js';
 import { rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
 import { refusal } from '../helpers/refusal.js';
+
+/** The probe options of `env`'s `GX1_TOPOLOGY_PROBE_*` variables, as a rank's `probeTopology()` takes them. */
+const probeOptionsOf = (env: Record<string, string>) => resolveProbeOptions(probeVariables(readSettings(env)));
 
 const jobs: TestJob[] = [];
 afterEach(async () => {
@@ -329,11 +334,11 @@ describe('tuning from the environment (resolveTuning, resolveSessionOptions)', (
     expect(refusal(() => resolveTuning({}, 2, { GX1_TOPOLOGY_RAIL_LINKS: '0@0-1:0:1' }))).toBe('GX1_TOPOLOGY_RAIL_LINKS: topology link 0-1 has zero bandwidth');
     expect(refusal(() => resolveTuning({}, 2, { GX1_RAIL_ORDER: '0' }, 2))).toBe('GX1_RAIL_ORDER: invalid collective rail order: contains 1 rails, expected 2');
     // The probe's variables, each named with the reference's text.
-    expect(refusal(() => probeOptionsFromEnvironment({ GX1_TOPOLOGY_PROBE_BYTES: '0' }))).toMatch(/^GX1_TOPOLOGY_PROBE_BYTES: topology probe payload 0 is outside /);
-    expect(refusal(() => probeOptionsFromEnvironment({ GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS: '0' }))).toBe(
+    expect(refusal(() => probeOptionsOf({ GX1_TOPOLOGY_PROBE_BYTES: '0' }))).toMatch(/^GX1_TOPOLOGY_PROBE_BYTES: topology probe payload 0 is outside /);
+    expect(refusal(() => probeOptionsOf({ GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS: '0' }))).toBe(
       'GX1_TOPOLOGY_PROBE_LATENCY_ITERATIONS: topology probe latency and bandwidth iterations must be greater than zero',
     );
-    expect(refusal(() => probeOptionsFromEnvironment({ GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS: '10001' }))).toBe('GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS: topology probe iteration counts must not exceed 10000');
+    expect(refusal(() => probeOptionsOf({ GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS: '10001' }))).toBe('GX1_TOPOLOGY_PROBE_WARMUP_ITERATIONS: topology probe iteration counts must not exceed 10000');
   });
 
   it('a refusal of an option names the option, not the variable it stands in for', () => {

@@ -9,27 +9,31 @@ import {
 } from '../../lib/session/busy-poll.js';
 import { resolveSessionOptions } from '../../lib/session/session-options.js';
 import { ConfigurationError } from '../../lib/errors.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
+
+/** `GX1_BUSY_POLL_US` of `env`, as the settings read it. */
+const busyPollOf = (env: Record<string, string>) => readSettings(env).GX1_BUSY_POLL_US;
 
 const base = { coordinator: '127.0.0.1:29500', uniqueId: '00112233445566778899aabbccddeeff', rank: 0, worldSize: 2 };
 
 describe('resolveBusyPoll', () => {
   it('takes the option over the variable, and auto where neither says', () => {
-    expect(resolveBusyPoll(20, { GX1_BUSY_POLL_US: '7' })).toBe(20);
-    expect(resolveBusyPoll(undefined, { GX1_BUSY_POLL_US: ' 7 ' })).toBe(7);
-    expect(resolveBusyPoll(undefined, { GX1_BUSY_POLL_US: 'AUTO' })).toBe('auto');
-    expect(resolveBusyPoll(undefined, {})).toBe('auto');
-    expect(resolveBusyPoll('auto', { GX1_BUSY_POLL_US: '0' })).toBe('auto');
+    expect(resolveBusyPoll(20, busyPollOf({ GX1_BUSY_POLL_US: '7' }))).toBe(20);
+    expect(resolveBusyPoll(undefined, busyPollOf({ GX1_BUSY_POLL_US: ' 7 ' }))).toBe(7);
+    expect(resolveBusyPoll(undefined, busyPollOf({ GX1_BUSY_POLL_US: 'AUTO' }))).toBe('auto');
+    expect(resolveBusyPoll(undefined, busyPollOf({}))).toBe('auto');
+    expect(resolveBusyPoll('auto', busyPollOf({ GX1_BUSY_POLL_US: '0' }))).toBe('auto');
     expect(resolveSessionOptions(base, { GX1_BUSY_POLL_US: '0' }).busyPoll).toBe(0);
     expect(resolveSessionOptions({ ...base, busyPollMicros: 80 }, {}).busyPoll).toBe(80);
   });
 
   it('refuses what is not whole microseconds 0..100000, naming the setting and the value', () => {
-    expect(() => resolveBusyPoll(undefined, { GX1_BUSY_POLL_US: '5us' })).toThrow(
+    expect(() => resolveBusyPoll(undefined, busyPollOf({ GX1_BUSY_POLL_US: '5us' }))).toThrow(
       new ConfigurationError('GX1_BUSY_POLL_US must be auto or whole microseconds 0..100000, got "5us"'),
     );
-    expect(() => resolveBusyPoll(-1, {})).toThrow('busyPollMicros must be auto or whole microseconds 0..100000, got "-1"');
-    expect(() => resolveBusyPoll(1.5, {})).toThrow(ConfigurationError);
-    expect(() => resolveBusyPoll(100_001, {})).toThrow(ConfigurationError);
+    expect(() => resolveBusyPoll(-1, busyPollOf({}))).toThrow('busyPollMicros must be auto or whole microseconds 0..100000, got "-1"');
+    expect(() => resolveBusyPoll(1.5, busyPollOf({}))).toThrow(ConfigurationError);
+    expect(() => resolveBusyPoll(100_001, busyPollOf({}))).toThrow(ConfigurationError);
   });
 });
 

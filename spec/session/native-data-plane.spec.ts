@@ -361,15 +361,19 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
 
   it('dataPlane: a bad value, or native with TLS, is refused by name', async () => {
     const { resolveDataPlane, usesNativeDataPlane } = await import('../../lib/session/data-plane-setting.js');
-    expect(() => resolveDataPlane('fast', undefined, false)).toThrow('dataPlane must be one of auto, native, js, got "fast"');
-    expect(() => resolveDataPlane(undefined, 'c++', false)).toThrow('GX1_DATA_PLANE must be one of auto, native, js, got "c++"');
-    expect(() => resolveDataPlane('native', undefined, true)).toThrow(/cannot be used with TLS/);
-    expect(() => resolveDataPlane('native', undefined, false, () => false)).toThrow(/needs the native addon/);
-    expect(resolveDataPlane(undefined, 'native', false)).toBe('native');
+    const { readSettings } = await import('../../lib/settings/read-settings.js');
+    // GX1_DATA_PLANE as the settings read it: `auto` where unset.
+    const variable = (text?: string) => readSettings(text === undefined ? {} : { GX1_DATA_PLANE: text }).GX1_DATA_PLANE;
+    expect(() => resolveDataPlane('fast', variable(), false)).toThrow('dataPlane must be one of auto, native, js, got "fast"');
+    expect(() => resolveDataPlane(undefined, variable('c++'), false)).toThrow('GX1_DATA_PLANE must be one of auto, native, js, got "c++"');
+    expect(() => resolveDataPlane('native', variable(), true)).toThrow(/cannot be used with TLS/);
+    expect(() => resolveDataPlane('native', variable(), false, () => false)).toThrow(/needs the native addon/);
+    expect(() => resolveDataPlane(undefined, variable('native'), true)).toThrow('GX1_DATA_PLANE=native cannot be used with TLS: its data links are plain TCP (use js, or no TLS)');
+    expect(resolveDataPlane(undefined, variable('native'), false)).toBe('native');
     // auto: js with TLS or without the addon, else decided once the endpoint table is known.
-    expect(resolveDataPlane(undefined, undefined, false)).toBe('auto');
-    expect(resolveDataPlane(undefined, undefined, true)).toBe('js');
-    expect(resolveDataPlane('auto', undefined, false, () => false)).toBe('js');
+    expect(resolveDataPlane(undefined, variable(), false)).toBe('auto');
+    expect(resolveDataPlane(undefined, variable(), true)).toBe('js');
+    expect(resolveDataPlane('auto', variable(), false, () => false)).toBe('js');
     // Decided from every rank's offer alike on every rank, wherever the ranks are.
     expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'])).toBe(true);
     expect(usesNativeDataPlane(['auto', 'native', 'auto', 'auto'])).toBe(true);

@@ -3,10 +3,14 @@ import { ConfigurationError } from '../../lib/errors.js';
 import { MAX_FRAME_PAYLOAD_BYTES } from '../../lib/protocol/index.js';
 import {
   DEFAULT_TOPOLOGY_PROBE_OPTIONS,
-  probeOptionsFromEnvironment,
   resolveProbeOptions,
   validateProbeOptions,
 } from '../../lib/topology/index.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
+import { probeVariables } from '../../lib/settings/setting-parts.js';
+
+/** The probe options of `env`'s `GX1_TOPOLOGY_PROBE_*` variables, as a rank's `probeTopology()` takes them. */
+const probeOptionsFromEnvironment = (env: Record<string, string>) => resolveProbeOptions(probeVariables(readSettings(env)));
 
 describe('topology probe options', () => {
   it('default as the reference: 1 MiB, 16 latency, 3 bandwidth, 1 warm-up iteration', () => {

@@ -19,6 +19,8 @@ import {
   type SocketAddressText,
   validatePeerEndpointConfiguration,
 } from '../../lib/transport/peer-endpoint-config.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
+import { peerEndpointVariables } from '../../lib/settings/setting-parts.js';
 
 const opened: Server[] = [];
 
@@ -176,13 +178,13 @@ describe('peer rail address configuration', () => {
 
 describe('peer endpoint configuration from the environment', () => {
   it("listens on the job's interface (the control connection's local address), port 0, by default", () => {
-    expect(peerEndpointConfigurationFromEnvironment({ env: {}, rails: 2, jobInterface: '127.0.0.1' })).toEqual({
+    expect(peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(readSettings({})), rails: 2, jobInterface: '127.0.0.1' })).toEqual({
       listenAddresses: [{ host: '127.0.0.1', port: 0 }],
       advertiseAddresses: [],
     });
-    expect(peerEndpointConfigurationFromEnvironment({ env: {}, rails: 1, jobInterface: '0:0:0:0:0:0:0:1' }).listenAddresses).toEqual([{ host: '::1', port: 0 }]);
+    expect(peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(readSettings({})), rails: 1, jobInterface: '0:0:0:0:0:0:0:1' }).listenAddresses).toEqual([{ host: '::1', port: 0 }]);
     // Every interface only when configured so.
-    expect(peerEndpointConfigurationFromEnvironment({ env: { GX1_P2P_LISTEN_ADDR: '0.0.0.0:0' }, rails: 1, jobInterface: '10.0.0.5' }).listenAddresses).toEqual([
+    expect(peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(readSettings({ GX1_P2P_LISTEN_ADDR: '0.0.0.0:0' })), rails: 1, jobInterface: '10.0.0.5' }).listenAddresses).toEqual([
       { host: '0.0.0.0', port: 0 },
     ]);
   });
@@ -194,7 +196,7 @@ describe('peer endpoint configuration from the environment', () => {
       GX1_P2P_ADVERTISE_ADDR: '10.0.0.1',
       GX1_P2P_RAIL_ADVERTISE_ADDRS: '10.0.0.1,10.1.0.1',
     };
-    expect(peerEndpointConfigurationFromEnvironment({ env, rails: 2, jobInterface: '127.0.0.1' })).toEqual({
+    expect(peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(readSettings(env)), rails: 2, jobInterface: '127.0.0.1' })).toEqual({
       listenAddresses: [
         { host: '127.0.0.1', port: 0 },
         { host: '127.0.0.2', port: 0 },
@@ -202,7 +204,7 @@ describe('peer endpoint configuration from the environment', () => {
       advertiseAddresses: ['10.0.0.1', '10.1.0.1'],
     });
     const shared = { GX1_P2P_LISTEN_ADDR: '[::1]:5000', GX1_P2P_ADVERTISE_ADDR: '::1' };
-    expect(peerEndpointConfigurationFromEnvironment({ env: shared, rails: 4, jobInterface: '127.0.0.1' })).toEqual({
+    expect(peerEndpointConfigurationFromEnvironment({ variables: peerEndpointVariables(readSettings(shared)), rails: 4, jobInterface: '127.0.0.1' })).toEqual({
       listenAddresses: [{ host: '::1', port: 5000 }],
       advertiseAddresses: ['::1'],
     });
@@ -210,13 +212,13 @@ describe('peer endpoint configuration from the environment', () => {
 
   it('names the variable that is wrong', () => {
     const options = { rails: 2, jobInterface: '127.0.0.1' } as const;
-    expect(() => peerEndpointConfigurationFromEnvironment({ ...options, env: { GX1_P2P_LISTEN_ADDR: '' } })).toThrow(
+    expect(() => peerEndpointConfigurationFromEnvironment({ ...options, variables: peerEndpointVariables(readSettings({ GX1_P2P_LISTEN_ADDR: '' })) })).toThrow(
       'GX1_P2P_LISTEN_ADDR must be a socket address, got "": invalid socket address syntax',
     );
     expect(() =>
-      peerEndpointConfigurationFromEnvironment({ ...options, env: { GX1_P2P_RAIL_ADVERTISE_ADDRS: '1.1.1.1' } }),
+      peerEndpointConfigurationFromEnvironment({ ...options, variables: peerEndpointVariables(readSettings({ GX1_P2P_RAIL_ADVERTISE_ADDRS: '1.1.1.1' })) }),
     ).toThrow('GX1_P2P_RAIL_ADVERTISE_ADDRS contains 1 addresses, expected 2');
-    expect(() => peerEndpointConfigurationFromEnvironment({ ...options, rails: 0, env: {} })).toThrow(
+    expect(() => peerEndpointConfigurationFromEnvironment({ ...options, rails: 0, variables: peerEndpointVariables(readSettings({})) })).toThrow(
       'point-to-point rail count 0 is outside 1..=64',
     );
   });

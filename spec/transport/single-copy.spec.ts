@@ -33,6 +33,7 @@ import { FrameChannel } from '../../lib/transport/frame-channel.js';
 import { memoryVictim, readProcessMemory, selfReads } from '../helpers/cross-memory.js';
 import { concat, engineLinks, headerOf, i32, inputOf, loopbackPair, reader, runOn } from '../helpers/data-plane-peer.js';
 import { CHALLENGE_BYTES, OFFER_BYTES, forgedOffer, offerOfNothing, probeOf } from '../helpers/single-copy-offer.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
 
 const engine = dataPlaneEngine();
 const available = engine !== null;
@@ -324,11 +325,14 @@ function range(address: bigint, size: number): Uint8Array {
 
 describe('the single-copy setting', () => {
   it('singleCopy wins over GX1_SINGLE_COPY, else auto; anything but auto and off is refused by name', () => {
-    expect(resolveSingleCopy(undefined, undefined)).toBe('auto');
-    expect(resolveSingleCopy(undefined, ' off ')).toBe('off');
-    expect(resolveSingleCopy('auto', 'off')).toBe('auto');
-    expect(() => resolveSingleCopy(undefined, 'no')).toThrow('GX1_SINGLE_COPY must be one of auto, off, got "no"');
-    expect(() => resolveSingleCopy('on', undefined)).toThrow('singleCopy must be one of auto, off, got "on"');
+    // GX1_SINGLE_COPY as the settings read it: `auto` where unset or blank.
+    const variable = (text?: string) => readSettings(text === undefined ? {} : { GX1_SINGLE_COPY: text }).GX1_SINGLE_COPY;
+    expect(resolveSingleCopy(undefined, variable())).toBe('auto');
+    expect(resolveSingleCopy(undefined, variable(' '))).toBe('auto');
+    expect(resolveSingleCopy(undefined, variable(' off '))).toBe('off');
+    expect(resolveSingleCopy('auto', variable('off'))).toBe('auto');
+    expect(() => resolveSingleCopy(undefined, variable('no'))).toThrow('GX1_SINGLE_COPY must be one of auto, off, got "no"');
+    expect(() => resolveSingleCopy('on', variable())).toThrow('singleCopy must be one of auto, off, got "on"');
     const options = { coordinator: '127.0.0.1:1', uniqueId: '00'.repeat(16), rank: 0, worldSize: 2 };
     expect(resolveSessionOptions(options, { GX1_SINGLE_COPY: 'off' }).singleCopy).toBe('off');
     expect(resolveSessionOptions({ ...options, singleCopy: 'off' }, {}).singleCopy).toBe('off');

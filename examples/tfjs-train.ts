@@ -9,7 +9,7 @@
  * Elastic (Horovod elastic): `--elastic` trains under the `elastic` operator, committing the model
  * and Adam's state after every step; `--kill-rank R --kill-epoch E` makes rank R die (SIGKILL) at
  * the first step of epoch E, and `--min-ranks N` holds the steps while fewer ranks run and no
- * process waits to join:
+ * process waits to join (`--epochs N`, default 5, for either form):
  *
  *   rxccl launch --keep-going --replace 1 -n 4 -- tsx examples/tfjs-train.ts --elastic --kill-rank 3 --kill-epoch 2
  *
@@ -26,16 +26,17 @@ import type { GradientDtype } from '../lib/tfjs/index.js';
 import { trainTeacherTask, trainTeacherTaskElastically } from './tfjs/teacher-task.js';
 
 const { values } = parseArgs({
-  options: { elastic: { type: 'boolean' }, 'kill-rank': { type: 'string' }, 'kill-epoch': { type: 'string' }, 'min-ranks': { type: 'string' } },
+  options: { elastic: { type: 'boolean' }, epochs: { type: 'string' }, 'kill-rank': { type: 'string' }, 'kill-epoch': { type: 'string' }, 'min-ranks': { type: 'string' } },
 });
 const session = await openSession();
 const say = (line: string) => session.rank === 0 && console.log(line);
 const gradientDtype = (process.env.EXAMPLE_GRADIENT_DTYPE ?? 'f32') as GradientDtype;
 const onEpoch = (epoch: number, loss: number) => say(`epoch ${epoch} loss ${loss.toPrecision(8)}`);
+const epochs = Number(values.epochs ?? 5);
 
 let losses: number[];
 if (values.elastic !== true) {
-  losses = await trainTeacherTask(session, { gradientDtype, onEpoch });
+  losses = await trainTeacherTask(session, { epochs, gradientDtype, onEpoch });
 } else {
   const killRank = values['kill-rank'] === undefined ? null : Number(values['kill-rank']);
   const killEpoch = Number(values['kill-epoch'] ?? 2);
@@ -43,6 +44,7 @@ if (values.elastic !== true) {
   const original = !session.newcomers.includes(session.rank);
   let resized = false;
   losses = await trainTeacherTaskElastically(session, {
+    epochs,
     gradientDtype,
     onEpoch,
     beforeStep: async (communicator, epoch, step) => {

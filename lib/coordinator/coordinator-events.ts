@@ -22,7 +22,7 @@ export type CoordinatorEvent =
   | { readonly type: 'rank-left'; readonly rank: number }
   /** A fault-tolerant job lost the rank (`faultTolerant`): the others were told, the job goes on. */
   | { readonly type: 'rank-lost'; readonly rank: number; readonly reason: string }
-  /** A fault-tolerant job's count of processes waiting to join it changed (docs/protocol.md 13.8). */
+  /** A fault-tolerant job's count of processes waiting to join it changed (docs/protocol.md 13.9). */
   | { readonly type: 'joiners-waiting'; readonly waiting: number }
   /**
    * The job grew: `members` (job ranks, in their new order) and `newcomers` joiners go on in a job

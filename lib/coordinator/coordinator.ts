@@ -120,7 +120,7 @@ export interface CoordinatorOptions {
   /**
    * The most ranks a fault-tolerant job may grow to (default `worldSize`: a process that joins
    * the running job only replaces a lost rank). A process asking to join past it is refused
-   * (docs/protocol.md 13.8).
+   * (docs/protocol.md 13.9).
    */
   maxWorldSize?: number;
 }
@@ -202,7 +202,7 @@ export class Coordinator {
   private readonly lost = new Set<number>();
   /** How many point-to-point rails reported a rank that left (`loseRank`). */
   private readonly leftReports = new Map<number, number>();
-  /** Processes waiting to join this fault-tolerant job while it runs (docs/protocol.md 13.8). */
+  /** Processes waiting to join this fault-tolerant job while it runs (docs/protocol.md 13.9). */
   private readonly joiners: WaitingJoiners;
   /**
    * The coordinator of the job this one grew into (`grow()` of its ranks), on the same host; null
@@ -369,7 +369,7 @@ export class Coordinator {
   }
 
   /**
-   * A process asking to join the running job (docs/protocol.md 13.8): it waits, announced to the
+   * A process asking to join the running job (docs/protocol.md 13.9): it waits, announced to the
    * ranks, until they admit it (`grow`); refused where the job is not fault-tolerant, has not
    * started, or is at its maximum size.
    */
@@ -408,7 +408,7 @@ export class Coordinator {
   }
 
   /**
-   * A member's request to grow the job (docs/protocol.md 13.8): admit `tag` of the waiting
+   * A member's request to grow the job (docs/protocol.md 13.9): admit `tag` of the waiting
    * processes into a new job of the members (in the request's order) then them. A coordinator for
    * that job listens on this one's host (same settings, a new unique id); every member is told its
    * rank there on its first rail, every admitted joiner on its connection, and the joiners still

@@ -34,7 +34,7 @@ export interface P2pRouterOptions {
    * connection dropped) instead of failing the router. The others go on.
    */
   readonly onRankGone?: (rank: number, reason: string, graceful: boolean) => void;
-  /** A fault-tolerant job's first rail: a member's request to grow the job (a JOIN, docs/protocol.md 13.8). */
+  /** A fault-tolerant job's first rail: a member's request to grow the job (a JOIN, docs/protocol.md 13.9). */
   readonly onGrowRequest?: (rank: number, frame: Frame) => void;
 }
 

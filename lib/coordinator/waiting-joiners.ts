@@ -12,12 +12,12 @@ export interface JoinerHost {
   readonly maxWorldSize: number;
   /** The ranks the job has now (joined and not lost). */
   liveRanks(): number;
-  /** Tells every live rank how many joiners wait (docs/protocol.md 13.8). */
+  /** Tells every live rank how many joiners wait (docs/protocol.md 13.9). */
   announce(waiting: number): void;
 }
 
 /**
- * The processes waiting to join a running fault-tolerant job (docs/protocol.md 13.8), first come
+ * The processes waiting to join a running fault-tolerant job (docs/protocol.md 13.9), first come
  * first admitted. Each arrival and departure is announced to the job's ranks, whose rank 0 decides
  * at its next step boundary how many to admit (`grow()`). A joiner that would take the job past its
  * maximum is refused; one that closes while waiting is forgotten. The channels of joiners not
@@ -82,7 +82,7 @@ export class WaitingJoiners {
   }
 }
 
-/** Sends a joiner its admission into `job` (docs/protocol.md 13.8) and ends its connection here. */
+/** Sends a joiner its admission into `job` (docs/protocol.md 13.9) and ends its connection here. */
 export function admitJoiner(channel: FrameChannel, uniqueId: UniqueId, job: GrownJob): void {
   try {
     channel.send(outgoing(admissionFrame({ uniqueId, worldSize: ANY_WORLD_SIZE }, ANY_RANK, formatGrownJob(job))));

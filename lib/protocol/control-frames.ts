@@ -118,7 +118,7 @@ export function rankLostFrame(origin: FrameOrigin, lost: number, destination: nu
 export const ANY_WORLD_SIZE = 0xffffffff;
 
 /**
- * A process asking to join a running fault-tolerant job (docs/protocol.md 13.8): a JOIN on a new
+ * A process asking to join a running fault-tolerant job (docs/protocol.md 13.9): a JOIN on a new
  * connection that claims no rank (ANY_RANK) of no particular world (ANY_WORLD_SIZE). The coordinator answers once
  * the job's ranks admit it (a Ready carrying the grown job, `admissionFrame`), or refuses it.
  */

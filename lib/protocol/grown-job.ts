@@ -2,7 +2,7 @@ import { ProtocolError } from '../errors.js';
 import { UniqueId } from './unique-id.js';
 
 /**
- * The job a fault-tolerant job grows into (docs/protocol.md 13.8), as the coordinator admits a
+ * The job a fault-tolerant job grows into (docs/protocol.md 13.9), as the coordinator admits a
  * process to it: where its coordinator listens (a port on the host the job's coordinator has),
  * its id, the process's rank and the new world size. Ranks below `members` carry the job on (the
  * old job's ranks, in the order the grow request gave); the ranks from `members` on are newcomers.

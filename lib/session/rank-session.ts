@@ -67,7 +67,7 @@ import { railOrderOf, sessionContext } from './session-context.js';
 
 /**
  * How a session that `openSession` opened goes on into the job its job grows into (`grow()`,
- * docs/protocol.md 13.8).
+ * docs/protocol.md 13.9).
  */
 export interface JobLineage {
   /** The first rank of this job that joined it while it ran (a newcomer); the world size where none did. */
@@ -1160,7 +1160,7 @@ export class RankSession {
 
   /**
    * Processes waiting to join this fault-tolerant job, as this rank last heard from the
-   * coordinator (docs/protocol.md 13.8); 0 in a job that cannot grow. `grow()` admits them.
+   * coordinator (docs/protocol.md 13.9); 0 in a job that cannot grow. `grow()` admits them.
    */
   get joinersWaiting(): number {
     return this.membership.growth?.job.waiting ?? 0;
@@ -1185,7 +1185,7 @@ export class RankSession {
    * the others, so they agree. Where none waits it returns this communicator. The grown job runs
    * on links of its own (the native data plane where the job has one, even after a shrink), and
    * this job's sessions on this rank are closed. The communicator must hold every rank the job
-   * still has: the world or a shrink of it. Horovod elastic's reset is the model (docs/protocol.md 13.8).
+   * still has: the world or a shrink of it. Horovod elastic's reset is the model (docs/protocol.md 13.9).
    *
    * @example
    * world = await world.grow(); // at a step boundary: joiners get the state from rank 0

@@ -98,7 +98,7 @@ export interface SessionOptions extends TuningOptions {
   faultTolerant?: boolean;
   /**
    * This process joins a fault-tolerant job that already runs (default `GX1_JOIN`, else false):
-   * `openSession` waits until the job's ranks admit it (`grow()`, docs/protocol.md 13.8) and
+   * `openSession` waits until the job's ranks admit it (`grow()`, docs/protocol.md 13.9) and
    * returns its session of the grown job. Only `coordinator`, `uniqueId` and the job's secret and
    * TLS name the job; `rank` and `worldSize` come with the admission (given ones are ignored).
    */

@@ -167,7 +167,7 @@ async function joinChannelOnce(address: ChannelAddress, join: JoinRequest): Prom
   }
 }
 
-/** What a process joining a running job (docs/protocol.md 13.8) presents: the job, its secret and TLS, how long it waits. */
+/** What a process joining a running job (docs/protocol.md 13.9) presents: the job, its secret and TLS, how long it waits. */
 export interface JoinerRequest {
   readonly uniqueId: UniqueId;
   /** How long the process waits to be admitted (the job's ranks admit at their next step boundary). */
@@ -178,7 +178,7 @@ export interface JoinerRequest {
 
 /**
  * Asks the coordinator of a running fault-tolerant job to let this process join (a JOIN claiming
- * no rank, docs/protocol.md 13.8) and waits until the job's ranks admit it: resolves with the job
+ * no rank, docs/protocol.md 13.9) and waits until the job's ranks admit it: resolves with the job
  * it grew into (where to find its coordinator, this process's rank there). The coordinator's
  * refusal (the job is not fault-tolerant, is full, ended) rejects with its reason.
  */

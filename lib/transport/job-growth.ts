@@ -11,7 +11,7 @@ export interface GrowthChannel {
 }
 
 /**
- * A fault-tolerant job's growth as one rank sees it (docs/protocol.md 13.8): how many processes
+ * A fault-tolerant job's growth as one rank sees it (docs/protocol.md 13.9): how many processes
  * wait to join (the coordinator's notices on the first rail), the request that admits them, and
  * this rank's admission into the grown job.
  */

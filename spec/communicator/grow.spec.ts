@@ -6,7 +6,7 @@ import { disposeGrowableJobs, startGrowableJob } from '../helpers/growable-job.j
 import { rejection, sleep } from '../helpers/job.js';
 
 /**
- * Growth in one process over real sockets (docs/protocol.md 13.8): a process asks to join a
+ * Growth in one process over real sockets (docs/protocol.md 13.9): a process asks to join a
  * running fault-tolerant job, the ranks hear of it, admit it at a step boundary with `grow()`,
  * and go on in a grown job of their own. Process deaths and replacements through `rxccl launch`
  * are in spec/process/replace-processes.spec.ts.

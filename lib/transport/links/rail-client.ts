@@ -36,7 +36,7 @@ export interface RailOwner {
    * when it left, 0 when it was lost; docs/protocol.md 13.7).
    */
   readonly rankLost?: (rank: number, reason: string, left: boolean) => void;
-  /** A fault-tolerant job's growth: the coordinator's notices of joiners waiting and the admission to the grown job (docs/protocol.md 13.8) on the first rail. */
+  /** A fault-tolerant job's growth: the coordinator's notices of joiners waiting and the admission to the grown job (docs/protocol.md 13.9) on the first rail. */
   readonly growth?: JobGrowth;
 }
 

@@ -96,10 +96,10 @@ export async function trainTeacherTaskElastically(world: Communicator, options: 
   const { epochs = 5 } = options;
   const task = teacherTask(options);
   if (!world.newcomers.includes(world.rank)) await broadcastModel(world, task.student, 0);
-  const optimizers = new Map<Communicator, DistributedOptimizer>();
+  let optimizer: DistributedOptimizer | null = null;
   const optimizerOn = (communicator: Communicator) => {
-    if (!optimizers.has(communicator)) optimizers.set(communicator, new DistributedOptimizer(task.adam, communicator, { gradientDtype: options.gradientDtype }));
-    return optimizers.get(communicator)!;
+    if (optimizer?.communicator !== communicator) optimizer = new DistributedOptimizer(task.adam, communicator, { gradientDtype: options.gradientDtype });
+    return optimizer;
   };
   const state = trainingState(task.student, task.adam);
   const stepLosses = await lastValueFrom(

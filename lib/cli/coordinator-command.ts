@@ -77,7 +77,8 @@ export const coordinatorCommand = defineCommand(
     };
     for (const signal of STOPPING) process.on(signal, stop);
     try {
-      await coordinator.done;
+      // The job, and every job it grew into (its coordinators run in this process too).
+      await coordinator.finished;
       process.stderr.write(`rxccl coordinator: job complete: all ${coordinator.worldSize} ranks left\n`);
       return 0;
     } catch (error) {

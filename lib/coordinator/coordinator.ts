@@ -36,7 +36,7 @@ import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '.
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
-import { admitJoiner, WaitingJoiners } from './waiting-joiners.js';
+import { admitJoiner, type Joiner, WaitingJoiners } from './waiting-joiners.js';
 
 export const DEFAULT_COLLECTIVE_TIMEOUT_MS = 300_000;
 /** How long a new connection may take to send its JOIN before it is refused. */
@@ -323,6 +323,8 @@ export class Coordinator {
   async close(): Promise<void> {
     this.fail(new ChannelClosedError('coordinator closed by its owner'));
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    // The jobs it grew into end with it (a grow still starting its coordinator closes that one as it comes).
+    await this.successor?.close();
   }
 
   /** P2P channels per rank: every rail on tcp_host_staged; one control channel on tcp_peer. */
@@ -344,7 +346,8 @@ export class Coordinator {
       .then(
         (frame) => {
           if (isJoinerHeader(frame.header) && frame.header.uniqueId.equals(this.uniqueId)) {
-            this.wait(channel);
+            this.pending.delete(channel.socket);
+            this.wait({ channel, uniqueId: this.uniqueId });
             return;
           }
           let joined: { rank: number; role: ChannelRole };
@@ -373,9 +376,18 @@ export class Coordinator {
    * ranks, until they admit it (`grow`); refused where the job is not fault-tolerant, has not
    * started, or is at its maximum size.
    */
-  private wait(channel: FrameChannel): void {
-    this.pending.delete(channel.socket);
-    const refuse = (why: string) => this.reject(channel, new ConfigurationError(why), this.uniqueId, ANY_RANK);
+  private wait(joiner: Joiner): void {
+    // A job that grew goes on in the job it grew into: the joiner waits for that one's ranks.
+    if (this.successor !== null) {
+      this.successor.wait(joiner);
+      return;
+    }
+    const { channel } = joiner;
+    const refuse = (why: string) => this.reject(channel, new ConfigurationError(why), joiner.uniqueId, ANY_RANK);
+    if (this.ended) {
+      refuse(`job ${this.uniqueId.toHex()} ended: its ranks admit nobody more`);
+      return;
+    }
     if (!this.options.faultTolerant) {
       refuse(`job ${this.uniqueId.toHex()} is not fault-tolerant: a process joins a running job only where the job and its coordinator run with GX1_FAULT_TOLERANT=1 (rxccl launch --keep-going)`);
       return;
@@ -385,9 +397,9 @@ export class Coordinator {
       return;
     }
     try {
-      this.joiners.add(channel);
+      this.joiners.add(joiner);
     } catch (error) {
-      this.reject(channel, error as RxcclError, this.uniqueId, ANY_RANK);
+      this.reject(channel, error as RxcclError, joiner.uniqueId, ANY_RANK);
     }
   }
 
@@ -432,6 +444,12 @@ export class Coordinator {
     this.growing = true;
     Coordinator.bind(this.address.host, 0, { ...this.options, uniqueId: UniqueId.random(), worldSize, hostRank: hostRank < 0 ? null : hostRank }).then(
       (successor) => {
+        if (this.ended) {
+          // Closed (or every member gone) while it started: nobody waits for it.
+          void successor.close();
+          for (const joiner of joiners) this.reject(joiner.channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} ended before its ranks admitted this process`), joiner.uniqueId, ANY_RANK);
+          return;
+        }
         this.successor = successor;
         successor.joiners.adopt(this.joiners.handOver());
         const job = (newRank: number): GrownJob => ({ port: successor.address.port, uniqueId: successor.uniqueId, rank: newRank, worldSize, members: kept.length });
@@ -443,10 +461,13 @@ export class Coordinator {
             // Gone since: the grown job's rendezvous names its rank as not joined.
           }
         });
-        joiners.forEach((channel, index) => admitJoiner(channel, this.uniqueId, job(kept.length + index)));
+        joiners.forEach((joiner, index) => admitJoiner(joiner, job(kept.length + index)));
         this.events.next({ type: 'grown', members: kept, newcomers: joiners.length, uniqueId: successor.uniqueId.toHex(), port: successor.address.port });
       },
-      (error: unknown) => this.fail(error),
+      (error: unknown) => {
+        for (const joiner of joiners) this.reject(joiner.channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} could not grow: ${failureText(error)}`), joiner.uniqueId, ANY_RANK);
+        this.fail(error);
+      },
     );
   }
 
@@ -634,7 +655,7 @@ export class Coordinator {
     for (const subscription of this.running) subscription.unsubscribe();
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
-    this.joiners.refuseAll((channel) => this.reject(channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} ended before its ranks admitted this process`), this.uniqueId, ANY_RANK));
+    this.joiners.refuseAll(({ channel, uniqueId }) => this.reject(channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} ended before its ranks admitted this process`), uniqueId, ANY_RANK));
     this.server.close();
     this.joinReport.unsubscribe();
     for (const deadline of this.rendezvousDeadlines.values()) deadline.unsubscribe();

@@ -5,6 +5,12 @@ import { ANY_RANK } from '../protocol/constants.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
 
+/** A process waiting to join: its connection, and the job id it asked with (its admission carries that id). */
+export interface Joiner {
+  readonly channel: FrameChannel;
+  readonly uniqueId: UniqueId;
+}
+
 /** What the queue needs of its coordinator. */
 export interface JoinerHost {
   readonly uniqueId: UniqueId;
@@ -24,41 +30,41 @@ export interface JoinerHost {
  * admitted when the job grows move on to the grown job's coordinator (`handOver`).
  */
 export class WaitingJoiners {
-  private readonly channels: FrameChannel[] = [];
+  private readonly joiners: Joiner[] = [];
 
   constructor(private readonly host: JoinerHost) {}
 
   get count(): number {
-    return this.channels.length;
+    return this.joiners.length;
   }
 
-  /** Queues `channel`; throws (a ConfigurationError for the caller to refuse it with) where the job is full. */
-  add(channel: FrameChannel): void {
+  /** Queues `joiner`; throws (a ConfigurationError for the caller to refuse it with) where the job is full. */
+  add(joiner: Joiner): void {
     const live = this.host.liveRanks();
-    if (live + this.channels.length + 1 > this.host.maxWorldSize) {
+    if (live + this.joiners.length + 1 > this.host.maxWorldSize) {
       throw new ConfigurationError(
-        `job ${this.host.uniqueId.toHex()} is at its maximum of ${this.host.maxWorldSize} ranks (${live} running, ${this.channels.length} waiting to join)`,
+        `job ${this.host.uniqueId.toHex()} is at its maximum of ${this.host.maxWorldSize} ranks (${live} running, ${this.joiners.length} waiting to join)`,
       );
     }
-    this.track(channel);
-    this.host.announce(this.channels.length);
+    this.track(joiner);
+    this.host.announce(this.joiners.length);
   }
 
   /**
    * Takes on the joiners a job that grew did not admit (`handOver`): they wait here for this job
    * to grow in turn, and are announced once its ranks have joined.
    */
-  adopt(channels: readonly FrameChannel[]): void {
-    for (const channel of channels) this.track(channel);
+  adopt(joiners: readonly Joiner[]): void {
+    for (const joiner of joiners) this.track(joiner);
   }
 
-  private track(channel: FrameChannel): void {
-    this.channels.push(channel);
-    channel.socket.once('close', () => {
-      const index = this.channels.indexOf(channel);
+  private track(joiner: Joiner): void {
+    this.joiners.push(joiner);
+    joiner.channel.socket.once('close', () => {
+      const index = this.joiners.indexOf(joiner);
       if (index < 0) return;
-      this.channels.splice(index, 1);
-      this.host.announce(this.channels.length);
+      this.joiners.splice(index, 1);
+      this.host.announce(this.joiners.length);
     });
   }
 
@@ -67,23 +73,25 @@ export class WaitingJoiners {
    * (`admitJoiner`) once the grown job's coordinator listens; a joiner closing meanwhile is
    * then its rank missing from that job's rendezvous.
    */
-  take(count: number): FrameChannel[] {
-    return this.channels.splice(0, count);
+  take(count: number): Joiner[] {
+    const taken = this.joiners.splice(0, count);
+    if (taken.length > 0) this.host.announce(this.joiners.length);
+    return taken;
   }
 
   /** The joiners still waiting, for the grown job's coordinator to take on; none are left here. */
-  handOver(): FrameChannel[] {
-    return this.take(this.channels.length);
+  handOver(): Joiner[] {
+    return this.joiners.splice(0);
   }
 
   /** Ends every waiting joiner's connection (the job is over): `refuse` tells each why. */
-  refuseAll(refuse: (channel: FrameChannel) => void): void {
-    for (const channel of this.channels.splice(0)) refuse(channel);
+  refuseAll(refuse: (joiner: Joiner) => void): void {
+    for (const joiner of this.joiners.splice(0)) refuse(joiner);
   }
 }
 
-/** Sends a joiner its admission into `job` (docs/protocol.md 13.9) and ends its connection here. */
-export function admitJoiner(channel: FrameChannel, uniqueId: UniqueId, job: GrownJob): void {
+/** Sends a joiner its admission into `job` (docs/protocol.md 13.9), under the id it asked with, and ends its connection here. */
+export function admitJoiner({ channel, uniqueId }: Joiner, job: GrownJob): void {
   try {
     channel.send(outgoing(admissionFrame({ uniqueId, worldSize: ANY_WORLD_SIZE }, ANY_RANK, formatGrownJob(job))));
   } catch {

@@ -118,6 +118,8 @@ export class LocalJob {
   /** Lost ranks ended once the others were done (`endLostRanks`): their exit is not a failure. */
   private readonly ended = new Set<number>();
 
+  /** Processes that exited 0: a job with `keepGoing` succeeds only with one at least. */
+  private succeeded = 0;
   /** The job's coordinators all finished well: a replacement still waiting is refused, not failed. */
   private over = false;
   /** Every process the job started: its ranks, then the replacements (`replacements`). */
@@ -127,8 +129,8 @@ export class LocalJob {
     readonly coordinator: Coordinator,
     ranks: readonly RankProcess[],
     private readonly options: LocalJobOptions,
-    /** Starts replacement process `index` (1, 2, ...), joining the running job. */
-    private readonly startReplacement: (index: number) => RankProcess,
+    /** Starts replacement process `index` (1, 2, ...), joining the running job at `coordinator`. */
+    private readonly startReplacement: (index: number, coordinator: Coordinator) => RankProcess,
   ) {
     this.ranks = [...ranks];
     // Last resort should the launcher itself die of an exception: its ranks must not outlive it.
@@ -169,7 +171,10 @@ export class LocalJob {
       }
       if (exit.kind === 'signalled' && !this.signalled && this.options.keepGoing !== true) this.killed.push({ rank: rank.rank, signal: exit.signal });
       if (exit.kind !== 'exited' || exit.code !== 0) this.rankFailed(rank, exit);
-      else this.watchStragglers();
+      else {
+        this.succeeded += 1;
+        this.watchStragglers();
+      }
       this.endLostRanks();
       if (this.failure !== null && this.ranks.every((each) => !each.running)) this.endGrace();
     });
@@ -220,8 +225,20 @@ export class LocalJob {
       RankProcess.start({ rank, command: options.command, args: options.args, env: { ...(options.env ?? process.env), ...shared, ...variables }, stdout, stderr, ...(label !== undefined ? { label } : {}) });
     const ranks = Array.from({ length: options.worldSize }, (_, rank) => start(rank, { GX1_RANK: String(rank), GX1_LOCAL_RANK: String(rank) }));
     // A replacement is numbered after the ranks (it is none of theirs); its rank comes with its admission.
-    const replacement = (index: number) =>
-      start(options.worldSize + index - 1, { GX1_JOIN: '1', GX1_RANK: '0', GX1_LOCAL_RANK: String(options.worldSize + index - 1) }, `replacement ${index}`);
+    const replacement = (index: number, newest: Coordinator) =>
+      start(
+        options.worldSize + index - 1,
+        {
+          // The job as it runs now: after a growth, the grown job's coordinator.
+          GX1_COORDINATOR: hostPort(newest.address),
+          GX1_UNIQUE_ID: newest.uniqueId.toHex(),
+          GX1_WORLD_SIZE: String(newest.worldSize),
+          GX1_JOIN: '1',
+          GX1_RANK: '0',
+          GX1_LOCAL_RANK: String(options.worldSize + index - 1),
+        },
+        `replacement ${index}`,
+      );
     return new LocalJob(coordinator, ranks, options, replacement);
   }
 
@@ -291,7 +308,9 @@ export class LocalJob {
     }
     const started = this.ranks.length - this.options.worldSize;
     if (started >= (this.options.replacements ?? 0)) return;
-    const replacement = this.startReplacement(started + 1);
+    let newest = this.coordinator;
+    while (newest.successor !== null) newest = newest.successor;
+    const replacement = this.startReplacement(started + 1, newest);
     this.ranks.push(replacement);
     this.watch(replacement);
     stderr.write(`rxccl launch: started ${replacement.label} for ${rank.label}; the job admits it at its next step boundary (grow())\n`);
@@ -400,6 +419,8 @@ export class LocalJob {
       seen = this.ranks.length;
       await Promise.all(this.ranks.map((rank) => rank.exited));
     }
+    // With keepGoing, every rank lost and every replacement ended unadmitted is no success.
+    if (this.failure === null && this.succeeded === 0) this.failure = () => `every rank failed: ${this.lost.join('; ')}`;
     if (this.failure === null) {
       // Every rank exited 0; their last LEAVE may still be on its way to the coordinator.
       const left = await Promise.race([this.coordinator.finished.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);

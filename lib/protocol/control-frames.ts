@@ -145,7 +145,9 @@ export function joinersWaitingFrame(origin: FrameOrigin, destination: number, wa
  * with a payload of one u32 (little-endian) per member and the joiner count in the tag.
  */
 export function growRequestFrame(origin: FrameOrigin & { readonly rank: number }, joiners: number, members: readonly number[]): Frame {
-  const payload = new Uint8Array(Uint32Array.from(members).buffer);
+  const payload = new Uint8Array(members.length * 4);
+  const view = new DataView(payload.buffer);
+  members.forEach((member, index) => view.setUint32(index * 4, member, true));
   return makeFrame(
     { uniqueId: origin.uniqueId, opcode: Opcode.Join, elementType: ElementType.U32, sourceRank: origin.rank, worldSize: origin.worldSize, tag: BigInt(joiners), elementCount: members.length },
     payload,

@@ -1211,7 +1211,8 @@ export class RankSession {
           scheduler: this.scheduler,
           with: () => throwError(() => new TimeoutError(`rank ${this.rank} growing ${this.name}: the coordinator admitted nobody within ${this.timeout.ms} ms`)),
         }),
-        this.failure.untilEnded(),
+        // Asked: a member lost now is left out by the coordinator; only the job's own end stops the wait.
+        this.membership.jobFailure.untilEnded(),
       ),
     );
     const world = growth.world!;

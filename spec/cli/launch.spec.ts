@@ -64,6 +64,12 @@ describe.concurrent('rxccl launch', () => {
     expect(result.code).toBe(0);
   }, 60_000);
 
+  it('--replace: every rank dying is a failure, the replacement ended unadmitted or not', async () => {
+    const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...tsNode('spec/cli/fixtures/dies-at-once.ts')], { ALL_DIE: '1' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/rxccl launch: job failed: every rank failed: rank [01] was killed by SIGKILL; rank [01] was killed by SIGKILL/);
+  }, 60_000);
+
   it('--replace needs --keep-going', async () => {
     const result = await runRxccl(['launch', '--replace', '1', '-n', '2', '--', 'node', HOLD]);
     expect(result.code).toBe(2);

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RankLostError } from '../../lib/errors.js';
 import type { Communicator } from '../../lib/session/rank-session.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
-import { disposeGrowableJobs, startGrowableJob } from '../helpers/growable-job.js';
+import { openSession } from '../../lib/launch/open-session.js';
+import { disposeGrowableJobs, GROWABLE_SECRET, startGrowableJob } from '../helpers/growable-job.js';
 import { rejection, sleep } from '../helpers/job.js';
 
 /**
@@ -79,6 +80,33 @@ describe.each(TRANSPORTS)('grow on %s', (transport) => {
     const gathered = await Promise.all(world.map((session) => session.allGather(Int32Array.of(session.rank * 10))));
     for (const result of gathered) expect([...result]).toEqual([0, 10, 20]);
     await Promise.all(world.map((session) => session.close()));
+    await coordinator.finished;
+  });
+
+  it('a job grows twice: a rank of the grown job lost, a second joiner dials the grown job\'s coordinator (as rxccl launch --replace does) and is admitted there', async () => {
+    const { sessions, joiner, coordinator } = await faultTolerantJob(2, transport, 3);
+    const first = joiner();
+    await heard(sessions, 1);
+    const grown = [...(await Promise.all(sessions.map((session) => session.grow()))), await first];
+    const successor = coordinator.successor!;
+    // Rank 1 of the grown job leaves; the others shrink, and a joiner comes to the grown job's coordinator.
+    const pending = [grown[0]!, grown[2]!].map((session) => rejection(session.barrier()));
+    await sleep(50);
+    await grown[1]!.close();
+    for (const error of await Promise.all(pending)) expect(error).toBeInstanceOf(RankLostError);
+    const shrunk = await Promise.all([grown[0]!, grown[2]!].map((session) => session.shrink()));
+    const second = openSession({ coordinator: `127.0.0.1:${successor.address.port}`, uniqueId: successor.uniqueId, secret: GROWABLE_SECRET, transport, faultTolerant: true, timeoutMs: 10_000, join: true });
+    await heard([grown[0]!, grown[2]!], 1);
+    const again = [...(await Promise.all(shrunk.map((communicator) => communicator.grow()))), await second];
+    expect(again.map((session) => [session.rank, session.worldSize])).toEqual([
+      [0, 3],
+      [1, 3],
+      [2, 3],
+    ]);
+    expect(successor.successor?.worldSize).toBe(3);
+    const sums = await Promise.all(again.map((session) => session.allReduce(Int32Array.of(1))));
+    expect(sums.map((sum) => sum[0])).toEqual([3, 3, 3]);
+    await Promise.all(again.map((session) => session.close()));
     await coordinator.finished;
   });
 

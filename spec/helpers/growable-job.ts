@@ -10,7 +10,8 @@ import type { CollectiveTransport } from '../../lib/transport/transport-kind.js'
  * `openSession` opens them (so `grow()` can go on into the grown job), with a secret. Every
  * session opened here, and the coordinator, end with `disposeGrowableJobs` (an afterEach).
  */
-const SECRET = 'growable-job-secret';
+/** The secret of every growable job here (a joiner that dials a grown job's coordinator gives it too). */
+export const GROWABLE_SECRET = 'growable-job-secret';
 const coordinators: Coordinator[] = [];
 const sessions: RankSession[] = [];
 
@@ -30,9 +31,9 @@ export async function startGrowableJob(
   { faultTolerant = true, maxWorldSize = worldSize }: { faultTolerant?: boolean; maxWorldSize?: number } = {},
 ): Promise<GrowableJob> {
   const uniqueId = UniqueId.random();
-  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, transport, faultTolerant, maxWorldSize, secret: SECRET, collectiveTimeoutMs: 10_000 }, {});
+  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, transport, faultTolerant, maxWorldSize, secret: GROWABLE_SECRET, collectiveTimeoutMs: 10_000 }, {});
   coordinators.push(coordinator);
-  const options: Partial<SessionOptions> = { coordinator: `127.0.0.1:${coordinator.address.port}`, uniqueId, secret: SECRET, transport, faultTolerant, timeoutMs: 10_000 };
+  const options: Partial<SessionOptions> = { coordinator: `127.0.0.1:${coordinator.address.port}`, uniqueId, secret: GROWABLE_SECRET, transport, faultTolerant, timeoutMs: 10_000 };
   const kept = (session: RankSession) => {
     sessions.push(session);
     return session;

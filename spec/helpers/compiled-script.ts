@@ -3,9 +3,9 @@
  * under `node --import tsx`. tsx's loader hooks run on a thread of their own and every module
  * hops there and back: a rank importing lib/index.ts spends about 1 s of CPU before its first
  * line, against 0.45 s from JavaScript, and the process specs start hundreds of ranks two
- * cores share. The transpile is tsx's own (esbuild, a dependency of tsx, with the repository's
- * tsconfig, names kept), so a child runs the same code; an inline source map keeps its stack
- * traces on the .ts lines.
+ * cores share. The transpile is tsx's own (its esbuild, with the repository's tsconfig, names
+ * kept), so a child runs the same code; an inline source map keeps its stack traces on the .ts
+ * lines.
  *
  * The JavaScript mirrors the sources' layout under .cache/spec-children/ in the repository, so
  * that relative imports, node_modules and the package root (lib/kernels/addon.ts walks up to
@@ -13,9 +13,12 @@
  * one no longer in the sources is removed, so a child can never import what was deleted.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { transformSync } from 'esbuild';
+
+/** tsx's own esbuild (a dependency of tsx, not of this package), found from tsx wherever npm put it. */
+const { transformSync } = createRequire(createRequire(import.meta.url).resolve('tsx'))('esbuild') as typeof import('esbuild');
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const OUT = join(ROOT, '.cache', 'spec-children');

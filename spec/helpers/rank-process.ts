@@ -1,7 +1,7 @@
 /**
  * Ranks as child processes (SCRIPT transpiled ahead, spec/helpers/compiled-script.ts, run by
- * `node` with ARGS) with the GX1_* environment the launcher sets, for the specs. Every spawned process is tracked, so a
- * test can kill whatever is left (`killAll`) and prove none is (`isAlive`).
+ * `node` with ARGS) with the GX1_* environment the launcher sets, for the specs. Every spawned
+ * process is tracked, so a test can kill whatever is left (`killAll`) and prove none is (`isAlive`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../lib/cli/main.js';
-import { runRxccl } from './rxccl-process.js';
+import { ROOT, runRxccl } from './rxccl-process.js';
 
 /** Runs the CLI in-process, capturing what it writes. */
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -106,7 +106,7 @@ describe('rxccl command line', () => {
 /** Through bin/rxccl.mjs, in child processes (concurrently: most of their time is start-up). */
 describe.concurrent('rxccl as a process', () => {
   it('rxccl probe measures the links of a local tcp_peer job', async () => {
-    const result = await runRxccl(['probe', '-n', '2', '--json'], { GX1_TOPOLOGY_PROBE_BYTES: '65536' });
+    const result = await runRxccl(['probe', '-n', '2', '--json'], { GX1_TOPOLOGY_PROBE_BYTES: '65536' }, ROOT, 'bin');
     expect(result.stderr).not.toContain('job failed');
     expect(result.code).toBe(0);
     const topology = JSON.parse(result.stdout) as { worldSize: number; rails: number; links: { source: number; destination: number }[] };
@@ -118,7 +118,7 @@ describe.concurrent('rxccl as a process', () => {
   }, 60_000);
 
   it('rxccl bench passes its options to the collectives bench', async () => {
-    const result = await runRxccl(['bench', '-n', '2', '--op', 'barrier', '--transport', 'tcp_peer', '--json']);
+    const result = await runRxccl(['bench', '-n', '2', '--op', 'barrier', '--transport', 'tcp_peer', '--json'], {}, ROOT, 'bin');
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout) as { meta: { transport?: string }; rows: { op: string; worldSize: number }[] };
     expect(report.meta.transport).toBe('tcp_peer');
@@ -126,7 +126,7 @@ describe.concurrent('rxccl as a process', () => {
   }, 60_000);
 
   it('bin/rxccl.mjs runs the CLI: help on stdout, a bad flag in one line with exit status 2', async () => {
-    const [help, bad] = await Promise.all([runRxccl(['launch', '--help']), runRxccl(['coordinator', '--world-size', '2', '--rails', 'x'])]);
+    const [help, bad] = await Promise.all([runRxccl(['launch', '--help'], {}, ROOT, 'bin'), runRxccl(['coordinator', '--world-size', '2', '--rails', 'x'], {}, ROOT, 'bin')]);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^usage: rxccl launch -n N/);
     expect(bad.code).toBe(2);

@@ -2,10 +2,25 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { delimiter, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compiledNode } from '../helpers/compiled-script.js';
 
 /** The repository root: commands run from there, as `npm start` does. */
 export const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const BIN = resolve(ROOT, 'bin/rxccl.mjs');
+
+/**
+ * How a spec starts `rxccl`: `transpiled` runs lib/cli/main.ts as bin/rxccl.mjs does in a
+ * checkout, but from JavaScript transpiled ahead (spec/helpers/rxccl-cli.ts: half the start-up of
+ * tsx's loader, for the command and the bench's and probe's ranks); `bin` runs bin/rxccl.mjs
+ * itself, for what is about the command as installed or checked out (RXCCL_CLI, tsx's loader).
+ */
+export type RxcclEntry = 'transpiled' | 'bin';
+
+function rxcclArgs(entry: RxcclEntry): string[] {
+  if (entry === 'bin') return [BIN];
+  const [, ...nodeArgs] = compiledNode('spec/helpers/rxccl-cli.ts');
+  return nodeArgs;
+}
 
 /** A rank command that runs a TypeScript file in one process (`tsx FILE` would start two). */
 export const tsNode = (file: string, ...args: string[]) => ['node', '--import', 'tsx', file, ...args];
@@ -25,8 +40,8 @@ export interface Running {
 }
 
 /** Starts `rxccl ARGS...` as a child process, the way a user's shell would (in `cwd`, default the repository root). */
-export function startRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Running {
-  const child = spawn(process.execPath, [BIN, ...args], {
+export function startRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT, entry: RxcclEntry = 'transpiled'): Running {
+  const child = spawn(process.execPath, [...rxcclArgs(entry), ...args], {
     cwd,
     env: { ...process.env, PATH: `${resolve(ROOT, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -54,8 +69,8 @@ export function startRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {},
   return { child, finished, firstLine };
 }
 
-export function runRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Promise<Finished> {
-  return startRxccl(args, env, cwd).finished;
+export function runRxccl(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT, entry: RxcclEntry = 'transpiled'): Promise<Finished> {
+  return startRxccl(args, env, cwd, entry).finished;
 }
 
 /** Whether a process still exists (a zombie nobody reaped counts as gone: it runs nothing). */

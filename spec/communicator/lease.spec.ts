@@ -1,9 +1,10 @@
 import { expect, it } from 'vitest';
-import { runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { runRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 
 /** A rank that is lost by its lease, not by a closed connection: the survivors shrink it away. */
 it('rxccl launch --keep-going: a stopped rank loses its lease, the others are told, shrink and finish; the stopped rank is ended', async () => {
-  const result = await runRxccl(['launch', '--keep-going', '--heartbeat-timeout', '3000', '-n', '4', '--', ...tsNode('spec/hangs/fixtures/stopped-rank-shrinks.ts')]);
+  const result = await runRxccl(['launch', '--keep-going', '--heartbeat-timeout', '3000', '-n', '4', '--', ...compiledNode('spec/hangs/fixtures/stopped-rank-shrinks.ts')]);
   expect(result.stderr).not.toContain('job failed');
   expect(result.code).toBe(0);
   for (const rank of [0, 2, 3]) {

@@ -1,7 +1,7 @@
 /**
  * Shrink with every rank a separate OS process, run as users run it: `rxccl launch --keep-going`
  * (a fault-tolerant job: GX1_FAULT_TOLERANT=1 for the coordinator and every rank) starting
- * spec/process/fixtures/communicator-shrink.ts on each rank, on both transports. A rank kills
+ * spec/process/fixtures/communicator-shrink.ts (transpiled ahead) on each rank, on both transports. A rank kills
  * itself with SIGKILL just before it would join an all-reduce the others already wait in; every
  * survivor's pending call must fail with RankLostError naming it, its `shrink()` must return
  * within 2 s of that failure, and an all-reduce on the shrunk communicator must give the exact
@@ -9,13 +9,15 @@
  * in-process version (a rank that closes) is spec/communicator/shrink.spec.ts.
  *
  * The fixture reports one JSON line per event (`[rank N] SHRINK {...}` once the launcher prefixed
- * it); this spec checks them all after the job. Each job costs a tsx start-up per rank on a noisy
- * 2-core machine: the jobs are few, each killing two ranks (four at 8 ranks).
+ * it); this spec checks them all after the job. Each job costs a Node.js start-up per rank on a
+ * noisy 2-core machine (the fixture transpiled ahead, spec/helpers/compiled-script.ts): the jobs
+ * are few, each killing two ranks (four at 8 ranks).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
-import { alive, type Running, startRxccl, tsNode } from '../cli/rxccl-process.js';
+import { alive, type Running, startRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { shrinkElement } from '../process/fixtures/communicator-shrink-values.js';
 import { scratchDirectories } from '../helpers/scratch.js';
 
@@ -102,7 +104,7 @@ async function launch(spec: JobSpec) {
     '--collective-timeout',
     String(timeoutMs),
     '--',
-    ...tsNode(FIXTURE, '--victims', spec.victims.join(','), '--elements', spec.elements.join(','), '--signal-dir', directory, ...(spec.closeAtOnce === true ? ['--close-at-once'] : [])),
+    ...compiledNode(FIXTURE, '--victims', spec.victims.join(','), '--elements', spec.elements.join(','), '--signal-dir', directory, ...(spec.closeAtOnce === true ? ['--close-at-once'] : [])),
   ];
   const running = startRxccl(args, { GX1_TIMEOUT_MS: String(timeoutMs) });
   let stdout = '';

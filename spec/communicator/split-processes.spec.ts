@@ -1,12 +1,12 @@
 /**
  * Communicators with every rank a separate OS process (the scenarios of spec/process/fixtures/communicator-split.ts,
- * run by spec/helpers/rank-child.ts, started by spec/helpers/rank-process.ts with `node --import tsx` and the GX1_* environment,
+ * run by spec/helpers/rank-child.ts, started by spec/helpers/rank-process.ts (transpiled ahead) with the GX1_* environment,
  * `openSession()` without options) against a coordinator in this process, on both transports:
  * the in-process checks of spec/communicator/split.spec.ts (a split's members and order,
  * concurrent all-reduces per communicator summing over their own members, a mismatched split
  * named on every rank) across process boundaries.
  *
- * Each child costs about a second of tsx start-up and this machine may have 2 cores: the jobs are
+ * Each child costs half a second of start-up and this machine may have 2 cores: the jobs are
  * few, each with a whole program.
  */
 import { describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import { LARGE_COUNT, largeElement, PER_ROUND, ROUNDS, smallTensor } from '../pr
 const FIXTURE = 'spec/helpers/rank-child.ts';
 /** The session (collective) timeout of the other process specs. */
 const TIMEOUT_MS = 10_000;
-/** A whole test: 8 tsx start-ups on a noisy 2-core machine. */
+/** A whole test: 8 rank start-ups on a noisy 2-core machine. */
 const TEST_TIMEOUT_MS = 60_000;
 const TRANSPORTS: CollectiveTransport[] = ['tcp_host_staged', 'tcp_peer'];
 

@@ -11,7 +11,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type ChromeTrace, chromeTrace, type TraceEvent } from '../../lib/diagnostics/chrome-trace.js';
 import type { FlightRecordJson, RecordedEventJson } from '../../lib/diagnostics/flight-timeline.js';
-import { runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { runRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { scratchDirectories } from '../helpers/scratch.js';
 
 const scratch = scratchDirectories('rxccl-chrome-trace-');
@@ -107,7 +108,7 @@ describe('chromeTrace', () => {
 describe('rxccl trace chrome', () => {
   it("writes a real job's run, recorded with GX1_TIMELINE, as a trace Perfetto opens", async () => {
     const directory = scratch();
-    const job = await runRxccl(['launch', '-n', '2', '--', ...tsNode('spec/diagnostics/fixtures/timeline-run.ts')], { GX1_TIMELINE: directory });
+    const job = await runRxccl(['launch', '-n', '2', '--', ...compiledNode('spec/diagnostics/fixtures/timeline-run.ts')], { GX1_TIMELINE: directory });
     expect(job.code, job.stderr).toBe(0);
     // Said at debug level info only: a timeline run's record at close is not a warning.
     expect(job.stderr).not.toContain('flight record (close)');

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DebugLog } from '../../lib/diagnostics/debug-log.js';
 import { FlightRecorder } from '../../lib/diagnostics/flight-recorder.js';
 import { flightRecordingFromEnvironment, recordFlight } from '../../lib/session/flight-recording.js';
-import { runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { runRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { rejection, startJob, type TestJob } from '../helpers/job.js';
 import { scratchDirectories } from '../helpers/scratch.js';
 
@@ -96,7 +97,7 @@ describe('recordFlight on a session', () => {
 
   it('is on for ranks run with GX1_FLIGHT_RECORDER, and writes a record on SIGUSR1', async () => {
     const directory = scratch();
-    const script = tsNode('spec/diagnostics/fixtures/signal-self.ts');
+    const script = compiledNode('spec/diagnostics/fixtures/signal-self.ts');
     const result = await runRxccl(['launch', '-n', '2', '--', ...script], { GX1_FLIGHT_RECORDER: directory });
     expect(result.code).toBe(0);
     const written = records(directory);

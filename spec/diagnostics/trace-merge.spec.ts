@@ -7,7 +7,8 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type FlightRecordJson, mergeFlightRecords, readFlightRecords } from '../../lib/diagnostics/flight-timeline.js';
-import { runRxccl, startRxccl, tsNode } from '../cli/rxccl-process.js';
+import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { scratchDirectories } from '../helpers/scratch.js';
 
 const scratch = scratchDirectories('rxccl-trace-');
@@ -75,7 +76,7 @@ describe('mergeFlightRecords', () => {
 describe('rxccl trace merge', () => {
   it('names the rank that skipped a collective in a 4-rank hang, from the records every rank wrote', async () => {
     const directory = scratch();
-    const job = await runRxccl(['launch', '-n', '4', '--', ...tsNode('spec/diagnostics/fixtures/skipping-rank.ts')], { GX1_FLIGHT_RECORDER: directory, GX1_TIMEOUT_MS: '3000' });
+    const job = await runRxccl(['launch', '-n', '4', '--', ...compiledNode('spec/diagnostics/fixtures/skipping-rank.ts')], { GX1_FLIGHT_RECORDER: directory, GX1_TIMEOUT_MS: '3000' });
     expect(job.code).toBe(1);
     const ranks = readdirSync(directory).map((name) => Number(/rank(\d+)/.exec(name)![1]));
     expect(new Set(ranks)).toEqual(new Set([0, 1, 2, 3]));
@@ -90,7 +91,7 @@ describe('rxccl trace merge', () => {
   it('rxccl launch passes SIGUSR1 on to its ranks, which write their records and go on', async () => {
     const directory = scratch();
     const go = join(scratch(), 'go');
-    const launch = startRxccl(['launch', '-n', '2', '--', ...tsNode('spec/diagnostics/fixtures/wait-for-file.ts')], { GX1_FLIGHT_RECORDER: directory, GO_FILE: go });
+    const launch = startRxccl(['launch', '-n', '2', '--', ...compiledNode('spec/diagnostics/fixtures/wait-for-file.ts')], { GX1_FLIGHT_RECORDER: directory, GO_FILE: go });
     let printed = '';
     launch.child.stdout!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
     const until = async (condition: () => boolean) => {

@@ -83,7 +83,7 @@ beforeAll(() => {
 
 describe.concurrent('the built package', () => {
   it('runs a job with the built CLI and plain Node.js ranks', async () => {
-    const result = await runRxccl(['launch', '-n', '2', '--', 'node', 'spec/examples/fixtures/dist-rank.mjs'], { RXCCL_CLI: 'dist' });
+    const result = await runRxccl(['launch', '-n', '2', '--', 'node', 'spec/examples/fixtures/dist-rank.mjs'], { RXCCL_CLI: 'dist' }, ROOT, 'bin');
     expect(result.stderr).not.toContain('job failed');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('[rank 0] rank 0 of 2: sum 2');

@@ -2,7 +2,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { LocalJob, type LocalJobOptions } from '../../lib/launch/local-job.js';
-import { tsNode } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 
 async function run(options: Omit<LocalJobOptions, 'stdout' | 'stderr'>) {
   const stderr = new PassThrough();
@@ -15,7 +15,7 @@ async function run(options: Omit<LocalJobOptions, 'stdout' | 'stderr'>) {
 
 describe('rxccl launch names the ranks a job waits for', () => {
   it('reports a rank still running after every other rank exited, and that it never left its session', async () => {
-    const [command, ...args] = tsNode('spec/hangs/fixtures/straggler.ts');
+    const [command, ...args] = compiledNode('spec/hangs/fixtures/straggler.ts');
     const { outcome, stderr } = await run({ worldSize: 2, command: command!, args, stragglerReportMs: 250, env: { ...process.env, STRAGGLE_MS: '3000' } });
     expect(stderr).toContain('rxccl launch: rank 1 is still running after every other rank exited; it has not left its session (does it call session.close()?)');
     expect(stderr).not.toContain('rank 0 is still running');

@@ -8,20 +8,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { runRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 
 const lastLine = (text: string) => text.trimEnd().split('\n').at(-1)!;
 
 describe('rxccl launch reports the root cause', () => {
   it('names the rank that never joined in its last line, after the waiting ranks printed their errors', async () => {
-    const result = await runRxccl(['launch', '-n', '4', '--', ...tsNode('spec/hangs/fixtures/never-joins.ts')], { GX1_TIMEOUT_MS: '3000' });
+    const result = await runRxccl(['launch', '-n', '4', '--', ...compiledNode('spec/hangs/fixtures/never-joins.ts')], { GX1_TIMEOUT_MS: '3000' });
     expect(result.code).toBe(1);
     expect(lastLine(result.stderr)).toMatch(/^rxccl launch: job failed: ranks \[3\] never joined the job \(the others waited 3000 ms for them\); then rank [012] exited with code 1$/);
     for (const rank of [0, 1, 2]) expect(result.stderr).toMatch(new RegExp(`\\[rank ${rank}\\] rank ${rank}: TIMEOUT: .*ranks \\[3\\] have not joined`));
   }, 90_000);
 
   it('every survivor of a lease expiry prints one line naming the stopped rank before the job ends', async () => {
-    const result = await runRxccl(['launch', '-n', '4', '--heartbeat-timeout', '3000', '--', ...tsNode('spec/hangs/fixtures/stopped-rank.ts')]);
+    const result = await runRxccl(['launch', '-n', '4', '--heartbeat-timeout', '3000', '--', ...compiledNode('spec/hangs/fixtures/stopped-rank.ts')]);
     expect(result.code).toBe(1);
     for (const rank of [0, 2, 3]) {
       const lines = result.stderr.split('\n').filter((line) => line.startsWith(`[rank ${rank}] rank ${rank}: `));
@@ -36,7 +37,7 @@ describe('rxccl launch reports the root cause', () => {
     try {
       // Rank 2's Node process dies at once; the shell the launcher waits on dies of SIGKILL only after
       // rank 0 failed (so the coordinator has its abort, `rank 0 aborted: direct peer rank 2 left`).
-      const rank = tsNode('spec/hangs/fixtures/killed-rank.ts').join(' ');
+      const rank = compiledNode('spec/hangs/fixtures/killed-rank.ts').join(' ');
       const wrapper = `${rank}; status=$?; if [ "$GX1_RANK" = 2 ]; then while [ ! -e "$MARK_DIR/rank-0-failed" ]; do sleep 0.05; done; sleep 0.2; kill -KILL $$; fi; exit $status`;
       const result = await runRxccl(['launch', '-n', '3', '--', 'sh', '-c', wrapper], { MARK_DIR: marks });
       expect(result.code).toBe(1);

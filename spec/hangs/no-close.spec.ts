@@ -6,7 +6,8 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RankSession } from '../../lib/session/rank-session.js';
-import { ROOT, runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { ROOT, runRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { startJob, type TestJob } from '../helpers/job.js';
 
 const FIXTURE = 'spec/hangs/fixtures/no-close.ts';
@@ -26,7 +27,7 @@ async function freePort(): Promise<number> {
 
 /** Runs one rank as torchrun would start it; resolves with its exit code and output. */
 function torchrunRank(rank: number, port: number) {
-  const [command, ...args] = tsNode(FIXTURE);
+  const [command, ...args] = compiledNode(FIXTURE);
   const child = spawn(command!, args, {
     cwd: ROOT,
     env: { ...process.env, RANK: String(rank), WORLD_SIZE: '2', LOCAL_RANK: String(rank), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) },
@@ -54,7 +55,7 @@ describe('a rank that never closes its session', () => {
   for (const [variant, flags] of Object.entries(variants)) {
     it(`exits after its work under rxccl launch (${variant})`, async () => {
       const started = Date.now();
-      const result = await runRxccl(['launch', '-n', '2', ...flags, '--', ...tsNode(FIXTURE)]);
+      const result = await runRxccl(['launch', '-n', '2', ...flags, '--', ...compiledNode(FIXTURE)]);
       expect(result.stderr).not.toContain('rxccl launch: job failed');
       expect(result.code).toBe(0);
       for (const line of EXPECTED) expect(result.stdout).toContain(line);

@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import type { CoordinatorEvent } from '../../lib/coordinator/coordinator-events.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { runRxccl, tsNode } from '../cli/rxccl-process.js';
+import { runRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { abortText, joinBytes, rawConnection } from '../helpers/raw-socket.js';
 
 const coordinators: Coordinator[] = [];
@@ -93,7 +94,7 @@ describe('rendezvous with a rank missing', () => {
   it("names the missing rank in a waiting rank's error, in a real job with a short timeout", async () => {
     const started = Date.now();
     // Rank 2 never opens a session; the others time out after 1.5 s.
-    const script = `if [ "$GX1_RANK" = 2 ]; then sleep 20; else exec ${tsNode('spec/hangs/fixtures/no-close.ts').join(' ')}; fi`;
+    const script = `if [ "$GX1_RANK" = 2 ]; then sleep 20; else exec ${compiledNode('spec/hangs/fixtures/no-close.ts').join(' ')}; fi`;
     const result = await runRxccl(['launch', '-n', '3', '--', 'sh', '-c', script], { GX1_TIMEOUT_MS: '1500' });
     expect(result.code).not.toBe(0);
     // Uncaught, the error is the rank's one line (issue #49 item 2), and the launcher's last line.

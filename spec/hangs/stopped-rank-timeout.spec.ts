@@ -7,6 +7,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startRxccl } from '../cli/rxccl-process.js';
+import { compiledNode } from '../helpers/compiled-script.js';
 
 const FIXTURE = 'spec/hangs/fixtures/stopped-in-collective.ts';
 
@@ -23,7 +24,7 @@ describe('a stopped rank under --collective-timeout 5000', () => {
     ['tcp_peer, the JS plane', { GX1_DATA_PLANE: 'js' }],
     ['tcp_host_staged', { GX1_COLLECTIVE_TRANSPORT: 'tcp_host_staged' }],
   ])('is named within 7 s on %s', async (name, env) => {
-    const launch = startRxccl(['launch', '-n', '4', '--collective-timeout', '5000', '--', 'node', '--import', 'tsx', FIXTURE], env);
+    const launch = startRxccl(['launch', '-n', '4', '--collective-timeout', '5000', '--', ...compiledNode(FIXTURE)], env);
     // A job still waiting when the test gives up is ended (the launcher ends its ranks, the stopped one too).
     onTestFinished(() => void launch.child.kill('SIGINT'));
     const { code, stdout, stderr } = await launch.finished;

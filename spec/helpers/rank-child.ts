@@ -1,6 +1,6 @@
 /**
- * A rank as a separate process, for spec/process: `node --import tsx spec/helpers/rank-child.ts
- * SCENARIO`. It opens its session with `openSession()` and no options, so everything comes from
+ * A rank as a separate process, for spec/process: `node rank-child.js SCENARIO` (this file
+ * transpiled ahead, spec/helpers/compiled-script.ts). It opens its session with `openSession()` and no options, so everything comes from
  * the GX1_* environment (GX1_COORDINATOR, GX1_UNIQUE_ID, GX1_RANK, GX1_WORLD_SIZE,
  * GX1_TIMEOUT_MS), as under `rxccl launch`.
  *

@@ -1,7 +1,7 @@
 /**
- * Ranks as child processes (`node --import tsx SCRIPT ARGS`) with the GX1_* environment the
- * launcher sets, for the specs. Every spawned process is tracked, so a
- * test can kill whatever is left (`killAll`) and prove none is (`isAlive`).
+ * Ranks as child processes (SCRIPT transpiled ahead, spec/helpers/compiled-script.ts, run by
+ * `node` with ARGS) with the GX1_* environment the launcher sets, for the specs. Every spawned
+ * process is tracked, so a test can kill whatever is left (`killAll`) and prove none is (`isAlive`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -10,8 +10,9 @@ import { afterEach, expect } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
+import { compiledNode } from './compiled-script.js';
 
-/** The repository root (children run there, so `--import tsx` resolves). */
+/** The repository root (children run there). */
 export const REPOSITORY_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface RankProcessOptions {
@@ -60,7 +61,8 @@ export function spawnRank(options: RankProcessOptions): RankProcess {
   };
   // Vitest's own variables would make a child think it runs under a test worker.
   for (const name of Object.keys(env)) if (name.startsWith('VITEST')) delete env[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', options.script, ...(options.args ?? [])], {
+  const [, ...nodeArgs] = compiledNode(options.script, ...(options.args ?? []));
+  const child = spawn(process.execPath, nodeArgs, {
     cwd: REPOSITORY_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,8 +8,8 @@
  * different orders are named at once as a mismatch of the chain's line; the hierarchical
  * collectives (GX1_TOPOLOGY_GROUPS) give the staged path's bits.
  *
- * Each child costs about a second of tsx start-up, and this machine may have 2 cores: the jobs are
- * few, each with a whole program.
+ * Each child costs half a second of start-up (transpiled ahead, spec/helpers/compiled-script.ts),
+ * and this machine may have 2 cores: the jobs are few, each with a whole program.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

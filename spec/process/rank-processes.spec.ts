@@ -1,7 +1,7 @@
 /**
- * Ranks as separate processes (spec/helpers/rank-child.ts, started with `node --import tsx` and
+ * Ranks as separate processes (spec/helpers/rank-child.ts, transpiled ahead and started with `node` and
  * the GX1_* environment, `openSession()` without options) against a coordinator in this process.
- * Each child costs about a second of tsx start-up on this machine, so the tests are few and big.
+ * Each child costs half a second of start-up on this machine, so the tests are few and big.
  */
 import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';

@@ -307,7 +307,8 @@ export class LocalJob {
       return;
     }
     const started = this.ranks.length - this.options.worldSize;
-    if (started >= (this.options.replacements ?? 0)) return;
+    // A job already over (its ranks gone before this exit reached the launcher) admits nobody.
+    if (started >= (this.options.replacements ?? 0) || this.over) return;
     let newest = this.coordinator;
     while (newest.successor !== null) newest = newest.successor;
     const replacement = this.startReplacement(started + 1, newest);

@@ -67,7 +67,8 @@ describe.concurrent('rxccl launch', () => {
   it('--replace: every rank dying is a failure, the replacement ended unadmitted or not', async () => {
     const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...tsNode('spec/cli/fixtures/dies-at-once.ts')], { ALL_DIE: '1' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/rxccl launch: job failed: every rank failed: rank [01] was killed by SIGKILL; rank [01] was killed by SIGKILL/);
+    // Each rank named as killed, or (seen lost by the coordinator before its exit reached the launcher) as lost and ended.
+    expect(result.stderr).toMatch(/rxccl launch: job failed: every rank failed: rank [01] (was killed by SIGKILL|was lost \(.+\) and was still running when the others were done: ended); rank [01] /);
   }, 60_000);
 
   it('--replace needs --keep-going', async () => {

@@ -1,4 +1,4 @@
-import { BehaviorSubject, firstValueFrom, type Observable, ReplaySubject } from 'rxjs';
+import { firstValueFrom, ReplaySubject } from 'rxjs';
 import { ChannelClosedError } from '../errors.js';
 import { growRequestFrame } from '../protocol/control-frames.js';
 import type { Frame } from '../protocol/frame.js';
@@ -16,7 +16,7 @@ export interface GrowthChannel {
  * this rank's admission into the grown job.
  */
 export class JobGrowth {
-  private readonly waitingCount = new BehaviorSubject(0);
+  private waitingCount = 0;
   private readonly admission = new ReplaySubject<GrownJob>(1);
   private channel: GrowthChannel | null = null;
 
@@ -24,12 +24,7 @@ export class JobGrowth {
 
   /** Processes waiting to join, as the coordinator last said. */
   get waiting(): number {
-    return this.waitingCount.value;
-  }
-
-  /** The count of processes waiting, now and on each notice. */
-  get waiting$(): Observable<number> {
-    return this.waitingCount.asObservable();
+    return this.waitingCount;
   }
 
   /** The rank's first rail, once open. */
@@ -39,7 +34,7 @@ export class JobGrowth {
 
   /** The coordinator's notice: `count` processes wait. */
   noticeWaiting(count: number): void {
-    this.waitingCount.next(count);
+    this.waitingCount = count;
   }
 
   /** The coordinator's admission of this rank into the grown job. */

@@ -209,7 +209,11 @@ export class Coordinator {
    * while it has not grown. A job grows once: its ranks go on in the grown job.
    */
   successor: Coordinator | null = null;
-  /** A grow request is being served (its coordinator starting). */
+  /** The coordinator of the newest job this one grew into (itself where it has not grown). */
+  get latest(): Coordinator {
+    return this.successor?.latest ?? this;
+  }
+  /** A grow request was taken (its coordinator starting, or started). */
   private growing = false;
   /**
    * Resolves when this job and every job it grew into (`successor`, and so on) are done; rejects
@@ -407,16 +411,40 @@ export class Coordinator {
   private announceJoiners(waiting: number): void {
     if (this.ended) return;
     this.events.next({ type: 'joiners-waiting', waiting });
-    const firstRails = this.groups.get('rail 0')!;
-    if (!firstRails.complete) return;
-    firstRails.members.forEach((channel, rank) => {
+    if (!this.groups.get('rail 0')!.complete) return;
+    this.tellFirstRails((rank) => joinersWaitingFrame(this.origin, rank, waiting));
+  }
+
+  /** Who the coordinator's own frames come from: this job. */
+  private get origin(): { uniqueId: UniqueId; worldSize: number } {
+    return { uniqueId: this.uniqueId, worldSize: this.worldSize };
+  }
+
+  /**
+   * Sends each rank the job still has, on its first rail (the control channel on tcp_peer), the
+   * frame `frameFor` makes for it (none where it gives null). A rank whose connection is going
+   * is passed over: its loss is reported when that connection ends.
+   */
+  private tellFirstRails(frameFor: (rank: number) => Frame | null): void {
+    this.groups.get('rail 0')!.members.forEach((channel, rank) => {
       if (channel === undefined || this.lost.has(rank)) return;
+      const frame = frameFor(rank);
+      if (frame === null) return;
       try {
-        channel.send(outgoing(joinersWaitingFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, rank, waiting)));
+        channel.send(outgoing(frame));
       } catch {
-        // That rank is going: its loss is reported when its connection ends.
+        // Going: reported when its connection ends.
       }
     });
+  }
+
+  private get endedBeforeAdmitting(): string {
+    return `job ${this.uniqueId.toHex()} ended before its ranks admitted this process`;
+  }
+
+  /** Ends `joiners`' wait, each told `why` (under the id it asked with). */
+  private refuseJoiners(joiners: readonly Joiner[], why: string): void {
+    for (const { channel, uniqueId } of joiners) this.reject(channel, new ChannelClosedError(why), uniqueId, ANY_RANK);
   }
 
   /**
@@ -429,10 +457,10 @@ export class Coordinator {
   private grow(rank: number, frame: Frame): void {
     if (this.ended) return;
     const refused = (why: string) => this.fail(new ProtocolError(`rank ${rank} asked to grow job ${this.uniqueId.toHex()}: ${why}`));
-    if (this.successor !== null || this.growing) return refused('it grew already');
+    if (this.growing) return refused('it grew already');
     const members = growRequestMembers(frame);
     const live = Array.from({ length: this.worldSize }, (_, each) => each).filter((each) => !this.lost.has(each));
-    if (new Set(members).size !== members.length || members.some((member) => !Number.isInteger(member) || member >= this.worldSize)) {
+    if (new Set(members).size !== members.length || members.some((member) => member >= this.worldSize)) {
       return refused(`members [${members.join(',')}] are not distinct ranks of a world of ${this.worldSize}`);
     }
     const left = live.filter((each) => !members.includes(each));
@@ -447,25 +475,19 @@ export class Coordinator {
         if (this.ended) {
           // Closed (or every member gone) while it started: nobody waits for it.
           void successor.close();
-          for (const joiner of joiners) this.reject(joiner.channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} ended before its ranks admitted this process`), joiner.uniqueId, ANY_RANK);
+          this.refuseJoiners(joiners, this.endedBeforeAdmitting);
           return;
         }
         this.successor = successor;
         successor.joiners.adopt(this.joiners.handOver());
         const job = (newRank: number): GrownJob => ({ port: successor.address.port, uniqueId: successor.uniqueId, rank: newRank, worldSize, members: kept.length });
-        const firstRails = this.groups.get('rail 0')!.members;
-        kept.forEach((member, newRank) => {
-          try {
-            firstRails[member]?.send(outgoing(admissionFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, member, formatGrownJob(job(newRank)))));
-          } catch {
-            // Gone since: the grown job's rendezvous names its rank as not joined.
-          }
-        });
+        // A member gone since is named by the grown job's rendezvous as not joined.
+        this.tellFirstRails((member) => (kept.includes(member) ? admissionFrame(this.origin, member, formatGrownJob(job(kept.indexOf(member)))) : null));
         joiners.forEach((joiner, index) => admitJoiner(joiner, job(kept.length + index)));
         this.events.next({ type: 'grown', members: kept, newcomers: joiners.length, uniqueId: successor.uniqueId.toHex(), port: successor.address.port });
       },
       (error: unknown) => {
-        for (const joiner of joiners) this.reject(joiner.channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} could not grow: ${failureText(error)}`), joiner.uniqueId, ANY_RANK);
+        this.refuseJoiners(joiners, `job ${this.uniqueId.toHex()} could not grow: ${failureText(error)}`);
         this.fail(error);
       },
     );
@@ -655,7 +677,7 @@ export class Coordinator {
     for (const subscription of this.running) subscription.unsubscribe();
     for (const group of this.groups.values()) for (const channel of group.members) channel?.finish();
     for (const socket of this.pending) socket.end();
-    this.joiners.refuseAll(({ channel, uniqueId }) => this.reject(channel, new ChannelClosedError(`job ${this.uniqueId.toHex()} ended before its ranks admitted this process`), uniqueId, ANY_RANK));
+    this.refuseJoiners(this.joiners.handOver(), this.endedBeforeAdmitting);
     this.server.close();
     this.joinReport.unsubscribe();
     for (const deadline of this.rendezvousDeadlines.values()) deadline.unsubscribe();
@@ -685,14 +707,8 @@ export class Coordinator {
     }
     this.lost.add(rank);
     this.events.next(graceful ? { type: 'rank-left', rank } : { type: 'rank-lost', rank, reason });
-    this.groups.get('rail 0')!.members.forEach((channel, destination) => {
-      if (channel === undefined || destination === rank || this.lost.has(destination)) return;
-      try {
-        channel.send(outgoing(rankLostFrame({ uniqueId: this.uniqueId, worldSize: this.worldSize }, rank, destination, reason, graceful)));
-      } catch {
-        // That rank is going too: its own loss is reported when its connection ends.
-      }
-    });
+    // (The rank itself is among the lost now: it is not told.)
+    this.tellFirstRails((destination) => rankLostFrame(this.origin, rank, destination, reason, graceful));
     // A rank that left closes its connections itself, after what it sent (on other rails too).
     if (!graceful) for (const group of this.groups.values()) group.members[rank]?.destroy();
   }

@@ -79,15 +79,11 @@ export class WaitingJoiners {
     return taken;
   }
 
-  /** The joiners still waiting, for the grown job's coordinator to take on; none are left here. */
+  /** The joiners still waiting (for the grown job's coordinator to take on, or to be refused); none are left here. */
   handOver(): Joiner[] {
     return this.joiners.splice(0);
   }
 
-  /** Ends every waiting joiner's connection (the job is over): `refuse` tells each why. */
-  refuseAll(refuse: (joiner: Joiner) => void): void {
-    for (const joiner of this.joiners.splice(0)) refuse(joiner);
-  }
 }
 
 /** Sends a joiner its admission into `job` (docs/protocol.md 13.9), under the id it asked with, and ends its connection here. */

@@ -141,12 +141,11 @@ export class LocalJob {
         this.over = true;
         this.endUnadmittedReplacements();
       },
-      () => undefined,
+      (error: unknown) => {
+        const reason = `the coordinator failed: ${failureText(error)}`;
+        this.fail(() => reason);
+      },
     );
-    coordinator.finished.catch((error: unknown) => {
-      const reason = `the coordinator failed: ${failureText(error)}`;
-      this.fail(() => reason);
-    });
     coordinator.events$.subscribe((event) => {
       if (event.type === 'rank-joined' && event.channel === 'collective') this.joined.add(event.rank);
       if (event.type === 'rank-left') this.left.add(event.rank);
@@ -309,9 +308,7 @@ export class LocalJob {
     const started = this.ranks.length - this.options.worldSize;
     // A job already over (its ranks gone before this exit reached the launcher) admits nobody.
     if (started >= (this.options.replacements ?? 0) || this.over) return;
-    let newest = this.coordinator;
-    while (newest.successor !== null) newest = newest.successor;
-    const replacement = this.startReplacement(started + 1, newest);
+    const replacement = this.startReplacement(started + 1, this.coordinator.latest);
     this.ranks.push(replacement);
     this.watch(replacement);
     stderr.write(`rxccl launch: started ${replacement.label} for ${rank.label}; the job admits it at its next step boundary (grow())\n`);

@@ -40,7 +40,7 @@ import {
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
-import { processSettings } from '../settings/read-settings.js';
+import { processSettings, type Settings } from '../settings/read-settings.js';
 import { probeVariables } from '../settings/setting-parts.js';
 import { BufferPool } from '../transport/buffer-pool.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS, CollectiveChannel } from '../transport/collective-channel.js';
@@ -136,6 +136,8 @@ interface Membership {
   readonly planes: CommunicatorPlaneParts | null;
   /** A fault-tolerant job's growth, where `openSession` opened it; else null: it cannot grow. */
   readonly growth: Growth | null;
+  /** The settings the job was opened over (`GX1_TOPOLOGY_PROBE_*` for `probeTopology`). */
+  readonly settings: Settings;
 }
 
 function worldMembership(
@@ -144,8 +146,9 @@ function worldMembership(
   losses: RankLosses | null = null,
   planes: CommunicatorPlaneParts | null = null,
   growth: Growth | null = null,
+  settings: Settings = processSettings(),
 ): Membership {
-  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set(), planes, growth };
+  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set(), planes, growth, settings };
 }
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
@@ -344,7 +347,7 @@ export class RankSession {
       scratch,
       ranksShareHost: transport === 'tcp_peer' && processesOnHost === options.worldSize,
       nativePlane,
-      membership: worldMembership(links, jobFailure, losses, communicatorPlanes, growth),
+      membership: worldMembership(links, jobFailure, losses, communicatorPlanes, growth, options.settings),
     });
     if (growth !== null) growth.world = session;
     logSessionEvents(session.events$, options.rank, debugLog);
@@ -950,7 +953,7 @@ export class RankSession {
    * const topology = await session.probeTopology({ latencyIterations: 20 });
    */
   async probeTopology(options?: Partial<TopologyProbeOptions>): Promise<CollectiveTopology> {
-    const resolved = resolveProbeOptions(options ?? probeVariables(processSettings()));
+    const resolved = resolveProbeOptions(options ?? probeVariables(this.membership.settings));
     if (this.transport !== 'tcp_peer') {
       throw new ConfigurationError('topology probe requires GX1_COLLECTIVE_TRANSPORT=tcp_peer (direct peer links to measure)');
     }
@@ -1205,7 +1208,7 @@ export class RankSession {
     if (admitted === 0) return this;
     if (this.rank === 0) growth.job.request(admitted!, jobRanks);
     const job = await lastValueFrom(
-      defer(() => growth.job.admittedJob()).pipe(
+      growth.job.admission$.pipe(
         timeout({
           first: Math.min(this.timeout.ms, MAX_TIMER_DELAY_MS),
           scheduler: this.scheduler,

@@ -97,10 +97,11 @@ class CoordinatorClosedError extends ConfigurationError {}
  * word of GX1 (with a secret, after the listener's handshake timeout; without, at once), which
  * would otherwise read as a saturated listener or a coordinator that closed, until the rank's timeout.
  */
-async function tlsListener(address: ChannelAddress, join: JoinRequest): Promise<Error | null> {
+async function tlsListener(address: ChannelAddress, join: Pick<JoinRequest, 'rank' | 'tls'>): Promise<Error | null> {
   if ((join.tls ?? null) !== null || !(await speaksTls(address.host, address.port, TLS_PROBE_MS))) return null;
+  const who = join.rank === ANY_RANK ? 'this joining process' : `rank ${join.rank}`;
   return new ConfigurationError(
-    `the coordinator at ${address.host}:${address.port} speaks TLS and rank ${join.rank} does not: ` +
+    `the coordinator at ${address.host}:${address.port} speaks TLS and ${who} does not: ` +
       'give every rank the job\'s TLS settings (GX1_TLS_CERT and GX1_TLS_KEY, and GX1_TLS_CA where the job has one, or the tls option), as the coordinator has them',
   );
 }
@@ -118,25 +119,33 @@ async function joinChannel(address: ChannelAddress, join: JoinRequest): Promise<
   }
 }
 
-async function joinChannelOnce(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; ready: FrameHeader }> {
-  const deadline = Date.now() + join.timeoutMs;
-  const p2p = join.rail !== null;
-  const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
+/**
+ * Connects to the coordinator and authenticates as `claim` (a rank's channel, or a joiner:
+ * ANY_RANK of ANY_WORLD_SIZE) by `deadline`: the part of a JOIN every opening shares.
+ */
+function dialCoordinator(address: ChannelAddress, claim: Pick<JoinRequest, 'rank' | 'worldSize' | 'rail' | 'secret' | 'tls'>, deadline: number): Promise<FrameChannel> {
   const coordinator = `coordinator ${address.host}:${address.port}`;
-  const channel = await dialAuthenticated({
+  return dialAuthenticated({
     listener: coordinator,
-    rank: join.rank,
+    rank: claim.rank,
     deadline,
-    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, join.rank, deadline, join.tls ?? null, redial)),
+    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, claim.rank, deadline, claim.tls ?? null, redial)),
     authenticate: (opened, timeoutMs) =>
       dialHandshake(opened, {
-        secret: join.secret ?? null,
-        claim: { rank: join.rank, worldSize: join.worldSize, peer: ANY_RANK, rail: join.rail },
+        secret: claim.secret ?? null,
+        claim: { rank: claim.rank, worldSize: claim.worldSize, peer: ANY_RANK, rail: claim.rail },
         timeoutMs,
         acceptor: coordinator,
       }),
-    explainEarlyClose: () => tlsListener(address, join),
+    explainEarlyClose: () => tlsListener(address, claim),
   });
+}
+
+async function joinChannelOnce(address: ChannelAddress, join: JoinRequest): Promise<{ channel: FrameChannel; ready: FrameHeader }> {
+  const p2p = join.rail !== null;
+  const what = p2p ? `point-to-point rail ${join.rail}` : 'collective channel';
+  const coordinator = `coordinator ${address.host}:${address.port}`;
+  const channel = await dialCoordinator(address, join, Date.now() + join.timeoutMs);
   try {
     channel.send({ header: joinHeader(join, join.rail), parts: [] });
     // READY is a response: it gets the whole timeout from the JOIN, as every other response does.
@@ -185,14 +194,7 @@ export interface JoinerRequest {
 export async function awaitAdmission(address: ChannelAddress, request: JoinerRequest): Promise<GrownJob> {
   const deadline = Date.now() + request.timeoutMs;
   const coordinator = `coordinator ${address.host}:${address.port}`;
-  const channel = await dialAuthenticated({
-    listener: coordinator,
-    rank: ANY_RANK,
-    deadline,
-    connect: async (_timeoutMs, redial) => new FrameChannel(await connectSocket(address, ANY_RANK, deadline, request.tls ?? null, redial)),
-    authenticate: (opened, timeoutMs) =>
-      dialHandshake(opened, { secret: request.secret ?? null, claim: { rank: ANY_RANK, worldSize: ANY_WORLD_SIZE, peer: ANY_RANK, rail: null }, timeoutMs, acceptor: coordinator }),
-  });
+  const channel = await dialCoordinator(address, { rank: ANY_RANK, worldSize: ANY_WORLD_SIZE, rail: null, secret: request.secret ?? null, tls: request.tls ?? null }, deadline);
   try {
     channel.send({ header: joinerHeader(request.uniqueId), parts: [] });
     const admission = await firstFrame(channel, {

@@ -9,15 +9,18 @@ import { ConfigurationError } from '../errors.js';
  * on without it.
  */
 export function resolveFaultTolerance(option: boolean | undefined, variable: string | undefined): boolean {
-  if (option !== undefined) {
-    if (typeof option !== 'boolean') throw new ConfigurationError(`faultTolerant must be true or false, got ${JSON.stringify(option)}`);
-    return option;
-  }
-  return readSwitch('GX1_FAULT_TOLERANT', variable);
+  return resolveSwitch('faultTolerant', option, 'GX1_FAULT_TOLERANT', variable);
 }
 
-/** A yes/no variable: `1`/`true` or `0`/`false` (any case), unset or empty false. */
-function readSwitch(name: string, variable: string | undefined): boolean {
+/**
+ * A yes/no setting: the option `optionName` where given (true or false), else the variable
+ * `name` (`1`/`true` or `0`/`false`, any case), unset or empty false.
+ */
+function resolveSwitch(optionName: string, option: boolean | undefined, name: string, variable: string | undefined): boolean {
+  if (option !== undefined) {
+    if (typeof option !== 'boolean') throw new ConfigurationError(`${optionName} must be true or false, got ${JSON.stringify(option)}`);
+    return option;
+  }
   const value = (variable ?? '').trim().toLowerCase();
   if (value === '' || value === '0' || value === 'false') return false;
   if (value === '1' || value === 'true') return true;
@@ -29,9 +32,5 @@ function readSwitch(name: string, variable: string | undefined): boolean {
  * `0`/`false`; default false). See `SessionOptions.join`.
  */
 export function resolveJoin(option: boolean | undefined, variable: string | undefined): boolean {
-  if (option !== undefined) {
-    if (typeof option !== 'boolean') throw new ConfigurationError(`join must be true or false, got ${JSON.stringify(option)}`);
-    return option;
-  }
-  return readSwitch('GX1_JOIN', variable);
+  return resolveSwitch('join', option, 'GX1_JOIN', variable);
 }

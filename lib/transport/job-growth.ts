@@ -1,4 +1,4 @@
-import { firstValueFrom, ReplaySubject } from 'rxjs';
+import { type Observable, ReplaySubject, take } from 'rxjs';
 import { ChannelClosedError } from '../errors.js';
 import { growRequestFrame } from '../protocol/control-frames.js';
 import type { Frame } from '../protocol/frame.js';
@@ -48,8 +48,8 @@ export class JobGrowth {
     this.channel.sendControl(growRequestFrame(this.origin, joiners, members));
   }
 
-  /** This rank's admission, once the coordinator sends it. */
-  admittedJob(): Promise<GrownJob> {
-    return firstValueFrom(this.admission);
+  /** This rank's admission, once the coordinator sends it (then completes). */
+  get admission$(): Observable<GrownJob> {
+    return this.admission.pipe(take(1));
   }
 }

@@ -158,18 +158,8 @@ export class RailClient {
       this.owner.rankLost(h.sourceRank, frameText(frame), h.tag === 1n);
       return;
     }
-    const growth = this.owner.growth;
-    if (growth !== undefined && this.rail === 0 && (h.opcode === Opcode.Join || h.opcode === Opcode.Ready)) {
-      try {
-        if (h.opcode === Opcode.Join) growth.noticeWaiting(Number(h.tag));
-        else growth.admitted(readGrownJob(frameText(frame)));
-      } catch (error) {
-        failure.fail(error);
-      }
-      return;
-    }
     if (h.opcode !== Opcode.Send && h.opcode !== Opcode.Receive && h.opcode !== Opcode.Heartbeat) {
-      failure.fail(new ProtocolError(`unexpected ${opcodeName(h.opcode)} response on point-to-point rail ${this.rail}`));
+      if (!this.onGrowth(frame)) failure.fail(new ProtocolError(`unexpected ${opcodeName(h.opcode)} response on point-to-point rail ${this.rail}`));
       return;
     }
     const key = `${h.opcode}:${h.sequence}`;
@@ -178,6 +168,24 @@ export class RailClient {
     this.pending.delete(key);
     subscriber.next(frame);
     subscriber.complete();
+  }
+
+  /**
+   * A fault-tolerant job's first rail also carries its growth (docs/protocol.md 13.9): the count
+   * of processes waiting (a Join) and this rank's admission to the grown job (a Ready). Whether
+   * `frame` was one.
+   */
+  private onGrowth(frame: Frame): boolean {
+    const growth = this.rail === 0 ? this.owner.growth : undefined;
+    const { opcode, tag } = frame.header;
+    if (growth === undefined || (opcode !== Opcode.Join && opcode !== Opcode.Ready)) return false;
+    try {
+      if (opcode === Opcode.Join) growth.noticeWaiting(Number(tag));
+      else growth.admitted(readGrownJob(frameText(frame)));
+    } catch (error) {
+      this.owner.failure.fail(error);
+    }
+    return true;
   }
 
   private onEnd(error: unknown): void {

@@ -35,6 +35,11 @@ export interface LocalJobOptions {
   readonly replacements?: number;
   /** The environment the ranks inherit, before the `GX1_*` variables (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * The address the coordinator listens on and the ranks dial (default loopback): another one of
+   * this host's, for ranks started in other network namespaces (bench/collectives/hosts.ts).
+   */
+  readonly coordinatorHost?: string;
   readonly stdout?: Writable;
   readonly stderr?: Writable;
   /** How long ranks get between SIGTERM and SIGKILL (default 5 s). */
@@ -193,7 +198,7 @@ export class LocalJob {
     const secret = generateSecret();
     const coordinator = await Coordinator.listen({
       secret,
-      host: LOCAL_COORDINATOR_HOST,
+      host: options.coordinatorHost ?? LOCAL_COORDINATOR_HOST,
       port: 0,
       uniqueId,
       worldSize: options.worldSize,

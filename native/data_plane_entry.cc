@@ -5,6 +5,8 @@
 // descriptor that ends a running one at once. A thread of its own
 // rather than libuv's pool: ranks of one process (tests, notebooks) wait for each other inside a
 // collective, and four of them would take every pool thread. lib/transport/data-plane.ts wraps it.
+// It moves no byte itself: the session's data links do (data_links.h), running the programs
+// compiled here (schedule_program.h, program_executor.h).
 #include <napi.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -19,7 +21,7 @@
 #include <thread>
 
 #include "args.h"
-#include "data_plane.h"
+#include "data_links.h"
 #include "data_plane_entry.h"
 #include "dispatch.h"
 #include "errors.h"
@@ -138,10 +140,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
     links_ = std::make_unique<DataLinks>(rank, world, rails, send_fds, receive_fds, wake_fd_,
                                          spin_us < 0 ? -1 : spin_us * 1000, same_host, single_copy);
-    if (!links_->SetupError().empty()) {
+    if (!links_->single_copy().SetupError().empty()) {
       close(wake_fd_);
       wake_fd_ = -1;
-      ThrowKernelError(env, "data plane of rank " + std::to_string(rank) + " " + links_->SetupError());
+      ThrowKernelError(env, "data plane of rank " + std::to_string(rank) + " " + links_->single_copy().SetupError());
     }
     // Idle, the plane keeps the process alive no more than a closed socket would.
     done_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "rxccl data plane", 0, 1);
@@ -231,7 +233,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   // until it is done.
   void Start(const Napi::CallbackInfo& info, size_t callback, std::unique_ptr<Collective> collective, std::initializer_list<size_t> held) {
     Napi::Env env = info.Env();
-    if (collective->bytes <= kInlineBytes && OneOwner()) {
+    if (collective->run.bytes <= kInlineBytes && OneOwner()) {
       Outcome outcome;
       if (links_->Advance(*collective, outcome, MonotonicNs() + kInlineNs)) {
         Deliver(env, info[callback].As<Napi::Function>(), outcome);
@@ -262,7 +264,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     ExpectIdle(env);
     Napi::Object result = Napi::Object::New(env);
     for (const bool sending : {true, false}) {
-      const std::vector<int> links = links_->SingleCopyLinks(sending);
+      const std::vector<int> links = links_->single_copy().Agreed(sending);
       Napi::Array list = Napi::Array::New(env, links.size());
       for (size_t i = 0; i < links.size(); i++) list.Set(uint32_t(i), links[i]);
       result.Set(sending ? "sends" : "receives", list);

@@ -37,6 +37,23 @@ constexpr int kMaxDataRails = 64;
 // named, never folded in its place.
 constexpr uint32_t kMaxLabel = UINT32_MAX;
 
+// Every message is a header of kDataHeaderBytes (the mesh descriptor of the collective, with its
+// sequence: docs/protocol.md 9.9) followed by its payload. The header carries the message's label
+// at kLabelOffset, u32 little-endian: the bytes before it are the collective's, the same in each
+// of its messages.
+constexpr size_t kDataHeaderBytes = 32;
+constexpr size_t kLabelOffset = 28;
+
+inline void PutLabel(uint8_t* header, uint32_t label) {
+  for (size_t i = 0; i < 4; i++) header[kLabelOffset + i] = uint8_t(label >> (8 * i));
+}
+
+inline uint32_t GetLabel(const uint8_t* header) {
+  uint32_t label = 0;
+  for (size_t i = 0; i < 4; i++) label |= uint32_t(header[kLabelOffset + i]) << (8 * i);
+  return label;
+}
+
 struct ProgramSend {
   int peer = 0;
   int rail = 0;

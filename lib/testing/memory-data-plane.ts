@@ -1,5 +1,5 @@
 /**
- * A model of the native data plane (native/data_plane.cc) for memory jobs: it runs a schedule
+ * A model of the native data plane (native/data_links.cc, native/program_executor.cc) for memory jobs: it runs a schedule
  * under the plane's rules over the job's in-memory links, so simulated jobs run what users run by
  * default. The rules it keeps: every pair exchanges at least one message each way
  * (`withHeaderExchange`); messages between two ranks on one rail (a data link: the schedule's

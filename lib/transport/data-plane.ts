@@ -18,7 +18,7 @@ export interface DataLinkSockets {
   readonly receive: (Socket | undefined)[];
 }
 
-/** How a native data-plane collective ended (native/data_plane.h `Outcome`). */
+/** How a native data-plane collective ended (native/link_io.h `Outcome`). */
 export interface NativeOutcome {
   readonly kind: 'done' | 'aborted' | 'timed-out' | 'mismatch' | 'peer-closed' | 'system';
   /** The peer whose link it was (mismatch, peer-closed, system), else -1. */

@@ -1,5 +1,5 @@
 /**
- * The native data plane's engine (native/data_plane.cc through lib/transport/data-plane.ts), an
+ * The native data plane's engine (native/data_links.cc through lib/transport/data-plane.ts), an
  * executor of schedules, as rank 0 of 2 (or 1 of 3, for a relay), against peers played here over
  * real loopback connections: what it sends for a schedule, that it reads the peer's bytes however
  * TCP cuts them, how each failure ends a collective (a wrong header before its payload is read, a

@@ -21,7 +21,7 @@ export function labelText(label: number): string {
   return `step ${label & 0xfff} channel ${((label >>> 12) & 0x3f) | ((label >>> 24) << 6)} stripe ${(label >>> 18) & 0x3f}`;
 }
 
-/** Where a data link header carries its message's label, u32 little-endian (native/data_plane.h kLabelOffset). */
+/** Where a data link header carries its message's label, u32 little-endian (native/schedule_program.h kLabelOffset). */
 export const LABEL_OFFSET = 28;
 
 /** The label a data link header carries. */

@@ -1,0 +1,275 @@
+#include "data_links.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace rxccl {
+namespace {
+
+// Buffers per sendmsg(); a transfer has at most a handful.
+constexpr int kMaxParts = 16;
+
+// Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
+std::vector<int> WithoutNagle(std::vector<int> fds) {
+  const int on = 1;
+  for (int fd : fds) {
+    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  }
+  return fds;
+}
+
+}  // namespace
+
+int64_t MonotonicNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
+                     const std::vector<int>& same_host, bool single_copy)
+    : send_fds_(WithoutNagle(std::move(send_fds))), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd), executor_(world_size, rails), spin_(spin_ns),
+      single_copy_(rank, world_size, rails, send_fds_, same_host, single_copy) {}
+
+void DataLinks::Progressed(Collective& c) {
+  const int64_t now = MonotonicNs();
+  spin_.Waited(now - c.progressed_ns, c.slept);
+  c.progressed_ns = now;
+  c.slept = false;
+}
+
+std::unique_ptr<Collective> DataLinks::Prepare(const Program& program, const uint8_t* input, uint8_t* output, const uint8_t* header,
+                                               int64_t timeout_ms) {
+  auto collective = std::make_unique<Collective>();
+  Collective& c = *collective;
+  c.progressed_ns = MonotonicNs();
+  c.deadline_ns = c.progressed_ns + timeout_ms * 1'000'000;
+  executor_.Prepare(program, input, output, header, c.run);
+  c.single_copy.resize(c.run.transfers.size());
+  return collective;
+}
+
+std::vector<int> DataLinks::Missing(const Collective& c) {
+  std::vector<int> missing;
+  for (const Transfer& t : c.run.transfers) {
+    if (t.received < t.receives.size()) missing.push_back(t.peer);
+  }
+  if (missing.empty()) {
+    for (size_t i = 0; i < c.run.transfers.size(); i++) {
+      const Transfer& t = c.run.transfers[i];
+      // Single copy: a receiver that has not answered every range has not taken it all.
+      if (t.sent < t.sends.size() || !c.single_copy[i].unanswered.empty()) missing.push_back(t.peer);
+    }
+  }
+  // A peer late on several rails is named once.
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  return missing;
+}
+
+std::vector<int> DataLinks::Silent(const Collective& c, std::vector<size_t>& progress) {
+  std::vector<int> silent = Missing(c);
+  progress.resize(c.run.transfers.size(), 0);
+  for (size_t i = 0; i < c.run.transfers.size(); i++) {
+    const Transfer& t = c.run.transfers[i];
+    const size_t moved = t.received_total + t.sent_total + c.single_copy[i].answered_total;
+    if (moved != progress[i]) silent.erase(std::remove(silent.begin(), silent.end(), t.peer), silent.end());
+    progress[i] = moved;
+  }
+  return silent;
+}
+
+bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
+  std::vector<Transfer>& phase = c.run.transfers;
+  if (ended_.load(std::memory_order_acquire)) {
+    outcome.kind = Outcome::Kind::kAborted;
+    return true;
+  }
+  c.run.Settle();
+  // A socket can nearly always take a message: what may go is tried before the first poll.
+  for (size_t i = 0; i < phase.size(); i++) {
+    const Transfer& t = phase[i];
+    if (t.sent < t.sends.size() && t.sent_total < t.send_limit && !Move(c, i, Direction::kSend, outcome)) return true;
+  }
+  // Per transfer its send and its receive socket (two sockets: a data link carries one direction;
+  // single copy's answers come back the other way), and the wake descriptor last.
+  std::vector<pollfd> ready(phase.size() * 2 + 1);
+  for (;;) {
+    bool pending = false, reading = false;
+    for (size_t i = 0; i < phase.size(); i++) {
+      const Transfer& t = phase[i];
+      const SingleCopyTransfer& s = c.single_copy[i];
+      // A finished side is left out: poll() would keep reporting a peer that hung up after it.
+      const bool unsent = t.sent < t.sends.size(), receiving = t.received < t.receives.size();
+      const bool queued = s.outbox_sent < s.outbox.size(), owing = single_copy_.Owes(t);
+      // The receiver's answer to this rank's offer (nothing goes before it), or to its ranges.
+      const bool awaiting = single_copy_.AwaitsAnswer(t);
+      const bool answers = (unsent && awaiting) || !s.unanswered.empty();
+      // A send held back by its limit waits for receives, not for the socket.
+      const bool sending = queued || (unsent && !awaiting && t.sent_total < t.send_limit);
+      ready[2 * i] = {sending || answers ? SendFd(t) : -1, short((sending ? POLLOUT : 0) | (answers ? POLLIN : 0)), 0};
+      ready[2 * i + 1] = {receiving || owing ? ReceiveFd(t) : -1, short((receiving ? POLLIN : 0) | (owing ? POLLOUT : 0)), 0};
+      pending = pending || unsent || queued || answers || receiving || owing;
+      reading = reading || s.range_left > 0;
+    }
+    // Folds run as their producers arrive (Settle), so with every message through they are done.
+    if (!pending) return true;
+    ready.back() = {wake_fd_, POLLIN, 0};
+    const int64_t now = MonotonicNs();
+    if (now >= until_ns) return false;
+    const bool spin = now - c.progressed_ns < spin_.spin_ns();
+    c.slept = c.slept || !(spin || reading);
+    const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
+    // A range being read goes on at once (below), so the poll only looks.
+    const int count = poll(ready.data(), ready.size(), spin || reading ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      SetSystem(outcome, -1, errno, "poll");
+      return true;
+    }
+    if (ready.back().revents != 0) {
+      outcome.kind = Outcome::Kind::kAborted;
+      return true;
+    }
+    if (count == 0 && !reading) {
+      if (MonotonicNs() >= c.deadline_ns) {
+        outcome.kind = Outcome::Kind::kTimedOut;
+        outcome.missing = Missing(c);
+        return true;
+      }
+      if (spin) sched_yield();
+      continue;
+    }
+    for (size_t i = 0; i < phase.size(); i++) {
+      if (ready[2 * i].revents != 0 && !Move(c, i, Direction::kSend, outcome)) return true;
+      if ((ready[2 * i + 1].revents != 0 || c.single_copy[i].range_left > 0) && !Move(c, i, Direction::kReceive, outcome)) return true;
+    }
+  }
+}
+
+bool DataLinks::Move(Collective& c, size_t i, Direction direction, Outcome& outcome) {
+  Transfer& t = c.run.transfers[i];
+  SingleCopyTransfer& s = c.single_copy[i];
+  const bool send = direction == Direction::kSend;
+  const auto total = [&] { return send ? t.sent_total + s.answered_total : t.received_total; };
+  const size_t before = total();
+  if (send) {
+    if ((single_copy_.AwaitsAnswer(t) || !s.unanswered.empty()) && !single_copy_.ReadAnswers(c.run, t, s, SendFd(t), outcome)) return false;
+    if (!Send(c.run, t, s, outcome)) return false;
+  } else {
+    if (single_copy_.Owes(t) && !single_copy_.WriteOwed(t, ReceiveFd(t), outcome)) return false;
+    if (!Receive(c.run, t, s, outcome)) return false;
+  }
+  if (total() != before) {
+    Progressed(c);
+    c.run.Settle();
+  }
+  return true;
+}
+
+bool DataLinks::Send(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Outcome& outcome) {
+  for (;;) {
+    // Single copy's queue (a message's header and ranges, the echo of the receiver's challenge)
+    // goes first.
+    if (!WriteQueued(SendFd(t), s.outbox, s.outbox_sent, t.peer, outcome)) return false;
+    // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before
+    // it but the echo of the receiver's challenge (the outbox's first bytes, ReadAnswers).
+    if (s.outbox_sent < s.outbox.size() || single_copy_.AwaitsAnswer(t) || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
+    if (single_copy_.SendsInPlace(t, t.sends[t.sent | 1].size)) {
+      single_copy_.Announce(t, s);
+      continue;
+    }
+    iovec parts[kMaxParts];
+    int used = 0;
+    size_t allowed = t.send_limit - t.sent_total;
+    for (size_t k = t.sent, skip = t.sent_bytes; k < t.sends.size() && used < kMaxParts && allowed > 0; k++, skip = 0) {
+      // A message going by single copy goes through the outbox, after these.
+      if (k % 2 == 0 && single_copy_.SendsInPlace(t, t.sends[k + 1].size)) break;
+      const size_t take = std::min(t.sends[k].size - skip, allowed);
+      parts[used++] = {t.sends[k].data + skip, take};
+      allowed -= take;
+    }
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = size_t(used);
+    const ssize_t written = sendmsg(SendFd(t), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EAGAIN || errno == EINTR) return true;
+      SetSystem(outcome, t.peer, errno, "send");
+      return false;
+    }
+    run.SendMoved(t, size_t(written));
+  }
+}
+
+bool DataLinks::HeaderMatches(const ProgramRun& run, const Transfer& t, const uint8_t* header, Outcome& outcome) {
+  // The message due on this link is the transfer's next receive: the collective's header with that
+  // receive's label.
+  const uint32_t label = run.ExpectedLabel(t);
+  if (memcmp(header, run.header, kLabelOffset) == 0 && GetLabel(header) == label) return true;
+  outcome.kind = Outcome::Kind::kMismatch;
+  outcome.peer = t.peer;
+  outcome.rail = t.rail;
+  outcome.label = label;
+  memcpy(outcome.header, header, kDataHeaderBytes);
+  return false;
+}
+
+bool DataLinks::Receive(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Outcome& outcome) {
+  // A link of this host starts with its sender's offer.
+  if (single_copy_.OfferDue(t)) {
+    if (!single_copy_.ReadOffer(t, ReceiveFd(t), outcome)) return false;
+    if (single_copy_.OfferDue(t)) return true;
+  }
+  while (t.received < t.receives.size()) {
+    const Span& into = t.receives[t.received];
+    // Headers sit at even places, each followed by its payload.
+    const bool header = t.received % 2 == 0;
+    if (!header && single_copy_.ReadsInPlace(t, into.size)) {
+      bool waiting = false;
+      if (!single_copy_.ReadRange(run, t, s, ReceiveFd(t), outcome, waiting)) return false;
+      // A piece at a time: the folds and sends move in between, and Advance comes back for the rest.
+      if (waiting || s.range_left > 0) return true;
+      if (t.received_bytes < into.size) continue;
+    } else if (header && t.received_bytes == 0 && t.receives[t.received + 1].size <= kStagedPayloadBytes) {
+      // A small message comes in one read, its header and payload through `staged_` (exactly
+      // its bytes: the next message stays in the socket), so the payload reaches the caller's
+      // memory only once its header is checked.
+      const Span& payload = t.receives[t.received + 1];
+      const ssize_t got = ReadLink(ReceiveFd(t), t.peer, staged_.data(), kDataHeaderBytes + payload.size, outcome);
+      if (got <= 0) return got == 0;
+      const size_t head = std::min(size_t(got), kDataHeaderBytes);
+      memcpy(into.data, staged_.data(), head);
+      run.ReceiveMoved(t, head);
+      // The rest of a header cut short comes as any other (below).
+      if (head < kDataHeaderBytes) continue;
+      if (!HeaderMatches(run, t, into.data, outcome)) return false;
+      t.received++;
+      t.received_bytes = 0;
+      const size_t body = size_t(got) - kDataHeaderBytes;
+      if (body > 0) memcpy(payload.data, staged_.data() + kDataHeaderBytes, body);
+      run.ReceiveMoved(t, body);
+      if (body < payload.size) continue;
+    } else if (into.size > 0) {
+      // Anything else is read straight into its place; a header is checked before a byte of its
+      // payload is read.
+      const ssize_t got = ReadLink(ReceiveFd(t), t.peer, into.data + t.received_bytes, into.size - t.received_bytes, outcome);
+      if (got <= 0) return got == 0;
+      run.ReceiveMoved(t, size_t(got));
+      if (t.received_bytes < into.size) continue;
+      if (header && !HeaderMatches(run, t, into.data, outcome)) return false;
+    }
+    t.received++;
+    t.received_bytes = 0;
+  }
+  return true;
+}
+
+}  // namespace rxccl

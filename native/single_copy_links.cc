@@ -1,0 +1,180 @@
+#include "single_copy_links.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+namespace rxccl {
+
+SingleCopyLinks::SingleCopyLinks(int rank, int world_size, int rails, const std::vector<int>& send_fds, const std::vector<int>& same_host,
+                                 bool single_copy)
+    : links_(size_t(world_size) * size_t(rails)), single_copy_(single_copy) {
+  // The receiver answers before the first message (AwaitsAnswer). A fresh socket takes these few
+  // bytes at once. The sender writes first: the receiver (the mesh's dialler) stopped reading the
+  // link in Node before it said ready, while the sender's Node read it until ready came, and could
+  // have taken a byte the receiver wrote first.
+  for (int peer : same_host) {
+    if (peer == rank || peer < 0 || peer >= world_size) continue;
+    if (single_copy && ptracer_ == nullptr) ptracer_ = std::make_unique<PtracerGrant>();
+    for (int rail = 0; rail < rails; rail++) {
+      const size_t l = size_t(peer * rails + rail);
+      Agreement& link = links_[l];
+      if (link.offer_due) continue;
+      link.answer = -1;
+      link.offer_due = true;
+      uint8_t offer[kOfferBytes];
+      BuildOffer(single_copy, link.probe, offer);
+      const ssize_t wrote = send(send_fds[l], offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (wrote != ssize_t(kOfferBytes) && setup_error_.empty()) {
+        setup_error_ = "cannot write its single-copy offer to rank " + std::to_string(peer) + ": " + (wrote < 0 ? strerror(errno) : "the socket took part of it");
+      }
+    }
+  }
+}
+
+void SingleCopyLinks::KeepPtracerOnlyIfRead() {
+  if (ptracer_ == nullptr) return;
+  for (const Agreement& link : links_) {
+    if (link.answer < 0 || link.answer == kAnswerReads) return;
+  }
+  ptracer_.reset();
+}
+
+std::vector<int> SingleCopyLinks::Agreed(bool sending) const {
+  std::vector<int> agreed;
+  for (size_t l = 0; l < links_.size(); l++) {
+    if (sending ? links_[l].answer == kAnswerReads : links_[l].sender.verified()) agreed.push_back(int(l));
+  }
+  return agreed;
+}
+
+void SingleCopyLinks::Announce(Transfer& t, SingleCopyTransfer& s) {
+  s.outbox.clear();
+  s.outbox_sent = 0;
+  if (t.sent % 2 == 0) {
+    const Span& header = t.sends[t.sent];
+    s.outbox.insert(s.outbox.end(), header.data, header.data + header.size);
+    t.sent_total += header.size;
+    t.sent++;
+    t.sent_bytes = 0;
+  }
+  const Span& payload = t.sends[t.sent];
+  const size_t take = std::min(payload.size - t.sent_bytes, t.send_limit - t.sent_total);
+  if (take == 0) return;
+  uint8_t record[kRangeBytes];
+  EncodeRange(payload.data + t.sent_bytes, take, record);
+  s.outbox.insert(s.outbox.end(), record, record + kRangeBytes);
+  // Its bytes count as sent (their memory may change) only once the receiver answers (ReadAnswers).
+  s.unanswered.emplace_back(t.sent / 2, take);
+  t.sent_bytes += take;
+  t.sent_total += take;
+  if (t.sent_bytes == payload.size) {
+    t.sent++;
+    t.sent_bytes = 0;
+  }
+}
+
+bool SingleCopyLinks::ReadAnswers(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, int send_fd, Outcome& outcome) {
+  Agreement& link = links_[t.link];
+  uint8_t bytes_in[256];
+  for (;;) {
+    const ssize_t got = ReadLink(send_fd, t.peer, bytes_in, sizeof bytes_in, outcome);
+    if (got <= 0) return got == 0;
+    for (ssize_t i = 0; i < got; i++) {
+      const uint8_t byte = bytes_in[i];
+      if (link.answer < 0 && link.probe_got < kChallengeBytes) {
+        // The receiver's challenge, complemented (ProbeOf), into the memory this rank's offer
+        // named. Once whole, the challenge is echoed, saying so (the receiver reads the probe
+        // back from this process, then answers): the outbox is empty until the answer.
+        link.probe[link.probe_got++] = ProbeOf(byte);
+        if (link.probe_got == kChallengeBytes) {
+          for (const uint8_t held : link.probe) s.outbox.push_back(ProbeOf(held));
+        }
+        continue;
+      }
+      if (link.answer < 0) {
+        if (byte != kAnswerInline && byte != kAnswerReads) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " to this rank's offer (expected 0 or 1)");
+        link.answer = byte;
+        KeepPtracerOnlyIfRead();
+        continue;
+      }
+      if (byte != kRangeRead || s.unanswered.empty()) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " where no range was due");
+      const auto [message, bytes] = s.unanswered.front();
+      s.unanswered.pop_front();
+      run.SendTaken(t, message, bytes);
+      s.answered_total += bytes;
+    }
+  }
+}
+
+bool SingleCopyLinks::ReadOffer(const Transfer& t, int receive_fd, Outcome& outcome) {
+  Agreement& link = links_[t.link];
+  // The offer; then, once this rank challenged it, the sender's echo of the challenge.
+  const size_t due = link.offer_got < kOfferBytes ? kOfferBytes : kOfferBytes + kChallengeBytes;
+  const ssize_t got = ReadLink(receive_fd, t.peer, link.offer + link.offer_got, due - link.offer_got, outcome);
+  if (got < 0) return false;
+  link.offer_got += size_t(got);
+  if (link.offer_got < due) return true;
+  if (due == kOfferBytes) {
+    std::string error;
+    if (!OfferValid(link.offer, error)) return Broken(outcome, t.peer, error);
+    // A fresh challenge, the first bytes of the link's other direction: the sender's Node stopped
+    // reading the link before it offered.
+    NewChallenge(link.challenge);
+    link.owed.insert(link.owed.end(), link.challenge, link.challenge + kChallengeBytes);
+    return WriteOwed(t, receive_fd, outcome);
+  }
+  if (memcmp(link.offer + kOfferBytes, link.challenge, kChallengeBytes) != 0) return Broken(outcome, t.peer, "single-copy echo of another challenge than this rank's");
+  link.offer_due = false;
+  const bool reads = link.sender.Verify(link.offer, link.challenge, receive_fd, single_copy_);
+  link.owed.push_back(reads ? kAnswerReads : kAnswerInline);
+  return WriteOwed(t, receive_fd, outcome);
+}
+
+bool SingleCopyLinks::ReadRange(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, int receive_fd, Outcome& outcome, bool& waiting) {
+  const Span& into = t.receives[t.received];
+  Agreement& link = links_[t.link];
+  if (s.range_left == 0) {
+    const ssize_t got = ReadLink(receive_fd, t.peer, s.range + s.range_got, kRangeBytes - s.range_got, outcome);
+    if (got < 0) return false;
+    s.range_got += size_t(got);
+    waiting = s.range_got < kRangeBytes;
+    if (waiting) return true;
+    s.range_got = 0;
+    uint64_t address = 0, size = 0;
+    DecodeRange(s.range, address, size);
+    const size_t left = into.size - t.received_bytes;
+    if (size == 0 || size > left) {
+      return Broken(outcome, t.peer, "single-copy range of " + std::to_string(size) + " bytes where " + std::to_string(left) + " bytes of the payload are left");
+    }
+    s.range_address = address;
+    s.range_left = size_t(size);
+  }
+  const size_t piece = std::min(s.range_left, kStreamBytes);
+  const ssize_t got = link.sender.Read(s.range_address, into.data + t.received_bytes, piece);
+  if (got <= 0) {
+    if (got < 0 && errno == EINTR) return true;
+    SetSystem(outcome, t.peer, got < 0 ? errno : EFAULT, "process_vm_readv");
+    return false;
+  }
+  s.range_address += uint64_t(got);
+  s.range_left -= size_t(got);
+  run.ReceiveMoved(t, size_t(got));
+  if (s.range_left > 0) return true;
+  link.owed.push_back(kRangeRead);
+  return WriteOwed(t, receive_fd, outcome);
+}
+
+bool SingleCopyLinks::WriteOwed(const Transfer& t, int receive_fd, Outcome& outcome) {
+  Agreement& link = links_[t.link];
+  if (!WriteQueued(receive_fd, link.owed, link.owed_sent, t.peer, outcome)) return false;
+  if (link.owed_sent == link.owed.size()) {
+    link.owed.clear();
+    link.owed_sent = 0;
+  }
+  return true;
+}
+
+}  // namespace rxccl

@@ -294,8 +294,11 @@ function checkIssueOrder({ communicators, collectives, issueOrder }: ConcurrentS
       throw new ScheduleModelError(`communicator ${communicator} [${members.join(',')}] is not distinct job ranks of 0..${issueOrder.length - 1}`);
     }
   });
+  collectives.forEach(({ communicator }, collective) => {
+    if (communicators[communicator] === undefined) throw new ScheduleModelError(`collective ${collective} runs on communicator ${communicator}, of ${communicators.length}`);
+  });
   issueOrder.forEach((issued, jobRank) => {
-    const owed = collectives.flatMap(({ communicator }, collective) => (communicators[communicator]?.includes(jobRank) === true ? [collective] : []));
+    const owed = collectives.flatMap(({ communicator }, collective) => (communicators[communicator]!.includes(jobRank) ? [collective] : []));
     const sorted = [...issued].sort((a, b) => a - b);
     if (sorted.length !== owed.length || sorted.some((collective, at) => collective !== owed[at])) {
       throw new ScheduleModelError(`job rank ${jobRank} issues collectives ${issued.join(',')}, its communicators have ${owed.join(',')}`);

@@ -141,11 +141,12 @@ describe('collectives of several communicators at once, in the schedule model (r
     expect(deadlocks).toContain("deadlock: collective 0 (communicator 0, job ranks 0,1) rank 0 waits for message 0 from rank 1, behind collective 3's message on the job's link 1>0");
   });
 
-  it('names what is wrong with a job: a communicator not of its ranks, a rank that does not issue a collective of its communicator', () => {
+  it('names what is wrong with a job: a communicator not of its ranks, a rank that does not issue a collective of its communicator, schedules for another size, a communicator that is not there', () => {
     const pair = { communicator: 0, ...scheduledCollective(plainCase(2, row('allReduce', 'pairwise'))) };
     const random = seededRandom(1);
     expect(() => runConcurrentScheduleModel({ communicators: [[0, 2]], collectives: [pair], issueOrder: [[0], [0]], links: 'own' }, random)).toThrow('communicator 0 [0,2] is not distinct job ranks of 0..1');
     expect(() => runConcurrentScheduleModel({ communicators: [[0, 1]], collectives: [pair, pair], issueOrder: [[0, 1], [1]], links: 'own' }, random)).toThrow('job rank 1 issues collectives 1, its communicators have 0,1');
     expect(() => runConcurrentScheduleModel({ communicators: [[0, 1, 2]], collectives: [pair], issueOrder: [[0], [0], [0]], links: 'own' }, random)).toThrow('has 2 schedules for 3 ranks');
+    expect(() => runConcurrentScheduleModel({ communicators: [[0, 1]], collectives: [{ ...pair, communicator: 1 }], issueOrder: [[0], [0]], links: 'own' }, random)).toThrow('collective 0 runs on communicator 1, of 1');
   });
 });

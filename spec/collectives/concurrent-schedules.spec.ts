@@ -17,9 +17,8 @@ import { describe, expect, it } from 'vitest';
 import { type ModelCollective, runConcurrentScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
 import { arbScheduledCase, expectExactOutputs, SCHEDULED, type ScheduledCase, scheduledCollective } from '../helpers/scheduled-collective.js';
 
-/** A job, its communicators (members as job ranks, in communicator order), each one's collectives, and each job rank's issue order. */
+/** A job's communicators (members as job ranks, in communicator order), each one's collectives, and each job rank's issue order (the job as large as it). */
 interface ConcurrentCase {
-  readonly jobSize: number;
   readonly communicators: number[][];
   /** By collective: its communicator and its case (on the communicator's ranks). */
   readonly collectives: { communicator: number; c: ScheduledCase }[];
@@ -55,7 +54,6 @@ const arbConcurrentCase = (sameOrder: boolean): fc.Arbitrary<ConcurrentCase> =>
       .array(fc.shuffledSubarray(ranks, { minLength: 1 }), { minLength: 2, maxLength: 3 })
       .chain((communicators) =>
         fc.record({
-          jobSize: fc.constant(jobSize),
           communicators: fc.constant(communicators),
           collectives: fc
             .tuple(...communicators.map((members, communicator) => fc.array(arbScheduledCase(members.length).map((c) => ({ communicator, c })), { minLength: 1, maxLength: 2 })))
@@ -67,7 +65,7 @@ const arbConcurrentCase = (sameOrder: boolean): fc.Arbitrary<ConcurrentCase> =>
       .map(({ seeds, ...drawn }) => ({ ...drawn, issueOrder: issueOrders(jobSize, drawn.communicators, drawn.collectives, sameOrder ? null : seeds) }));
   });
 
-/** Runs the case in the model on `links`; returns each collective's outputs, checked exact. */
+/** Runs the case in the model on `links` and checks every collective's outputs exact. */
 function runExactly({ communicators, collectives, issueOrder, seed }: ConcurrentCase, links: 'own' | 'shared'): void {
   const model: ModelCollective[] = collectives.map(({ communicator, c }) => ({ communicator, ...scheduledCollective(c) }));
   const { outputs } = runConcurrentScheduleModel({ communicators, collectives: model, issueOrder, links }, seededRandom(seed));
@@ -127,9 +125,9 @@ describe('collectives of several communicators at once, in the schedule model (r
     expect(issueOrder).toEqual([[0, 3], [3, 2, 0], [1, 2, 3], [3, 2, 1]]);
     const deadlocks = new Set<string>();
     for (let seed = 0; seed < 30; seed++) {
-      runExactly({ jobSize: 4, communicators, collectives, issueOrder, seed }, 'own');
+      runExactly({ communicators, collectives, issueOrder, seed }, 'own');
       try {
-        runExactly({ jobSize: 4, communicators, collectives, issueOrder, seed }, 'shared');
+        runExactly({ communicators, collectives, issueOrder, seed }, 'shared');
         deadlocks.add('completed');
       } catch (error) {
         expect(error).toBeInstanceOf(ScheduleModelError);

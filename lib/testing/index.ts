@@ -2,8 +2,9 @@
  * rxccl/testing: property-based testing of distributed programs built on rxccl. fast-check
  * arbitraries (GX1 frames, tensors of every dtype, collective programs, corruptions, faults), the
  * reference semantics of every collective (the oracle), and `simulateJob`, which runs a whole job
- * in one process on a virtual clock with fast-check choosing the message interleavings. See
- * docs/testing.md.
+ * in one process on a virtual clock with fast-check choosing the message interleavings, and the
+ * schedule model (`runScheduleModel`; `runConcurrentScheduleModel` for several communicators'
+ * collectives at once). See docs/testing.md.
  */
 export * from './arbitraries/frames.js';
 export * from './arbitraries/tensors.js';
@@ -20,7 +21,16 @@ export * from './program.js';
 export * from './faults.js';
 export { memoryJob, type MemoryJob, type MemoryJobOptions, type MemoryRank, type MemoryTraffic } from './memory-job.js';
 export * from './simulate-job.js';
-export { type ModelMemory, runScheduleModel, ScheduleModelError, type ScheduleModelResult } from './schedule-model.js';
+export {
+  type ConcurrentScheduleModel,
+  type ConcurrentScheduleModelResult,
+  type ModelCollective,
+  type ModelMemory,
+  runConcurrentScheduleModel,
+  runScheduleModel,
+  ScheduleModelError,
+  type ScheduleModelResult,
+} from './schedule-model.js';
 export { MEMORY_DATA_LINK_TAG, memoryDataPlane } from './memory-data-plane.js';
 export * from './verdict.js';
 export * from './job-verdict.js';

@@ -13,92 +13,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CollectiveName } from '../../lib/collectives/algorithm.js';
-import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
-import { ALGORITHMS } from '../../lib/collectives/select.js';
+import type { ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { messageLabel } from '../../lib/collectives/schedule/message-label.js';
 import { stripeCuts, stripeOverRails } from '../../lib/collectives/schedule/rail-stripes.js';
-import type { ReduceOp } from '../../lib/protocol/reduce-op.js';
-import { arbRingOrder, arbTopologyGroups, type ModelMemory, runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
+import { runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
+import { arbScheduledCase, expectExactOutputs, SCHEDULED, scheduledCollective } from '../helpers/scheduled-collective.js';
 
-/** Every (collective, algorithm) with a schedule, once (a schedule serving both planes is one). */
-const SCHEDULED = (Object.keys(ALGORITHMS) as CollectiveName[]).flatMap((collective) => {
-  const seen = new Set<ScheduleOf>();
-  return ALGORITHMS[collective].flatMap((row) => {
-    if (row.schedule === undefined || seen.has(row.schedule)) return [];
-    seen.add(row.schedule);
-    return [{ collective, name: row.name, family: row.family, schedule: row.schedule }];
-  });
-});
-
-const REDUCING = new Set<CollectiveName>(['allReduce', 'reduce', 'reduceScatter']);
-const SHARDED = new Set<CollectiveName>(['reduceScatter', 'allToAll']);
-const IN_PLACE: Partial<Record<CollectiveName, ModelMemory['inPlace']>> = {
-  allReduce: 'same',
-  broadcast: 'same',
-  allGather: 'input is output slot',
-  reduceScatter: 'output is input slot',
-};
-
-/** The result elements rank `rank` must hold, as symbols, folded in rank order. */
-function expected(collective: CollectiveName, rank: number, worldSize: number, count: number, root: number, op: ReduceOp): string[] {
-  const ranks = Array.from({ length: worldSize }, (_, r) => r);
-  const fold = (element: number) => {
-    const folded = ranks.map((r) => `${r}@${element}`).reduce((left, right) => `(${left}+${right})`);
-    return op === 'avg' && worldSize > 1 ? `${folded}/${worldSize}` : folded;
-  };
-  const shard = count / worldSize;
-  const indices = (length: number) => Array.from({ length }, (_, i) => i);
-  switch (collective) {
-    case 'barrier':
-      return [];
-    case 'allReduce':
-      return indices(count).map(fold);
-    case 'reduce':
-      return rank === root ? indices(count).map(fold) : [];
-    case 'reduceScatter':
-      return indices(shard).map((j) => fold(rank * shard + j));
-    case 'broadcast':
-      return indices(count).map((i) => `${root}@${i}`);
-    case 'allGather':
-      return indices(count * worldSize).map((i) => `${Math.floor(i / count)}@${i % count}`);
-    case 'gather':
-      return rank === root ? indices(count * worldSize).map((i) => `${Math.floor(i / count)}@${i % count}`) : [];
-    case 'allToAll':
-      return indices(count).map((i) => `${Math.floor(i / shard)}@${rank * shard + (i % shard)}`);
-    default:
-      throw new Error(`${collective} has no schedule`);
-  }
-}
-
-/** A ring's fold: every rank's contribution exactly once, avg's division once, at the end. */
-function expectRingFold(actual: string, wanted: string, worldSize: number, op: ReduceOp): void {
-  const divisor = `/${worldSize}`;
-  const divides = op === 'avg' && worldSize > 1;
-  const strip = (symbol: string) => (divides ? symbol.slice(0, -divisor.length) : symbol);
-  if (divides) expect(actual.endsWith(divisor) && actual.indexOf('/') === actual.length - divisor.length).toBe(true);
-  const leaves = (symbol: string) => strip(symbol).replace(/[()]/g, '').split('+').sort();
-  expect(leaves(actual)).toEqual(leaves(wanted));
-}
-
-const arbCase = fc.integer({ min: 1, max: 16 }).chain((worldSize) =>
-  fc.record({
-    groups: arbTopologyGroups(worldSize),
-    worldSize: fc.constant(worldSize),
-    scheduled: fc.constantFrom(...SCHEDULED),
-    count: fc.integer({ min: 0, max: 23 }),
-    width: fc.constantFrom(1, 2, 4, 8),
-    op: fc.constantFrom<ReduceOp>('sum', 'avg', 'max'),
-    root: fc.integer({ min: 0, max: worldSize - 1 }),
-    order: arbRingOrder(worldSize),
-    channels: fc.integer({ min: 1, max: 3 }),
-    inPlace: fc.boolean(),
-    seed: fc.integer(),
-    rails: fc.integer({ min: 1, max: 4 }),
-    railsReversed: fc.boolean(),
-    stripeUnit: fc.constantFrom(8, 32),
-  }),
-);
+const arbCase = fc.integer({ min: 1, max: 16 }).chain((worldSize) => fc.tuple(arbScheduledCase(worldSize), fc.integer()));
 
 describe('every schedule of the table, in the model (lib/testing/schedule-model.ts)', () => {
   it('covers every collective but scatter and all-to-all-v, with its ring, pairwise, all-pairs and hierarchical forms', () => {
@@ -126,47 +47,9 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
 
   it('is well formed, never waits on itself, races no memory, and delivers exactly every contribution (rank order, or ring order once each)', () => {
     fc.assert(
-      fc.property(arbCase, ({ worldSize, scheduled, count: base, width, op, root, order, channels, inPlace, seed, groups, rails, railsReversed, stripeUnit }) => {
-        const { collective, family, schedule } = scheduled;
-        const count = collective === 'barrier' ? 0 : SHARDED.has(collective) ? base * worldSize : base;
-        const placement = inPlace ? (IN_PLACE[collective] ?? 'none') : 'none';
-        const input = (rank: number): ScheduleInput => ({
-          rank,
-          worldSize,
-          count,
-          width,
-          op: REDUCING.has(collective) ? op : null,
-          root: collective === 'broadcast' || collective === 'gather' || collective === 'reduce' ? root : null,
-          ringOrder: order,
-          ringChannels: channels,
-          inPlace: placement !== 'none',
-          groups,
-        });
-        const outputElements = (rank: number) => expected(collective, rank, worldSize, count, root, op).length;
-        const railOrder = railsReversed ? Array.from({ length: rails }, (_, rail) => rails - 1 - rail) : null;
-        const schedules = Array.from({ length: worldSize }, (_, rank) => stripeOverRails(schedule(input(rank)), rails, railOrder, stripeUnit));
-        for (const message of schedules.flatMap((striped) => [...striped.sends, ...striped.receives])) expect(message.rail ?? 0).toBeLessThan(rails);
-        // Only the input's length and the in-place form describe every rank's memory alike.
-        const outputs = schedules.map((_, rank) => rank);
-        const perRank = outputs.map((rank) => {
-          const memory: ModelMemory = { inputElements: count, outputElements: outputElements(rank), inPlace: placement };
-          return memory;
-        });
-        // Ranks whose outputs differ in length (a root's) run with their own: the model takes one
-        // description, so the widest, and each rank's result is read to its own length.
-        const widest = perRank.reduce((a, b) => (a.outputElements >= b.outputElements ? a : b));
-        const { outputs: results } = runScheduleModel(schedules, input, widest, seededRandom(seed));
-        results.forEach((result, rank) => {
-          const wanted = expected(collective, rank, worldSize, count, root, op);
-          const actual = result.slice(0, wanted.length);
-          if (family !== 'ring' || !REDUCING.has(collective)) {
-            expect(actual, `${collective} ${scheduled.name} rank ${rank}`).toEqual(wanted);
-            return;
-          }
-          actual.forEach((symbol, element) => expectRingFold(symbol, wanted[element]!, worldSize, op));
-          // Every rank of a ring all-reduce ends with the identical fold.
-          if (collective === 'allReduce') expect(actual).toEqual(results[0]!.slice(0, wanted.length));
-        });
+      fc.property(arbCase, ([c, seed]) => {
+        const { schedules, input, memory } = scheduledCollective(c);
+        expectExactOutputs(c, runScheduleModel(schedules, input, memory, seededRandom(seed)).outputs);
       }),
       { numRuns: 400 },
     );

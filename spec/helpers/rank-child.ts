@@ -7,12 +7,14 @@
  * It reports on stdout, one line each: `READY`, `RESULT <name> <json>`, `WAITING`, `BLOCKING`,
  * `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
  * Scenarios: `collectives`, `die-in-allreduce` (below); `split`, `mismatch` (communicators,
- * spec/process/fixtures/communicator-split.ts); `fusion` (spec/process/fixtures/fusion.ts); `objects`
- * (spec/process/fixtures/objects.ts).
+ * spec/process/fixtures/communicator-split.ts); `concurrent`, `rank-lost` (calls of several
+ * communicators at once, spec/process/fixtures/concurrent-communicators.ts); `fusion`
+ * (spec/process/fixtures/fusion.ts); `objects` (spec/process/fixtures/objects.ts).
  */
 import { openSession } from '../../lib/index.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { mismatch, split } from '../process/fixtures/communicator-split.js';
+import { concurrent, rankLost } from '../process/fixtures/concurrent-communicators.js';
 import { fusion } from '../process/fixtures/fusion.js';
 import { objects } from '../process/fixtures/objects.js';
 
@@ -70,6 +72,8 @@ const scenarios: Record<string, (session: RankSession) => Promise<void>> = {
   'die-in-allreduce': dieInAllReduce,
   split,
   mismatch,
+  concurrent,
+  'rank-lost': rankLost,
   fusion: (session) => fusion(session, result),
   objects: (session) => objects(session, result),
 };

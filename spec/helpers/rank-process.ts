@@ -163,6 +163,8 @@ export interface ProcessJobOptions {
   readonly transport: CollectiveTransport;
   readonly timeoutMs: number;
   readonly env?: Record<string, string>;
+  /** A fault-tolerant job (the coordinator's `faultTolerant`, GX1_FAULT_TOLERANT=1 for every rank): it survives losing a rank. */
+  readonly faultTolerant?: boolean;
 }
 
 /**
@@ -176,7 +178,8 @@ export async function startProcessJob(
 ): Promise<{ coordinator: Coordinator; ranks: RankProcess[] }> {
   const uniqueId = UniqueId.random();
   const { transport, timeoutMs } = options;
-  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: timeoutMs, transport });
+  const faultTolerant = options.faultTolerant === true;
+  const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize, collectiveTimeoutMs: timeoutMs, transport, ...(faultTolerant ? { faultTolerant } : {}) });
   cleanup.coordinators.push(coordinator);
   const ranks = Array.from({ length: worldSize }, (_, rank) =>
     spawnRank({
@@ -187,7 +190,7 @@ export async function startProcessJob(
       rank,
       worldSize,
       timeoutMs,
-      env: { GX1_COLLECTIVE_TRANSPORT: transport, ...options.env },
+      env: { GX1_COLLECTIVE_TRANSPORT: transport, ...(faultTolerant ? { GX1_FAULT_TOLERANT: '1' } : {}), ...options.env },
     }),
   );
   cleanup.spawned.push(...ranks);

@@ -1,5 +1,5 @@
 import type { AsyncIterableX } from './ix-types.js';
-import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, throwError, timeout } from 'rxjs';
+import { defer, first, firstValueFrom, lastValueFrom, map, type Observable, race, type SchedulerLike, Subject, type Subscription, throwError, timeout, timer } from 'rxjs';
 import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
 import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { openCommunicatorPlane, type CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
@@ -46,7 +46,7 @@ import { BufferPool } from '../transport/buffer-pool.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS, CollectiveChannel } from '../transport/collective-channel.js';
 import { LazyDeadlines } from '../transport/lazy-deadlines.js';
 import type { SessionLinks } from '../transport/links/links.js';
-import { RankLosses } from '../transport/rank-losses.js';
+import { LEFT_GRACE_MS, RankLosses } from '../transport/rank-losses.js';
 import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { MAX_TIMER_DELAY_MS, validateTimeout } from '../transport/transport-kind.js';
@@ -1108,8 +1108,9 @@ export class RankSession {
   /**
    * After a rank of this communicator was lost (a fault-tolerant job: `faultTolerant`,
    * GX1_FAULT_TOLERANT=1, `rxccl launch --keep-going`): every rank left calls it, and gets a new
-   * communicator of the ranks left, in their order here, on the same connections (as ULFM's
-   * `MPI_Comm_shrink`, NCCL's `ncclCommShrink`). The ranks agree on who is left from the
+   * communicator of the ranks left, in their order here, over the job's links (as ULFM's
+   * `MPI_Comm_shrink`, NCCL's `ncclCommShrink`), on a native data plane of its own where the world
+   * runs one (as `split`'s). The ranks agree on who is left from the
    * coordinator's notices, so a rank that is only slow stays in. A rank lost during the shrink may
    * still be in the communicator returned (the same on every survivor): its first call then fails
    * with `RankLostError`, and shrinking it goes on. A job whose coordinator is gone (or that was
@@ -1135,16 +1136,17 @@ export class RankSession {
     }
     const index = this.shrinks++;
     // The agreement's own keys, on every rank of this communicator (lost ones too: their notices end the waits).
-    const agreement = SessionFailure.following(jobFailure);
+    const agreement = SessionFailure.endingWith(jobFailure);
     const links = new GroupLinks(jobLinks, jobRanks, this.rank, childCommunicatorId(this.membership.id, `shrink ${index}`), agreement, () => this.timeout.ms);
     const parts = { links, jobRanks, losses, timeoutMs: this.timeout.ms, scheduler: this.scheduler, name: this.name };
     let answering: Subscription | null = null;
     try {
-      const survivors = await lastValueFrom(agreeOnSurvivors(parts, 0));
+      // A rank whose job ends meanwhile (its world closed) stops waiting for notices it will never hear.
+      const survivors = await lastValueFrom(agreeOnSurvivors(parts, 0).pipe(agreement.untilEnded()));
       // Until this shrink is over, a member that could not decide in the same round hears the decision.
       answering = answerDecision(parts, survivors).subscribe();
       const ranks = survivors.ranks.join(',');
-      const shrunk = this.communicator(childCommunicatorId(this.membership.id, `shrink ${index} ${ranks}`), survivors.ranks);
+      const shrunk = await this.openCommunicator(childCommunicatorId(this.membership.id, `shrink ${index} ${ranks}`), survivors.ranks);
       try {
         // Every survivor decided the same ranks and meets here.
         await shrunk.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`shrink ${ranks}`) });
@@ -1254,16 +1256,28 @@ export class RankSession {
    * run at the world's speed beside the world's and every other communicator's.
    */
   private async openCommunicator(id: bigint, members: readonly number[]): Promise<Communicator> {
-    const { planes, jobLinks, jobRanks, jobFailure } = this.membership;
+    const { planes, jobLinks, jobRanks, jobFailure, losses } = this.membership;
     if (planes === null || members.length < 2) return this.communicator(id, members);
     const memberRanks = members.map((member) => jobRanks[member]!);
     const rank = members.indexOf(this.rank);
-    const failure = SessionFailure.following(jobFailure);
+    const failure = SessionFailure.endingWith(jobFailure);
+    const name = `communicator ${communicatorText(id)}`;
+    // In a fault-tolerant job a member lost ends the set-up at once: it would never answer.
+    const lossWatch = losses?.lost$
+      .pipe(first((loss) => memberRanks.includes(loss.rank)))
+      .subscribe((loss) => failure.fail(new RankLostError(loss.rank, loss.reason, `rank ${rank} setting up the native plane of ${name}`)));
     const setup = new GroupLinks(jobLinks, memberRanks, rank, childCommunicatorId(id, 'native plane'), failure, () => this.timeout.ms);
     try {
-      return this.communicator(id, members, await openCommunicatorPlane(planes, setup, id, memberRanks, rank));
+      return this.communicator(id, members, await openCommunicatorPlane(planes, setup, failure.ended$, id, memberRanks, rank));
+    } catch (error) {
+      if (losses === null || jobFailure.failed || !(await memberLost(losses, memberRanks, this.scheduler))) throw error;
+      // A member was lost while the plane was set up (a shrink's survivor that died in it): the
+      // communicator without one, which that loss fails at once, on every member alike (a member
+      // that finished its set-up first fails on hearing of it): its first call names the rank.
+      return this.communicator(id, members);
     } finally {
-      failure.close(new ChannelClosedError(`rank ${this.rank} native plane set-up of communicator ${communicatorText(id)} ended`));
+      lossWatch?.unsubscribe();
+      failure.close(new ChannelClosedError(`rank ${this.rank} native plane set-up of ${name} ended`));
     }
   }
 
@@ -1344,6 +1358,26 @@ export class RankSession {
  * whole API. The session `openSession` returns is the world's communicator.
  */
 export type Communicator = RankSession;
+
+/**
+ * How long a communicator's plane set-up that failed waits to hear that a member was lost: a
+ * member that died ends its links at once, and this rank holds it lost within `LEFT_GRACE_MS` of
+ * that (or sooner, on the coordinator's notice).
+ */
+const SETUP_LOSS_GRACE_MS = 2 * LEFT_GRACE_MS;
+
+/** Whether one of `members` (job ranks) is lost, or is within `SETUP_LOSS_GRACE_MS`. */
+function memberLost(losses: RankLosses, members: readonly number[], scheduler: SchedulerLike): Promise<boolean> {
+  return firstValueFrom(
+    race(
+      losses.lost$.pipe(
+        first((loss) => members.includes(loss.rank)),
+        map(() => true),
+      ),
+      timer(SETUP_LOSS_GRACE_MS, scheduler).pipe(map(() => false)),
+    ),
+  );
+}
 
 /** What the join line says of the data plane: tcp_peer has one, native or JS. */
 function dataPlaneText(transport: CollectiveTransport, nativePlane: NativePlane | null): string {

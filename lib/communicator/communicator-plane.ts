@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
-import { firstValueFrom, forkJoin, map, type SchedulerLike } from 'rxjs';
+import { firstValueFrom, forkJoin, map, type Observable, type SchedulerLike } from 'rxjs';
 import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
@@ -49,9 +49,17 @@ const NO_PLANE = 'none';
  * links, under a set-up communicator id), then the members build a peer mesh of their own (the
  * job's secret authenticates it, the communicator's unique id names it) whose data links the
  * engine takes. Every member decides alike from what it received: where any could not listen, none
- * opens one (null: the communicator runs on the JS plane).
+ * opens one (null: the communicator runs on the JS plane). `ended` erroring (`setup`'s failure: a
+ * member lost) ends the set-up at once with its error, leaving nothing open.
  */
-export async function openCommunicatorPlane(parts: CommunicatorPlaneParts, setup: SessionLinks, id: bigint, jobRanks: readonly number[], rank: number): Promise<NativePlane | null> {
+export async function openCommunicatorPlane(
+  parts: CommunicatorPlaneParts,
+  setup: SessionLinks,
+  ended: Observable<never>,
+  id: bigint,
+  jobRanks: readonly number[],
+  rank: number,
+): Promise<NativePlane | null> {
   const engine = dataPlaneEngine();
   const worldSize = jobRanks.length;
   const incoming = new AsyncSink<{ rail: number | null; socket: Socket }>();
@@ -75,6 +83,7 @@ export async function openCommunicatorPlane(parts: CommunicatorPlaneParts, setup
       unmatchedBytesLimit: parts.unmatchedBytesLimit,
       secret: parts.secret,
       admission: listeners.admission,
+      ended,
     });
     // Only the data links carry anything: the mesh's own links stay idle until the plane closes.
     mesh.failureHandler = () => undefined;
@@ -92,7 +101,14 @@ export async function openCommunicatorPlane(parts: CommunicatorPlaneParts, setup
   } finally {
     incoming.end();
     for (const server of listeners?.servers ?? []) server.close();
+    // A member that finished its trade may have dialled in before this one's set-up ended: a
+    // connection no mesh took is closed (one the mesh takes meanwhile, it refuses).
+    void closeUntaken(incoming);
   }
+}
+
+async function closeUntaken(incoming: AsyncSink<{ rail: number | null; socket: Socket }>): Promise<void> {
+  for await (const { socket } of incoming) socket.destroy();
 }
 
 /** Sends `text` to every other member and receives theirs: every member's text, by member. */

@@ -21,7 +21,8 @@ type WaitingEvent = Extract<SessionEvent, { type: 'collective-waiting' }>;
 export interface RunnerParts {
   readonly transport: CollectiveTransport;
   readonly links: SessionLinks;
-  readonly context: CollectiveContext;
+  /** The session's context now (a frozen value the session replaces as it learns its job): each call takes it once, when made. */
+  readonly context: () => CollectiveContext;
   readonly tuning: CollectiveTuning;
   /** Where this session's scheduled collectives run. */
   readonly plane: Plane;
@@ -71,14 +72,17 @@ export class CollectiveRunner {
     } catch (error) {
       return throwError(() => error);
     }
-    const { links, context, events } = this.parts;
+    const { links, events } = this.parts;
+    // One context for the choice and the run: a topology, groups or profile the session takes
+    // later never changes a call already made.
+    const context = this.parts.context();
     const size = typeof bytes === 'number' ? bytes : bytes();
-    const row = selectAlgorithm(collective, this.situation(size));
-    this.nameChoice(collective, row, size);
+    const row = selectAlgorithm(collective, this.situation(size, context));
+    this.nameChoice(collective, row, size, context.rank);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.
     return this.queued((sequence) => {
-      const run = this.watched(runRow(collective, row, links, request, context), sequence, collective, row);
+      const run = this.watched(runRow(collective, row, links, request, context), context, sequence, collective, row);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!events.observed) return run;
       const base = { sequence, collective, algorithm: row.name, plane: row.plane };
@@ -99,8 +103,8 @@ export class CollectiveRunner {
    * native plane), the rank itself says which collective waits for whom, as the coordinator does
    * for those it routes. Not at or past the collective timeout, which names them in its error.
    */
-  private watched<T>(run: Observable<T>, sequence: number, collective: CollectiveName, row: AlgorithmRow<CollectiveName>): Observable<T> {
-    const { context, waiting, slowCollectiveMs, scheduler, warnings, events } = this.parts;
+  private watched<T>(run: Observable<T>, context: CollectiveContext, sequence: number, collective: CollectiveName, row: AlgorithmRow<CollectiveName>): Observable<T> {
+    const { waiting, slowCollectiveMs, scheduler, warnings, events } = this.parts;
     if (slowCollectiveMs >= context.timeoutMs()) return run;
     return new Observable<T>((subscriber) => {
       const started = scheduler.now();
@@ -121,9 +125,9 @@ export class CollectiveRunner {
     });
   }
 
-  /** What a call of `bytes` is chosen in (`selectAlgorithm`): the same for `plan` as for the call. */
-  situation(bytes: number): Situation {
-    const { transport, plane, tuning, ranksShareHost, context } = this.parts;
+  /** What a call of `bytes` is chosen in (`selectAlgorithm`), by `context` (default the session's now): the same for `plan` as for the call. */
+  situation(bytes: number, context: CollectiveContext = this.parts.context()): Situation {
+    const { transport, plane, tuning, ranksShareHost } = this.parts;
     const { worldSize, topologyGroups: groups, topology, ringOrder, profile } = context;
     return { transport, plane, worldSize, bytes, tuning, ranksShareHost, groups, groupsAreHosts: context.groupsAreHosts === true, topology, ringOrder, profile };
   }
@@ -156,11 +160,11 @@ export class CollectiveRunner {
    * Says on the debug log (info) which algorithm and plane a collective takes, the first time it
    * takes them (a size that changes the choice says so again).
    */
-  private nameChoice(collective: CollectiveName, row: AlgorithmRow<CollectiveName>, bytes: number): void {
+  private nameChoice(collective: CollectiveName, row: AlgorithmRow<CollectiveName>, bytes: number, rank: number): void {
     if (!debugLog.enabled('info')) return;
     const choice = `${collective} ${row.name} ${row.plane}`;
     if (this.named.has(choice)) return;
     this.named.add(choice);
-    debugLog.info(`rank ${this.parts.context.rank} ${collective} of ${bytes} bytes runs ${row.name} on the ${row.plane === 'js' ? 'JS' : row.plane} plane`);
+    debugLog.info(`rank ${rank} ${collective} of ${bytes} bytes runs ${row.name} on the ${row.plane === 'js' ? 'JS' : row.plane} plane`);
   }
 }

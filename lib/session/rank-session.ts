@@ -1,11 +1,17 @@
 import type { AsyncIterableX } from './ix-types.js';
-import { defer, first, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, throwError, timeout } from 'rxjs';
-import { agreeOnSurvivors, answerDecision } from '../communicator/shrink-agreement.js';
-import { childCommunicatorId, communicatorUniqueId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
-import { openCommunicatorPlane, type CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
+import { defer, lastValueFrom, type Observable, type SchedulerLike, Subject, type Subscription, throwError, timeout } from 'rxjs';
+import { type ChildCommunicator, childCommunicator, type CommunicatorParent, openChildCommunicator } from '../communicator/child-communicator.js';
+import { childCommunicatorId, WORLD_COMMUNICATOR } from '../communicator/communicator-id.js';
 import { announceGroup } from '../communicator/group-announcement.js';
-import { GroupLinks } from '../communicator/group-links.js';
-import { LeaderCoordinator } from '../communicator/leader-coordinator.js';
+import {
+  type Growth,
+  type JobLineage as CommunicatorJobLineage,
+  type Membership as CommunicatorMembership,
+  failOnMemberLoss,
+  type SessionHolds,
+  worldMembership,
+} from '../communicator/membership.js';
+import { shrinkCommunicator } from '../communicator/shrink-communicator.js';
 import { groupMembers, SPLIT_LAYOUT, splitEntry, splitMembers, type SplitOptions } from '../communicator/split-plan.js';
 import type { CollectiveContext, CollectiveName } from '../collectives/algorithm.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
@@ -15,8 +21,7 @@ import { WaitingRanks } from '../collectives/waiting-ranks.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
-import { ChannelClosedError, ConfigurationError, failureText, RankLostError, readSetting, TimeoutError } from '../errors.js';
-import type { GrownJob } from '../protocol/grown-job.js';
+import { ChannelClosedError, ConfigurationError, readSetting, TimeoutError } from '../errors.js';
 import { JobGrowth } from '../transport/job-growth.js';
 import { ElementType } from '../protocol/element-type.js';
 import { layoutHash } from '../protocol/layout-hash.js';
@@ -29,7 +34,6 @@ import type { Tensor, TensorOf } from '../tensor.js';
 import { bestRingOrder } from '../topology/best-ring-order.js';
 import { CollectiveTopology } from '../topology/collective-topology.js';
 import {
-  type AutotuneProfile,
   executionFingerprint,
   type FingerprintInput,
   pinnedTopology,
@@ -40,7 +44,6 @@ import {
 import type { TopologyGroups } from '../topology/topology-groups.js';
 import { probeTopology, type ProbeContext } from '../topology/probe.js';
 import { resolveProbeOptions, type TopologyProbeOptions } from '../topology/probe-options.js';
-import { processSettings, type Settings } from '../settings/read-settings.js';
 import { probeVariables } from '../settings/setting-parts.js';
 import { BufferPool } from '../transport/buffer-pool.js';
 import { COLLECTIVE_RESPONSE_GRACE_MS, CollectiveChannel } from '../transport/collective-channel.js';
@@ -63,32 +66,12 @@ import { openLinks } from './open-links.js';
 import { ObjectCollectives } from './object-collectives.js';
 import { PointToPoint, type ProbedMessage, type RailOption, type ReceiveShape } from './point-to-point.js';
 import type { ResolvedSessionOptions } from './session-options.js';
-import { railOrderOf, sessionContext } from './session-context.js';
+import { type ContextView, railOrderOf, sessionContext, type SessionContextParts } from './session-context.js';
 
-/**
- * How a session that `openSession` opened goes on into the job its job grows into (`grow()`,
- * docs/protocol.md 13.9).
- */
-export interface JobLineage {
-  /** The first rank of this job that joined it while it ran (a newcomer); the world size where none did. */
-  readonly newcomersFrom: number;
-  /** Opens this process's session of `job` (on the host of this job's coordinator), keeping `holds`. */
-  readonly openGrown: (job: GrownJob, holds: SessionHolds) => Promise<RankSession>;
-}
+/** How a session that `openSession` opened goes on into the job its job grows into (`grow()`, docs/protocol.md 13.9). */
+export type JobLineage = CommunicatorJobLineage<RankSession>;
 
-/** A fault-tolerant job's growth on this rank: the coordinator's word, how to go on, and the world to leave. */
-interface Growth {
-  readonly job: JobGrowth;
-  readonly lineage: JobLineage;
-  /** This rank's session of the job's world (set once it is open). */
-  world: RankSession | null;
-}
-
-/** What a session holds beyond its connections: work its `close()` also waits for. */
-export interface SessionHolds {
-  /** Settled either way before `close()` resolves (rank 0 keeps the coordinator it hosts serving). */
-  readonly closeAfter?: readonly Promise<unknown>[];
-}
+export type { SessionHolds };
 
 /**
  * The parts a session runs on, for sessions built without sockets (`RankSession.over`): rxccl/testing
@@ -115,41 +98,8 @@ export interface SessionParts {
   readonly losses?: RankLosses | null;
 }
 
-/** Where a session sits in its job: the world, or a communicator made from it (`split`, `group`). */
-interface Membership {
-  /** The communicator's id (WORLD_COMMUNICATOR for the world): its messages' keys carry it. */
-  readonly id: bigint;
-  /** The job's links: every communicator's messages travel on them. */
-  readonly jobLinks: SessionLinks;
-  /** The job rank of each of this session's ranks. */
-  readonly jobRanks: readonly number[];
-  /** The job's own failure (an abort, the coordinator lost): every communicator fails with it. */
-  readonly jobFailure: SessionFailure;
-  /** The ranks a fault-tolerant job lost; null: the job is not fault-tolerant. */
-  readonly losses: RankLosses | null;
-  /**
-   * Every communicator of the job on this rank not closed yet, whatever it was made from: the
-   * world's close closes them (closing a communicator leaves those made from it, as MPI's do).
-   */
-  readonly communicators: Set<RankSession>;
-  /** What a communicator opens a native data plane of its own with, where the world runs one; else null. */
-  readonly planes: CommunicatorPlaneParts | null;
-  /** A fault-tolerant job's growth, where `openSession` opened it; else null: it cannot grow. */
-  readonly growth: Growth | null;
-  /** The settings the job was opened over (`GX1_TOPOLOGY_PROBE_*` for `probeTopology`). */
-  readonly settings: Settings;
-}
-
-function worldMembership(
-  links: SessionLinks,
-  jobFailure: SessionFailure,
-  losses: RankLosses | null = null,
-  planes: CommunicatorPlaneParts | null = null,
-  growth: Growth | null = null,
-  settings: Settings = processSettings(),
-): Membership {
-  return { id: WORLD_COMMUNICATOR, jobLinks: links, jobRanks: Array.from({ length: links.worldSize }, (_, rank) => rank), jobFailure, losses, communicators: new Set(), planes, growth, settings };
-}
+/** Where a session sits in its job (lib/communicator/membership.ts). */
+type Membership = CommunicatorMembership<RankSession>;
 
 /** Everything a session is made of: its parts, with what `over` leaves to defaults settled. */
 interface SessionCore extends Omit<SessionParts, 'timeoutMs' | 'ranksShareHost' | 'nativePlane' | 'losses' | 'slowCollectiveMs'> {
@@ -213,7 +163,14 @@ export class RankSession {
   private readonly ranksShareHost: boolean;
   private readonly nativePlane: NativePlane | null;
   private readonly membership: Membership;
-  private readonly context: CollectiveContext;
+  /** What the context is made of, besides what the session sees (`see`). */
+  private readonly contextParts: SessionContextParts;
+  /**
+   * The context its algorithms run in now: frozen, replaced wholesale (`see`) when the session
+   * learns its topology, groups or profile. Each call takes it once when made, so a change never
+   * reaches a call already made.
+   */
+  private context: CollectiveContext;
   private readonly deadlines: LazyDeadlines;
   private readonly runner: CollectiveRunner;
   private readonly requests: CollectiveRequests;
@@ -268,10 +225,10 @@ export class RankSession {
       },
     });
     this.deadlines = new LazyDeadlines(core.scheduler);
-    this.lossWatch = this.watchLosses();
+    this.lossWatch = failOnMemberLoss(core.membership, failure, `rank ${rank} of ${this.name}`);
     // The engine waits on a thread of its own, and says whom for while it does (none otherwise).
     if (nativePlane?.waitingFor !== undefined) waiting.add(() => nativePlane.waitingFor!());
-    this.context = sessionContext({
+    this.contextParts = {
       rank,
       worldSize,
       transport,
@@ -285,12 +242,13 @@ export class RankSession {
       waiting,
       abort: (reason) => void this.abortLinks(reason),
       peerLost: core.membership.losses === null ? null : (peer, reason) => core.membership.losses!.needed(core.membership.jobRanks[peer]!, reason),
-    });
+    };
+    this.context = sessionContext(this.contextParts);
     const plane = sessionPlane(transport, nativePlane !== null);
     this.runner = new CollectiveRunner({
       transport,
       links,
-      context: this.context,
+      context: () => this.context,
       tuning,
       plane,
       ranksShareHost: core.ranksShareHost,
@@ -311,7 +269,7 @@ export class RankSession {
   static async open(options: ResolvedSessionOptions, holds: SessionHolds = {}, lineage: JobLineage | null = null): Promise<RankSession> {
     const jobFailure = new SessionFailure();
     const losses = options.faultTolerant ? new RankLosses(options.scheduler) : null;
-    const growth: Growth | null = losses === null || lineage === null ? null : { job: new JobGrowth(options), lineage, world: null };
+    const growth: Growth<RankSession> | null = losses === null || lineage === null ? null : { job: new JobGrowth(options), lineage, world: null };
     // In a fault-tolerant job the world can fail alone (a lost rank) while the job goes on.
     const failure = losses === null ? jobFailure : SessionFailure.following(jobFailure);
     // Collectives wait the collective timeout; point-to-point messages the session timeout (connecting too).
@@ -718,7 +676,8 @@ export class RankSession {
   async exchange(options: ExchangeOptions, payload: Uint8Array = new Uint8Array(0)): Promise<Frame> {
     const request = exchangeRequest(options, this.worldSize);
     if (!(payload instanceof Uint8Array)) throw new ConfigurationError(`exchange payload must be a Uint8Array, got ${typeof payload}`);
-    return lastValueFrom(this.runner.queued(() => this.context.coordinate(request, payload.length > 0 ? [payload] : [])));
+    const { coordinate } = this.context;
+    return lastValueFrom(this.runner.queued(() => coordinate(request, payload.length > 0 ? [payload] : [])));
   }
 
   /**
@@ -730,7 +689,8 @@ export class RankSession {
   async setTimeout(ms: number): Promise<void> {
     validateTimeout(ms, 'collective timeout');
     const milliseconds = BigInt(Math.max(1, Math.round(ms)));
-    await lastValueFrom(this.runner.queued(() => this.context.coordinate({ opcode: Opcode.SetTimeout, tag: milliseconds }, [])));
+    const { coordinate } = this.context;
+    await lastValueFrom(this.runner.queued(() => coordinate({ opcode: Opcode.SetTimeout, tag: milliseconds }, [])));
     this.timeout.ms = Number(milliseconds);
     if (this.messageTimeout !== null) this.messageTimeout.ms = Number(milliseconds);
   }
@@ -899,7 +859,8 @@ export class RankSession {
     const index = this.splits++;
     const bytes = new Uint8Array(BigInt64Array.of(BigInt(entry.color), BigInt(entry.key)).buffer);
     const request = { opcode: Opcode.AllGather, elementType: ElementType.I64, elementCount: 2, tag: layoutHash(SPLIT_LAYOUT) };
-    const response = await lastValueFrom(this.runner.queued(() => this.context.coordinate(request, [bytes])));
+    const { coordinate } = this.context;
+    const response = await lastValueFrom(this.runner.queued(() => coordinate(request, [bytes])));
     const said = new BigInt64Array(new Uint8Array(response.payload).buffer);
     const entries = Array.from({ length: this.worldSize }, (_, rank) => ({ color: Number(said[2 * rank]), key: Number(said[2 * rank + 1]) }));
     const members = splitMembers(entries, this.rank);
@@ -935,7 +896,7 @@ export class RankSession {
       waitMs: this.timeout.ms + 2 * COLLECTIVE_RESPONSE_GRACE_MS,
       abort: (reason) => void this.abortLinks(reason),
     });
-    const meeting = this.communicator(childCommunicatorId(this.membership.id, `${how} agreement`), sorted);
+    const meeting = this.adopt(childCommunicator(this.asParent, childCommunicatorId(this.membership.id, `${how} agreement`), sorted));
     try {
       // Ranks that listed other ranks are on other meetings: their announcements end this at once.
       await Promise.all([announced, meeting.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`group ${members.join(',')}`) })]);
@@ -1055,7 +1016,7 @@ export class RankSession {
       ringChannels: this.tuning.ringChannels,
       fingerprint: this.fingerprintInput(),
     });
-    (this.context as { profile: AutotuneProfile | null }).profile = profile;
+    this.see({ profile });
   }
 
   /** GX1_TOPOLOGY_LINKS=probe: measures the links and takes them (`adoptTopology`). */
@@ -1068,13 +1029,7 @@ export class RankSession {
 
   /** Makes `topology` the session's: the planner weighs it, its best ring and rails are the session's (unless configured). */
   private adoptTopology(topology: CollectiveTopology): void {
-    const context = this.context as { ringOrder: readonly number[]; topology: CollectiveTopology | null; topologyGroups: TopologyGroups | null; railOrder: readonly number[] | null };
-    context.topology = topology;
-    context.railOrder = railOrderOf(this.tuning, topology);
-    if (this.tuning.ringOrder === null) context.ringOrder = bestRingOrder(topology);
-    // Schedules written for the old ring are stale.
-    this.context.schedules.clear();
-    this.nativePlane?.forget();
+    this.see({ topology, railOrder: railOrderOf(this.tuning, topology), ...(this.tuning.ringOrder === null ? { ringOrder: bestRingOrder(topology) } : {}) });
   }
 
   /**
@@ -1095,10 +1050,16 @@ export class RankSession {
   }
 
   private useGroups(groups: TopologyGroups, areHosts: boolean): void {
-    const context = this.context as { topologyGroups: TopologyGroups | null; groupsAreHosts?: boolean };
-    context.topologyGroups = groups;
-    context.groupsAreHosts = areHosts;
-    this.context.schedules.clear();
+    this.see({ topologyGroups: groups, groupsAreHosts: areHosts });
+  }
+
+  /**
+   * Replaces the context with one that sees `change` besides what it saw (calls already made keep
+   * theirs). Schedules written for the old one are stale: the new context has a cache of its own,
+   * and the native plane forgets the programs it compiled.
+   */
+  private see(change: Partial<ContextView>): void {
+    this.context = sessionContext(this.contextParts, { ...this.context, ...change });
     this.nativePlane?.forget();
   }
 
@@ -1108,8 +1069,9 @@ export class RankSession {
   /**
    * After a rank of this communicator was lost (a fault-tolerant job: `faultTolerant`,
    * GX1_FAULT_TOLERANT=1, `rxccl launch --keep-going`): every rank left calls it, and gets a new
-   * communicator of the ranks left, in their order here, on the same connections (as ULFM's
-   * `MPI_Comm_shrink`, NCCL's `ncclCommShrink`). The ranks agree on who is left from the
+   * communicator of the ranks left, in their order here, over the job's links (as ULFM's
+   * `MPI_Comm_shrink`, NCCL's `ncclCommShrink`), on a native data plane of its own where the world
+   * runs one (as `split`'s). The ranks agree on who is left from the
    * coordinator's notices, so a rank that is only slow stays in. A rank lost during the shrink may
    * still be in the communicator returned (the same on every survivor): its first call then fails
    * with `RankLostError`, and shrinking it goes on. A job whose coordinator is gone (or that was
@@ -1123,42 +1085,7 @@ export class RankSession {
    * }
    */
   async shrink(): Promise<Communicator> {
-    const { losses, jobFailure, jobLinks, jobRanks } = this.membership;
-    if (losses === null) {
-      throw new ConfigurationError('shrink() needs a fault-tolerant job (faultTolerant: true, GX1_FAULT_TOLERANT=1, or rxccl launch --keep-going)');
-    }
-    if (this.closed) throw new ChannelClosedError(`rank ${this.rank} of ${this.name} closed: nothing to shrink`);
-    if (jobFailure.failed) {
-      throw new ChannelClosedError(
-        `rank ${this.rank} cannot shrink ${this.name}: the job itself failed (${failureText(jobFailure.error)}); a job goes on without lost ranks, never without its coordinator or after an abort`,
-      );
-    }
-    const index = this.shrinks++;
-    // The agreement's own keys, on every rank of this communicator (lost ones too: their notices end the waits).
-    const agreement = SessionFailure.following(jobFailure);
-    const links = new GroupLinks(jobLinks, jobRanks, this.rank, childCommunicatorId(this.membership.id, `shrink ${index}`), agreement, () => this.timeout.ms);
-    const parts = { links, jobRanks, losses, timeoutMs: this.timeout.ms, scheduler: this.scheduler, name: this.name };
-    let answering: Subscription | null = null;
-    try {
-      const survivors = await lastValueFrom(agreeOnSurvivors(parts, 0));
-      // Until this shrink is over, a member that could not decide in the same round hears the decision.
-      answering = answerDecision(parts, survivors).subscribe();
-      const ranks = survivors.ranks.join(',');
-      const shrunk = this.communicator(childCommunicatorId(this.membership.id, `shrink ${index} ${ranks}`), survivors.ranks);
-      try {
-        // Every survivor decided the same ranks and meets here.
-        await shrunk.exchange({ opcode: Opcode.Barrier, elementType: ElementType.None, count: 0, layoutHash: layoutHash(`shrink ${ranks}`) });
-      } catch (error) {
-        // One of them was lost during the shrink. Some survivors may have met here before they
-        // heard of it: every survivor gets this communicator alike, and its first call fails on
-        // each, to be shrunk in turn.
-        if (!(error instanceof RankLostError)) throw error;
-      }
-      return shrunk;
-    } finally {
-      answering?.unsubscribe();
-      agreement.close(new ChannelClosedError(`rank ${this.rank} shrink of ${this.name} ended`));
-    }
+    return shrinkCommunicator({ ...this.asParent, name: this.name, closed: this.closed, nextIndex: () => this.shrinks++ }, (child) => this.adopt(child));
   }
 
   /**
@@ -1234,94 +1161,39 @@ export class RankSession {
     return this.membership.id === WORLD_COMMUNICATOR ? "the job's world" : `communicator ${communicatorText(this.membership.id)}`;
   }
 
-  /**
-   * In a fault-tolerant job, fails this communicator when one of its ranks is lost (every pending
-   * and later operation ends with `RankLostError`), and drops what still comes of its messages.
-   */
-  private watchLosses(): Subscription | null {
-    const { losses, jobRanks, jobLinks, id } = this.membership;
-    if (losses === null) return null;
-    return losses.lost$.pipe(first((loss) => jobRanks.includes(loss.rank))).subscribe((loss) => {
-      this.failure.fail(new RankLostError(loss.rank, loss.reason, `rank ${this.rank} of ${this.name}`));
-      jobLinks.forget?.(id);
-    });
-  }
-
-  /**
-   * The communicator of `members` (see `communicator`) with a native data plane of its own where
-   * the world runs one (lib/communicator/communicator-plane.ts: data links of its own between its
-   * members, set up over the job's links under the id `<id> native plane`), so that its collectives
-   * run at the world's speed beside the world's and every other communicator's.
-   */
+  /** The communicator of `members` (ranks of this one, in their new order) with id `id`, with a native plane of its own where the world runs one (`openChildCommunicator`). */
   private async openCommunicator(id: bigint, members: readonly number[]): Promise<Communicator> {
-    const { planes, jobLinks, jobRanks, jobFailure } = this.membership;
-    if (planes === null || members.length < 2) return this.communicator(id, members);
-    const memberRanks = members.map((member) => jobRanks[member]!);
-    const rank = members.indexOf(this.rank);
-    const failure = SessionFailure.following(jobFailure);
-    const setup = new GroupLinks(jobLinks, memberRanks, rank, childCommunicatorId(id, 'native plane'), failure, () => this.timeout.ms);
-    try {
-      return this.communicator(id, members, await openCommunicatorPlane(planes, setup, id, memberRanks, rank));
-    } finally {
-      failure.close(new ChannelClosedError(`rank ${this.rank} native plane set-up of communicator ${communicatorText(id)} ended`));
-    }
+    return this.adopt(await openChildCommunicator(this.asParent, id, members));
+  }
+
+  /** What a communicator of some of this one's ranks is made from (`childCommunicator`): its place in the job, its tuning and its context's ring and groups now. */
+  private get asParent(): CommunicatorParent {
+    const { rank, membership, tuning, scratch, scheduler } = this;
+    const { ringOrder, topologyGroups } = this.context;
+    return { rank, membership, tuning, ringOrder, topologyGroups, timeoutMs: this.timeout.ms, scratch, scheduler };
   }
 
   /**
-   * The communicator of `members` (ranks of this session, in their new order) with id `id`: the
-   * job's links under its own keys, its first rank as its coordinator, this session's tuning with
-   * the ring narrowed to its ranks (in the same order), and a failure of its own that follows the
-   * job's (not this session's: in a fault-tolerant job a communicator outlives a lost rank it lacks);
-   * on `plane` where it has one, else the JS plane.
+   * The session of `child`, a communicator of some of this one's ranks: on this rank's event loop,
+   * scratch and clock, its messages on the job's links timed by its own timeout (`GroupLinks`);
+   * the world's close closes it.
    */
-  private communicator(id: bigint, members: readonly number[], plane: NativePlane | null = null): Communicator {
-    const { jobLinks, jobRanks, jobFailure } = this.membership;
-    const failure = SessionFailure.following(jobFailure);
-    const rank = members.indexOf(this.rank);
-    const timeout = { ms: this.timeout.ms };
-    const waiting = new WaitingRanks();
-    const links = new GroupLinks(jobLinks, members.map((member) => jobRanks[member]!), rank, id, failure, () => timeout.ms);
-    const coordinator = new LeaderCoordinator({
-      waiting,
-      links,
-      uniqueId: communicatorUniqueId(id),
-      name: `communicator ${communicatorText(id)}`,
-      jobRanks: links.members,
-      pool: this.scratch,
-      timeoutMs: () => timeout.ms,
-      scheduler: this.scheduler,
-      abort: (reason) => void links.abort(reason),
-    });
-    const ringTuned = this.tuning.ringOrder !== null || this.tuning.topology !== null;
-    const ring = this.context.ringOrder.filter((member) => members.includes(member)).map((member) => members.indexOf(member));
-    // The parent's groups, of the members only, renumbered; a group with none of them goes. (On
-    // its own native plane, groups that were the hosts are its hosts.)
-    const parentGroups = this.context.topologyGroups;
-    const groups = parentGroups?.map((group) => group.filter((member) => members.includes(member)).map((member) => members.indexOf(member))).filter((group) => group.length > 0) ?? null;
-    const child = new RankSession({
-      rank,
-      worldSize: members.length,
+  private adopt(child: ChildCommunicator): Communicator {
+    const session = new RankSession({
+      ...child,
       transport: this.transport,
-      links,
-      coordinator,
-      failure,
-      tuning: { ...this.tuning, ringOrder: ringTuned ? ring : null, topology: null, groups },
-      timeout,
       slowCollectiveMs: this.slowCollectiveMs,
-      waiting,
-      // Its messages travel on the job's links, timed by its own timeout (`GroupLinks`).
       messageTimeout: null,
       holds: [],
       loop: this.loop,
       scheduler: this.scheduler,
       scratch: this.scratch,
       ranksShareHost: this.ranksShareHost,
-      nativePlane: plane,
-      membership: { ...this.membership, id, jobRanks: links.members },
+      membership: { ...this.membership, id: child.id, jobRanks: child.links.members },
     });
-    this.membership.communicators.add(child);
-    logSessionEvents(child.events$, this.rank, debugLog);
-    return child;
+    this.membership.communicators.add(session);
+    logSessionEvents(session.events$, this.rank, debugLog);
+    return session;
   }
 
   /** `GX1_DEBUG=info`: which peers of this host the native plane read in place, and which read it. */

@@ -38,14 +38,34 @@ export function railOrderOf(tuning: CollectiveTuning, topology: CollectiveTopolo
 }
 
 /**
- * The context a session's algorithms run in: its coordinator (in a native session the ranks first
- * meet on the data links, `agreeBeforeCoordinator`), its ring (GX1_RING_ORDER, else the topology's
- * best, else rank order), where its collectives agree (on the mesh on tcp_peer), its native plane
- * and the schedules it has written.
+ * What a session's planner sees of its job: its ring, groups, links, rails and autotune profile.
+ * A session learns some of it as it opens (a probe, the groups of its hosts, a profile) and then
+ * takes a new context that sees it (`sessionContext` again): a context never changes.
  */
-export function sessionContext(parts: SessionContextParts): CollectiveContext {
+export type ContextView = Pick<CollectiveContext, 'ringOrder' | 'topologyGroups' | 'groupsAreHosts' | 'topology' | 'railOrder' | 'profile'>;
+
+/** What a session sees before it learns anything: its tuning's (GX1_RING_ORDER, else the declared topology's best ring, else rank order). */
+export function tunedView(worldSize: number, tuning: CollectiveTuning): ContextView {
+  const topology = tuning.topology instanceof CollectiveTopology ? tuning.topology : null;
+  return {
+    ringOrder: tuning.ringOrder ?? (topology !== null ? bestRingOrder(topology) : Array.from({ length: worldSize }, (_, index) => index)),
+    // `auto` groups without declared links are inferred when the session opens (RankSession.useAutoGroups).
+    topologyGroups: tuning.groups === 'auto' ? null : tuning.groups,
+    topology,
+    railOrder: railOrderOf(tuning, topology),
+    // Read when the session opens (RankSession.useAutotuneProfile): its fingerprint needs the probed topology.
+    profile: null,
+  };
+}
+
+/**
+ * The context a session's algorithms run in, frozen: its coordinator (in a native session the
+ * ranks first meet on the data links, `agreeBeforeCoordinator`), what it sees of its job (`view`,
+ * by default its tuning's), where its collectives agree (on the mesh on tcp_peer), its native
+ * plane and the schedules written for this view (a cache of its own: a new view writes its own).
+ */
+export function sessionContext(parts: SessionContextParts, view: ContextView = tunedView(parts.worldSize, parts.tuning)): CollectiveContext {
   const { rank, worldSize, transport, tuning, coordinator, nativePlane } = parts;
-  const identity = Array.from({ length: worldSize }, (_, index) => index);
   const context: CollectiveContext = {
     rank,
     worldSize,
@@ -54,14 +74,13 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
       return agreeBeforeCoordinator(nativePlane, context, request).pipe(mergeMap(() => coordinator.exchange(request, payload, useScratch)));
     },
     scratch: parts.scratch,
-    ringOrder: tuning.ringOrder ?? (tuning.topology instanceof CollectiveTopology ? bestRingOrder(tuning.topology) : identity),
+    ringOrder: view.ringOrder,
     ringChannels: tuning.ringChannels,
-    // `auto` groups without declared links are inferred when the session opens (RankSession.useAutoGroups).
-    topologyGroups: tuning.groups === 'auto' ? null : tuning.groups,
-    topology: tuning.topology instanceof CollectiveTopology ? tuning.topology : null,
-    railOrder: railOrderOf(tuning, tuning.topology instanceof CollectiveTopology ? tuning.topology : null),
-    // Read when the session opens (RankSession.useAutotuneProfile): its fingerprint needs the probed topology.
-    profile: null,
+    topologyGroups: view.topologyGroups,
+    groupsAreHosts: view.groupsAreHosts,
+    topology: view.topology,
+    railOrder: view.railOrder,
+    profile: view.profile,
     pieceBytes: PIECE_BYTES,
     agreement: transport === 'tcp_peer' ? 'mesh' : 'coordinator',
     nextMeshSequence: parts.nextMeshSequence,
@@ -73,5 +92,5 @@ export function sessionContext(parts: SessionContextParts): CollectiveContext {
     nativePlane,
     schedules: new ScheduleCache(),
   };
-  return context;
+  return Object.freeze(context);
 }

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { EmptyError, firstValueFrom, from, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
+import { EmptyError, firstValueFrom, from, merge, NEVER, type Observable, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError, WrongSessionError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
@@ -191,6 +191,8 @@ export class PeerMesh {
     admission?: Admission;
     /** TLS for the links this rank dials (its listeners were bound with the same settings). */
     tls?: TlsSettings | null;
+    /** Errors when the set-up is to end now (a member of a communicator's mesh was lost): the connect fails with its error. */
+    ended?: Observable<never>;
   }): Promise<PeerMesh> {
     const mesh = new PeerMesh(options.identity, options.scheduler, options.unmatchedBytesLimit ?? DEFAULT_UNMATCHED_BYTES_LIMIT);
     const secret = options.secret ?? null;
@@ -215,8 +217,11 @@ export class PeerMesh {
     ]);
     try {
       await firstValueFrom(
-        from(setup).pipe(
-          timeout({ first: Math.min(options.timeoutMs, MAX_TIMER_DELAY_MS), scheduler: options.scheduler, with: () => throwError(() => new TimeoutError(`rank ${rank} direct peer mesh setup`)) }),
+        merge(
+          from(setup).pipe(
+            timeout({ first: Math.min(options.timeoutMs, MAX_TIMER_DELAY_MS), scheduler: options.scheduler, with: () => throwError(() => new TimeoutError(`rank ${rank} direct peer mesh setup`)) }),
+          ),
+          options.ended ?? NEVER,
         ),
       );
     } catch (error) {
@@ -473,6 +478,8 @@ export class PeerMesh {
       channel.send({ header: peerHelloHeader(this.identity, peer, tag), parts: [] });
       const reply = await firstHandshakeFrame(channel);
       this.checkHello(reply, peer, tag);
+      // A link that completes after the set-up failed belongs to no mesh: it is closed (below).
+      if (this.failure !== null) throw this.failure;
       if (dataRail !== null) {
         // Ready: the peer sends data only after this, so nothing of it was read here.
         channel.send({ header: peerHelloHeader(this.identity, peer, tag), parts: [] });
@@ -563,6 +570,7 @@ export class PeerMesh {
       throw error;
     });
     this.checkHello(ready, peer, tag);
+    if (this.failure !== null) throw this.failure;
     this.dataSockets.send[at] = channel.handOver();
     return true;
   }

@@ -33,7 +33,18 @@ export class SessionFailure {
     return failure;
   }
 
-  /** What ends with this failure or close (`following`'s subscription to its parent). */
+  /**
+   * A failure of its own that fails with `parent`'s failure and with its close: work on the
+   * parent's links that cannot go on once the parent ended either way (a communicator's set-up,
+   * a shrink's agreement), so it ends then rather than at its timeout.
+   */
+  static endingWith(parent: SessionFailure): SessionFailure {
+    const failure = new SessionFailure();
+    failure.ending = parent.ended$.subscribe({ error: (error: unknown) => failure.fail(error) });
+    return failure;
+  }
+
+  /** What ends with this failure or close (`following`'s or `endingWith`'s subscription to its parent). */
   private ending: Subscription | null = null;
 
   get error(): unknown {

@@ -5,7 +5,7 @@
  * itself with SIGKILL just before it would join an all-reduce the others already wait in; every
  * survivor's pending call must fail with RankLostError naming it, its `shrink()` must return
  * within 2 s of that failure, and an all-reduce on the shrunk communicator must give the exact
- * sum over the survivors. Then again with another rank, on the communicator shrink gave. The
+ * sum over the survivors, on the world's plane (on tcp_peer a native plane of its own). Then again with another rank, on the communicator shrink gave. The
  * in-process version (a rank that closes) is spec/communicator/shrink.spec.ts.
  *
  * The fixture reports one JSON line per event (`[rank N] SHRINK {...}` once the launcher prefixed
@@ -149,6 +149,7 @@ async function expectShrinks(spec: JobSpec): Promise<void> {
   // A fault-tolerant world runs the native plane as any job's: the first loss is taken there.
   const worldPlane = spec.transport === 'tcp_host_staged' ? 'coordinator' : dataPlaneEngine() !== null ? 'native' : 'js';
   for (const rank of members) expect(of(rank, 'warmup')?.plane, `the world's plane at rank ${rank}\n${what}`).toBe(worldPlane);
+  for (const rank of members) expect(of(rank, 'warmup')?.ranOn, `the plane the world's all-reduce ran on at rank ${rank}\n${what}`).toBe(worldPlane);
   for (const [index, victim] of spec.victims.entries()) {
     const phase = index + 1;
     const survivors = members.filter((member) => member !== victim);
@@ -170,6 +171,8 @@ async function expectShrinks(spec: JobSpec): Promise<void> {
       shrinkMs.push(lost!.shrinkMs as number);
       expect(lost!.shrinkMs as number, `shrink() from the failure to its result\n${here}`).toBeLessThan(SHRINK_BOUND_MS);
       expectChecked(of(rank, 'checked', phase), survivors, phase, elementsOf(spec, phase), here);
+      // The shrunk communicator runs on the world's plane: a native plane of its own (13.8), as the world's.
+      expect(of(rank, 'checked', phase)!.ranOn, `the plane of the shrunk communicator's all-reduce\n${here}`).toBe(worldPlane);
     }
     console.log(
       `${spec.transport}, ${spec.worldSize} ranks, ${elementsOf(spec, phase) * 4} B: rank ${victim} killed; shrink() of [${survivors.join(',')}] after the failure: ` +

@@ -14,9 +14,9 @@ import { UniqueId } from '../protocol/unique-id.js';
 import type { BusyWindow } from '../transport/busy-window.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
-  chooseTransport,
   type CollectiveTransport,
   MAX_TIMER_DELAY_MS,
+  resolveTransport,
   validateRails,
   validateTimeout,
   validateWorldSize,
@@ -277,7 +277,7 @@ export class Coordinator {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
       rails: options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value,
-      transport: chooseTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT),
+      transport: resolveTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT).transport,
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),

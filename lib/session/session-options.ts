@@ -20,7 +20,7 @@ import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-sett
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
-import { type CollectiveTransport, chooseTransport, transportChosenBy, validateRails, validateTimeout } from '../transport/transport-kind.js';
+import { type CollectiveTransport, resolveTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
 
@@ -132,7 +132,7 @@ export interface ResolvedSessionOptions {
   readonly timeoutMs: number;
   readonly collectiveTimeoutMs: number;
   readonly rails: number;
-  /** The transport asked for; where no setting chose it (`transportChosenBy` null), the coordinator's wins (`agreedTransport`). */
+  /** The transport asked for; where no setting chose it (`transportChosenBy` null: `resolveTransport`), the coordinator's wins (`agreedTransport`). */
   readonly transport: CollectiveTransport;
   readonly transportChosenBy: string | null;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
@@ -176,6 +176,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
   const tls = resolveTls(options.tls, tlsVariables(settings));
   const faultTolerant = options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value;
   const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null);
+  const transport = resolveTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT);
   const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');
   return {
     settings,
@@ -190,8 +191,8 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
         ? validateTimeout(options.collectiveTimeoutMs, 'collectiveTimeoutMs')
         : (settings.GX1_COLLECTIVE_TIMEOUT_MS.value ?? timeoutMs),
     rails,
-    transport: chooseTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT),
-    transportChosenBy: transportChosenBy(options.transport, settings.GX1_COLLECTIVE_TRANSPORT.source === 'environment'),
+    transport: transport.transport,
+    transportChosenBy: transport.chosenBy,
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, settings),
     secret: resolveSecret(options.secret, secretVariables(settings)),

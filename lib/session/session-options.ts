@@ -175,7 +175,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
   const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value;
   const tls = resolveTls(options.tls, tlsVariables(settings));
   const faultTolerant = options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value;
-  const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null);
+  const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null).setting;
   const transport = resolveTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT);
   const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');
   return {

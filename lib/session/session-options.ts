@@ -1,6 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
-import { ConfigurationError, readSetting } from '../errors.js';
+import { ConfigurationError } from '../errors.js';
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { type BusyPollSetting, resolveBusyPoll } from './busy-poll.js';
@@ -17,6 +17,7 @@ import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { resolveDataPlane, resolveSingleCopy } from './data-plane-setting.js';
 import { MAX_SPIN_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
 import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-settings.js';
+import { optionOrSetting } from '../settings/option-or-setting.js';
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
@@ -172,9 +173,9 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
   if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
-  const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value;
+  const rails = optionOrSetting('rails', options.rails, validateRails, settings.GX1_P2P_RAILS);
   const tls = resolveTls(options.tls, tlsVariables(settings));
-  const faultTolerant = options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value;
+  const faultTolerant = optionOrSetting('faultTolerant', options.faultTolerant, resolveFaultTolerance, settings.GX1_FAULT_TOLERANT);
   const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null).setting;
   const transport = resolveTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT);
   const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');

@@ -8,7 +8,7 @@
  * network or a slow algorithm at some size makes the real time differ, by a factor at worst.
  */
 import type { Peer } from './peers/peer.js';
-import { type Budget, busFactor, type Cell, IN_PLACE_OPS } from './plan.js';
+import { type Budget, busFactor, callsPerSample, type Cell, IN_PLACE_OPS, warmupCalls } from './plan.js';
 
 /** The model's figures. */
 export const A_PRIORI = {
@@ -29,13 +29,11 @@ export function callSeconds(cell: Cell, worldSize: number): number {
   return A_PRIORI.latencySeconds * Math.max(1, worldSize - 1) + (cell.bytes * Math.max(1, busFactor(cell.op, worldSize))) / A_PRIORI.bytesPerSecond;
 }
 
-const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
-
 /** What the worker spends on one form of a cell of `bytes` whose calls take `call` seconds (worker.ts's steps 1-4). */
 export function formSeconds(call: number, bytes: number, budget: Budget): number {
   const ms = call * 1e3;
-  const warmup = budget.warmupIterations ?? clamp(Math.ceil(budget.warmupMs / ms), ms < budget.cellMs ? 1 : 0, budget.maxIterations);
-  const iterations = budget.iterations ?? clamp(Math.round(budget.sampleMs / ms), 1, budget.maxIterations);
+  const warmup = warmupCalls(budget, ms);
+  const iterations = callsPerSample(budget, ms);
   const sampleMs = iterations * ms;
   const samples = Math.min(budget.maxSamples, Math.max(budget.minSamples, Math.ceil(budget.cellMs / sampleMs)), Math.max(1, Math.ceil(budget.maxCellMs / sampleMs)));
   // The probe call, the warm-up, the samples, the checked call; the inputs and the check.

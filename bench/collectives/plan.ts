@@ -151,6 +151,22 @@ export interface Budget {
 
 export const DEFAULT_BUDGET: Budget = { processWarmupMs: 2_000, warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
 
+const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
+
+/**
+ * The warm-up calls after the probe (the worker's step 2) when one call takes `callMs`: the fixed
+ * `warmupIterations`, else about `warmupMs` of them, at least one unless a call alone outlasts
+ * `cellMs`. The worker and the run's estimate (estimate.ts) both count with it.
+ */
+export function warmupCalls(budget: Budget, callMs: number): number {
+  return budget.warmupIterations ?? clamp(Math.ceil(budget.warmupMs / callMs), callMs < budget.cellMs ? 1 : 0, budget.maxIterations);
+}
+
+/** The calls per timed sample (the worker's step 3) when one call takes `callMs`: the fixed `iterations`, else about `sampleMs` of them. */
+export function callsPerSample(budget: Budget, callMs: number): number {
+  return budget.iterations ?? clamp(Math.round(budget.sampleMs / callMs), 1, budget.maxIterations);
+}
+
 /**
  * nccl-tests' two forms of a call: the result in memory of its own, or in the input's (all-gather:
  * the input is this rank's slot of the output; reduce-scatter: the output this rank's slot of the

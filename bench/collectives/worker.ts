@@ -29,7 +29,7 @@ import { formatTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { dtypeWidth, emptyLike, isTaggedTensor, type Tensor, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
-import { type BenchOp, type Budget, busFactor, type Cell, cellFor, COLLECTIVE_OF_OP, FORMS, type Form, type Timing, type WorkerPlan } from './plan.js';
+import { type BenchOp, type Budget, busFactor, callsPerSample, type Cell, cellFor, COLLECTIVE_OF_OP, FORMS, type Form, type Timing, warmupCalls, type WorkerPlan } from './plan.js';
 import { median } from '../../lib/diagnostics/median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -109,15 +109,13 @@ async function maxOverRanks(session: RankSession, value: number): Promise<number
 }
 
 
-const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
-
 async function measure(session: RankSession, cell: Cell, budget: Budget, call: () => Promise<unknown>, check: () => Promise<unknown>) {
   // The first call is the probe: its time (max over ranks) sizes warm-up and samples.
   await session.barrier();
   const probeStart = performance.now();
   await call();
   let estimate = Math.max(1e-3, await maxOverRanks(session, performance.now() - probeStart));
-  const warmup = budget.warmupIterations ?? clamp(Math.ceil(budget.warmupMs / estimate), estimate < budget.cellMs ? 1 : 0, budget.maxIterations);
+  const warmup = warmupCalls(budget, estimate);
   if (warmup > 0) {
     // The first call carries one-off costs (JIT, first allocations): re-estimate from the
     // back-to-back warm-up calls.
@@ -126,7 +124,7 @@ async function measure(session: RankSession, cell: Cell, budget: Budget, call: (
     for (let index = 0; index < warmup; index++) await call();
     estimate = Math.max(1e-3, await maxOverRanks(session, (performance.now() - warmupStart) / warmup));
   }
-  const iterations = budget.iterations ?? clamp(Math.round(budget.sampleMs / estimate), 1, budget.maxIterations);
+  const iterations = callsPerSample(budget, estimate);
   const samples: number[] = [];
   let spentMs = 0;
   while (samples.length < budget.maxSamples) {

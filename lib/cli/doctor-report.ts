@@ -159,22 +159,12 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
   };
 }
 
-/** Whether a rank here would offer the native data plane, and why (not). */
+/** Whether a rank here would offer the native data plane, and why (not): the resolution's own reason. */
 function dataPlaneFacts(settings: Settings, addon: AddonFacts, attempt: <T>(read: () => T, fallback: T) => T): DoctorReport['dataPlane'] {
   const tls = attempt(() => resolveTls(undefined, tlsVariables(settings)) !== null, false);
-  const setting = attempt(() => resolveDataPlane(undefined, settings.GX1_DATA_PLANE, tls, () => addon.dataPlane), null);
-  if (setting === null) return { native: false, setting, reason: 'GX1_DATA_PLANE cannot be used here (see problems)' };
-  if (setting === 'native') return { native: true, setting, reason: 'asked for (GX1_DATA_PLANE=native): every rank must offer it' };
-  if (setting === 'auto') return { native: true, setting, reason: 'offered: the job runs it where every rank offers it' };
-  const reason =
-    settings.GX1_DATA_PLANE.value === 'js'
-      ? 'GX1_DATA_PLANE=js'
-      : tls
-        ? 'TLS is set (GX1_TLS_*): the data links would carry the data in the clear'
-        : process.platform !== 'linux'
-          ? `the native data plane is Linux's; this is ${process.platform}`
-          : 'the native addon does not load';
-  return { native: false, setting, reason };
+  const resolved = attempt(() => resolveDataPlane(undefined, settings.GX1_DATA_PLANE, tls, () => addon.dataPlane), null);
+  if (resolved === null) return { native: false, setting: null, reason: 'GX1_DATA_PLANE cannot be used here (see problems)' };
+  return { native: resolved.setting !== 'js', ...resolved };
 }
 
 /**

@@ -3,7 +3,7 @@ import { asyncScheduler, interval, type Observable, type SchedulerLike, Subject,
 import { debugLog } from '../diagnostics/debug-log.js';
 import { DEFAULT_SLOW_COLLECTIVE_MS } from '../diagnostics/slow-collective.js';
 import { readyTransportField } from '../transport/ready-transport.js';
-import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, readSetting, type RxcclError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, type RxcclError } from '../errors.js';
 import { ANY_RANK, FLAG_P2P_CHANNEL } from '../protocol/constants.js';
 import { abortFrame, admissionFrame, growRequestMembers, isJoinerHeader, joinersWaitingFrame, rankLostFrame } from '../protocol/control-frames.js';
 import type { Frame } from '../protocol/frame.js';
@@ -14,9 +14,9 @@ import { UniqueId } from '../protocol/unique-id.js';
 import type { BusyWindow } from '../transport/busy-window.js';
 import { FrameChannel, outgoing, type OutgoingFrame } from '../transport/frame-channel.js';
 import {
-  chooseTransport,
   type CollectiveTransport,
   MAX_TIMER_DELAY_MS,
+  resolveTransport,
   validateRails,
   validateTimeout,
   validateWorldSize,
@@ -33,6 +33,7 @@ import { acceptHandshake, MAX_UNAUTHENTICATED_CONNECTIONS } from '../transport/h
 import { type JobSecret, resolveSecret, warnIfUnauthenticated } from '../transport/job-secret.js';
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { createListener, resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
+import { optionOrSetting } from '../settings/option-or-setting.js';
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { type ChannelRole, emptyJoinRule, joinFailure, roleKey, validateJoin } from './validate-join.js';
@@ -276,8 +277,8 @@ export class Coordinator {
     const resolved = {
       uniqueId: UniqueId.from(options.uniqueId),
       worldSize: validateWorldSize(options.worldSize),
-      rails: options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value,
-      transport: chooseTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT),
+      rails: optionOrSetting('rails', options.rails, validateRails, settings.GX1_P2P_RAILS),
+      transport: resolveTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT).transport,
       collectiveTimeoutMs: validateTimeout(options.collectiveTimeoutMs ?? DEFAULT_COLLECTIVE_TIMEOUT_MS, 'TCP collective timeout'),
       heartbeatTimeoutMs:
         options.heartbeatTimeoutMs === undefined ? null : validateTimeout(options.heartbeatTimeoutMs, 'TCP heartbeat timeout'),
@@ -292,7 +293,7 @@ export class Coordinator {
       maxUnauthenticatedConnections: validateConnectionCap(options.maxUnauthenticatedConnections ?? MAX_UNAUTHENTICATED_CONNECTIONS),
       tls: resolveTls(options.tls, tlsVariables(settings)),
       busyWindow: options.busyWindow ?? null,
-      faultTolerant: options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value,
+      faultTolerant: optionOrSetting('faultTolerant', options.faultTolerant, resolveFaultTolerance, settings.GX1_FAULT_TOLERANT),
       maxWorldSize: validateWorldSize(options.maxWorldSize ?? options.worldSize),
     };
     if (resolved.maxWorldSize < resolved.worldSize) throw new ConfigurationError(`maxWorldSize ${resolved.maxWorldSize} is below the world size ${resolved.worldSize}`);

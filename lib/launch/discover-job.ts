@@ -6,6 +6,7 @@ import { rxccl } from './launchers/rxccl.js';
 import { slurm } from './launchers/slurm.js';
 import { torchrun } from './launchers/torchrun.js';
 import { warnIfDerivedIdUnauthenticated } from '../transport/job-secret.js';
+import { settingsOf } from '../settings/read-settings.js';
 import { secretVariables } from '../settings/setting-parts.js';
 
 /**
@@ -27,9 +28,10 @@ const GX1_JOB = ['GX1_COORDINATOR', 'GX1_UNIQUE_ID', 'GX1_WORLD_SIZE'];
  * (`RXCCL_NO_SECRET`), since anyone who reads or guesses those variables computes the id too.
  */
 export function discoverJob(env: Environment): DiscoveredJob {
-  const launcher = LAUNCHERS.find((candidate) => candidate.present(new EnvironmentReader(env, candidate.name)));
-  if (launcher !== undefined) {
-    const reader = new EnvironmentReader(env, launcher.name);
+  const { launchers, gx1 } = readersOf(env);
+  const found = launchers.find(({ launcher, reader }) => launcher.present(reader));
+  if (found !== undefined) {
+    const { launcher, reader } = found;
     const job = launcher.discover(reader);
     // rxccl's own variables always carry the id (and `rxccl launch` a secret); a cluster launcher's
     // job derives it unless GX1_UNIQUE_ID is given (GX1_COORDINATOR requires it). Every rank has the
@@ -37,13 +39,21 @@ export function discoverJob(env: Environment): DiscoveredJob {
     if (launcher !== rxccl && !reader.has('GX1_UNIQUE_ID') && job.rank === 0) warnIfDerivedIdUnauthenticated(launcher.title, secretVariables(reader.settings));
     return job;
   }
-  const gx1 = new EnvironmentReader(env, 'rxccl');
   if (GX1_JOB.some((name) => gx1.has(name))) return rxccl.discover(gx1);
   throw noLauncherError(LAUNCHERS.map((candidate) => candidate.hint));
 }
 
 /** Whether `env` holds any launcher's variables (or rxccl's own): `discoverJob` then finds a job or says what is wrong with it. */
 export function hasJobVariables(env: Environment): boolean {
-  const gx1 = new EnvironmentReader(env, 'rxccl');
-  return LAUNCHERS.some((launcher) => launcher.present(new EnvironmentReader(env, launcher.name))) || GX1_JOB.some((name) => gx1.has(name));
+  const { launchers, gx1 } = readersOf(env);
+  return launchers.some(({ launcher, reader }) => launcher.present(reader)) || GX1_JOB.some((name) => gx1.has(name));
+}
+
+/** A reader of `env` for each launcher, and one for rxccl's own variables, all over one reading of its settings. */
+function readersOf(env: Environment): { launchers: { launcher: Launcher; reader: EnvironmentReader }[]; gx1: EnvironmentReader } {
+  const settings = settingsOf(env);
+  return {
+    launchers: LAUNCHERS.map((launcher) => ({ launcher, reader: new EnvironmentReader(env, launcher.name, settings) })),
+    gx1: new EnvironmentReader(env, 'rxccl', settings),
+  };
 }

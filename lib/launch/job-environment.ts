@@ -40,19 +40,21 @@ const SESSION_FROM_ENVIRONMENT = 'cannot open a session from the environment';
 /**
  * Reads one launcher's variables and reports what is wrong with them in one error: which
  * variables were found (with their values, so a mix-up is visible) and which are missing. The
- * `GX1_*` ones it takes from the settings of `env` (this process's read once), a launcher's own
- * (`SLURM_PROCID`, `RANK`, ...) from `env`.
+ * `GX1_*` ones it takes from the settings of `env`, a launcher's own (`SLURM_PROCID`, `RANK`, ...)
+ * from `env`.
  */
 export class EnvironmentReader {
-  readonly settings: Settings;
-
   constructor(
     readonly env: Environment,
     /** How the launcher is named in errors, e.g. `torchrun`. */
     readonly launcher: string,
-  ) {
-    this.settings = settingsOf(env);
-  }
+    /**
+     * The settings of `env`: by default read here (this process's once for the process, any other
+     * environment now), or those the caller read already, so that asking every launcher about one
+     * environment reads its settings table once (`discoverJob`).
+     */
+    readonly settings: Settings = settingsOf(env),
+  ) {}
 
   has(name: string): boolean {
     const value = this.raw(name);

@@ -6,6 +6,7 @@ import { generateSecret } from '../transport/job-secret.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { coordinatorBusyWindow } from './coordinator-busy-window.js';
 import { EnvironmentReader, hostPort } from './job-environment.js';
+import { ranksNamedBy } from './rank-error-line.js';
 import { describeExit, type RankExit, RankProcess } from './rank-process.js';
 import { sessionSettings } from './session-settings.js';
 import { SharedOutput } from './shared-output.js';
@@ -79,6 +80,13 @@ const DEFAULT_STRAGGLER_REPORT_MS = 10_000;
 /** How long a rank's output may keep flowing after its process group was killed. */
 const DRAIN_GRACE_MS = 1_000;
 
+/** A failure of the job, and the ranks it names as data: one of them killed by a signal is its root cause (`killedRankBehind`). */
+interface JobFailure {
+  readonly reason: string;
+  /** The failed rank, the ranks that never joined, the ranks the error it quotes names. */
+  readonly ranks: readonly number[];
+}
+
 const delay = (ms: number) => new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), ms));
 
 /** Where `rxccl launch` runs its coordinator, and so the interface its ranks use: loopback. */
@@ -100,7 +108,7 @@ export class LocalJob {
    * The first failure, described once the job is over: a rank's error line may reach the launcher
    * after its exit does, and the rank a failure names may be seen dead only after it.
    */
-  private failure: (() => string) | null = null;
+  private failure: (() => JobFailure) | null = null;
   /** Whether the launcher has signalled the ranks: a rank killed by a signal before then died of something else. */
   private signalled = false;
   /** Ranks killed by a signal the launcher did not send, in the order seen (without `keepGoing`). */
@@ -147,8 +155,9 @@ export class LocalJob {
         this.endUnadmittedReplacements();
       },
       (error: unknown) => {
-        const reason = `the coordinator failed: ${failureText(error)}`;
-        this.fail(() => reason);
+        const text = failureText(error);
+        const failure = { reason: `the coordinator failed: ${text}`, ranks: ranksNamedBy(text) };
+        this.fail(() => failure);
       },
     );
     coordinator.events$.subscribe((event) => {
@@ -257,7 +266,7 @@ export class LocalJob {
       return;
     }
     this.interruptedBy = signal;
-    this.failure ??= () => `interrupted by ${signal}`;
+    this.failure ??= () => ({ reason: `interrupted by ${signal}`, ranks: [] });
     this.endGrace();
     this.terminate(signal);
   }
@@ -271,10 +280,10 @@ export class LocalJob {
    * A rank that exited because others never joined says only that it failed; the coordinator
    * knows why: those ranks come first.
    */
-  private rootCauseOf(exit: string): string {
+  private rootCauseOf(exit: JobFailure): JobFailure {
     const missing = [...this.neverJoined].filter((rank) => !this.joined.has(rank)).sort((a, b) => a - b);
     if (missing.length === 0) return exit;
-    return `ranks [${missing.join(',')}] never joined the job (the others waited ${this.rendezvousTimeoutMs} ms for them); then ${exit}`;
+    return { reason: `ranks [${missing.join(',')}] never joined the job (the others waited ${this.rendezvousTimeoutMs} ms for them); then ${exit.reason}`, ranks: [...missing, ...exit.ranks] };
   }
 
   /**
@@ -282,15 +291,16 @@ export class LocalJob {
    * it: a survivor's abort (`rank 0 aborted: direct peer rank 2 left`) or the coordinator's may
    * reach the launcher before the killed rank's exit does.
    */
-  private killedRankBehind(failure: string): string {
-    const killed = this.killed.find(({ rank }) => new RegExp(`\\brank ${rank}\\b|\\branks \\[[\\d,]*\\b${rank}\\b`).test(failure));
-    return killed === undefined ? failure : `rank ${killed.rank} was killed by ${killed.signal}`;
+  private killedRankBehind({ reason, ranks }: JobFailure): string {
+    const killed = this.killed.find(({ rank }) => ranks.includes(rank));
+    return killed === undefined ? reason : `rank ${killed.rank} was killed by ${killed.signal}`;
   }
 
-  /** Why a rank failed: its own rxccl error line where it printed one, else how its process ended. */
-  private static describeRankFailure(rank: RankProcess, exit: RankExit): string {
+  /** Why a rank failed: its own rxccl error line where it printed one (naming it and the ranks the line names), else how its process ended. */
+  private static describeRankFailure(rank: RankProcess, exit: RankExit): JobFailure {
     const error = exit.kind === 'exited' ? rank.errorLine : null;
-    return error === null ? `${rank.label} ${describeExit(exit)}` : `${rank.label} failed: ${error}`;
+    if (error === null) return { reason: `${rank.label} ${describeExit(exit)}`, ranks: [rank.rank] };
+    return { reason: `${rank.label} failed: ${error}`, ranks: [rank.rank, ...ranksNamedBy(error)] };
   }
 
   /** A rank failed: the job's failure, or with `keepGoing` a lost rank the others go on without. */
@@ -307,7 +317,7 @@ export class LocalJob {
     const stderr = this.options.stderr ?? process.stderr;
     stderr.write(`rxccl launch: ${lost}; the job goes on without it (--keep-going)\n`);
     if (this.lost.length === this.ranks.length) {
-      this.fail(() => `every rank failed: ${this.lost.join('; ')}`);
+      this.fail(() => this.everyRankFailed());
       return;
     }
     const started = this.ranks.length - this.options.worldSize;
@@ -354,10 +364,15 @@ export class LocalJob {
     }, this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS).unref();
   }
 
+  /** With `keepGoing`, every rank was lost: the list names them all, and blames none (`killed` is kept only without `keepGoing`). */
+  private everyRankFailed(): JobFailure {
+    return { reason: `every rank failed: ${this.lost.join('; ')}`, ranks: [] };
+  }
+
   /** The first failure: the other ranks get the grace to report their own errors, then are ended. */
-  private fail(reason: () => string): void {
+  private fail(failure: () => JobFailure): void {
     if (this.failure !== null) return;
-    this.failure = reason;
+    this.failure = failure;
     this.graceTimer = setTimeout(() => this.terminate('SIGTERM'), this.options.failureGraceMs ?? DEFAULT_FAILURE_GRACE_MS);
   }
 
@@ -423,13 +438,13 @@ export class LocalJob {
       await Promise.all(this.ranks.map((rank) => rank.exited));
     }
     // With keepGoing, every rank lost and every replacement ended unadmitted is no success.
-    if (this.failure === null && this.succeeded === 0) this.failure = () => `every rank failed: ${this.lost.join('; ')}`;
+    if (this.failure === null && this.succeeded === 0) this.failure = () => this.everyRankFailed();
     if (this.failure === null) {
       // Every rank exited 0; their last LEAVE may still be on its way to the coordinator.
       const left = await Promise.race([this.coordinator.finished.then(() => 'left' as const, () => 'failed' as const), delay(this.options.leaveGraceMs ?? DEFAULT_LEAVE_GRACE_MS)]);
       if (left === 'late') {
         const membership = this.describeMembership();
-        this.failure = () => `every rank exited 0, but the coordinator did not see every rank join and leave: ${membership} (does each rank open a session and close it?)`;
+        this.failure = () => ({ reason: `every rank exited 0, but the coordinator did not see every rank join and leave: ${membership} (does each rank open a session and close it?)`, ranks: [] });
       }
       // 'failed' has already recorded the coordinator's failure.
     }

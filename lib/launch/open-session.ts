@@ -11,6 +11,7 @@ import { awaitAdmission } from '../transport/connect-channel.js';
 import { resolveJoin } from '../transport/fault-tolerance.js';
 import { hostPort } from './job-environment.js';
 import { parseHostPort, resolveSessionOptions, type SessionOptions } from '../session/session-options.js';
+import { optionOrSetting } from '../settings/option-or-setting.js';
 import { processSettings } from '../settings/read-settings.js';
 
 /** The options that say which job a rank belongs to; the environment supplies any left out. */
@@ -39,7 +40,7 @@ export async function openSession(options?: Partial<SessionOptions>): Promise<Ra
   if (recording !== null) process.on('SIGUSR1', joining);
   try {
     // A rank 0 that hosts the coordinator keeps it until every rank has left.
-    const joins = options?.join !== undefined ? resolveJoin(options.join, undefined) : processSettings().GX1_JOIN.value;
+    const joins = optionOrSetting('join', options?.join, resolveJoin, processSettings().GX1_JOIN);
     const session = joins
       ? await joinRunningJob(chosen)
       : await keepHostedCoordinator(chosen, (holds) => openJob(chosen, holds, chosen.worldSize));

@@ -16,3 +16,14 @@ export function parseRankErrorLine(line: string): string | null {
   const match = LINE.exec(line);
   return match === null ? null : `${match[1]}: ${match[2]}`;
 }
+
+/**
+ * The ranks an error's message names, in the reference wording (`direct peer rank 2 left`,
+ * `missing ranks [1,3]`): what a rank's error line (or the coordinator's error) tells the launcher
+ * about other ranks, which cross the process boundary only as this text.
+ */
+export function ranksNamedBy(message: string): number[] {
+  return [...message.matchAll(/\brank (\d+)\b|\branks \[([\d,]*)\]/g)].flatMap(([, one, list]) =>
+    one !== undefined ? [Number(one)] : list!.split(',').filter((rank) => rank !== '').map(Number),
+  );
+}

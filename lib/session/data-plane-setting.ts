@@ -4,22 +4,37 @@ import type { DataPlaneOffer } from '../transport/peer-endpoint-config.js';
 import { DATA_PLANE_SETTINGS, type DataPlaneSetting, SINGLE_COPY_SETTINGS, type SingleCopySetting } from '../settings/plane-settings.js';
 import { checkedName } from '../settings/variable-parsers.js';
 
+/** A rank's data plane setting, and why it is what it is (`rxccl doctor` prints it). */
+export interface ResolvedDataPlane {
+  readonly setting: DataPlaneSetting;
+  readonly reason: string;
+}
+
 /**
  * `dataPlane` wins over `GX1_DATA_PLANE` (`variable`, as the settings read it, read only without
  * the option), else `auto`. `native` needs the addon (built on install)
  * and no TLS: the data links would carry the job's data in the clear; with TLS or without the
- * addon, `auto` is `js`.
+ * addon, `auto` is `js`, and the reason says which.
  */
-export function resolveDataPlane(option: string | undefined, variable: { readonly value: DataPlaneSetting }, tls: boolean, available: () => boolean = () => dataPlaneEngine() !== null): DataPlaneSetting {
+export function resolveDataPlane(
+  option: string | undefined,
+  variable: { readonly value: DataPlaneSetting },
+  tls: boolean,
+  available: () => boolean = () => dataPlaneEngine() !== null,
+): ResolvedDataPlane {
   const name = option !== undefined ? 'dataPlane' : 'GX1_DATA_PLANE';
   const value = option !== undefined ? checkedName(DATA_PLANE_SETTINGS, option.trim(), name) : variable.value;
-  if (value === 'js') return 'js';
-  if (value === 'auto') return !tls && available() ? 'auto' : 'js';
+  if (value === 'js') return { setting: 'js', reason: `${name}=js` };
+  if (value === 'auto') {
+    if (tls) return { setting: 'js', reason: 'TLS is set: the data links would carry the data in the clear' };
+    if (!available()) return { setting: 'js', reason: process.platform !== 'linux' ? `the native data plane is Linux's; this is ${process.platform}` : 'the native addon does not load' };
+    return { setting: 'auto', reason: 'offered: the job runs it where every rank offers it' };
+  }
   if (tls) throw new ConfigurationError(`${name}=native cannot be used with TLS: its data links are plain TCP (use js, or no TLS)`);
   if (!available()) {
     throw new ConfigurationError(`${name}=native needs the native addon, which is not built or does not load here (npm rebuild rxccl; Linux only)`);
   }
-  return 'native';
+  return { setting: 'native', reason: `asked for (${name}=native): every rank must offer it` };
 }
 
 /** `singleCopy` wins over `GX1_SINGLE_COPY` (`variable`, as the settings read it, read only without the option), else `auto`. */

@@ -1,6 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { type CollectiveTuning, resolveTuning, type TuningOptions } from '../collectives/tuning.js';
-import { ConfigurationError, readSetting } from '../errors.js';
+import { ConfigurationError } from '../errors.js';
 import { resolveFaultTolerance } from '../transport/fault-tolerance.js';
 import { UniqueId } from '../protocol/unique-id.js';
 import { type BusyPollSetting, resolveBusyPoll } from './busy-poll.js';
@@ -17,10 +17,11 @@ import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { resolveDataPlane, resolveSingleCopy } from './data-plane-setting.js';
 import { MAX_SPIN_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
 import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-settings.js';
+import { optionOrSetting } from '../settings/option-or-setting.js';
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
 import { resolveTls, type TlsOptions, type TlsSettings } from '../transport/tls-settings.js';
-import { type CollectiveTransport, chooseTransport, transportChosenBy, validateRails, validateTimeout } from '../transport/transport-kind.js';
+import { type CollectiveTransport, resolveTransport, validateRails, validateTimeout } from '../transport/transport-kind.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 300_000;
 
@@ -132,7 +133,7 @@ export interface ResolvedSessionOptions {
   readonly timeoutMs: number;
   readonly collectiveTimeoutMs: number;
   readonly rails: number;
-  /** The transport asked for; where no setting chose it (`transportChosenBy` null), the coordinator's wins (`agreedTransport`). */
+  /** The transport asked for; where no setting chose it (`transportChosenBy` null: `resolveTransport`), the coordinator's wins (`agreedTransport`). */
   readonly transport: CollectiveTransport;
   readonly transportChosenBy: string | null;
   readonly peerEndpoints: PeerEndpointConfiguration | null;
@@ -172,10 +173,11 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
   if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(options.rank) || options.rank < 0 || options.rank >= worldSize) {
     throw new ConfigurationError(`rank ${options.rank} is outside TCP collective world size ${worldSize}`);
   }
-  const rails = options.rails !== undefined ? readSetting('rails', () => validateRails(options.rails!)) : settings.GX1_P2P_RAILS.value;
+  const rails = optionOrSetting('rails', options.rails, validateRails, settings.GX1_P2P_RAILS);
   const tls = resolveTls(options.tls, tlsVariables(settings));
-  const faultTolerant = options.faultTolerant !== undefined ? resolveFaultTolerance(options.faultTolerant, undefined) : settings.GX1_FAULT_TOLERANT.value;
-  const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null);
+  const faultTolerant = optionOrSetting('faultTolerant', options.faultTolerant, resolveFaultTolerance, settings.GX1_FAULT_TOLERANT);
+  const dataPlane = resolveDataPlane(options.dataPlane, settings.GX1_DATA_PLANE, tls !== null).setting;
+  const transport = resolveTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT);
   const timeoutMs = validateTimeout(options.timeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, 'session timeout');
   return {
     settings,
@@ -190,8 +192,8 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
         ? validateTimeout(options.collectiveTimeoutMs, 'collectiveTimeoutMs')
         : (settings.GX1_COLLECTIVE_TIMEOUT_MS.value ?? timeoutMs),
     rails,
-    transport: chooseTransport(options.transport, settings.GX1_COLLECTIVE_TRANSPORT),
-    transportChosenBy: transportChosenBy(options.transport, settings.GX1_COLLECTIVE_TRANSPORT.source === 'environment'),
+    transport: transport.transport,
+    transportChosenBy: transport.chosenBy,
     peerEndpoints: options.peerEndpoints === undefined ? null : peerEndpointOptions(options.peerEndpoints, rails),
     unmatchedBytesLimit: resolveUnmatchedBytesLimit(options.unmatchedBytesLimit, settings),
     secret: resolveSecret(options.secret, secretVariables(settings)),

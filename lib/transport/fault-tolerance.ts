@@ -8,7 +8,7 @@ import { ConfigurationError } from '../errors.js';
  * ending the job: the communicators it belonged to fail with `RankLostError`, and `shrink()` goes
  * on without it.
  */
-export function resolveFaultTolerance(option: boolean | undefined, variable: string | undefined): boolean {
+export function resolveFaultTolerance(option: boolean | undefined, variable?: string): boolean {
   return resolveSwitch('faultTolerant', option, 'GX1_FAULT_TOLERANT', variable);
 }
 
@@ -31,6 +31,6 @@ function resolveSwitch(optionName: string, option: boolean | undefined, name: st
  * Whether this process joins a running fault-tolerant job (`join`, else `GX1_JOIN`: `1`/`true` or
  * `0`/`false`; default false). See `SessionOptions.join`.
  */
-export function resolveJoin(option: boolean | undefined, variable: string | undefined): boolean {
+export function resolveJoin(option: boolean | undefined, variable?: string): boolean {
   return resolveSwitch('join', option, 'GX1_JOIN', variable);
 }

@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import type { FrameHeader } from '../protocol/header.js';
-import type { CollectiveTransport } from './transport-kind.js';
+import type { CollectiveTransport, RankTransport } from './transport-kind.js';
 
 /**
  * The coordinator's transport in its Ready (docs/protocol.md 8.1): bytes 80..87, which a Ready
@@ -20,12 +20,6 @@ export function readyTransportField(transport: CollectiveTransport): bigint {
 export function readyTransport(ready: FrameHeader): CollectiveTransport | null {
   const found = (Object.keys(CODES) as CollectiveTransport[]).find((transport) => CODES[transport] === ready.communicator);
   return found ?? null;
-}
-
-/** What a rank asked for: its transport, and the setting that chose it (null: nothing did, the default). */
-export interface RankTransport {
-  readonly transport: CollectiveTransport;
-  readonly chosenBy: string | null;
 }
 
 /**

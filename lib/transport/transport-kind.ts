@@ -11,17 +11,24 @@ export type CollectiveTransport = 'tcp_host_staged' | 'tcp_peer';
  */
 export const DEFAULT_TRANSPORT: CollectiveTransport = 'tcp_peer';
 
-/**
- * The transport the options give, else `variable` (`GX1_COLLECTIVE_TRANSPORT` as the settings read
- * it, the default where unset; its value is read, and a bad one refused, only without the option).
- */
-export function chooseTransport(option: CollectiveTransport | string | undefined, variable: { readonly value: CollectiveTransport }): CollectiveTransport {
-  return option !== undefined ? parseTransport(String(option), 'transport') : variable.value;
+/** What a rank asked for: its transport, and the setting that chose it (null: nothing did, the default). */
+export interface RankTransport {
+  readonly transport: CollectiveTransport;
+  readonly chosenBy: string | null;
 }
 
-/** The setting that chose the transport (`chooseTransport`): the option, the variable where it is set, or null (the default). */
-export function transportChosenBy(option: CollectiveTransport | string | undefined, variableSet: boolean): string | null {
-  return option !== undefined ? 'transport' : variableSet ? 'GX1_COLLECTIVE_TRANSPORT' : null;
+/**
+ * The transport the options give (chosen by `transport`), else `variable`'s
+ * (`GX1_COLLECTIVE_TRANSPORT` as the settings read it: chosen by it where it is set, by nothing
+ * where its default applies). The variable's value is read, and a bad one refused, only without
+ * the option.
+ */
+export function resolveTransport(
+  option: CollectiveTransport | string | undefined,
+  variable: { readonly variable: string; readonly value: CollectiveTransport; readonly source: 'environment' | 'default' },
+): RankTransport {
+  if (option !== undefined) return { transport: parseTransport(String(option), 'transport'), chosenBy: 'transport' };
+  return { transport: variable.value, chosenBy: variable.source === 'environment' ? variable.variable : null };
 }
 
 export const MAX_P2P_RAILS = 64;

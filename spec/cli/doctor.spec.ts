@@ -104,6 +104,13 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
     expect(js.report.singleCopy.reason).toContain('GX1_DATA_PLANE=js');
   });
 
+  it("gives the data plane resolution's own reason where TLS makes auto js", async () => {
+    const tls = (name: string) => join(ROOT, 'spec/security/fixtures/tls', name);
+    const { report } = await doctor({ GX1_TLS_CERT: tls('job.pem'), GX1_TLS_KEY: tls('job.key'), GX1_TLS_CA: tls('ca.pem') });
+    expect(report.dataPlane).toEqual({ native: false, setting: 'js', reason: 'TLS is set: the data links would carry the data in the clear' });
+    expect(report.problems).toEqual([]);
+  });
+
   it('lists the interfaces, and the route, rails and listeners a job here would take', async () => {
     const { report } = await plainReport();
     const system = Object.entries(networkInterfaces()).flatMap(([name, entries]) => (entries ?? []).map((entry) => ({ name, address: entry.address })));

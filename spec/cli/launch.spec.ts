@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { compiledNode } from '../helpers/compiled-script.js';
 import { alive, runRxccl, startRxccl, tsNode } from './rxccl-process.js';
 
 const HOLD = 'spec/cli/fixtures/hold.mjs';
@@ -24,14 +25,6 @@ function recordedPids(directory: string): number[] {
   return readdirSync(directory)
     .filter((name) => name.endsWith('.pids'))
     .flatMap((name) => readFileSync(join(directory, name), 'utf8').split(' ').map(Number));
-}
-
-async function waitFor(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 describe.concurrent('rxccl launch', () => {
@@ -56,7 +49,7 @@ describe.concurrent('rxccl launch', () => {
   }, 60_000);
 
   it('--replace: a replacement starts when a rank dies; one the job ended before admitting is ended, not a failure (#48 item 2)', async () => {
-    const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...tsNode('spec/cli/fixtures/dies-at-once.ts')]);
+    const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...compiledNode('spec/cli/fixtures/dies-at-once.ts')]);
     expect(result.stderr).not.toContain('job failed');
     expect(result.stderr).toContain('rxccl launch: started replacement 1 for rank 1; the job admits it at its next step boundary (grow())');
     // Ended while it still dialled, or refused by the coordinator as the job ended: either way no failure.
@@ -65,7 +58,7 @@ describe.concurrent('rxccl launch', () => {
   }, 60_000);
 
   it('--replace: every rank dying is a failure, the replacement ended unadmitted or not', async () => {
-    const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...tsNode('spec/cli/fixtures/dies-at-once.ts')], { ALL_DIE: '1' });
+    const result = await runRxccl(['launch', '--keep-going', '--replace', '1', '-n', '2', '--', ...compiledNode('spec/cli/fixtures/dies-at-once.ts')], { ALL_DIE: '1' });
     expect(result.code).toBe(1);
     // Each rank named as killed, or (seen lost by the coordinator before its exit reached the launcher) as lost and ended.
     expect(result.stderr).toMatch(/rxccl launch: job failed: every rank failed: rank [01] (was killed by SIGKILL|was lost \(.+\) and was still running when the others were done: ended); rank [01] /);
@@ -113,7 +106,7 @@ describe.concurrent('rxccl launch', () => {
     it(`forwards ${signal} to every rank and exits ${status} with no rank left running`, () =>
       withPidDirectory(async (directory) => {
         const launcher = startRxccl(['launch', '-n', '3', '--', 'node', HOLD], { PID_DIR: directory, SPAWN_CHILD: '1' });
-        await waitFor(() => recordedPids(directory).length === 6, 'every rank to start');
+        await expect.poll(() => recordedPids(directory).length, { message: 'every rank (and its child) to start', timeout: 20_000, interval: 25 }).toBe(6);
         launcher.child.kill(signal);
         const result = await launcher.finished;
         expect(result.code).toBe(status);

@@ -10,7 +10,7 @@ import { rejection, sleep } from '../helpers/job.js';
  * Growth in one process over real sockets (docs/protocol.md 13.9): a process asks to join a
  * running fault-tolerant job, the ranks hear of it, admit it at a step boundary with `grow()`,
  * and go on in a grown job of their own. Process deaths and replacements through `rxccl launch`
- * are in spec/process/replace-processes.spec.ts.
+ * are in spec/cli/launch.spec.ts (`--replace`) and spec/examples/examples.spec.ts (elastic-train.ts).
  */
 const TRANSPORTS: CollectiveTransport[] = ['tcp_host_staged', 'tcp_peer'];
 afterEach(disposeGrowableJobs);
@@ -21,9 +21,9 @@ async function faultTolerantJob(worldSize: number, transport: CollectiveTranspor
   return { sessions, joiner: job.joiner, coordinator: job.coordinator };
 }
 
-/** Resolves once every one of `sessions` heard that `count` processes wait. */
+/** Resolves once every one of `sessions` heard that `count` processes wait (within the joiners' session timeout). */
 async function heard(sessions: readonly Communicator[], count: number): Promise<void> {
-  while (!sessions.every((session) => session.joinersWaiting === count)) await sleep(5);
+  await expect.poll(() => sessions.map((session) => session.joinersWaiting), { timeout: 10_000, interval: 5 }).toEqual(sessions.map(() => count));
 }
 
 describe.each(TRANSPORTS)('grow on %s', (transport) => {

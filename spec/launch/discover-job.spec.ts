@@ -1,6 +1,6 @@
 /** Each launcher's variables, as pure functions over an environment object. */
 import { describe, expect, it } from 'vitest';
-import { discoverJob } from '../../lib/launch/discover-job.js';
+import { discoverJob, hasJobVariables } from '../../lib/launch/discover-job.js';
 import { DERIVED_PORT_BASE, DERIVED_PORT_SPAN } from '../../lib/launch/job-identity.js';
 import type { Environment } from '../../lib/launch/job-environment.js';
 
@@ -88,6 +88,25 @@ describe('discoverJob: rxccl launch (GX1_*)', () => {
     expect(() => discoverJob({ PATH: '/usr/bin', HOME: '/root' })).toThrow(
       /^cannot open a session from the environment: no launcher variables found \(looked for GX1_RANK \[rxccl launch\]; .*torchrun.*mpirun.*srun.*Kubernetes.*\); start the ranks with `rxccl launch -n N -- COMMAND`/,
     );
+  });
+});
+
+describe("discoverJob and hasJobVariables: the environment's settings", () => {
+  /** `env`, counting the reads of one settings table variable (GX1_SPIN_US: no launcher asks for it, the table reads it once a reading). */
+  const counted = (env: Environment) => {
+    const reads = { count: 0 };
+    const proxy = new Proxy(env, { get: (target, name) => ((reads.count += name === 'GX1_SPIN_US' ? 1 : 0), Reflect.get(target, name)) });
+    return { proxy, reads };
+  };
+
+  it('are read once per call, however many launchers are asked about the environment', () => {
+    const none = counted({ PATH: '/bin' });
+    expect(() => discoverJob(none.proxy)).toThrow(/no launcher variables found/);
+    expect(hasJobVariables(none.proxy)).toBe(false);
+    expect(none.reads.count).toBe(2);
+    const slurm = counted({ SLURM_PROCID: '0', SLURM_NTASKS: '1', SLURM_JOB_NODELIST: 'node01', SLURM_JOB_ID: '7', SLURM_STEP_ID: '0', GX1_SPIN_US: '5' });
+    expect(discoverJob(slurm.proxy)).toMatchObject({ launcher: 'slurm', rank: 0, worldSize: 1 });
+    expect(slurm.reads.count).toBe(1);
   });
 });
 

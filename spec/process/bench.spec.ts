@@ -16,8 +16,8 @@ import { type PeerState, whyEmpty } from '../../bench/collectives/peers/empty-ce
 import { GLOO_REDUCE_SCATTER } from '../../bench/collectives/peers/gloo-reduce-scatter.js';
 import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
 import { measurePeer, parsePeerRows, peerKey, peersDirectory } from '../../bench/collectives/peers/peer.js';
-import { estimateSeconds, formatDuration } from '../../bench/collectives/estimate.js';
-import { type BenchOp, type BenchRow, busFactor, type Cell, cellFor, DEFAULT_BUDGET, QUICK, sizeSweep } from '../../bench/collectives/plan.js';
+import { estimateSeconds, formatDuration, formSeconds } from '../../bench/collectives/estimate.js';
+import { type BenchOp, type BenchRow, busFactor, callsPerSample, type Cell, cellFor, DEFAULT_BUDGET, QUICK, sizeSweep, warmupCalls } from '../../bench/collectives/plan.js';
 import { cellRounds, formatRoundSummary } from '../../bench/collectives/rounds.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
@@ -475,6 +475,18 @@ describe('rxccl bench', () => {
     expect(estimateSeconds({ ...full, inPlace: false })).toBeLessThan(estimateSeconds(full));
     expect(estimateSeconds({ ...full, peers: [] })).toBeLessThan(estimateSeconds(full));
     expect([formatDuration(0.2), formatDuration(44.6), formatDuration(160), formatDuration(181)]).toEqual(['about 1 s', 'about 45 s', 'about 2 min 40 s', 'about 3 min']);
+  });
+
+  it("counts the estimate's warm-up and sample calls as the worker does: about warmupMs and sampleMs of calls, or the fixed -w and --iters", () => {
+    expect([warmupCalls(DEFAULT_BUDGET, 1), warmupCalls(DEFAULT_BUDGET, 1e-3)]).toEqual([40, DEFAULT_BUDGET.maxIterations]);
+    // At least one warm-up call, unless one call alone outlasts the cell.
+    const noWarmup = { ...DEFAULT_BUDGET, warmupMs: 0 };
+    expect([warmupCalls(noWarmup, 1), warmupCalls(noWarmup, DEFAULT_BUDGET.cellMs + 1)]).toEqual([1, 0]);
+    expect([callsPerSample(DEFAULT_BUDGET, 1), callsPerSample(DEFAULT_BUDGET, 100)]).toEqual([20, 1]);
+    const fixed = { ...DEFAULT_BUDGET, warmupIterations: 3, iterations: 5, minSamples: 2, maxSamples: 2, cellMs: 0 };
+    expect([warmupCalls(fixed, 1), callsPerSample(fixed, 1)]).toEqual([3, 5]);
+    // The probe, 3 warm-up calls, 2 samples of 5, the checked call; no bytes to check.
+    expect(formSeconds(0.01, 0, fixed)).toBeCloseTo((2 + 3 + 2 * 5) * 0.01, 9);
   });
 
   it('ends with status 141, as SIGPIPE ends a C tool, once the reader of its rows is gone (rxccl bench | head -1)', async () => {

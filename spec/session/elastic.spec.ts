@@ -11,7 +11,7 @@ import { rejection, sleep } from '../helpers/job.js';
  * the world size (each value is a global batch, split over the ranks there are) loses a rank,
  * goes on shrunk from its last snapshot, admits a replacement at a commit, and ends where an
  * uninterrupted run ends. Processes killed and replaced through `rxccl launch --replace` are in
- * spec/process/replace-processes.spec.ts.
+ * spec/examples/examples.spec.ts (elastic-train.ts) and spec/cli/launch.spec.ts.
  */
 const STEPS = 16;
 /** Items per global batch: every world size here divides it unevenly or evenly alike. */

@@ -369,11 +369,16 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     expect(() => resolveDataPlane('native', variable(), true)).toThrow(/cannot be used with TLS/);
     expect(() => resolveDataPlane('native', variable(), false, () => false)).toThrow(/needs the native addon/);
     expect(() => resolveDataPlane(undefined, variable('native'), true)).toThrow('GX1_DATA_PLANE=native cannot be used with TLS: its data links are plain TCP (use js, or no TLS)');
-    expect(resolveDataPlane(undefined, variable('native'), false)).toBe('native');
-    // auto: js with TLS or without the addon, else decided once the endpoint table is known.
-    expect(resolveDataPlane(undefined, variable(), false)).toBe('auto');
-    expect(resolveDataPlane(undefined, variable(), true)).toBe('js');
-    expect(resolveDataPlane('auto', variable(), false, () => false)).toBe('js');
+    expect(resolveDataPlane(undefined, variable('native'), false, () => true)).toEqual({ setting: 'native', reason: 'asked for (GX1_DATA_PLANE=native): every rank must offer it' });
+    // auto: js with TLS or without the addon, else decided once the endpoint table is known; each with its reason.
+    expect(resolveDataPlane(undefined, variable(), false, () => true)).toEqual({ setting: 'auto', reason: 'offered: the job runs it where every rank offers it' });
+    expect(resolveDataPlane(undefined, variable(), true)).toEqual({ setting: 'js', reason: 'TLS is set: the data links would carry the data in the clear' });
+    expect(resolveDataPlane('auto', variable(), false, () => false)).toEqual({
+      setting: 'js',
+      reason: process.platform === 'linux' ? 'the native addon does not load' : `the native data plane is Linux's; this is ${process.platform}`,
+    });
+    expect(resolveDataPlane('js', variable('native'), false)).toEqual({ setting: 'js', reason: 'dataPlane=js' });
+    expect(resolveDataPlane(undefined, variable('js'), false)).toEqual({ setting: 'js', reason: 'GX1_DATA_PLANE=js' });
     // Decided from every rank's offer alike on every rank, wherever the ranks are.
     expect(usesNativeDataPlane(['auto', 'auto', 'auto', 'auto'])).toBe(true);
     expect(usesNativeDataPlane(['auto', 'native', 'auto', 'auto'])).toBe(true);

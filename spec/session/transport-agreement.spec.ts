@@ -12,7 +12,8 @@ import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { RankSession } from '../../lib/session/rank-session.js';
 import { resolveSessionOptions, type SessionOptions } from '../../lib/session/session-options.js';
 import { agreedTransport, readyTransport, readyTransportField } from '../../lib/transport/ready-transport.js';
-import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
+import { type CollectiveTransport, DEFAULT_TRANSPORT, resolveTransport } from '../../lib/transport/transport-kind.js';
+import { readSettings } from '../../lib/settings/read-settings.js';
 import { rejection } from '../helpers/job.js';
 import { refusal } from '../helpers/refusal.js';
 
@@ -52,6 +53,21 @@ describe('the transport, between a rank and its coordinator', () => {
     expect(refusal(() => agreedTransport(1, chosen, 'tcp_host_staged', '10.0.0.1:29500'))).toBe(
       "rank 1 runs transport tcp_peer (GX1_COLLECTIVE_TRANSPORT), the coordinator at 10.0.0.1:29500 runs tcp_host_staged: give the ranks the coordinator's transport, or leave theirs unset (a rank that sets none takes the coordinator's)",
     );
+  });
+
+  it('is resolved once with what chose it: the option, else the variable where set, else the default chosen by nothing', () => {
+    const staged = readSettings({ GX1_COLLECTIVE_TRANSPORT: 'coordinator' });
+    const unset = readSettings({});
+    const bad = readSettings({ GX1_COLLECTIVE_TRANSPORT: 'carrier-pigeon' });
+    expect(resolveTransport('peer', staged.GX1_COLLECTIVE_TRANSPORT)).toEqual({ transport: 'tcp_peer', chosenBy: 'transport' });
+    expect(resolveTransport(undefined, staged.GX1_COLLECTIVE_TRANSPORT)).toEqual({ transport: 'tcp_host_staged', chosenBy: 'GX1_COLLECTIVE_TRANSPORT' });
+    expect(resolveTransport(undefined, unset.GX1_COLLECTIVE_TRANSPORT)).toEqual({ transport: DEFAULT_TRANSPORT, chosenBy: null });
+    // The option stands in for a bad variable, which is then not read; without it the variable is refused.
+    expect(resolveTransport('tcp_host_staged', bad.GX1_COLLECTIVE_TRANSPORT)).toEqual({ transport: 'tcp_host_staged', chosenBy: 'transport' });
+    expect(refusal(() => resolveTransport(undefined, bad.GX1_COLLECTIVE_TRANSPORT))).toBe('GX1_COLLECTIVE_TRANSPORT must be tcp_host_staged or tcp_peer, got "carrier-pigeon"');
+    expect(refusal(() => resolveTransport('udp', unset.GX1_COLLECTIVE_TRANSPORT))).toBe('transport must be tcp_host_staged or tcp_peer, got "udp"');
+    const resolved = resolveSessionOptions({ coordinator: '127.0.0.1:1', uniqueId: UniqueId.random(), rank: 0, worldSize: 1 }, staged);
+    expect([resolved.transport, resolved.transportChosenBy]).toEqual(['tcp_host_staged', 'GX1_COLLECTIVE_TRANSPORT']);
   });
 
   it.each(['tcp_host_staged', 'tcp_peer'] as const)('a rank that sets none runs its %s coordinator\'s, and its collectives are right', async (transport) => {

@@ -17,7 +17,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
-import type { ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import type { Dependency, Schedule, ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import { disseminationBarrier } from '../../lib/collectives/barrier/dissemination.js';
+import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { messageLabel } from '../../lib/collectives/schedule/message-label.js';
 import { stripeCuts, stripeOverRails } from '../../lib/collectives/schedule/rail-stripes.js';
@@ -280,6 +282,50 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
       }
     }
     expect([...seen].sort()).toEqual(['?', 'race: rank 1 receive 0 writes scratch[0, 2) before fold 0, which reads it and does not wait for it, has run']);
+  });
+});
+
+/**
+ * For each rank, the ranks whose entering its schedule waits for: a receive carries what its
+ * sender's send waited for, plus the sender; a send or fold what it waits for.
+ */
+function heardFrom(schedules: readonly Schedule[]): Set<number>[] {
+  const worldSize = schedules.length;
+  const memo = new Map<string, Set<number>>();
+  const origins = (rank: number, dependency: Dependency | null): Set<number> => {
+    if (dependency === null) return new Set([rank]);
+    const key = `${rank} ${JSON.stringify(dependency)}`;
+    const known = memo.get(key);
+    if (known !== undefined) return known;
+    const schedule = schedules[rank]!;
+    let found: Set<number>;
+    if ('fold' in dependency) found = new Set([rank, ...schedule.folds[dependency.fold]!.after.flatMap((after) => [...origins(rank, after)])]);
+    else if ('send' in dependency) found = new Set([rank, ...origins(rank, schedule.sends[dependency.send]!.after)]);
+    else {
+      const receive = schedule.receives[dependency.receive]!;
+      const k = schedule.receives.slice(0, dependency.receive).filter((one) => one.peer === receive.peer).length;
+      const sender = schedules[receive.peer]!;
+      const send = sender.sends.filter((one) => one.peer === rank)[k]!;
+      found = new Set([rank, ...origins(receive.peer, send.after), receive.peer]);
+    }
+    memo.set(key, found);
+    return found;
+  };
+  return Array.from({ length: worldSize }, (_, rank) => new Set([rank, ...schedules[rank]!.receives.flatMap((_, receive) => [...origins(rank, { receive })])]));
+}
+
+describe('barriers', () => {
+  it('every rank of a dissemination barrier hears, through some chain of its messages, from every rank, at worlds 1..33, header exchange or not; a round that did not wait would not', () => {
+    for (let worldSize = 1; worldSize <= 33; worldSize++) {
+      const input = (rank: number): ScheduleInput => ({ rank, worldSize, count: 0, width: 1, op: null, root: null, ringOrder: [], ringChannels: 1, inPlace: false });
+      const plain = Array.from({ length: worldSize }, (_, rank) => disseminationBarrier(input(rank)));
+      for (const heard of heardFrom(plain)) expect(heard.size, `${worldSize} ranks`).toBe(worldSize);
+      const withHeaders = plain.map((schedule, rank) => withHeaderExchange(schedule, worldSize, rank));
+      for (const heard of heardFrom(withHeaders)) expect(heard.size).toBe(worldSize);
+      // Without the waits, each rank hears only from its ceil(log2 W) senders.
+      const unchained = plain.map((schedule) => ({ ...schedule, sends: schedule.sends.map((send) => ({ ...send, after: null })) }));
+      if (worldSize >= 4) for (const heard of heardFrom(unchained)) expect(heard.size).toBeLessThan(worldSize);
+    }
   });
 });
 

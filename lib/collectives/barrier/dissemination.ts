@@ -5,11 +5,15 @@ import { ScheduleBuilder } from '../schedule/schedule-builder.js';
 /**
  * Barrier by dissemination (Hensgen, Finkel and Manber): in round k = 0..ceil(log2 W)-1 each rank
  * sends a token to rank + 2^k and receives one from rank - 2^k, sending round k + 1's only once
- * round k's has come. After the last round every rank has heard, through some chain, from every
- * other one that had entered: ceil(log2 W) dependent steps, one message per rank per round.
+ * every token of rounds 0..k has come. After the last round every rank has heard, through some
+ * chain, from every other one that had entered: ceil(log2 W) dependent steps, one message per
+ * rank per round.
  *
- * The tokens are one element of scratch each (their content is never read): the native plane
- * follows a dependency byte by byte, so a token of no bytes would not hold its send back.
+ * A send waits for one producer, so round k's token is "joined" once it has come: a copy of it
+ * onto itself that waits for it and for the join of round k - 1; round k + 1 sends that token
+ * once joined. The tokens are one element of scratch each and their content is never read: the
+ * native plane follows a dependency byte by byte, so a token of no bytes would not hold its send
+ * back.
  */
 export function disseminationBarrier(input: ScheduleInput): Schedule {
   const { rank, worldSize, width } = input;
@@ -17,12 +21,13 @@ export function disseminationBarrier(input: ScheduleInput): Schedule {
   const rounds = log2(treeSpan(worldSize));
   if (rounds === 0) return schedule.build();
   let token = schedule.scratch(width);
-  let heard: Dependency | null = null;
+  let joined: Dependency | null = null;
   for (let k = 0; k < rounds; k++) {
     const distance = 1 << k;
-    schedule.send((rank + distance) % worldSize, token, { step: k }, heard);
+    schedule.send((rank + distance) % worldSize, token, { step: k }, joined);
     token = schedule.scratch(width);
-    heard = schedule.receive((rank - distance + worldSize) % worldSize, token, { step: k });
+    const arrived = schedule.receive((rank - distance + worldSize) % worldSize, token, { step: k });
+    joined = schedule.copy(token, token, joined === null ? [arrived] : [arrived, joined]);
   }
   return schedule.build();
 }

@@ -32,6 +32,10 @@ import { ringReduceScatter } from './reduce-scatter/ring.js';
 import { exchangeReduceScatter } from './reduce-scatter/exchange.js';
 import { stagedReduceScatter } from './reduce-scatter/staged.js';
 import { stagedScatter } from './scatter/staged.js';
+import { recursiveDoublingAllReduce } from './all-reduce/recursive-doubling.js';
+import { disseminationBarrier } from './barrier/dissemination.js';
+import { binomialBroadcast } from './broadcast/binomial.js';
+import { binomialReduce } from './reduce/binomial.js';
 import { hierarchicalAllReduce } from './all-reduce/hierarchical.js';
 import { hierarchicalAllGather } from './all-gather/hierarchical.js';
 import { hierarchicalReduceScatter } from './reduce-scatter/hierarchical.js';
@@ -56,9 +60,11 @@ export type Plane = 'native' | 'js' | 'coordinator';
  * Families, as GX1_COLLECTIVE_ALGORITHM names them: `direct` asks for the staged path, `ring` for
  * the ring family (rings, the chain). `pairwise` moves data between every pair of ranks at once
  * (all-pairs included); `exchange` is the JS plane's small-message path, the agreement and the
- * data in one round of the mesh; `hierarchical` follows the topology groups (GX1_TOPOLOGY_GROUPS).
+ * data in one round of the mesh; `hierarchical` follows the topology groups (GX1_TOPOLOGY_GROUPS);
+ * `tree` takes about log2 W dependent steps, one peer per step (recursive doubling, binomial
+ * trees, dissemination).
  */
-export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange' | 'hierarchical';
+export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange' | 'hierarchical' | 'tree';
 
 /** A bound of a row's size range: bytes, or the job's GX1_RING_THRESHOLD_BYTES. */
 export type SizeBound = number | 'ring threshold';
@@ -184,21 +190,33 @@ const hierarchyPays =
     hierarchyBeatsRing(collective, situation);
 
 /**
+ * Tree rows run only where GX1_COLLECTIVE_ALGORITHM=tree asks for them: measured at 8 and 16
+ * rank processes on one 2-core host (bench/README.md, "Tree algorithms"), none beat today's
+ * choice beyond the noise, and on the native plane every pair still exchanges its header
+ * (./schedule/header-exchange.ts), so a tree adds dependent steps without saving messages.
+ */
+const onlyWhenAsked = (): boolean => false;
+
+/**
  * Every collective's algorithms, in order of preference per plane; the staged row, which every
  * collective has, comes last. Adding an algorithm is a schedule file under
  * lib/collectives/<collective>/ and a row here per plane it serves (docs/architecture.md).
  */
 export const ALGORITHMS: AlgorithmTable = {
   barrier: [
+    { name: 'dissemination', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: disseminationBarrier },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBarrier },
+    { name: 'dissemination', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: disseminationBarrier },
     { name: 'exchange', plane: 'js', family: 'exchange', run: exchangeBarrier },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBarrier },
   ],
   allReduce: [
+    { name: 'recursive-doubling', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
     { name: 'all-pairs', plane: 'native', family: 'pairwise', below: ALL_PAIRS_BELOW_BYTES, schedule: allPairsAllReduce },
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllReduce },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce },
+    { name: 'recursive-doubling', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllReduce },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllReduce },
@@ -206,14 +224,18 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllReduce },
   ],
   reduce: [
+    { name: 'binomial', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: binomialReduce },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduce },
+    { name: 'binomial', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: binomialReduce },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseReduce },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduce },
   ],
   broadcast: [
+    { name: 'binomial', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: binomialBroadcast },
     { name: 'chain', plane: 'native', family: 'ring', from: CHAIN_FROM_BYTES, fits: atLeastThreeRanks, schedule: chainBroadcast },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBroadcast },
+    { name: 'binomial', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: binomialBroadcast },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeBroadcast },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseBroadcast },
     { name: 'chain', plane: 'js', family: 'ring', schedule: chainBroadcast },
@@ -270,7 +292,7 @@ function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolea
 /**
  * Chooses the algorithm for one call, as the seed's planner does with its policy:
  * - one rank, or `direct`: the staged row (through the coordinator);
- * - `ring` (`hierarchical`): the collective's ring-family (hierarchical) row on the session's
+ * - `ring` (`hierarchical`, `tree`): the collective's ring-family (hierarchical, tree) row on the session's
  *   plane (on tcp_host_staged, the JS plane's, its pieces travelling the coordinator's
  *   point-to-point rails); a collective without one as `auto`;
  * - `auto`: the row the autotune profile measured best for this size, where it has one on the
@@ -283,7 +305,7 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   if (staged === undefined) throw new ConfigurationError(`no staged algorithm for ${collective}`);
   const { tuning, worldSize, plane } = situation;
   if (worldSize === 1 || tuning.algorithm === 'direct') return staged;
-  if (tuning.algorithm === 'ring' || tuning.algorithm === 'hierarchical') {
+  if (tuning.algorithm === 'ring' || tuning.algorithm === 'hierarchical' || tuning.algorithm === 'tree') {
     const peerPlane = plane === 'coordinator' ? 'js' : plane;
     const asked = rows.find((row) => row.family === tuning.algorithm && row.plane === peerPlane);
     if (asked !== undefined) return asked;

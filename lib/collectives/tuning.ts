@@ -36,7 +36,7 @@ export const DEFAULT_RING_THRESHOLD_BYTES = 256 * 1024;
  * the variables; an option given wins over its variable.
  */
 export interface TuningOptions {
-  /** `GX1_COLLECTIVE_ALGORITHM`: auto (default), direct (through the coordinator), ring, hierarchical (needs topology groups). */
+  /** `GX1_COLLECTIVE_ALGORITHM`: auto (default), direct (through the coordinator), ring, hierarchical (needs topology groups), tree (log-depth). */
   readonly algorithm?: AlgorithmPolicy | string;
   /** `GX1_RING_THRESHOLD_BYTES`: under `auto`, tensors from this size use the ring family (default 256 KiB). */
   readonly ringThresholdBytes?: number;

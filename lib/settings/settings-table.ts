@@ -266,10 +266,10 @@ export const SETTINGS = [
   {
     group: 'algorithm',
     variables: {
-      GX1_COLLECTIVE_ALGORITHM: { type: 'auto | direct | ring | hierarchical', default: 'auto', parse: (text) => parseAlgorithmPolicy(text ?? 'auto') },
+      GX1_COLLECTIVE_ALGORITHM: { type: 'auto | direct | ring | hierarchical | tree', default: 'auto', parse: (text) => parseAlgorithmPolicy(text ?? 'auto') },
     },
     options: ['algorithm'],
-    meaning: '`auto` (default), `direct` (through the coordinator), `ring` (ring family on either transport), `hierarchical` (all-reduce, all-gather and reduce-scatter over the topology groups; needs them)',
+    meaning: '`auto` (default), `direct` (through the coordinator), `ring` (ring family on either transport), `hierarchical` (all-reduce, all-gather and reduce-scatter over the topology groups; needs them), `tree` (log-depth: recursive-doubling all-reduce, binomial broadcast and reduce, dissemination barrier)',
   },
   {
     group: 'algorithm',

@@ -10,9 +10,9 @@ import { invalidEnvironment, MAX_U32, parseUnsigned, rankOutOfRange, trimWhitesp
  */
 
 /** Which collective algorithm family a job asks for; `auto` lets the planner choose. */
-export type AlgorithmPolicy = 'auto' | 'direct' | 'ring' | 'hierarchical';
+export type AlgorithmPolicy = 'auto' | 'direct' | 'ring' | 'hierarchical' | 'tree';
 
-const ALGORITHM_POLICIES: readonly AlgorithmPolicy[] = ['auto', 'direct', 'ring', 'hierarchical'];
+const ALGORITHM_POLICIES: readonly AlgorithmPolicy[] = ['auto', 'direct', 'ring', 'hierarchical', 'tree'];
 
 /** The reference caps ring channels (GX1_RING_CHANNELS) at this many. */
 const MAX_RING_CHANNELS = 64;

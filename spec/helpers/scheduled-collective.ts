@@ -52,12 +52,12 @@ export interface ScheduledCase {
   readonly stripeUnit: number;
 }
 
-/** A case of any scheduled row on `worldSize` ranks: counts 0..23, widths 1..8, every op, root, ring order, 1..3 channels, in place or not, 1..4 rails. */
-export function arbScheduledCase(worldSize: number): fc.Arbitrary<ScheduledCase> {
+/** A case of any row of `rows` (default: every scheduled row) on `worldSize` ranks: counts 0..23, widths 1..8, every op, root, ring order, 1..3 channels, in place or not, 1..4 rails. */
+export function arbScheduledCase(worldSize: number, rows: readonly (typeof SCHEDULED)[number][] = SCHEDULED): fc.Arbitrary<ScheduledCase> {
   return fc.record({
     groups: arbTopologyGroups(worldSize),
     worldSize: fc.constant(worldSize),
-    scheduled: fc.constantFrom(...SCHEDULED),
+    scheduled: fc.constantFrom(...rows),
     count: fc.integer({ min: 0, max: 23 }),
     width: fc.constantFrom(1, 2, 4, 8),
     op: fc.constantFrom<ReduceOp>('sum', 'avg', 'max'),
@@ -143,8 +143,11 @@ export function scheduledCollective(c: ScheduledCase): { schedules: Schedule[]; 
   return { schedules, input, memory: { inputElements: count, outputElements, inPlace: placement } };
 }
 
-/** A ring's fold: every rank's contribution exactly once, avg's division once, at the end. */
-function expectRingFold(actual: string, wanted: string, worldSize: number, op: ReduceOp): void {
+/** Families whose reductions fold in an order of their own, not rank order. */
+const REORDERING = new Set(['ring', 'tree']);
+
+/** A ring's or a tree's fold: every rank's contribution exactly once, avg's division once, at the end. */
+function expectReorderedFold(actual: string, wanted: string, worldSize: number, op: ReduceOp): void {
   const divisor = `/${worldSize}`;
   const divides = op === 'avg' && worldSize > 1;
   const strip = (symbol: string) => (divides ? symbol.slice(0, -divisor.length) : symbol);
@@ -154,20 +157,22 @@ function expectRingFold(actual: string, wanted: string, worldSize: number, op: R
 }
 
 /**
- * Every rank got exactly the contributions it needs: in rank order, or for a ring-family
- * reduction every rank's once (avg divided once, at the end), every rank of a ring all-reduce
- * with the identical fold.
+ * Every rank got exactly the contributions it needs: in rank order, or for a ring- or
+ * tree-family reduction every rank's once (avg divided once, at the end), every rank of a ring or
+ * tree all-reduce with the identical fold (recursive doubling's leaves in rank order, only
+ * grouped otherwise).
  */
 export function expectExactOutputs(c: ScheduledCase, outputs: readonly string[][], what = ''): void {
   const { collective, family, name } = c.scheduled;
   outputs.forEach((result, rank) => {
     const wanted = expectedAt(c, rank);
     const actual = result.slice(0, wanted.length);
-    if (family !== 'ring' || !REDUCING.has(collective)) {
+    if (!REORDERING.has(family) || !REDUCING.has(collective)) {
       expect(actual, `${what}${collective} ${name} rank ${rank}`).toEqual(wanted);
       return;
     }
-    actual.forEach((symbol, element) => expectRingFold(symbol, wanted[element]!, c.worldSize, c.op));
+    actual.forEach((symbol, element) => expectReorderedFold(symbol, wanted[element]!, c.worldSize, c.op));
     if (collective === 'allReduce') expect(actual).toEqual(outputs[0]!.slice(0, wanted.length));
+    if (family === 'tree' && collective === 'allReduce') actual.forEach((symbol, element) => expect(symbol.replace(/[()]/g, '')).toBe(wanted[element]!.replace(/[()]/g, '')));
   });
 }

@@ -6,7 +6,8 @@
  * still right; all ranks on defaults run the native plane; the native plane is right across
  * processes for random programs; its chain broadcast follows GX1_RING_ORDER, and ranks with
  * different orders are named at once as a mismatch of the chain's line; the hierarchical
- * collectives (GX1_TOPOLOGY_GROUPS) give the staged path's bits.
+ * collectives (GX1_TOPOLOGY_GROUPS) give the staged path's bits; the tree family
+ * (GX1_COLLECTIVE_ALGORITHM=tree) at 16 processes is right, every rank's all-reduce the same bits.
  *
  * Each child costs half a second of start-up (transpiled ahead, spec/helpers/compiled-script.ts),
  * and this machine may have 2 cores: the jobs are few, each with a whole program.
@@ -82,6 +83,7 @@ interface CaseLine {
   readonly variant: string;
   readonly exact: boolean;
   readonly wrong: string | null;
+  readonly digest: string | null;
 }
 
 interface Summary {
@@ -194,6 +196,22 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
       expect(summary.inexact, what).toBe(0);
     }
   });
+
+  it.skipIf(!native)(`16 processes with GX1_COLLECTIVE_ALGORITHM=tree: the barrier, all-reduces, broadcasts and reduces run the tree family on the native plane, every result right, integers bit for bit, every rank's all-reduce identical${skipped}`, async () => {
+    const reports = await completed(await job(16, ['fixed'], () => ({ GX1_COLLECTIVE_ALGORITHM: 'tree' }), 60_000));
+    for (const { summary, events, cases, what } of reports) {
+      expect(summary.planes, what).toContain('native');
+      expect(choices(events), what).toEqual(
+        expect.arrayContaining(['barrier dissemination native', 'allReduce recursive-doubling native', 'broadcast binomial native', 'reduce binomial native']),
+      );
+      // A tree folds in tree order: floats within the fixture's tolerance, integers exact.
+      for (const one of cases.filter(({ what: c }) => !/ (f16|bf16|f32|f64) /.test(c))) expect(one.exact, `${one.what}\n${what}`).toBe(true);
+    }
+    // Every rank of a recursive-doubling all-reduce ends with the same bits.
+    const allReduces = reports[0]!.cases.filter(({ what: c }) => c.startsWith('allReduce'));
+    expect(allReduces.length).toBeGreaterThan(0);
+    for (const { index } of allReduces) expect(new Set(reports.map(({ cases }) => cases[index]!.digest)).size).toBe(1);
+  }, 180_000);
 
   describe.skipIf(!native)(`The native chain broadcast follows GX1_RING_ORDER${skipped}`, () => {
     it('4 processes with GX1_RING_ORDER=0,2,1,3 broadcast 2 MiB from root 1 down the chain 1,3,0,2: right, by the chain on the native plane', async () => {

@@ -7,7 +7,9 @@ import { filter, map, toArray } from 'rxjs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ALL_PAIRS_BELOW_BYTES, CHAIN_FROM_BYTES, PAIRWISE_ACROSS_HOSTS_BELOW_BYTES, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
+import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import { planCollective } from '../../lib/collectives/plan.js';
+import { parseAlgorithmPolicy } from '../../lib/topology/ring-tuning.js';
 import { DEFAULT_RING_THRESHOLD_BYTES, resolveTuning } from '../../lib/collectives/tuning.js';
 import type { ConfigurationError } from '../../lib/errors.js';
 import type { SessionEvent } from '../../lib/session/events.js';
@@ -256,6 +258,28 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(choice('allReduce', { tuning: { ...tuning, algorithm: 'direct' } })).toBe('staged on coordinator');
     // One rank: the coordinator.
     expect(choice('allReduce', { worldSize: 1 })).toBe('staged on coordinator');
+  });
+  it('tree (GX1_COLLECTIVE_ALGORITHM=tree) takes the tree row of either plane at any size and world, a collective without one as auto; auto never takes one', () => {
+    const tuning = resolveTuning({}, 16, {});
+    const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 16, bytes: 8, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [...Array(16).keys()], profile: null };
+    const choice = (collective: CollectiveName, changes: Partial<Situation> = {}) => {
+      const row = selectAlgorithm(collective, { ...base, ...changes });
+      return `${row.name} on ${row.plane}`;
+    };
+    const tree = { tuning: { ...tuning, algorithm: 'tree' as const } };
+    for (const plane of ['native', 'js'] as const) {
+      expect(choice('allReduce', { ...tree, plane })).toBe(`recursive-doubling on ${plane}`);
+      expect(choice('allReduce', { ...tree, plane, bytes: 64 << 20, worldSize: 5 })).toBe(`recursive-doubling on ${plane}`);
+      expect(choice('broadcast', { ...tree, plane })).toBe(`binomial on ${plane}`);
+      expect(choice('reduce', { ...tree, plane })).toBe(`binomial on ${plane}`);
+      expect(choice('barrier', { ...tree, plane })).toBe(`dissemination on ${plane}`);
+      for (const collective of ['allReduce', 'broadcast', 'reduce', 'barrier'] as const) {
+        for (const bytes of [0, 8, 1 << 20]) expect(selectAlgorithm(collective, { ...base, plane, bytes }).family).not.toBe('tree');
+      }
+    }
+    expect(choice('allGather', tree)).toBe(choice('allGather'));
+    expect(choice('allReduce', { ...tree, worldSize: 1 })).toBe('staged on coordinator');
+    expect(parseAlgorithmPolicy(' Tree ')).toBe('tree');
   });
 });
 

@@ -18,7 +18,8 @@ export interface RankJobOptions {
 export async function rankJobLines<T>(worldSize: number, script: string, args: readonly string[], marker: string, options: RankJobOptions = {}): Promise<T[]> {
   const { hosts = null, keepGoing = false } = options;
   const captured = capturedOutput();
-  const node = ['--import', 'tsx', script, ...args];
+  // A bench run from its compiled JS (dist/bench) runs its ranks without tsx, as installed.
+  const node = [...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script, ...args];
   // Each rank enters its host's namespace by its GX1_RANK, which the job sets.
   const inHost = hosts === null ? null : ['-c', `exec ip netns exec ${hosts.rankNamespace('GX1_RANK', worldSize)} "$0" "$@"`, process.execPath, ...node];
   const job = await LocalJob.start({

@@ -72,7 +72,6 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   };
   auto gate_of = [&](size_t kind) {
     Gate g;
-    if (kind > 3) in.Fail("program gate kind is not 0..4");
     g.kind = Gate::Kind(kind);
     g.index = in.Count("gate index");
     return g;
@@ -82,8 +81,9 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
   auto gate = [&]() {
     Producers producers;
     const size_t kind = in.Count("gate kind");
+    if (kind > 4) in.Fail("program gate kind is not 0..4");
     if (kind != 4) {
-      const Gate g = gate_of(kind);
+      const Gate g = gate_of(std::min<size_t>(kind, 3));
       if (g.kind != Gate::Kind::kNone) producers.parts.push_back(g);
       return producers;
     }
@@ -91,8 +91,9 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
     producers.parts.resize(std::min(in.Count("gate part count"), length));
     if (producers.parts.empty()) in.Fail("program gate of producers names none");
     for (Gate& g : producers.parts) {
-      g = gate_of(in.Count("gate kind"));
-      if (g.kind == Gate::Kind::kNone) in.Fail("program gate part is no producer");
+      const size_t part = in.Count("gate part kind");
+      if (part < 1 || part > 3) in.Fail("program gate part is not a receive, fold or send (kind 1..3)");
+      g = gate_of(std::min<size_t>(std::max<size_t>(part, 1), 3));
     }
     return producers;
   };

@@ -47,9 +47,8 @@ export const FOLD_IN_PLACE_BYTES = 4 * PIECE_BYTES;
  * pieces of about `pieceBytes x pieceScale` (at most 4095 of them; a message of no bytes is one
  * empty piece), each a message of the links tagged with the algorithm's prefix, the sequence, the
  * message's channel and step and the piece's index, on rail (channel + piece) mod rails of the rail
- * order. Piece k of
- * a span waits for piece k of what it depends on (a send of several producers' bytes, for every
- * piece of theirs that holds some of its piece's), so every piece runs as its own pipeline: a ring's
+ * order. Piece k of a span waits for piece k of what it depends on (of `Producers`, for every
+ * piece of theirs that holds some of its bytes), so every piece runs as its own pipeline: a ring's
  * steps overlap, a chain forwards piece by piece, an owner sends what it has reduced. Sends start
  * piece by piece across the schedule's sends (every link gets its first piece first); receives are
  * posted at once, straight into their spans where the links can, each waiting `waitMs` for its peer.

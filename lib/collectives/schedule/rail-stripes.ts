@@ -47,9 +47,10 @@ function firstStripes(cuts: readonly (readonly number[])[]): number[] {
  * `schedule` for the native plane with `rails` data links per pair: every message goes as its
  * stripes (`stripeCuts`), stripe k on the rail of part k (`railOfPart`); every fold is cut alike,
  * and stripe k of anything waits for stripe k of what it waited for (a dependency covers as many
- * bytes as its dependent, so both are cut at the same places); a stripe of a send of several
- * producers' bytes (`Producers`) waits for the stripes of theirs that hold its bytes. Stripes keep their message's order on each
- * rail, so both ends of every data link still agree on what comes next. One rail: the schedule.
+ * bytes as its dependent, so both are cut at the same places); a stripe of what waits for
+ * `Producers` waits for the stripes of theirs that hold its bytes. Stripes keep their message's
+ * order on each rail, so both ends of every data link still agree on what comes next. One rail:
+ * the schedule.
  */
 export function stripeOverRails(schedule: Schedule, rails: number, railOrder: readonly number[] | null, unitBytes = STRIPE_UNIT_BYTES): Schedule {
   if (rails === 1) return schedule;
@@ -71,8 +72,8 @@ export function stripeOverRails(schedule: Schedule, rails: number, railOrder: re
     return { [kind]: first[kind][index]! + stripe } as Dependency;
   };
   /**
-   * Stripe `stripe` of a send of `producers`: the stripes of theirs holding its bytes (every one,
-   * for a stripe of no bytes), from the first one's byte where its own begin.
+   * What stripe `stripe` of a send or fold of `producers` waits for: the stripes of theirs holding
+   * its bytes (every one, for a stripe of no bytes), from the first one's byte where its own begin.
    */
   const stripedParts = (producers: Producers, cuts: readonly number[], stripe: number): Producers => {
     const sizeOf = (dependency: Dependency) => spanOfDependency(schedule, dependency).bytes;

@@ -78,8 +78,8 @@ export interface ScheduledSend extends ScheduledMessage {
  * target = op over `sources`, folded left in their order (`avg` sums, then divides by `divisor`);
  * a single source is a copy. It runs as far as every dependency in `after` has got (the receives
  * and folds that produce its sources, the sends that still read its target), each of its size or
- * `Producers` holding its bytes. Every source has the
- * target's length; the target may be one source itself.
+ * `Producers` holding its bytes. Every source has the target's length; the target may be one
+ * source itself.
  */
 export interface ScheduledFold {
   readonly target: Span;

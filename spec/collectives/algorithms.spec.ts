@@ -11,6 +11,7 @@ import { pairwiseAllGather as pairwiseAllGatherSchedule } from '../../lib/collec
 import { ringAllGather as ringAllGatherSchedule } from '../../lib/collectives/all-gather/ring.js';
 import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
 import { pairwiseAllReduce as pairwiseAllReduceSchedule } from '../../lib/collectives/all-reduce/pairwise.js';
+import { rabenseifnerAllReduce as rabenseifnerAllReduceSchedule } from '../../lib/collectives/all-reduce/rabenseifner.js';
 import { ringAllReduce as ringAllReduceSchedule } from '../../lib/collectives/all-reduce/ring.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast as chainBroadcastSchedule } from '../../lib/collectives/broadcast/chain.js';
@@ -51,6 +52,7 @@ function onLinks<N extends ScheduledName>(collective: N, name: string, schedule:
 
 const ringAllReduce = onLinks('allReduce', 'ring', ringAllReduceSchedule);
 const pairwiseAllReduce = onLinks('allReduce', 'pairwise', pairwiseAllReduceSchedule);
+const rabenseifnerAllReduce = onLinks('allReduce', 'rabenseifner', rabenseifnerAllReduceSchedule);
 const ringAllGather = onLinks('allGather', 'ring', ringAllGatherSchedule);
 const pairwiseAllGather = onLinks('allGather', 'pairwise', pairwiseAllGatherSchedule);
 const ringReduceScatter = onLinks('reduceScatter', 'ring', ringReduceScatterSchedule);
@@ -542,6 +544,30 @@ describe('the tree rows whose sends forward several producers (Rabenseifner all-
         },
       ),
       { numRuns: 150 },
+    );
+  });
+
+  it('Rabenseifner on the JS plane: the reference into fresh memory, an output, in place or an alias, every rank the same bits, worlds 1..9, tiny pieces', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          worldSize: fc.integer({ min: 1, max: 9 }),
+          dtype: fc.constantFrom(...DTYPES),
+          opIndex: fc.nat(),
+          count: fc.integer({ min: 0, max: 97 }),
+          pieceBytes: fc.integer({ min: 1, max: 64 }),
+          memory: fc.constantFrom<ResultMemory>('fresh', 'output', 'inPlace', 'alias'),
+          seed: fc.integer(),
+        }),
+        async ({ worldSize, dtype, opIndex, count, pieceBytes, memory, seed }) => {
+          const ops = opsFor(dtype);
+          const c = buildCase({ kind: 'allReduce', dtype, op: ops[opIndex % ops.length]!, count }, worldSize, seededRandom(seed));
+          const results = await runAllReduce(rabenseifnerAllReduce, c, worldSize, { pieceBytes }, memory);
+          for (const result of results) expect(hex(result)).toBe(hex(results[0]!));
+          expectReference(c, results[0]!, modelCollective(c, worldSize)[0]!.bytes!, 0);
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 });

@@ -48,7 +48,7 @@ void ProgramExecutor::Prepare(const Program& program, const uint8_t* input, uint
     memcpy(own, run.header, kDataHeaderBytes);
     PutLabel(own, send.label);
     t.sends.insert(t.sends.end(), {Span{own, kDataHeaderBytes}, at(send.span)});
-    t.send_after.push_back(send.after);
+    t.send_after.push_back(run.Gates(send.after));
     t.send_ids.push_back(s);
     run.bytes += send.span.size;
   }
@@ -68,7 +68,7 @@ void ProgramExecutor::Prepare(const Program& program, const uint8_t* input, uint
     running.target = at(fold.target).data;
     for (const SpanRef& source : fold.sources) running.sources.push_back(at(source).data);
     running.size = fold.target.size;
-    running.after = fold.after;
+    for (const Producers& producers : fold.after) running.after.push_back(run.Gates(producers));
     running.op = fold.op;
     running.divisor = fold.divisor;
     run.folds.push_back(std::move(running));
@@ -85,6 +85,19 @@ void ProgramRun::Settle() {
     }
     return 0;
   };
+  // How far a send's or fold's producers got, as bytes of its own: their bytes laid end to end
+  // from its skip on, each part counting once the parts before it are whole; every part whole:
+  // all of it.
+  auto concatenated = [&](const GateRange& range) -> size_t {
+    size_t total = 0;
+    for (size_t p = range.first; p < range.first + range.count; p++) {
+      const Gate& gate = gates[p];
+      const size_t made = std::min(gate.size, progress(gate));
+      total += made;
+      if (made < gate.size) return total > range.skip ? total - range.skip : 0;
+    }
+    return SIZE_MAX;
+  };
   // Folds, as far as every producer of theirs has got: a MiB or more at a time (a kernel call
   // per few kilobytes would cost more than it overlaps), or whatever is left at the end. A fold may
   // wait for another, so this goes round until nothing moves.
@@ -93,7 +106,7 @@ void ProgramRun::Settle() {
     for (RunningFold& fold : folds) {
       if (fold.done == fold.size) continue;
       size_t ready = fold.size;
-      for (const Gate& gate : fold.after) ready = std::min(ready, progress(gate));
+      for (const GateRange& range : fold.after) ready = std::min(ready, concatenated(range));
       ready -= ready % width;
       if (ready <= fold.done || (ready < fold.size && ready - fold.done < kStreamBytes)) continue;
       const size_t offset = fold.done;
@@ -125,7 +138,7 @@ void ProgramRun::Settle() {
     for (size_t m = 0; m < t.send_after.size(); m++) {
       const size_t payload = t.sends[2 * m + 1].size;
       limit += kDataHeaderBytes;
-      const size_t produced = std::min(payload, progress(t.send_after[m]));
+      const size_t produced = std::min(payload, concatenated(t.send_after[m]));
       if (produced < payload) {
         const size_t header_end = limit;
         limit += produced;

@@ -31,6 +31,13 @@ struct Span {
   size_t size;
 };
 
+// What produces one send's payload or fold's target (Producers): parts [first, first + count) of
+// ProgramRun::gates, its byte j being byte skip + j of their bytes laid end to end (no part: there
+// from the start).
+struct GateRange {
+  size_t first = 0, count = 0, skip = 0;
+};
+
 // Everything one collective moves to and from one peer on one rail (a data link each way), in
 // order, and how far each side has got.
 struct Transfer {
@@ -40,7 +47,7 @@ struct Transfer {
   size_t link = 0;
   std::vector<Span> sends;     // header, payload, header, payload...
   std::vector<Span> receives;  // header, payload, header, payload...
-  std::vector<Gate> send_after;     // per message: what produces its payload
+  std::vector<GateRange> send_after;  // per message: what produces its payload
   std::vector<size_t> receive_ids;  // per message: its receive in the program
   std::vector<size_t> send_ids;     // per message: its send in the program
   size_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
@@ -54,7 +61,7 @@ struct RunningFold {
   uint8_t* target = nullptr;
   std::vector<const uint8_t*> sources;
   size_t size = 0;
-  std::vector<Gate> after;
+  std::vector<GateRange> after;
   Op op = Op::kSum;
   uint64_t divisor = 1;
   size_t done = 0;
@@ -75,11 +82,20 @@ struct ProgramRun {
   // socket, or by single copy's receiver: the memory it read may change).
   std::vector<size_t> received, sent;
   std::vector<RunningFold> folds;
+  // Every send's and fold's producers, one after the other (GateRange).
+  std::vector<Gate> gates;
   // Payload bytes sent and received in all.
   size_t bytes = 0;
 
   // Runs every fold as far as its producers allow, then lets every send go as far as its own.
   void Settle();
+
+  // `producers`' parts appended to `gates`, as the range they take there.
+  GateRange Gates(const Producers& producers) {
+    const GateRange range{gates.size(), producers.parts.size(), producers.skip};
+    gates.insert(gates.end(), producers.parts.begin(), producers.parts.end());
+    return range;
+  }
 
   // The label of the message due next on the transfer's link.
   uint32_t ExpectedLabel(const Transfer& t) const { return receive_labels[t.receive_ids[t.received / 2]]; }

@@ -70,13 +70,32 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
     if (sized) ref.size = in.Count("size");
     return ref;
   };
-  auto gate = [&]() {
+  auto gate_of = [&](size_t kind) {
     Gate g;
-    const size_t kind = in.Count("gate kind");
-    if (kind > 3) in.Fail("program gate kind is not 0..3");
     g.kind = Gate::Kind(kind);
     g.index = in.Count("gate index");
     return g;
+  };
+  // A gate: kind 0 (none), 1..3 and its index (one producer), or 4, its skip, its part count and
+  // (kind 1..3, index) per part.
+  auto gate = [&]() {
+    Producers producers;
+    const size_t kind = in.Count("gate kind");
+    if (kind > 4) in.Fail("program gate kind is not 0..4");
+    if (kind != 4) {
+      const Gate g = gate_of(std::min<size_t>(kind, 3));
+      if (g.kind != Gate::Kind::kNone) producers.parts.push_back(g);
+      return producers;
+    }
+    producers.skip = in.Count("gate skip");
+    producers.parts.resize(std::min(in.Count("gate part count"), length));
+    if (producers.parts.empty()) in.Fail("program gate of producers names none");
+    for (Gate& g : producers.parts) {
+      const size_t part = in.Count("gate part kind");
+      if (part < 1 || part > 3) in.Fail("program gate part is not a receive, fold or send (kind 1..3)");
+      g = gate_of(std::min<size_t>(std::max<size_t>(part, 1), 3));
+    }
+    return producers;
   };
   program.sends.resize(std::min(in.Count("send count"), length));
   for (ProgramSend& send : program.sends) {
@@ -108,7 +127,7 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
       source.size = fold.target.size;
     }
     fold.after.resize(std::min(in.Count("fold gate count"), length));
-    for (Gate& g : fold.after) g = gate();
+    for (Producers& g : fold.after) g = gate();
     const bool copy = fold.sources.size() == 1 && fold.op != Op::kAvg;
     if (!copy && ReduceSlicesBody(program.type, fold.op) == nullptr) in.Fail("program fold op is not defined on its element type");
     if (fold.target.size % program.width != 0) in.Fail("program fold is not whole elements");
@@ -131,15 +150,32 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
     if (ref.memory == 1) program.output_bytes = std::max(program.output_bytes, end);
     if (ref.memory == 2 && end > program.scratch_bytes) in.Fail("program span lies outside its scratch");
   };
-  for (const ProgramSend& send : program.sends) {
-    if (!valid(send.after)) in.Fail("program send waits for a producer it does not have");
+  // The bytes a producer makes (a send's: those it reads).
+  auto size = [&](const Gate& g) {
+    switch (g.kind) {
+      case Gate::Kind::kReceive: return program.receives[g.index].span.size;
+      case Gate::Kind::kFold: return program.folds[g.index].target.size;
+      case Gate::Kind::kSend: return program.sends[g.index].span.size;
+      default: return size_t(0);
+    }
+  };
+  // Every part exists; the parts hold the dependent's bytes (`bytes` of them) from their skip on.
+  auto check = [&](Producers& producers, size_t bytes, const char* what) {
+    size_t produced = 0;
+    for (Gate& g : producers.parts) {
+      if (!valid(g)) return in.Fail(std::string("program ") + what + " waits for a producer it does not have"), void();
+      g.size = size(g);
+      produced += g.size;
+    }
+    if (!producers.parts.empty() && produced < producers.skip + bytes) in.Fail(std::string("program ") + what + " waits for producers of fewer bytes than it has");
+  };
+  for (ProgramSend& send : program.sends) {
+    check(send.after, send.span.size, "send");
     fit(send.span);
   }
   for (const ProgramReceive& receive : program.receives) fit(receive.span);
-  for (const ProgramFold& fold : program.folds) {
-    for (const Gate& g : fold.after) {
-      if (!valid(g)) in.Fail("program fold waits for a producer it does not have");
-    }
+  for (ProgramFold& fold : program.folds) {
+    for (Producers& producers : fold.after) check(producers, fold.target.size, "fold");
     fit(fold.target);
     for (const SpanRef& source : fold.sources) fit(source);
   }

@@ -15,11 +15,20 @@
 namespace rxccl {
 
 // What a send or fold waits for: a receive or a fold (what produces its bytes), or a send (done once
-// its bytes have left, so memory it read may be overwritten).
+// its bytes have left, so memory it read may be overwritten). `size`: the producer's bytes.
 struct Gate {
   enum class Kind : uint8_t { kNone = 0, kReceive = 1, kFold = 2, kSend = 3 };
   Kind kind = Kind::kNone;
   size_t index = 0;
+  size_t size = 0;
+};
+
+// What a send's payload or a fold's target waits for: `parts` in order, its byte j being byte
+// skip + j of their bytes laid end to end (one part of its size from byte 0, the common case; no
+// part: there from the start).
+struct Producers {
+  std::vector<Gate> parts;
+  size_t skip = 0;
 };
 
 // Bytes [offset, offset + size) of memory 0 (the caller's input), 1 (its output) or 2 (scratch).
@@ -61,7 +70,7 @@ struct ProgramSend {
   // Its link's place in Program::links.
   size_t link = 0;
   SpanRef span;
-  Gate after;
+  Producers after;
 };
 
 struct ProgramReceive {
@@ -78,7 +87,7 @@ struct ProgramReceive {
 struct ProgramFold {
   SpanRef target;
   std::vector<SpanRef> sources;
-  std::vector<Gate> after;
+  std::vector<Producers> after;
   Op op = Op::kSum;
   uint64_t divisor = 1;
 };

@@ -25,7 +25,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
-import type { Schedule, ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import { type Dependency, producersOf, type Schedule, type ScheduleInput, type ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { FRAME_HEADER_BYTES } from '../../lib/protocol/constants.js';
 import { formatEndpointTable, formatRankEndpoints, type SocketAddressText } from '../../lib/transport/peer-endpoint-config.js';
@@ -101,7 +101,7 @@ function dependentSteps(schedules: readonly Schedule[]): number {
   const sendId = (rank: number, index: number) => base[rank]! + index;
   const receiveId = (rank: number, index: number) => base[rank]! + schedules[rank]!.sends.length + index;
   const foldId = (rank: number, index: number) => base[rank]! + schedules[rank]!.sends.length + schedules[rank]!.receives.length + index;
-  const idOf = (rank: number, dependency: NonNullable<Schedule['sends'][number]['after']>) =>
+  const idOf = (rank: number, dependency: Dependency) =>
     'receive' in dependency ? receiveId(rank, dependency.receive) : 'fold' in dependency ? foldId(rank, dependency.fold) : sendId(rank, dependency.send);
   const dependents: number[][] = Array.from({ length: total }, () => []);
   const waiting = new Int32Array(total);
@@ -117,13 +117,15 @@ function dependentSteps(schedules: readonly Schedule[]): number {
       isReceive[receiveId(rank, index)] = 1;
     });
     schedule.folds.forEach((fold, index) => {
-      for (const dependency of fold.after) dependents[idOf(rank, dependency)]!.push(foldId(rank, index));
-      waiting[foldId(rank, index)] = fold.after.length;
+      const parts = fold.after.flatMap((dependency) => producersOf(dependency).parts);
+      for (const dependency of parts) dependents[idOf(rank, dependency)]!.push(foldId(rank, index));
+      waiting[foldId(rank, index)] = parts.length;
     });
     schedule.sends.forEach((send, index) => {
-      if (send.after === null) return;
-      dependents[idOf(rank, send.after)]!.push(sendId(rank, index));
-      waiting[sendId(rank, index)] = 1;
+      // A send of several producers' bytes ends its last step after all of them.
+      const { parts } = producersOf(send.after);
+      for (const dependency of parts) dependents[idOf(rank, dependency)]!.push(sendId(rank, index));
+      waiting[sendId(rank, index)] = parts.length;
     });
   });
   schedules.forEach((schedule, from) => {

@@ -33,6 +33,9 @@ import { exchangeReduceScatter } from './reduce-scatter/exchange.js';
 import { stagedReduceScatter } from './reduce-scatter/staged.js';
 import { stagedScatter } from './scatter/staged.js';
 import { recursiveDoublingAllReduce } from './all-reduce/recursive-doubling.js';
+import { rabenseifnerAllReduce } from './all-reduce/rabenseifner.js';
+import { bruckAllGather } from './all-gather/bruck.js';
+import { binomialGather } from './gather/binomial.js';
 import { disseminationBarrier } from './barrier/dissemination.js';
 import { binomialBroadcast } from './broadcast/binomial.js';
 import { binomialReduce } from './reduce/binomial.js';
@@ -61,8 +64,8 @@ export type Plane = 'native' | 'js' | 'coordinator';
  * the ring family (rings, the chain). `pairwise` moves data between every pair of ranks at once
  * (all-pairs included); `exchange` is the JS plane's small-message path, the agreement and the
  * data in one round of the mesh; `hierarchical` follows the topology groups (GX1_TOPOLOGY_GROUPS);
- * `tree` takes about log2 W dependent steps, one peer per step (recursive doubling, binomial
- * trees, dissemination).
+ * `tree` takes about log2 W dependent steps, one peer per step (recursive doubling, Rabenseifner's,
+ * binomial trees, Bruck's, dissemination).
  */
 export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange' | 'hierarchical' | 'tree';
 
@@ -211,12 +214,14 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBarrier },
   ],
   allReduce: [
-    { name: 'recursive-doubling', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
+    { name: 'recursive-doubling', plane: 'native', family: 'tree', below: 'ring threshold', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
+    { name: 'rabenseifner', plane: 'native', family: 'tree', from: 'ring threshold', fits: onlyWhenAsked, schedule: rabenseifnerAllReduce },
     { name: 'all-pairs', plane: 'native', family: 'pairwise', below: ALL_PAIRS_BELOW_BYTES, schedule: allPairsAllReduce },
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllReduce },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce },
-    { name: 'recursive-doubling', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
+    { name: 'recursive-doubling', plane: 'js', family: 'tree', below: 'ring threshold', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
+    { name: 'rabenseifner', plane: 'js', family: 'tree', from: 'ring threshold', fits: onlyWhenAsked, schedule: rabenseifnerAllReduce },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllReduce },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllReduce },
@@ -242,9 +247,11 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBroadcast },
   ],
   allGather: [
+    { name: 'bruck', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: bruckAllGather },
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allGather'), schedule: hierarchicalAllGather },
     { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllGather },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather },
+    { name: 'bruck', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: bruckAllGather },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllGather },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allGather'), schedule: hierarchicalAllGather },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllGather },
@@ -252,7 +259,9 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllGather },
   ],
   gather: [
+    { name: 'binomial', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: binomialGather },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseGather },
+    { name: 'binomial', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: binomialGather },
     { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeGather },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseGather },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedGather },
@@ -281,12 +290,15 @@ function bound(value: SizeBound, tuning: CollectiveTuning): number {
   return value === 'ring threshold' ? tuning.ringThresholdBytes : value;
 }
 
+/** Whether this size lies in `row`'s range. */
+function servesSize(row: AlgorithmRow<CollectiveName>, { bytes, tuning }: Situation): boolean {
+  if (row.from !== undefined && bytes < bound(row.from, tuning)) return false;
+  return row.below === undefined || bytes < bound(row.below, tuning);
+}
+
 /** Whether `row` serves this size and fits the situation. */
 function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolean {
-  const { bytes, tuning } = situation;
-  if (row.from !== undefined && bytes < bound(row.from, tuning)) return false;
-  if (row.below !== undefined && bytes >= bound(row.below, tuning)) return false;
-  return row.fits?.(situation) ?? true;
+  return servesSize(row, situation) && (row.fits?.(situation) ?? true);
 }
 
 /**
@@ -294,7 +306,9 @@ function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolea
  * - one rank, or `direct`: the staged row (through the coordinator);
  * - `ring` (`hierarchical`, `tree`): the collective's ring-family (hierarchical, tree) row on the session's
  *   plane (on tcp_host_staged, the JS plane's, its pieces travelling the coordinator's
- *   point-to-point rails); a collective without one as `auto`;
+ *   point-to-point rails): the first whose sizes (`from`, `below`) take this one, else the first
+ *   (a tree all-reduce: recursive doubling under the ring threshold, Rabenseifner's from it); a
+ *   collective without one as `auto`;
  * - `auto`: the row the autotune profile measured best for this size, where it has one on the
  *   session's plane (`profiledRow`); else the first row of the session's plane that serves the
  *   size and fits; else staged.
@@ -307,7 +321,8 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
   if (worldSize === 1 || tuning.algorithm === 'direct') return staged;
   if (tuning.algorithm === 'ring' || tuning.algorithm === 'hierarchical' || tuning.algorithm === 'tree') {
     const peerPlane = plane === 'coordinator' ? 'js' : plane;
-    const asked = rows.find((row) => row.family === tuning.algorithm && row.plane === peerPlane);
+    const family = rows.filter((row) => row.family === tuning.algorithm && row.plane === peerPlane);
+    const asked = family.find((row) => servesSize(row as AlgorithmRow<CollectiveName>, situation)) ?? family[0];
     if (asked !== undefined) return asked;
   }
   return profiledRow(collective, situation, table)?.row ?? rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;

@@ -5,11 +5,10 @@ import type { ScheduleIdentity } from './schedule/schedule-builder.js';
 export const TREE_TAG_PREFIX = 0x5452;
 
 /**
- * What the log-depth algorithms (recursive doubling, binomial trees, the dissemination barrier)
- * share: about log2 W dependent steps, each rank talking to one peer per step, as MPICH's and Open
- * MPI's tuned collectives do for small messages. A tree folds pairwise, each pair's lower block of
- * ranks first, so both partners of a fold compute the same bits (docs/protocol.md, "Tree
- * algorithms").
+ * What the log-depth algorithms (recursive doubling, Rabenseifner's, binomial trees, Bruck's, the
+ * dissemination barrier) share: about log2 W dependent steps, each rank talking to one peer per
+ * step, as MPICH's and Open MPI's tuned collectives do. A tree folds pairwise, each pair's lower
+ * block of ranks first, so both partners of a fold compute the same bits (docs/protocol.md 9.6.7).
  */
 export function treeIdentity(algorithm: string): ScheduleIdentity {
   return { algorithm, layout: algorithm, tagPrefix: TREE_TAG_PREFIX };
@@ -28,6 +27,24 @@ export function treeSpan(worldSize: number): number {
 /** The lowest set bit of a non-zero rank (the subtree size under it); for 0, the whole tree's span. */
 export function lowBit(virtual: number, worldSize: number): number {
   return virtual === 0 ? treeSpan(worldSize) : virtual & -virtual;
+}
+
+/** A run of consecutive ranks' blocks, and the channel its message is labelled with. */
+export interface RankRun {
+  readonly start: number;
+  readonly count: number;
+  readonly channel: number;
+}
+
+/**
+ * The blocks of `count` ranks from `first` on around the world (rank W - 1 followed by rank 0),
+ * cut where they wrap: one run of consecutive ranks (channel 0), or two, the one from rank 0 on
+ * labelled channel 1. A message of the binomial gather and of Bruck's all-gather is one such run,
+ * so it lies in one piece of rank-ordered memory and both ends cut it alike.
+ */
+export function wrapRuns(first: number, count: number, worldSize: number): RankRun[] {
+  const before = Math.min(count, worldSize - first);
+  return before === count ? [{ start: first, count, channel: 0 }] : [{ start: first, count: before, channel: 0 }, { start: 0, count: count - before, channel: 1 }];
 }
 
 /**

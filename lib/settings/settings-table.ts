@@ -269,7 +269,7 @@ export const SETTINGS = [
       GX1_COLLECTIVE_ALGORITHM: { type: 'auto | direct | ring | hierarchical | tree', default: 'auto', parse: (text) => parseAlgorithmPolicy(text ?? 'auto') },
     },
     options: ['algorithm'],
-    meaning: '`auto` (default), `direct` (through the coordinator), `ring` (ring family on either transport), `hierarchical` (all-reduce, all-gather and reduce-scatter over the topology groups; needs them), `tree` (log-depth: recursive-doubling all-reduce, binomial broadcast and reduce, dissemination barrier)',
+    meaning: '`auto` (default), `direct` (through the coordinator), `ring` (ring family on either transport), `hierarchical` (all-reduce, all-gather and reduce-scatter over the topology groups; needs them), `tree` (log-depth: recursive-doubling all-reduce under the ring threshold, Rabenseifner from it, binomial broadcast, reduce and gather, Bruck all-gather, dissemination barrier)',
   },
   {
     group: 'algorithm',

@@ -22,7 +22,7 @@ import { encodeLinkHeader, type NativeOutcome } from '../transport/data-plane.js
 import { headerLabel, labelledHeader, labelText, messageLabel } from '../collectives/schedule/message-label.js';
 import { withHeaderExchange } from '../collectives/schedule/header-exchange.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
-import type { Dependency, Schedule, ScheduledMessage, Span } from '../collectives/schedule/schedule.js';
+import { type Dependency, producersOf, type Schedule, type ScheduledMessage, type Span } from '../collectives/schedule/schedule.js';
 import { Opcode } from '../protocol/opcode.js';
 import { concatBytes } from './bytes.js';
 import { previewPayload } from './payload-preview.js';
@@ -221,7 +221,7 @@ class ModelRun {
     for (let moved = true; moved && !this.over; ) {
       moved = false;
       this.schedule.folds.forEach((fold, index) => {
-        if (this.folded[index] || !fold.after.every((dependency) => this.isDone(dependency))) return;
+        if (this.folded[index] || !fold.after.every((dependency) => producersOf(dependency).parts.every((part) => this.isDone(part)))) return;
         const target = this.view(fold.target);
         const sources = fold.sources.map((source) => this.view(source));
         if (sources.length === 1 && fold.op !== 'avg') target.set(sources[0]!.slice());
@@ -231,7 +231,7 @@ class ModelRun {
       });
     }
     for (const [link, list] of this.sendsTo) {
-      for (let at = this.sentUpTo.get(link) ?? 0; at < list.length && !this.over && this.isDone(this.schedule.sends[list[at]!]!.after); at++) {
+      for (let at = this.sentUpTo.get(link) ?? 0; at < list.length && !this.over && producersOf(this.schedule.sends[list[at]!]!.after).parts.every((part) => this.isDone(part)); at++) {
         const index = list[at]!;
         const send = this.schedule.sends[index]!;
         const message = concatBytes([labelledHeader(this.header, messageLabel(send)), this.view(send.span)]);

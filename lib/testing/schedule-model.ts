@@ -7,7 +7,9 @@
  * The model keeps the native plane's rules, the strictest of the two planes': messages from one rank
  * to another on one rail travel in the order they are listed, whole (a data link per pair and
  * rail, so messages on different rails may overtake each other); a send goes once what produces
- * it is there, a fold runs once its producers are done. Events happen in an order `random` picks among those
+ * it is there (a send of several producers' bytes part by part: each part once its producer is
+ * done, its receiver taking the message once every part has gone), a fold runs once its producers
+ * are done. Events happen in an order `random` picks among those
  * possible. It reports, instead of a result:
  * - a schedule that is malformed (a span outside its memory, messages of a link that do not pair
  *   up in size or label, a dependency that does not exist);
@@ -22,7 +24,7 @@
  */
 import { withHeaderExchange } from '../collectives/schedule/header-exchange.js';
 import { labelText, messageLabel } from '../collectives/schedule/message-label.js';
-import type { MemoryName, Dependency, Schedule, ScheduleInput, Span } from '../collectives/schedule/schedule.js';
+import { type Dependency, type MemoryName, producedBytes, type Producers, producersOf, type Schedule, type ScheduledSend, type ScheduleInput, type Span, spanOfDependency } from '../collectives/schedule/schedule.js';
 
 /** Where each rank's memories lie (aliases: in place, the input and output share one array). */
 export interface ModelMemory {
@@ -92,6 +94,9 @@ interface RankState {
   readonly folded: boolean[];
   /** Sends whose message has landed (until then they read their memory). */
   readonly landed: boolean[];
+  /** Each send's parts (`partsOf`), and how many of them it has read so far. */
+  readonly parts: SendPart[][];
+  readonly partsRead: number[];
   /** This rank's ends of its collective's links, by `Link`: what it sends on each, what it receives. */
   readonly sendsTo: Map<Link, LinkMessages>;
   readonly receivesFrom: Map<Link, LinkMessages>;
@@ -133,9 +138,33 @@ function describeLink({ peer, rail }: LinkMessages): string {
   return rail === 0 ? `rank ${peer}` : `rank ${peer} rail ${rail}`;
 }
 
-/** A message on its way: what it carries, and the span its sender reads it from until it lands. */
+/**
+ * A part of a send the model reads at once: send bytes [at, at + bytes), once `after` (if any) is
+ * done. A send of one producer (or none) is one part; of several (`Producers`), one per producer
+ * holding some of its bytes.
+ */
+interface SendPart {
+  readonly after: Dependency | null;
+  readonly at: number;
+  readonly bytes: number;
+}
+
+/** A send's parts, as `SendPart` says. */
+function partsOf(schedule: Schedule, send: ScheduledSend): SendPart[] {
+  const whole = { at: 0, bytes: send.span.bytes };
+  if (send.after === null || !('parts' in send.after)) return [{ ...whole, after: send.after }];
+  const parts = producedBytes(send.after, (dependency) => spanOfDependency(schedule, dependency).bytes, 0, send.span.bytes);
+  // A send of no bytes waits for every producer whole, as one of one producer does.
+  return parts.map(({ dependency, start, end, at }) => ({ after: dependency, at: send.span.bytes === 0 ? 0 : at, bytes: send.span.bytes === 0 ? 0 : end - start }));
+}
+
+/**
+ * A message on its way: what it carries (`?` where its sender has yet to read a part), and the
+ * span its sender reads it from until it lands; whole once every part is read.
+ */
 interface InFlight {
   readonly values: string[];
+  whole: boolean;
   readonly collective: number;
   readonly from: number;
   readonly send: number;
@@ -201,16 +230,27 @@ export function runConcurrentScheduleModel(model: ConcurrentScheduleModel, rando
         for (const link of state.sendsTo.values()) {
           const index = link.indices[link.done];
           const send = state.schedule.sends[index ?? -1];
-          if (send !== undefined && current(link.wire.senders) === link && done(state, send.after)) {
-            events.push(() => {
-              link.wire.queue.push({ values: read(state, send.span, width), collective: state.collective, from: rank, send: index!, to: link, index: link.done });
-              link.done++;
-            });
-          }
+          if (send === undefined || current(link.wire.senders) !== link) continue;
+          const parts = state.parts[index!]!;
+          const part = parts[state.partsRead[index!]!]!;
+          if (!done(state, part.after)) continue;
+          events.push(() => {
+            // The first part puts the message on its link; each part reads its bytes as they are then.
+            if (state.partsRead[index!] === 0) {
+              const values = Array.from({ length: send.span.bytes / width }, () => '?');
+              link.wire.queue.push({ values, whole: false, collective: state.collective, from: rank, send: index!, to: link, index: link.done });
+            }
+            const message = link.wire.queue.find((queued) => queued.collective === state.collective && queued.from === rank && queued.send === index)!;
+            const bytes = read(state, { memory: send.span.memory, offset: send.span.offset + part.at, bytes: part.bytes }, width);
+            message.values.splice(part.at / width, bytes.length, ...bytes);
+            if (++state.partsRead[index!]! < parts.length) return;
+            message.whole = true;
+            link.done++;
+          });
         }
         for (const link of state.receivesFrom.values()) {
           const message = link.wire.queue[0];
-          if (link.done < link.indices.length && current(link.wire.receivers) === link && message !== undefined && message.collective === state.collective && message.index === link.done) {
+          if (link.done < link.indices.length && current(link.wire.receivers) === link && message?.whole === true && message.collective === state.collective && message.index === link.done) {
             events.push(() => {
               link.wire.queue.shift();
               const index = link.indices[link.done]!;
@@ -222,7 +262,7 @@ export function runConcurrentScheduleModel(model: ConcurrentScheduleModel, rando
           }
         }
         state.schedule.folds.forEach((fold, index) => {
-          if (state.folded[index] || !fold.after.every((dependency) => done(state, dependency))) return;
+          if (state.folded[index] || !fold.after.every((dependency) => producersOf(dependency).parts.every((part) => done(state, part)))) return;
           events.push(() => {
             const sources = fold.sources.map((source) => read(state, source, width));
             const values = sources[0]!.map((_, element) => {
@@ -245,11 +285,14 @@ export function runConcurrentScheduleModel(model: ConcurrentScheduleModel, rando
       for (const message of wire.queue) {
         if (message.collective !== state.collective || message.from !== rank) continue;
         const sent = state.schedule.sends[message.send]!.span;
-        if (overlaps(state, span, sent, width)) throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} while its send of ${describeSpan(sent)} to ${describeLink(message.to)} is in flight`);
+        // What the native plane may have sent of it: the parts read, and those whose producer is done.
+        const taken = state.parts[message.send]!.filter((part, at) => at < state.partsRead[message.send]! || done(state, part.after));
+        const hit = taken.some((part) => overlaps(state, span, { memory: sent.memory, offset: sent.offset + part.at, bytes: part.bytes }, width));
+        if (hit) throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} while its send of ${describeSpan(sent)} to ${describeLink(message.to)} is in flight`);
       }
     }
     state.schedule.folds.forEach((fold, index) => {
-      if (state.folded[index] || same({ fold: index }, writer) || fold.after.some((dependency) => same(dependency, writer))) return;
+      if (state.folded[index] || same({ fold: index }, writer) || fold.after.some((dependency) => producersOf(dependency).parts.some((part) => same(part, writer)))) return;
       for (const source of fold.sources) {
         if (overlaps(state, span, source, width)) {
           throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} before fold ${index}, which reads it and does not wait for it, has run`);
@@ -367,19 +410,31 @@ function stateOf(schedule: Schedule, { collective, where, rank }: RankPlace, mem
     const count = elements(span.bytes, what);
     if (first < 0 || first + count > limits[span.memory]) throw new ScheduleModelError(`${where}rank ${rank} ${what} ${describeSpan(span)} lies outside its ${span.memory} of ${limits[span.memory] * width} bytes`);
   };
-  const dependencyExists = (dependency: Dependency | null, what: string) => {
+  const dependencyExists = (dependency: Dependency | null, what: string): void => {
     if (dependency === null) return;
     const exists =
       'receive' in dependency ? dependency.receive < schedule.receives.length : 'fold' in dependency ? dependency.fold < schedule.folds.length : dependency.send < schedule.sends.length;
     if (!exists) throw new ScheduleModelError(`${where}rank ${rank} ${what} waits for ${describeDependency(dependency)}, which does not exist`);
   };
-  const spanOf = (dependency: Dependency) =>
-    'receive' in dependency ? schedule.receives[dependency.receive]!.span : 'fold' in dependency ? schedule.folds[dependency.fold]!.target : schedule.sends[dependency.send]!.span;
+  const spanOf = (dependency: Dependency) => spanOfDependency(schedule, dependency);
+  /** What a send or fold of `bytes` waits for: producers that exist, one of its size or `Producers` holding its bytes. */
+  const checkAfter = (after: Dependency | Producers | null, bytes: number, what: string) => {
+    if (after === null) return;
+    if (!('parts' in after)) {
+      dependencyExists(after, what);
+      // The JS plane cuts a span and what produces it into the same pieces: they must be alike.
+      if (spanOf(after).bytes !== bytes) throw new ScheduleModelError(`${where}rank ${rank} ${what} of ${bytes} bytes waits for ${describeDependency(after)} of ${spanOf(after).bytes}`);
+      return;
+    }
+    after.parts.forEach((part) => dependencyExists(part, what));
+    const produced = after.parts.reduce((sum, part) => sum + spanOf(part).bytes, 0);
+    if (after.parts.length === 0 || produced < after.skip + bytes) {
+      throw new ScheduleModelError(`${where}rank ${rank} ${what} of ${bytes} bytes waits for ${after.parts.map(describeDependency).join(', ') || 'no part'} from byte ${after.skip}, of ${produced} bytes in all`);
+    }
+  };
   schedule.sends.forEach((send, index) => {
     inBounds(send.span, `send ${index}`);
-    dependencyExists(send.after, `send ${index}`);
-    // The JS plane cuts a span and what produces it into the same pieces: they must be alike.
-    if (send.after !== null && spanOf(send.after).bytes !== send.span.bytes) throw new ScheduleModelError(`${where}rank ${rank} send ${index} of ${send.span.bytes} bytes waits for ${describeDependency(send.after)} of ${spanOf(send.after).bytes}`);
+    checkAfter(send.after, send.span.bytes, `send ${index}`);
   });
   schedule.receives.forEach((receive, index) => inBounds(receive.span, `receive ${index}`));
   schedule.folds.forEach((fold, index) => {
@@ -389,10 +444,7 @@ function stateOf(schedule: Schedule, { collective, where, rank }: RankPlace, mem
       inBounds(source, `fold ${index} source ${at}`);
       if (source.bytes !== fold.target.bytes) throw new ScheduleModelError(`${where}rank ${rank} fold ${index} source ${at} has ${source.bytes} bytes, its target ${fold.target.bytes}`);
     });
-    for (const dependency of fold.after) {
-      dependencyExists(dependency, `fold ${index}`);
-      if (spanOf(dependency).bytes !== fold.target.bytes) throw new ScheduleModelError(`${where}rank ${rank} fold ${index} waits for ${describeDependency(dependency)} of another size`);
-    }
+    for (const dependency of fold.after) checkAfter(dependency, fold.target.bytes, `fold ${index}`);
   });
   const sendsTo = new Map<Link, LinkMessages>();
   const receivesFrom = new Map<Link, LinkMessages>();
@@ -412,6 +464,8 @@ function stateOf(schedule: Schedule, { collective, where, rank }: RankPlace, mem
     received: schedule.receives.map(() => false),
     folded: schedule.folds.map(() => false),
     landed: schedule.sends.map(() => false),
+    parts: schedule.sends.map((send) => partsOf(schedule, send)),
+    partsRead: schedule.sends.map(() => 0),
     sendsTo,
     receivesFrom,
   };
@@ -470,7 +524,8 @@ function describeStuck(state: RankState): string | null {
     if (link.done >= link.indices.length) continue;
     const first = current(link.wire.senders);
     if (first !== link) return `never sends message ${link.done} to ${describeLink(link)}: collective ${first!.collective}'s messages go first on ${link.wire.name}`;
-    return `never sends message ${link.done} to ${describeLink(link)}: it waits for ${describeDependency(state.schedule.sends[link.indices[link.done]!]!.after!)}`;
+    const index = link.indices[link.done]!;
+    return `never sends message ${link.done} to ${describeLink(link)}: it waits for ${describeDependency(state.parts[index]![state.partsRead[index]!]!.after!)}`;
   }
   const fold = state.folded.indexOf(false);
   return fold < 0 ? null : `never runs fold ${fold}`;

@@ -11,6 +11,7 @@ import { pairwiseAllGather as pairwiseAllGatherSchedule } from '../../lib/collec
 import { ringAllGather as ringAllGatherSchedule } from '../../lib/collectives/all-gather/ring.js';
 import { exchangeAllReduce } from '../../lib/collectives/all-reduce/exchange.js';
 import { pairwiseAllReduce as pairwiseAllReduceSchedule } from '../../lib/collectives/all-reduce/pairwise.js';
+import { rabenseifnerAllReduce as rabenseifnerAllReduceSchedule } from '../../lib/collectives/all-reduce/rabenseifner.js';
 import { ringAllReduce as ringAllReduceSchedule } from '../../lib/collectives/all-reduce/ring.js';
 import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
 import { chainBroadcast as chainBroadcastSchedule } from '../../lib/collectives/broadcast/chain.js';
@@ -51,6 +52,7 @@ function onLinks<N extends ScheduledName>(collective: N, name: string, schedule:
 
 const ringAllReduce = onLinks('allReduce', 'ring', ringAllReduceSchedule);
 const pairwiseAllReduce = onLinks('allReduce', 'pairwise', pairwiseAllReduceSchedule);
+const rabenseifnerAllReduce = onLinks('allReduce', 'rabenseifner', rabenseifnerAllReduceSchedule);
 const ringAllGather = onLinks('allGather', 'ring', ringAllGatherSchedule);
 const pairwiseAllGather = onLinks('allGather', 'pairwise', pairwiseAllGatherSchedule);
 const ringReduceScatter = onLinks('reduceScatter', 'ring', ringReduceScatterSchedule);
@@ -174,8 +176,11 @@ describe('ring all-reduce (lib/collectives/all-reduce/ring.ts)', () => {
   });
 });
 
-describe('pairwise all-reduce (lib/collectives/all-reduce/pairwise.ts)', () => {
-  it('matches the reference for every dtype x op, worlds 1..8, odd counts, rails and pieces, into fresh memory, an output or in place', async () => {
+describe('pairwise all-reduce (lib/collectives/all-reduce/pairwise.ts), and Rabenseifner\'s (all-reduce/rabenseifner.ts) on the JS plane', () => {
+  it.each([
+    ['pairwise', pairwiseAllReduce],
+    ['rabenseifner', rabenseifnerAllReduce],
+  ])('%s matches the reference for every dtype x op, worlds 1..8, odd counts, rails and pieces, into fresh memory, an output or in place, every rank the same bits', async (_, algorithm) => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
@@ -192,7 +197,7 @@ describe('pairwise all-reduce (lib/collectives/all-reduce/pairwise.ts)', () => {
           const ops = opsFor(dtype);
           const op = ops[opIndex % ops.length] as ReduceOp;
           const c = buildCase({ kind: 'allReduce', dtype, op, count }, worldSize, seededRandom(seed));
-          const results = await runAllReduce(pairwiseAllReduce, c, worldSize, { rails, pieceBytes }, memory);
+          const results = await runAllReduce(algorithm, c, worldSize, { rails, pieceBytes }, memory);
           for (const result of results) expect(hex(result)).toBe(hex(results[0]!));
           expectReference(c, results[0]!, modelCollective(c, worldSize)[0]!.bytes!, 0);
         },
@@ -488,6 +493,61 @@ describe('every algorithm in the table', () => {
         }
       }
     }
+  });
+});
+
+describe('the tree rows whose sends forward several producers (Rabenseifner all-reduce, Bruck all-gather, binomial gather)', () => {
+  const rows = (['allReduce', 'allGather', 'gather'] as const).flatMap((kind) =>
+    (ALGORITHMS[kind] as readonly (typeof ALGORITHMS)[CollectiveName][number][]).filter((row) => ['rabenseifner', 'bruck', 'binomial'].includes(row.name)).map((row) => ({ kind, row })),
+  );
+
+  it('are on both planes', () => {
+    expect(rows.map(({ kind, row }) => `${kind} ${row.name} ${row.plane}`)).toEqual([
+      'allReduce rabenseifner native',
+      'allReduce rabenseifner js',
+      'allGather bruck native',
+      'allGather bruck js',
+      'gather binomial native',
+      'gather binomial js',
+    ]);
+  });
+
+  it('match the reference, worlds 1..9, counts 0..97, every dtype x op, any root, tiny pieces (JS plane) and 1..3 rails', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          at: fc.nat({ max: rows.length - 1 }),
+          worldSize: fc.integer({ min: 1, max: 9 }),
+          dtype: fc.constantFrom(...DTYPES),
+          opIndex: fc.nat(),
+          rootIndex: fc.nat(),
+          count: fc.integer({ min: 0, max: 97 }),
+          pieceBytes: fc.integer({ min: 1, max: 64 }),
+          rails: fc.integer({ min: 1, max: 3 }),
+          seed: fc.integer(),
+        }),
+        async ({ at, worldSize, dtype, opIndex, rootIndex, count, pieceBytes, rails, seed }) => {
+          const { kind, row } = rows[at]!;
+          const ops = opsFor(dtype);
+          const c = buildCase({ kind, dtype, op: ops[opIndex % ops.length]!, root: rootIndex % worldSize, count }, worldSize, seededRandom(seed));
+          const { ranks } = job(worldSize, { dataPlane: row.plane === 'native' ? 'native' : 'js', agreement: 'mesh', pieceBytes, rails });
+          const results = await Promise.all(
+            ranks.map(({ links, context }, rank) => lastValueFrom(runRow(kind, row as never, links, requestFor(c, rank) as never, context) as Observable<unknown>, { defaultValue: undefined })),
+          );
+          const expected = modelCollective(c, worldSize);
+          const outputs = results.map((result) => (result === undefined || result === null ? null : result instanceof Uint8Array ? result : (result as { bytes: Uint8Array }).bytes));
+          outputs.forEach((bytes, rank) => {
+            const want = expected[rank]!.bytes;
+            // Rabenseifner folds in tree order: floats within rounding, integers and min/max exact; the gathers bit for bit.
+            if (kind === 'allReduce' && bytes !== null && want !== null) expectReference(c, bytes, want, rank);
+            else expect(bytes === null ? null : hex(bytes), `${row.name} on ${row.plane}: ${describeCase(c)} rank ${rank}`).toBe(want === null ? null : hex(want));
+          });
+          // Every rank of an all-reduce ends with the same bits.
+          if (kind === 'allReduce') for (const bytes of outputs) expect(hex(bytes!)).toBe(hex(outputs[0]!));
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });
 

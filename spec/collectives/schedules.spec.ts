@@ -16,7 +16,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Dependency, Schedule, ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
+import type { Dependency, Producers, Schedule, ScheduleInput, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { disseminationBarrier } from '../../lib/collectives/barrier/dissemination.js';
 import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
 import { messageLabel } from '../../lib/collectives/schedule/message-label.js';
@@ -31,6 +31,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
   it('covers every collective but scatter and all-to-all-v, with its ring, pairwise, all-pairs, hierarchical and tree forms', () => {
     expect(SCHEDULED.map(({ collective, name }) => `${collective} ${name}`).sort()).toEqual(
       [
+        'allGather bruck',
         'allGather hierarchical',
         'allGather pairwise',
         'allGather ring',
@@ -38,6 +39,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
         'allReduce hierarchical',
         'allReduce pairwise',
         'allReduce ring',
+        'allReduce rabenseifner',
         'allReduce recursive-doubling',
         'allToAll pairwise',
         'barrier dissemination',
@@ -45,6 +47,7 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
         'broadcast binomial',
         'broadcast chain',
         'broadcast pairwise',
+        'gather binomial',
         'gather pairwise',
         'reduce binomial',
         'reduce pairwise',
@@ -160,6 +163,60 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
   });
 });
 
+describe('a send of several producers (Producers, docs/protocol.md 9.6.1) in the model', () => {
+  const base = { algorithm: 'test', layout: 'test', tagPrefix: 0, pieceScale: 1, scratchBytes: 4 };
+  const bytes = (memory: 'input' | 'output' | 'scratch', offset: number, length: number) => ({ memory, offset, bytes: length });
+  /** Rank 0 copies its input's halves into scratch (folds 0 and 1, each after `after[k]`) and sends scratch whole to rank 1 as the two of them produce it. */
+  const twoParts = (after: [(Dependency | Producers)[], (Dependency | Producers)[]]): ScheduleOf => ({ rank }) =>
+    rank === 0
+      ? {
+          ...base,
+          sends: [{ peer: 1, span: bytes('scratch', 0, 4), step: 0, channel: 0, after: { parts: [{ fold: 0 }, { fold: 1 }], skip: 0 } }],
+          receives: [],
+          folds: [0, 1].map((half) => ({ target: bytes('scratch', 2 * half, 2), sources: [bytes('input', 2 * half, 2)], after: after[half]!, op: 'sum' as const, divisor: 1 })),
+        }
+      : { ...base, sends: [], receives: [{ peer: 0, span: bytes('output', 0, 4), step: 0, channel: 0 }], folds: [] };
+  const run = (write: ScheduleOf, seed: number) => {
+    const input = (rank: number): ScheduleInput => ({ rank, worldSize: 2, count: 4, width: 1, op: 'sum', root: 0, ringOrder: [0, 1], ringChannels: 1, inPlace: false });
+    return runScheduleModel([0, 1].map((rank) => write(input(rank))), input, { inputElements: 4, outputElements: 4, inPlace: 'none' }, seededRandom(seed));
+  };
+
+  it('passes no part before its producer made it: the receiver gets exactly what the two folds wrote, in every order', () => {
+    for (let seed = 0; seed < 40; seed++) expect(run(twoParts([[], []]), seed).outputs[1]).toEqual(['0@0', '0@1', '0@2', '0@3']);
+  });
+
+  it('passes the first producer\'s bytes before the second\'s exist, and never the first\'s before they do', () => {
+    // The second half is made only once the send has landed (the first 2 of its 4 bytes, a part of
+    // a larger producer): its first part goes, the second never does.
+    const landed = { parts: [{ send: 0 }], skip: 0 };
+    expect(() => run(twoParts([[], [landed]]), 1)).toThrow('deadlock: rank 0 never sends message 0 to rank 1: it waits for fold 1');
+    // The first half made only once the send has landed: nothing goes, though the second half is there.
+    expect(() => run(twoParts([[landed], []]), 1)).toThrow('deadlock: rank 0 never sends message 0 to rank 1: it waits for fold 0');
+  });
+
+  it('finds a write over a part already on its way, and a send whose producers hold fewer bytes than it sends', () => {
+    // Fold 2 rewrites the first half once fold 0 made it, without waiting for the send: a race in some order.
+    const rewriting: ScheduleOf = (input) => {
+      const plain = twoParts([[], []])(input);
+      return input.rank === 0 ? { ...plain, folds: [...plain.folds, { target: bytes('scratch', 0, 2), sources: [bytes('input', 2, 2)], after: [{ fold: 0 }], op: 'sum', divisor: 1 }] } : plain;
+    };
+    const seen = new Set<string>();
+    for (let seed = 0; seed < 40; seed++) {
+      try {
+        seen.add(run(rewriting, seed).outputs[1]!.join(' '));
+      } catch (error) {
+        seen.add((error as Error).message);
+      }
+    }
+    expect(seen).toContain('race: rank 0 fold 2 writes scratch[0, 2) while its send of scratch[0, 4) to rank 1 is in flight');
+    const short: ScheduleOf = (input) => {
+      const plain = twoParts([[], []])(input);
+      return input.rank === 0 ? { ...plain, sends: [{ ...plain.sends[0]!, after: { parts: [{ fold: 0 }, { fold: 1 }], skip: 1 } }] } : plain;
+    };
+    expect(() => run(short, 1)).toThrow('rank 0 send 0 of 4 bytes waits for fold 0, fold 1 from byte 1, of 4 bytes in all');
+  });
+});
+
 /**
  * For each rank, the ranks whose entering its schedule waits for: a receive carries what its
  * sender's send waited for, plus the sender; a send or fold what it waits for.
@@ -167,8 +224,9 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
 function heardFrom(schedules: readonly Schedule[]): Set<number>[] {
   const worldSize = schedules.length;
   const memo = new Map<string, Set<number>>();
-  const origins = (rank: number, dependency: Dependency | null): Set<number> => {
+  const origins = (rank: number, dependency: Dependency | Producers | null): Set<number> => {
     if (dependency === null) return new Set([rank]);
+    if ('parts' in dependency) return new Set([rank, ...dependency.parts.flatMap((part) => [...origins(rank, part)])]);
     const key = `${rank} ${JSON.stringify(dependency)}`;
     const known = memo.get(key);
     if (known !== undefined) return known;

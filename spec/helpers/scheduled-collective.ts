@@ -157,10 +157,24 @@ function expectReorderedFold(actual: string, wanted: string, worldSize: number, 
 }
 
 /**
+ * Element `element`'s fold of a tree all-reduce (recursive doubling's and Rabenseifner's alike,
+ * docs/protocol.md 9.6.7): with P the largest power of two at most W and E = W - P, virtual rank
+ * v < E holds (x(2v) + x(2v+1)), the others x(v + E); then one balanced tree over the virtual
+ * ranks, each pair's lower half first; avg divides once, at the root.
+ */
+function doublingTree(element: number, worldSize: number, op: ReduceOp): string {
+  const power = 1 << (31 - Math.clz32(worldSize));
+  const extras = worldSize - power;
+  const leaf = (v: number) => (v < extras ? `(${2 * v}@${element}+${2 * v + 1}@${element})` : `${v + extras}@${element}`);
+  const tree = (lo: number, hi: number): string => (hi - lo === 1 ? leaf(lo) : `(${tree(lo, (lo + hi) / 2)}+${tree((lo + hi) / 2, hi)})`);
+  return op === 'avg' && worldSize > 1 ? `${tree(0, power)}/${worldSize}` : tree(0, power);
+}
+
+/**
  * Every rank got exactly the contributions it needs: in rank order, or for a ring- or
  * tree-family reduction every rank's once (avg divided once, at the end), every rank of a ring or
- * tree all-reduce with the identical fold (recursive doubling's leaves in rank order, only
- * grouped otherwise).
+ * tree all-reduce with the identical fold (a tree all-reduce's exactly `doublingTree`, whether
+ * recursive doubling or Rabenseifner's computed it).
  */
 export function expectExactOutputs(c: ScheduledCase, outputs: readonly string[][], what = ''): void {
   const { collective, family, name } = c.scheduled;
@@ -173,6 +187,6 @@ export function expectExactOutputs(c: ScheduledCase, outputs: readonly string[][
     }
     actual.forEach((symbol, element) => expectReorderedFold(symbol, wanted[element]!, c.worldSize, c.op));
     if (collective === 'allReduce') expect(actual).toEqual(outputs[0]!.slice(0, wanted.length));
-    if (family === 'tree' && collective === 'allReduce') actual.forEach((symbol, element) => expect(symbol.replace(/[()]/g, '')).toBe(wanted[element]!.replace(/[()]/g, '')));
+    if (family === 'tree' && collective === 'allReduce') actual.forEach((symbol, element) => expect(symbol, `${name} element ${element}`).toBe(doublingTree(element, c.worldSize, c.op)));
   });
 }

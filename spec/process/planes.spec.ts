@@ -197,17 +197,25 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
     }
   });
 
-  it.skipIf(!native)(`16 processes with GX1_COLLECTIVE_ALGORITHM=tree: the barrier, all-reduces, broadcasts and reduces run the tree family on the native plane, every result right, integers bit for bit, every rank's all-reduce identical${skipped}`, async () => {
+  it.skipIf(!native)(`16 processes with GX1_COLLECTIVE_ALGORITHM=tree: the barrier, all-reduces (Rabenseifner's from 256 KiB), broadcasts, reduces, all-gathers and gathers run the tree family on the native plane, every result right, integers bit for bit, every rank's all-reduce identical${skipped}`, async () => {
     const reports = await completed(await job(16, ['fixed'], () => ({ GX1_COLLECTIVE_ALGORITHM: 'tree' }), 60_000));
     for (const { summary, events, cases, what } of reports) {
       expect(summary.planes, what).toContain('native');
       expect(choices(events), what).toEqual(
-        expect.arrayContaining(['barrier dissemination native', 'allReduce recursive-doubling native', 'broadcast binomial native', 'reduce binomial native']),
+        expect.arrayContaining([
+          'barrier dissemination native',
+          'allReduce recursive-doubling native',
+          'allReduce rabenseifner native',
+          'broadcast binomial native',
+          'reduce binomial native',
+          'allGather bruck native',
+          'gather binomial native',
+        ]),
       );
       // A tree folds in tree order: floats within the fixture's tolerance, integers exact.
       for (const one of cases.filter(({ what: c }) => !/ (f16|bf16|f32|f64) /.test(c))) expect(one.exact, `${one.what}\n${what}`).toBe(true);
     }
-    // Every rank of a recursive-doubling all-reduce ends with the same bits.
+    // Every rank of a recursive-doubling or Rabenseifner all-reduce ends with the same bits.
     const allReduces = reports[0]!.cases.filter(({ what: c }) => c.startsWith('allReduce'));
     expect(allReduces.length).toBeGreaterThan(0);
     for (const { index } of allReduces) expect(new Set(reports.map(({ cases }) => cases[index]!.digest)).size).toBe(1);

@@ -259,7 +259,7 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     // One rank: the coordinator.
     expect(choice('allReduce', { worldSize: 1 })).toBe('staged on coordinator');
   });
-  it('tree (GX1_COLLECTIVE_ALGORITHM=tree) takes the tree row of either plane at any size and world, a collective without one as auto; auto never takes one', () => {
+  it('tree (GX1_COLLECTIVE_ALGORITHM=tree) takes the tree row of either plane at any world (an all-reduce: recursive doubling under the ring threshold, Rabenseifner from it), a collective without one as auto; auto never takes one', () => {
     const tuning = resolveTuning({}, 16, {});
     const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 16, bytes: 8, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [...Array(16).keys()], profile: null };
     const choice = (collective: CollectiveName, changes: Partial<Situation> = {}) => {
@@ -269,15 +269,19 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     const tree = { tuning: { ...tuning, algorithm: 'tree' as const } };
     for (const plane of ['native', 'js'] as const) {
       expect(choice('allReduce', { ...tree, plane })).toBe(`recursive-doubling on ${plane}`);
-      expect(choice('allReduce', { ...tree, plane, bytes: 64 << 20, worldSize: 5 })).toBe(`recursive-doubling on ${plane}`);
+      expect(choice('allReduce', { ...tree, plane, bytes: tuning.ringThresholdBytes - 1, worldSize: 5 })).toBe(`recursive-doubling on ${plane}`);
+      expect(choice('allReduce', { ...tree, plane, bytes: tuning.ringThresholdBytes })).toBe(`rabenseifner on ${plane}`);
+      expect(choice('allReduce', { ...tree, plane, bytes: 64 << 20, worldSize: 5 })).toBe(`rabenseifner on ${plane}`);
+      expect(choice('allGather', { ...tree, plane, bytes: 64 << 20 })).toBe(`bruck on ${plane}`);
+      expect(choice('gather', { ...tree, plane })).toBe(`binomial on ${plane}`);
       expect(choice('broadcast', { ...tree, plane })).toBe(`binomial on ${plane}`);
       expect(choice('reduce', { ...tree, plane })).toBe(`binomial on ${plane}`);
       expect(choice('barrier', { ...tree, plane })).toBe(`dissemination on ${plane}`);
-      for (const collective of ['allReduce', 'broadcast', 'reduce', 'barrier'] as const) {
+      for (const collective of ['allReduce', 'broadcast', 'reduce', 'barrier', 'allGather', 'gather'] as const) {
         for (const bytes of [0, 8, 1 << 20]) expect(selectAlgorithm(collective, { ...base, plane, bytes }).family).not.toBe('tree');
       }
     }
-    expect(choice('allGather', tree)).toBe(choice('allGather'));
+    expect(choice('allToAll', tree)).toBe(choice('allToAll'));
     expect(choice('allReduce', { ...tree, worldSize: 1 })).toBe('staged on coordinator');
     expect(parseAlgorithmPolicy(' Tree ')).toBe('tree');
   });

@@ -146,6 +146,40 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   }, 240_000);
 
+  it('GX1_COLLECTIVE_ALGORITHM=tree at 5 and 8 ranks: the Rabenseifner all-reduce (from the ring threshold, fresh and in place), the Bruck all-gather and the binomial gather (a root whose subtrees wrap) run on the plane, integers exact', async () => {
+    for (const worldSize of [5, 8]) {
+      const job = await startCoordinator(worldSize, { transport: 'tcp_peer', timeoutMs: 20_000, collectiveTimeoutMs: 20_000 });
+      jobs.push(job);
+      const sessions = await Promise.all(Array.from({ length: worldSize }, (_, rank) => job.openRank(rank, { dataPlane: 'native', algorithm: 'tree' })));
+      const algorithms = algorithmsOf(sessions[0]!);
+      // Past the ring threshold (256 KiB), in a count no world divides evenly; sums that wrap.
+      const count = (256 << 10) / 4 + 13 * worldSize + 1;
+      const tensorOf = (rank: number) => Int32Array.from({ length: count }, (_, i) => Math.imul(i + 1, 0x9e3779b1 + rank));
+      const root = worldSize - 2;
+      const results = await Promise.all(
+        sessions.map(async (session, rank) => {
+          const sum = await session.allReduce(tensorOf(rank), 'sum');
+          const inPlace = tensorOf(rank);
+          await session.allReduce(inPlace, 'max', { inPlace: true });
+          const gathered = await session.allGather(Int32Array.of(rank, rank * 10, rank - 100));
+          const atRoot = await session.gather(Int32Array.of(rank + 100, rank), root);
+          return { sum, inPlace, gathered, atRoot };
+        }),
+      );
+      const inputs = sessions.map((_, rank) => tensorOf(rank));
+      const sum = Int32Array.from({ length: count }, (_, i) => inputs.reduce((total, input) => (total + input[i]!) | 0, 0));
+      const max = Int32Array.from({ length: count }, (_, i) => Math.max(...inputs.map((input) => input[i]!)));
+      results.forEach(({ sum: summed, inPlace, gathered, atRoot }, rank) => {
+        expect(hex(new Uint8Array(summed.buffer)), `${worldSize} ranks, rank ${rank}: sum`).toBe(hex(new Uint8Array(sum.buffer)));
+        expect(hex(new Uint8Array(inPlace.buffer)), `${worldSize} ranks, rank ${rank}: max in place`).toBe(hex(new Uint8Array(max.buffer)));
+        expect(Array.from(gathered)).toEqual(sessions.flatMap((_, r) => [r, r * 10, r - 100]));
+        expect(atRoot === null ? null : Array.from(atRoot)).toEqual(rank === root ? sessions.flatMap((_, r) => [r + 100, r]) : null);
+      });
+      expect(new Set(algorithms)).toEqual(new Set(['rabenseifner on native', 'bruck on native', 'binomial on native']));
+      await Promise.all(jobs.splice(0).map((each) => each.dispose()));
+    }
+  }, 120_000);
+
   it('ranks naming different roots, or one in a relayed broadcast and one in an all-gather, fail at once naming both descriptors', async () => {
     const large = 1 << 20;
     for (const [calls, first, second] of [

@@ -409,6 +409,14 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(compile([11, 0, 0, 0, 1, 1, 0, 4, 6, 1, 2, 0, 0, 0, 0, 0])).toThrow('data plane program fold op is not defined on its element type');
     expect(compile([6, 0, 0, 0, 1, 1, 0, 4, 1, 1, 1, 0, 0, 1, 2, 5])).toThrow('data plane program fold waits for a producer it does not have');
     expect(compile([6, 0, 2])).toThrow('data plane program ends before its send peer');
+    // A send of several producers (gate kind 4: skip, part count, (kind, index) per part): here
+    // receive 0, 8 bytes, from byte 0 (fine) or 4 (short of the send's 8).
+    const fromReceive = (gate: number[]) => [6, 0, 1, 2, 0, 0, 0, 0, 8, ...gate, 1, 2, 0, 0, 1, 0, 8, 0];
+    expect(compile(fromReceive([4, 0, 1, 1, 0]))).not.toThrow();
+    expect(compile(fromReceive([4, 4, 1, 1, 0]))).toThrow('data plane program send waits for producers of fewer bytes than it has');
+    expect(compile(fromReceive([4, 0, 1, 0, 0]))).toThrow('data plane program gate part is not a receive, fold or send (kind 1..3)');
+    expect(compile(fromReceive([4, 0, 0]))).toThrow('data plane program gate of producers names none');
+    expect(compile(fromReceive([5, 0]))).toThrow('data plane program gate kind is not 0..4');
     expect(() => plane.program('not numbers', () => new Float32Array(3) as unknown as Float64Array)).toThrow('data plane program must be a Float64Array');
     const program = plane.program('sends 8 bytes', () => Float64Array.from([6, 0, 1, 2, 0, 0, 0, 0, 8, 0, 0, 0, 0]));
     const call = { descriptor: collectiveFor(2).own, sequence: 0n, timeoutMs: 1_000 };

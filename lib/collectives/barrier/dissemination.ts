@@ -9,9 +9,9 @@ import { ScheduleBuilder } from '../schedule/schedule-builder.js';
  * chain, from every other one that had entered: ceil(log2 W) dependent steps, one message per
  * rank per round.
  *
- * A send waits for one producer, so round k's token is "joined" once it has come: a copy of it
- * onto itself that waits for it and for the join of round k - 1; round k + 1 sends that token
- * once joined. The tokens are one element of scratch each and their content is never read: the
+ * A send waits only for the producers of its own bytes, so round k's token is "joined" once it
+ * has come: a copy of it onto itself that waits for it and for the join of round k - 1; round
+ * k + 1 sends that token once joined. The tokens are one element of scratch each and their content is never read: the
  * native plane follows a dependency byte by byte, so a token of no bytes would not hold its send
  * back.
  */

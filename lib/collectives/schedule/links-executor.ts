@@ -8,7 +8,7 @@ import { receiveInto } from '../../transport/links/receive-into.js';
 import { MAX_PIECES, PIECE_BYTES, pieceTag } from '../peer-data.js';
 import { pieceWork, type StartWork } from './piece-work.js';
 import { railOfPart } from './rail-stripes.js';
-import type { Dependency, Schedule, ScheduledMessage, Span } from './schedule.js';
+import { type Dependency, producedBytes, type Producers, type Schedule, type ScheduledMessage, type Span, spanOfDependency } from './schedule.js';
 
 /** The caller's memory a schedule's spans are bytes of. */
 export interface ScheduleMemory {
@@ -47,8 +47,8 @@ export const FOLD_IN_PLACE_BYTES = 4 * PIECE_BYTES;
  * pieces of about `pieceBytes x pieceScale` (at most 4095 of them; a message of no bytes is one
  * empty piece), each a message of the links tagged with the algorithm's prefix, the sequence, the
  * message's channel and step and the piece's index, on rail (channel + piece) mod rails of the rail
- * order. Piece k of
- * a span waits for piece k of what it depends on, so every piece runs as its own pipeline: a ring's
+ * order. Piece k of a span waits for piece k of what it depends on (of `Producers`, for every
+ * piece of theirs that holds some of its bytes), so every piece runs as its own pipeline: a ring's
  * steps overlap, a chain forwards piece by piece, an owner sends what it has reduced. Sends start
  * piece by piece across the schedule's sends (every link gets its first piece first); receives are
  * posted at once, straight into their spans where the links can, each waiting `waitMs` for its peer.
@@ -72,6 +72,22 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
   const railOf = (message: ScheduledMessage, piece: number) => railOfPart(message.channel, piece, links.rails, wiring.railOrder);
   const shapeOf = (bytes: Uint8Array) => ({ elementType: wiring.elementType, count: bytes.length / width });
   const piecesOf = (bytes: number) => cut(bytes).count;
+  const sizeOf = (dependency: Dependency) => spanOfDependency(schedule, dependency).bytes;
+  /**
+   * Piece `piece` of a send or fold of `bytes` waits for that piece of a producer of its size; of
+   * `Producers`, for every piece of theirs holding its bytes.
+   */
+  const waitsOf = (after: Dependency | Producers | null, bytes: number, piece: number): PieceOf[] => {
+    if (after === null) return [];
+    if (!('parts' in after)) return [{ dependency: after, piece }];
+    const from = Math.min(bytes, piece * cut(bytes).size * width);
+    const to = Math.min(bytes, from + cut(bytes).size * width);
+    return producedBytes(after, sizeOf, from, to).flatMap(({ dependency, start, end }) => {
+      const pieceBytes = cut(sizeOf(dependency)).size * width;
+      const last = end === start ? 0 : Math.ceil(end / pieceBytes) - 1;
+      return Array.from({ length: last - Math.floor(start / pieceBytes) + 1 }, (_, k) => ({ dependency, piece: Math.floor(start / pieceBytes) + k }));
+    });
+  };
 
   const expected = schedule.sends.reduce((sum, send) => sum + piecesOf(send.span.bytes), 0) + schedule.folds.reduce((sum, fold) => sum + piecesOf(fold.target.bytes), 0);
   let finished = 0;
@@ -79,7 +95,8 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
     const progress = new DependencyProgress(schedule, piecesOf);
     schedule.folds.forEach((fold, index) => {
       for (let piece = 0; piece < piecesOf(fold.target.bytes); piece++) {
-        progress.whenAll(fold.after, piece, () =>
+        const after = fold.after.flatMap((dependency) => waitsOf(dependency, fold.target.bytes, piece));
+        progress.whenAll(after, () =>
           runFold(start, wiring.dtype, fold.op, fold.divisor, view(fold.target, piece), fold.sources.map((source) => view(source, piece)), () => {
             finished += 1;
             progress.done({ fold: index }, piece);
@@ -93,7 +110,7 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
       schedule.sends.forEach((send, index) => {
         if (piece >= piecesOf(send.span.bytes)) return;
         const bytes = view(send.span, piece);
-        progress.whenAll(send.after === null ? [] : [send.after], piece, () =>
+        progress.whenAll(waitsOf(send.after, send.span.bytes, piece), () =>
           start(links.send(railOf(send, piece), send.peer, tagOf(send, piece), bytes, shapeOf(bytes)), () => {
             finished += 1;
             progress.done({ send: index }, piece);
@@ -124,6 +141,12 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
   return concat(work, check);
 }
 
+/** One piece of a receive, fold or send. */
+interface PieceOf {
+  readonly dependency: Dependency;
+  readonly piece: number;
+}
+
 /** Which pieces of each receive, fold and send are done, and who waits for the rest. */
 class DependencyProgress {
   private readonly receives: PieceWaiters[];
@@ -136,11 +159,11 @@ class DependencyProgress {
     this.sends = schedule.sends.map((send) => new PieceWaiters(piecesOf(send.span.bytes)));
   }
 
-  /** Runs `then` once piece `piece` of every dependency in `after` is done (at once if none). */
-  whenAll(after: readonly Dependency[], piece: number, then: () => void): void {
+  /** Runs `then` once every piece in `after` is done (at once if none). */
+  whenAll(after: readonly PieceOf[], then: () => void): void {
     let waiting = after.length;
     if (waiting === 0) return then();
-    for (const dependency of after) {
+    for (const { dependency, piece } of after) {
       this.of(dependency).when(piece, () => {
         if (--waiting === 0) then();
       });

@@ -12,7 +12,7 @@ import type { CollectiveContext } from '../algorithm.js';
 import { checkAgreement, descriptorOf } from '../descriptor.js';
 import { withHeaderExchange } from './header-exchange.js';
 import { headerLabel, labelledHeader, labelText, messageLabel } from './message-label.js';
-import type { Dependency, Schedule, Span } from './schedule.js';
+import type { Dependency, Producers, Schedule, Span } from './schedule.js';
 
 /** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its header exchange. */
 export function addonPlane(plane: DataPlane, rank: number, worldSize: number): NativePlane {
@@ -37,13 +37,19 @@ const MEMORY_CODES = { input: 0, output: 1, scratch: 2 } as const;
  * index), then the receives (peer, rail, label, memory, offset, bytes), then the folds (memory, offset, bytes, op,
  * divisor, source count, (memory, offset) per source, gate count, (kind, index) per gate), each
  * list after its length. Memories: 0 input, 1 output, 2 scratch; gate kinds: 0 none, 1 a receive,
- * 2 a fold, 3 a send.
+ * 2 a fold, 3 a send; a send of several producers' bytes (`Producers`) has gate kind 4 and, in
+ * place of the index, its skip, its part count and (kind, index) per part. Internal to a process:
+ * nothing of it goes on the wire.
  */
 export function encodeProgram(schedule: Schedule, elementType: ElementType): Float64Array {
   const numbers: number[] = [elementType, schedule.scratchBytes];
   const spanOf = (of: Span, sized = true) => (sized ? numbers.push(MEMORY_CODES[of.memory], of.offset, of.bytes) : numbers.push(MEMORY_CODES[of.memory], of.offset));
-  const gate = (dependency: Dependency | null) => {
+  const gate = (dependency: Dependency | Producers | null) => {
     if (dependency === null) numbers.push(0, 0);
+    else if ('parts' in dependency) {
+      numbers.push(4, dependency.skip, dependency.parts.length);
+      for (const part of dependency.parts) gate(part);
+    }
     else if ('receive' in dependency) numbers.push(1, dependency.receive);
     else if ('fold' in dependency) numbers.push(2, dependency.fold);
     else numbers.push(3, dependency.send);

@@ -25,8 +25,9 @@ export interface Span {
 /**
  * What a send or a fold waits for, by index: a receive or a fold (what produces the bytes it
  * reads), or a send (done once its bytes have left: memory it reads may then be overwritten). A
- * dependency covers the same number of bytes as its dependent, so both planes can follow it
- * part by part (the JS plane piece by piece, the native plane byte by byte).
+ * dependency covers the same number of bytes as its dependent (a send of what several producers
+ * made waits for `Producers`), so both planes can follow it part by part (the JS plane piece by
+ * piece, the native plane byte by byte).
  */
 export type Dependency = { readonly receive: number } | { readonly fold: number } | { readonly send: number };
 
@@ -51,23 +52,39 @@ export interface ScheduledMessage {
 }
 
 /**
+ * What a send (or a fold) of bytes that several producers made waits for (a tree node forwarding
+ * its own block with the blocks its children sent, an all-gather forwarding what it gathered so
+ * far), or of some of one producer's (a reduce-scatter halving what it reduced): `parts`, each a
+ * receive, fold or send, whose bytes laid end to end hold the dependent's from byte `skip` of them
+ * on. Its byte j is byte skip + j of that concatenation and goes once that is produced: a send
+ * goes part by part, the first producer's bytes, then the next's. The concatenation may run past
+ * the dependent's end (the last part then only partly needed), never stop short of it.
+ */
+export interface Producers {
+  readonly parts: readonly Dependency[];
+  readonly skip: number;
+}
+
+/**
  * A send. Its bytes may go as far as `after` has produced them (a relay forwards a receive as it
- * arrives, a reduced segment goes as it is reduced); null: they are there from the start.
+ * arrives, a reduced segment goes as it is reduced): one producer of its size, or `Producers`
+ * whose bytes together hold it; null: they are there from the start.
  */
 export interface ScheduledSend extends ScheduledMessage {
-  readonly after: Dependency | null;
+  readonly after: Dependency | Producers | null;
 }
 
 /**
  * target = op over `sources`, folded left in their order (`avg` sums, then divides by `divisor`);
  * a single source is a copy. It runs as far as every dependency in `after` has got (the receives
- * and folds that produce its sources, the sends that still read its target). Every source has the
- * target's length; the target may be one source itself.
+ * and folds that produce its sources, the sends that still read its target), each of its size or
+ * `Producers` holding its bytes. Every source has the target's length; the target may be one
+ * source itself.
  */
 export interface ScheduledFold {
   readonly target: Span;
   readonly sources: readonly Span[];
-  readonly after: readonly Dependency[];
+  readonly after: readonly (Dependency | Producers)[];
   readonly op: ReduceOp;
   readonly divisor: number;
 }
@@ -111,6 +128,49 @@ export interface ScheduleInput {
    * the input (reduce-scatter).
    */
   readonly inPlace: boolean;
+}
+
+/** The span a dependency of `schedule` produces (a receive's, a fold's target) or reads (a send's). */
+export function spanOfDependency(schedule: Pick<Schedule, 'sends' | 'receives' | 'folds'>, dependency: Dependency): Span {
+  if ('receive' in dependency) return schedule.receives[dependency.receive]!.span;
+  return 'fold' in dependency ? schedule.folds[dependency.fold]!.target : schedule.sends[dependency.send]!.span;
+}
+
+/** Bytes from `skip` on of what `dependency` produces (a part of a larger producer). */
+export function producedFrom(dependency: Dependency, skip: number): Producers {
+  return { parts: [dependency], skip };
+}
+
+/** A dependency as `Producers` (one of its size: itself, from byte 0; none: no part). */
+export function producersOf(after: Dependency | Producers | null): Producers {
+  if (after === null) return { parts: [], skip: 0 };
+  return 'parts' in after ? after : { parts: [after], skip: 0 };
+}
+
+/** Bytes [start, end) of one producer, which send bytes from `at` on are. */
+export interface ProducedPart {
+  readonly dependency: Dependency;
+  readonly start: number;
+  readonly end: number;
+  readonly at: number;
+}
+
+/**
+ * What bytes [from, to) of a send of `producers` wait for: each part holding some of them, with
+ * which of its own bytes, in order (`sizeOf` gives each producer's size). A range of no bytes (a
+ * send of none) waits for every part whole, as a send of one producer waits for it.
+ */
+export function producedBytes(producers: Producers, sizeOf: (dependency: Dependency) => number, from: number, to: number): ProducedPart[] {
+  const parts: ProducedPart[] = [];
+  let first = 0;
+  for (const dependency of producers.parts) {
+    const size = sizeOf(dependency);
+    const [low, high] = [Math.max(first, producers.skip + from), Math.min(first + size, producers.skip + to)];
+    if (from === to) parts.push({ dependency, start: 0, end: size, at: from });
+    else if (low < high) parts.push({ dependency, start: low - first, end: high - first, at: low - producers.skip });
+    first += size;
+  }
+  return parts;
 }
 
 /** Writes one algorithm's schedule. */

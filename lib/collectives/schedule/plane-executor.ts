@@ -14,11 +14,11 @@ import { withHeaderExchange } from './header-exchange.js';
 import { headerLabel, labelledHeader, labelText, messageLabel } from './message-label.js';
 import type { Dependency, Schedule, Span } from './schedule.js';
 
-/** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its header exchange. */
+/** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its headers on the ring of successors. */
 export function addonPlane(plane: DataPlane, rank: number, worldSize: number): NativePlane {
   return {
     run: (key, schedule, elementType, memory, call) => {
-      const program = plane.program(key, () => encodeProgram(withHeaderExchange(schedule(), worldSize, rank), elementType));
+      const program = plane.program(key, () => encodeProgram(withHeaderExchange(schedule, worldSize, rank), elementType));
       return plane.run(program, memory.input, memory.output, call);
     },
     end: () => plane.end(),
@@ -93,7 +93,7 @@ export function runOnPlane<T>(
   plane: NativePlane,
   context: CollectiveContext,
   collective: NativeCollective,
-  run: { readonly key: string; readonly schedule: () => Schedule; readonly elementType: ElementType; readonly memory: PlaneMemory },
+  run: { readonly key: string; readonly schedule: (rank: number) => Schedule; readonly elementType: ElementType; readonly memory: PlaneMemory },
   result: () => T,
 ): Observable<T> {
   const call: PlaneCall = { descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };

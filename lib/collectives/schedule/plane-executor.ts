@@ -121,9 +121,11 @@ const NO_MEMORY: PlaneMemory = { input: new Uint8Array(0), output: new Uint8Arra
  * What a collective agreed at the coordinator (staged, `session.exchange`, `setTimeout`) says on
  * the data links of a native session before it goes there: its opcode and root alone (layout
  * "coordinator"), since ranks of one such collective may legitimately differ in the rest (a
- * scatter's non-roots may not know the type) and the coordinator checks it all. A header exchange
- * between every pair: a rank in it and a rank in a collective of the plane are named as a
- * mismatch at once, rather than each timing out on the other. Emits the collective's mesh number.
+ * scatter's non-roots may not know the type) and the coordinator checks it all. A schedule of no
+ * messages under the plane's agreement (`withHeaderExchange`): a header to the successor on the
+ * ring, one from the predecessor; a rank in it and a rank in a collective of the plane are named
+ * as a mismatch at once, rather than each timing out on the other. Emits the collective's mesh
+ * number.
  */
 export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveContext, request: CollectiveRequest): Observable<bigint> {
   return defer(() => {

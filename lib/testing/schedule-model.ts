@@ -15,6 +15,10 @@
  * - a race: memory written while a send from it is still in flight, or while a fold that reads
  *   it has yet to run and does not wait for that write.
  *
+ * `runSplitScheduleModel` runs a world whose ranks disagree (each in a collective of its own idea)
+ * and says which rank meets another collective's message first, as the plane names a mismatch, or
+ * throws where ranks would wait in silence.
+ *
  * `runConcurrentScheduleModel` runs several collectives at once on one job's ranks, each on a
  * communicator of its own (any members, overlapping): their messages travel on the communicator's
  * own data links (the native plane's, docs/architecture.md "Communicators") or, to show what that

@@ -21,8 +21,9 @@ export const HEADER_ONLY = { step: 0xfff, channel: 0x3fff } as const;
  *   (one always does) and compares.
  * The receiver mirrors the sender's choice from the sender's schedule as its own call writes it
  * (`scheduleOf(predecessor)`): where both agree they choose alike; where they do not, whatever
- * comes first on the link is a mismatch. Two ranks whose first message to their successor leaves
- * at once add nothing (every two-rank schedule of the table).
+ * comes first on the link is a mismatch. A schedule whose first message to the successor leaves at
+ * once adds nothing (every unrooted row of the table at two ranks, a ring in rank order, the
+ * pairwise barrier); a rank sends and expects at most one header alone.
  */
 export function withHeaderExchange(scheduleOf: (rank: number) => Schedule, worldSize: number, rank: number): Schedule {
   const own = scheduleOf(rank);

@@ -9,8 +9,8 @@
  * Per (collective, algorithm, N), for a tensor of `T` = 64 N bytes per rank (f32; a reduce-scatter
  * and an all-to-all cut it into N shards):
  * - msgs/rank: the most messages a rank sends, its schedule's own; then with the native plane's
- *   agreement, a header of no bytes to every peer the schedule sends nothing (`header-exchange.ts`:
- *   at least N-1 in all, item 2 of #47 would drop them);
+ *   agreement (`withHeaderExchange`: at most one header of no bytes more, to its successor on the
+ *   ring, where the schedule's first message there would wait or is absent; docs/protocol.md 9.9);
  * - steps: dependent steps, the longest chain of messages through receives, folds and sends
  *   across ranks (a message is a step; what a rank computes between two messages is not), against
  *   ceil(log2 N);
@@ -25,6 +25,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
+import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
 import { type Dependency, producersOf, type Schedule, type ScheduleInput, type ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { FRAME_HEADER_BYTES } from '../../lib/protocol/constants.js';
@@ -180,11 +181,9 @@ function measure(collective: CollectiveName, algorithm: string, schedule: Schedu
   let nativeMessagesPerRank = 0;
   let sentPerRank = 0;
   let perLink = 0;
-  schedules.forEach((one) => {
+  schedules.forEach((one, rank) => {
     messagesPerRank = Math.max(messagesPerRank, one.sends.length);
-    // The header exchange's rule (header-exchange.ts), counted: a header to every peer this rank sends nothing on rail 0.
-    const toOnRailZero = new Set(one.sends.filter((send) => (send.rail ?? 0) === 0).map((send) => send.peer));
-    nativeMessagesPerRank = Math.max(nativeMessagesPerRank, one.sends.length + (n - 1 - toOnRailZero.size));
+    nativeMessagesPerRank = Math.max(nativeMessagesPerRank, withHeaderExchange((of) => schedules[of]!, n, rank).sends.length);
     sentPerRank = Math.max(sentPerRank, one.sends.reduce((sum, send) => sum + send.span.bytes, 0));
     const links = new Map<number, number>();
     for (const send of one.sends) links.set(send.peer, (links.get(send.peer) ?? 0) + send.span.bytes);

@@ -37,9 +37,9 @@ export function runScheduled<N extends ScheduledName>(
     const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
     const key = `${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
     // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
-    const write = (): Schedule =>
+    const write = (of: number): Schedule =>
       withRailOrder(context.railOrder, writer({
-        rank,
+        rank: of,
         worldSize,
         count: call.count,
         width: call.width,
@@ -50,15 +50,16 @@ export function runScheduled<N extends ScheduledName>(
         ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
         inPlace: call.inPlace,
       }));
-    const cached = context.schedules.get(key, call.request, write);
+    const cached = context.schedules.get(key, call.request, () => write(rank));
     const { schedule } = cached;
     // A fused bucket's layout is the call's, not the shape's: its descriptor is its own.
     const descriptor = call.request.tag === undefined ? cached.descriptor : descriptorOf(call.request, schedule.layout);
     if (plane === 'native') {
       const native = context.nativePlane;
       if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);
-      // Over the data links of every rail (the addon compiles the stripes once per shape).
-      const run = { key, schedule: () => stripeOverRails(schedule, links.rails, context.railOrder), elementType: call.elementType, memory: call };
+      // Over the data links of every rail (the addon compiles the stripes once per shape); the
+      // predecessor's schedule says what comes first on its link (withHeaderExchange).
+      const run = { key, schedule: (of: number) => stripeOverRails(of === rank ? schedule : write(of), links.rails, context.railOrder), elementType: call.elementType, memory: call };
       return runOnPlane(native, context, { number: context.nextMeshSequence(), own: descriptor }, run, () => call.result());
     }
     return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(

@@ -24,12 +24,15 @@ export * from './simulate-job.js';
 export {
   type ConcurrentScheduleModel,
   type ConcurrentScheduleModelResult,
+  type HeaderRule,
   type ModelCollective,
   type ModelMemory,
   runConcurrentScheduleModel,
   runScheduleModel,
+  runSplitScheduleModel,
   ScheduleModelError,
   type ScheduleModelResult,
+  type SplitScheduleModel,
 } from './schedule-model.js';
 export { MEMORY_DATA_LINK_TAG, memoryDataPlane } from './memory-data-plane.js';
 export * from './verdict.js';

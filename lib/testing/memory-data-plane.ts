@@ -1,8 +1,8 @@
 /**
  * A model of the native data plane (native/data_links.cc, native/program_executor.cc) for memory jobs: it runs a schedule
  * under the plane's rules over the job's in-memory links, so simulated jobs run what users run by
- * default. The rules it keeps: every pair exchanges at least one message each way
- * (`withHeaderExchange`); messages between two ranks on one rail (a data link: the schedule's
+ * default. The rules it keeps: the first message on each link of the ring of successors leaves at
+ * once, a header alone where the schedule's would wait (`withHeaderExchange`); messages between two ranks on one rail (a data link: the schedule's
  * stripes, `stripeOverRails`) go one after the other; each starts with the
  * collective's header, with its message's label, which the receiver compares byte for byte with
  * the one it expects before it takes the payload (a different one ends the collective as a mismatch, naming the peer); a send goes once
@@ -60,7 +60,7 @@ export function memoryDataPlane(links: Links, deadlines: LazyDeadlines): NativeP
           return undefined;
         }
         const header = encodeLinkHeader(call, new Uint8Array(DESCRIPTOR_BYTES));
-        const schedule = withHeaderExchange(write(), links.worldSize, links.rank);
+        const schedule = withHeaderExchange(write, links.worldSize, links.rank);
         const run = new ModelRun(links, schedule, elementType, { ...memory, scratch: new Uint8Array(schedule.scratchBytes) }, header, (result) => {
           running = null;
           subscriber.next(result);

@@ -17,6 +17,10 @@
  * - a race: memory written while a send from it is still in flight, or while a fold that reads
  *   it has yet to run and does not wait for that write.
  *
+ * `runSplitScheduleModel` runs a world whose ranks disagree (each in a collective of its own idea)
+ * and says which rank meets another collective's message first, as the plane names a mismatch, or
+ * throws where ranks would wait in silence.
+ *
  * `runConcurrentScheduleModel` runs several collectives at once on one job's ranks, each on a
  * communicator of its own (any members, overlapping): their messages travel on the communicator's
  * own data links (the native plane's, docs/architecture.md "Communicators") or, to show what that
@@ -199,14 +203,14 @@ export function runConcurrentScheduleModel(model: ConcurrentScheduleModel, rando
     const where = collectives.length === 1 ? '' : `collective ${collective} (communicator ${communicator}, job ranks ${members.join(',')}) `;
     if (schedules.length !== members.length) throw new ScheduleModelError(`${where}has ${schedules.length} schedules for ${members.length} ranks`);
     const width = input(0).width;
-    const ranks = schedules.map((plain, rank) => stateOf(withHeaderExchange(plain, members.length, rank), { collective, where, rank }, memory, width));
+    const ranks = schedules.map((_, rank) => stateOf(withHeaderExchange((of) => schedules[of]!, members.length, rank), { collective, where, rank }, memory, width));
     checkLinks(ranks);
     return { ranks, width, where };
   });
   layWires(model, states.map(({ ranks }) => ranks));
 
   for (;;) {
-    const events = possibleEvents();
+    const events = possibleEvents(states);
     if (events.length === 0) break;
     events[Math.floor(random() * events.length)]!();
   }
@@ -222,86 +226,164 @@ export function runConcurrentScheduleModel(model: ConcurrentScheduleModel, rando
       return ranks.map(({ arrays: { output } }) => output.values.slice(output.base, output.base + outputElements));
     }),
   };
+}
 
-  function possibleEvents(): (() => void)[] {
-    const events: (() => void)[] = [];
-    for (const { ranks: all, width } of states) {
-      all.forEach((state, rank) => {
-        for (const link of state.sendsTo.values()) {
-          const index = link.indices[link.done];
-          const send = state.schedule.sends[index ?? -1];
-          if (send === undefined || current(link.wire.senders) !== link) continue;
-          const parts = state.parts[index!]!;
-          const part = parts[state.partsRead[index!]!]!;
-          if (!done(state, part.after)) continue;
-          events.push(() => {
-            // The first part puts the message on its link; each part reads its bytes as they are then.
-            if (state.partsRead[index!] === 0) {
-              const values = Array.from({ length: send.span.bytes / width }, () => '?');
-              link.wire.queue.push({ values, whole: false, collective: state.collective, from: rank, send: index!, to: link, index: link.done });
-            }
-            const message = link.wire.queue.find((queued) => queued.collective === state.collective && queued.from === rank && queued.send === index)!;
-            const bytes = read(state, { memory: send.span.memory, offset: send.span.offset + part.at, bytes: part.bytes }, width);
-            message.values.splice(part.at / width, bytes.length, ...bytes);
-            if (++state.partsRead[index!]! < parts.length) return;
-            message.whole = true;
-            link.done++;
-          });
+/**
+ * How each rank's schedule gets the native plane's headers: from the schedule any rank of its
+ * collective runs, as it writes them (`withHeaderExchange`, the plane's; a test may try another).
+ */
+export type HeaderRule = (scheduleOf: (rank: number) => Schedule, worldSize: number, rank: number) => Schedule;
+
+/**
+ * A world whose ranks disagree on the collective they are in (different collectives or roots,
+ * one rank a call behind): `collectives` as each group of ranks writes its collective, and which
+ * one each rank is in.
+ */
+export interface SplitScheduleModel {
+  readonly collectives: readonly Omit<ModelCollective, 'communicator'>[];
+  /** For each rank of the world, an index into `collectives`. */
+  readonly inCollective: readonly number[];
+}
+
+/**
+ * Runs a split world in the model, each rank its own collective's schedule with `rule`'s headers,
+ * on one data link per pair of ranks and rail; every message carries its collective (the native
+ * plane's header), so a receive whose link brings another collective's message first has
+ * detected the disagreement, as the plane names a header mismatch. Returns the first such
+ * detection as text once nothing more can happen; throws `ScheduleModelError` where ranks wait
+ * and none detects (a silent deadlock, which only a timeout would end).
+ */
+export function runSplitScheduleModel(split: SplitScheduleModel, random: () => number, rule: HeaderRule = withHeaderExchange): string {
+  const { collectives, inCollective } = split;
+  const worldSize = inCollective.length;
+  const states = collectives.map(({ schedules, input, memory }, collective) => {
+    if (schedules.length !== worldSize) throw new ScheduleModelError(`collective ${collective} has ${schedules.length} schedules for ${worldSize} ranks`);
+    const width = input(0).width;
+    // A sparse list: ranks in another collective are holes.
+    const ranks: RankState[] = [];
+    inCollective.forEach((of, rank) => {
+      if (of === collective) ranks[rank] = stateOf(rule((peer) => schedules[peer]!, worldSize, rank), { collective, where: `collective ${collective} `, rank }, memory, width);
+    });
+    return { ranks, width };
+  });
+  const wires = new Map<string, Wire>();
+  const wireOf = (from: number, to: number, rail: number) => {
+    const name = `the link ${from}>${to}${rail === 0 ? '' : ` rail ${rail}`}`;
+    return wires.get(name) ?? wires.set(name, { name, senders: [], receivers: [], queue: [] }).get(name)!;
+  };
+  for (const { ranks } of states) {
+    ranks.forEach((state, rank) => {
+      for (const link of state.sendsTo.values()) (link.wire = wireOf(rank, link.peer, link.rail)).senders.push(link);
+      for (const link of state.receivesFrom.values()) (link.wire = wireOf(link.peer, rank, link.rail)).receivers.push(link);
+    });
+  }
+  for (;;) {
+    const events = possibleEvents(states);
+    if (events.length === 0) break;
+    events[Math.floor(random() * events.length)]!();
+  }
+  const waiting: string[] = [];
+  for (const { ranks } of states) {
+    for (const [rank, state] of ranks.entries()) {
+      if (state === undefined) continue;
+      for (const link of state.receivesFrom.values()) {
+        const first = link.wire.queue[0];
+        if (link.done < link.indices.length && first !== undefined && first.collective !== state.collective) {
+          return `rank ${rank} (collective ${state.collective}) expects message ${link.done} from ${describeLink(link)}, which sent collective ${first.collective}'s`;
         }
-        for (const link of state.receivesFrom.values()) {
-          const message = link.wire.queue[0];
-          if (link.done < link.indices.length && current(link.wire.receivers) === link && message?.whole === true && message.collective === state.collective && message.index === link.done) {
-            events.push(() => {
-              link.wire.queue.shift();
-              const index = link.indices[link.done]!;
-              write(all, rank, state.schedule.receives[index]!.span, message.values, { receive: index }, width);
-              state.received[index] = true;
-              link.done++;
-              all[message.from]!.landed[message.send] = true;
-            });
+      }
+      const stuck = describeStuck(state);
+      if (stuck !== null) waiting.push(`rank ${rank} (collective ${state.collective}) ${stuck}`);
+    }
+  }
+  throw new ScheduleModelError(waiting.length === 0 ? 'every rank ended its own collective and none saw another\'s message' : `silent deadlock: ${waiting.join('; ')}`);
+}
+
+/** One collective's ranks in the model, with its element width. */
+interface ModelStates {
+  readonly ranks: readonly RankState[];
+  readonly width: number;
+}
+
+/** Every event that may happen next, over every collective's ranks (a rank a collective lacks is a hole). */
+function possibleEvents(states: readonly ModelStates[]): (() => void)[] {
+  const events: (() => void)[] = [];
+  for (const { ranks: all, width } of states) {
+    all.forEach((state, rank) => {
+      for (const link of state.sendsTo.values()) {
+        const index = link.indices[link.done];
+        const send = state.schedule.sends[index ?? -1];
+        if (send === undefined || current(link.wire.senders) !== link) continue;
+        const parts = state.parts[index!]!;
+        const part = parts[state.partsRead[index!]!]!;
+        if (!done(state, part.after)) continue;
+        events.push(() => {
+          // The first part puts the message on its link; each part reads its bytes as they are then.
+          if (state.partsRead[index!] === 0) {
+            const values = Array.from({ length: send.span.bytes / width }, () => '?');
+            link.wire.queue.push({ values, whole: false, collective: state.collective, from: rank, send: index!, to: link, index: link.done });
           }
-        }
-        state.schedule.folds.forEach((fold, index) => {
-          if (state.folded[index] || !fold.after.every((dependency) => producersOf(dependency).parts.every((part) => done(state, part)))) return;
+          const message = link.wire.queue.find((queued) => queued.collective === state.collective && queued.from === rank && queued.send === index)!;
+          const bytes = read(state, { memory: send.span.memory, offset: send.span.offset + part.at, bytes: part.bytes }, width);
+          message.values.splice(part.at / width, bytes.length, ...bytes);
+          if (++state.partsRead[index!]! < parts.length) return;
+          message.whole = true;
+          link.done++;
+        });
+      }
+      for (const link of state.receivesFrom.values()) {
+        const message = link.wire.queue[0];
+        if (link.done < link.indices.length && current(link.wire.receivers) === link && message?.whole === true && message.collective === state.collective && message.index === link.done) {
           events.push(() => {
-            const sources = fold.sources.map((source) => read(state, source, width));
-            const values = sources[0]!.map((_, element) => {
-              const folded = sources.map((source) => source[element]!).reduce((left, right) => `(${left}+${right})`);
-              return fold.op === 'avg' && fold.divisor !== 1 ? `${folded}/${fold.divisor}` : folded;
-            });
-            write(all, rank, fold.target, values, { fold: index }, width);
-            state.folded[index] = true;
+            link.wire.queue.shift();
+            const index = link.indices[link.done]!;
+            write(all, rank, state.schedule.receives[index]!.span, message.values, { receive: index }, width);
+            state.received[index] = true;
+            link.done++;
+            all[message.from]!.landed[message.send] = true;
           });
+        }
+      }
+      state.schedule.folds.forEach((fold, index) => {
+        if (state.folded[index] || !fold.after.every((dependency) => producersOf(dependency).parts.every((part) => done(state, part)))) return;
+        events.push(() => {
+          const sources = fold.sources.map((source) => read(state, source, width));
+          const values = sources[0]!.map((_, element) => {
+            const folded = sources.map((source) => source[element]!).reduce((left, right) => `(${left}+${right})`);
+            return fold.op === 'avg' && fold.divisor !== 1 ? `${folded}/${fold.divisor}` : folded;
+          });
+          write(all, rank, fold.target, values, { fold: index }, width);
+          state.folded[index] = true;
         });
       });
-    }
-    return events;
-  }
-
-  /** Writes `values` at `span` of `rank`, after checking nothing still reads what they replace. */
-  function write(all: RankState[], rank: number, span: Span, values: string[], writer: Dependency, width: number): void {
-    const state = all[rank]!;
-    for (const wire of wiresOf(state)) {
-      for (const message of wire.queue) {
-        if (message.collective !== state.collective || message.from !== rank) continue;
-        const sent = state.schedule.sends[message.send]!.span;
-        // What the native plane may have sent of it: the parts read, and those whose producer is done.
-        const taken = state.parts[message.send]!.filter((part, at) => at < state.partsRead[message.send]! || done(state, part.after));
-        const hit = taken.some((part) => overlaps(state, span, { memory: sent.memory, offset: sent.offset + part.at, bytes: part.bytes }, width));
-        if (hit) throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} while its send of ${describeSpan(sent)} to ${describeLink(message.to)} is in flight`);
-      }
-    }
-    state.schedule.folds.forEach((fold, index) => {
-      if (state.folded[index] || same({ fold: index }, writer) || fold.after.some((dependency) => producersOf(dependency).parts.some((part) => same(part, writer)))) return;
-      for (const source of fold.sources) {
-        if (overlaps(state, span, source, width)) {
-          throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} before fold ${index}, which reads it and does not wait for it, has run`);
-        }
-      }
     });
-    const { values: array, base } = state.arrays[span.memory];
-    values.forEach((value, element) => (array[base + span.offset / width + element] = value));
   }
+  return events;
+}
+
+/** Writes `values` at `span` of `rank`, after checking nothing still reads what they replace. */
+function write(all: readonly RankState[], rank: number, span: Span, values: string[], writer: Dependency, width: number): void {
+  const state = all[rank]!;
+  for (const wire of wiresOf(state)) {
+    for (const message of wire.queue) {
+      if (message.collective !== state.collective || message.from !== rank) continue;
+      const sent = state.schedule.sends[message.send]!.span;
+      // What the native plane may have sent of it: the parts read, and those whose producer is done.
+      const taken = state.parts[message.send]!.filter((part, at) => at < state.partsRead[message.send]! || done(state, part.after));
+      const hit = taken.some((part) => overlaps(state, span, { memory: sent.memory, offset: sent.offset + part.at, bytes: part.bytes }, width));
+      if (hit) throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} while its send of ${describeSpan(sent)} to ${describeLink(message.to)} is in flight`);
+    }
+  }
+  state.schedule.folds.forEach((fold, index) => {
+    if (state.folded[index] || same({ fold: index }, writer) || fold.after.some((dependency) => producersOf(dependency).parts.some((part) => same(part, writer)))) return;
+    for (const source of fold.sources) {
+      if (overlaps(state, span, source, width)) {
+        throw new ScheduleModelError(`race: ${state.where}rank ${rank} ${describeDependency(writer)} writes ${describeSpan(span)} before fold ${index}, which reads it and does not wait for it, has run`);
+      }
+    }
+  });
+  const { values: array, base } = state.arrays[span.memory];
+  values.forEach((value, element) => (array[base + span.offset / width + element] = value));
 }
 
 /** The first of a wire's ends (in the order it takes them) that has messages left: the one it serves now. */

@@ -108,10 +108,10 @@ describe('collectives of several communicators at once, in the schedule model (r
 
   it("the counterexample for shared links: 4 ranks on {0,1}, {2,3}, {1,2,3} and the world, odd ranks issuing in reverse, deadlock on the job's links in every event order, and complete exactly on links of their own", () => {
     // Each link carries one in-order stream read straight into the memory a receive names, with
-    // nowhere to set an early message aside: a rank that issued the pair's all-reduce first reads
-    // the pair's message from its peer on the job's link, where that peer, which issued the
-    // world's all-gather first, put the world's message. Both wait for a message behind the other
-    // one's: a deadlock, whatever the events' order. Links of a communicator's own carry only its
+    // nowhere to set an early message aside: rank 1, which issued the world's all-gather first,
+    // reads the world's message from rank 0 on the job's link 0>1, where rank 0, which issued the
+    // pair's all-reduce first, put the pair's; so rank 1 never folds, and rank 0 waits for the
+    // pair's step 1 from it: a deadlock, whatever the events' order. Links of a communicator's own carry only its
     // calls, so each rank's order is its own business: the reason for rxccl's per-communicator links.
     const communicators = [[0, 1], [2, 3], [1, 2, 3], ranksOf(4)];
     const collectives = [
@@ -135,8 +135,8 @@ describe('collectives of several communicators at once, in the schedule model (r
       }
     }
     expect([...deadlocks].every((message) => message.startsWith('deadlock: '))).toBe(true);
-    // The pair {0,1}, first on rank 0, last on rank 1: rank 0 waits for its message from rank 1 behind the world's.
-    expect(deadlocks).toContain("deadlock: collective 0 (communicator 0, job ranks 0,1) rank 0 waits for message 0 from rank 1, behind collective 3's message on the job's link 1>0");
+    // The pair {0,1}, first on rank 0, last on rank 1: rank 0 waits for its step-1 message from rank 1.
+    expect(deadlocks).toContain('deadlock: collective 0 (communicator 0, job ranks 0,1) rank 0 waits for message 1 from rank 1, which never comes');
   });
 
   it('names what is wrong with a job: a communicator not of its ranks, a rank that does not issue a collective of its communicator, schedules for another size, a communicator that is not there', () => {

@@ -102,7 +102,7 @@ export function inputOf(rank: number, worldSize: number, count: number, changes:
 
 /** Compiles `write`'s schedule for `input` (with the plane's header exchange) and runs it over `memory`. */
 export function runOn(plane: DataPlane, write: ScheduleOf, input: ScheduleInput, memory: { input: Uint8Array; output: Uint8Array }, collective: NativeCollective, timeoutMs = 5_000) {
-  const program = plane.program(JSON.stringify(input) + write.name, () => encodeProgram(withHeaderExchange(write(input), input.worldSize, input.rank), ElementType.I32));
+  const program = plane.program(JSON.stringify(input) + write.name, () => encodeProgram(withHeaderExchange((rank) => write({ ...input, rank }), input.worldSize, input.rank), ElementType.I32));
   return firstValueFrom(plane.run(program, memory.input, memory.output, { descriptor: collective.own, sequence: collective.number, timeoutMs }));
 }
 

@@ -40,6 +40,20 @@ function algorithmsOf(session: RankSession): string[] {
   return names;
 }
 
+/**
+ * A rank's failure where ranks disagree: its call's, or, where its call ended before the abort
+ * reached it (it compares headers with its neighbours on the ring and the ranks it exchanges data
+ * with, none of which differed: docs/protocol.md 9.9), its next call's.
+ */
+async function failureOf(session: RankSession, call: Promise<unknown>): Promise<Error> {
+  try {
+    await call;
+  } catch (error) {
+    return error as Error;
+  }
+  return rejection(session.barrier());
+}
+
 describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => {
   it('all-reduce matches the reference bit for bit, every dtype x op, worlds 2..8, odd counts on both sides of the pairwise size, fresh, output and in place', async () => {
     const random = seededRandom(7);
@@ -188,7 +202,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     ] as const) {
       const { sessions } = await nativeJob(3);
       const started = Date.now();
-      const errors = await Promise.all(sessions.map((session, rank) => rejection(calls[rank]!(session))));
+      const errors = await Promise.all(sessions.map((session, rank) => failureOf(session, calls[rank]!(session))));
       for (const error of errors) {
         expect(error.message).toMatch(/collective sequence 0 mismatch: rank \d submitted \{/);
         expect(error.message).toContain(first);
@@ -198,6 +212,26 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
   });
+
+  it('at 8 ranks, one rank broadcasting from another root than the rest (ranks that are not neighbours differ too) is named at once with both descriptors, by the tree rows and the default ones', async () => {
+    for (const [algorithm, layout] of [
+      ['tree', 'binomial'],
+      ['auto', 'pairwise'],
+    ] as const) {
+      const job = await startCoordinator(8, { transport: 'tcp_peer', timeoutMs: 10_000, collectiveTimeoutMs: 10_000 });
+      jobs.push(job);
+      const sessions = await Promise.all(Array.from({ length: 8 }, (_, rank) => job.openRank(rank, { dataPlane: 'native', algorithm })));
+      const started = Date.now();
+      const errors = await Promise.all(sessions.map((session, rank) => failureOf(session, session.broadcast(Float32Array.of(rank, 2), rank === 5 ? 1 : 0))));
+      expect(Date.now() - started, algorithm).toBeLessThan(5_000);
+      for (const error of errors) {
+        expect(error.message).toMatch(/collective sequence 0 mismatch: rank [4-6] submitted \{Broadcast F32 root [01] count 2 op none layout "[a-z]+"\}, rank [5-6] submitted \{/);
+        expect(error.message).toContain(`{Broadcast F32 root 0 count 2 op none layout "${layout}"}`);
+        expect(error.message).toContain(`{Broadcast F32 root 1 count 2 op none layout "${layout}"}`);
+      }
+      await Promise.all(jobs.splice(0).map((one) => one.dispose()));
+    }
+  }, 60_000);
 
   it('a large all-reduce reduces its segments piece by piece as they arrive: exact at several MiB a segment, fresh and in place', async () => {
     for (const worldSize of [2, 3]) {

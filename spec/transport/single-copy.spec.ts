@@ -21,6 +21,7 @@ import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { chainBroadcast } from '../../lib/collectives/broadcast/chain.js';
 import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
 import { descriptorOf } from '../../lib/collectives/descriptor.js';
+import { HEADER_ONLY, withHeaderExchange } from '../../lib/collectives/schedule/header-exchange.js';
 import type { NativeCollective } from '../../lib/collectives/schedule/plane-executor.js';
 import type { ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
@@ -139,10 +140,12 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
             const wrong = got.findIndex((value, i) => value !== expected[i]);
             if (rank !== root) expect(wrong === -1 ? null : `element ${wrong}: ${got[wrong]}, expected ${expected[wrong]}`, `${name}, ${count} elements, rank ${rank}`).toBeNull();
           }
-          // Every pair exchanged a message each way: every link is agreed, to single copy where both take part.
+          // Every link a message took (the schedule's, and the headers alone of the agreement on the
+          // ring) is agreed, to single copy where both ends take part.
           for (const [rank, plane] of planes.entries()) {
-            const both = planes.map((_, peer) => peer).filter((peer) => peer !== rank && singleCopy[rank] && singleCopy[peer]);
-            expect(plane.singleCopyPeers()).toEqual({ readBy: both, readsFrom: both });
+            const headed = withHeaderExchange((of) => write(inputOf(of, worldSize, count, { root })), worldSize, rank);
+            const both = (peers: readonly number[]) => [...new Set(peers)].filter((peer) => singleCopy[rank] && singleCopy[peer]).sort((a, b) => a - b);
+            expect(plane.singleCopyPeers()).toEqual({ readBy: both(headed.sends.map(({ peer }) => peer)), readsFrom: both(headed.receives.map(({ peer }) => peer)) });
           }
           await cleanups.pop()!();
         },
@@ -185,7 +188,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
       fromPeer.write(offerOfNothing());
       const engineChallenge = await answers(CHALLENGE_BYTES);
       challenges.add(Buffer.from(engineChallenge).toString('hex'));
-      fromPeer.write(concat(engineChallenge, headerOf(collective)));
+      fromPeer.write(concat(engineChallenge, headerOf(collective, HEADER_ONLY)));
       expect(Array.from(await answers(1))).toEqual([0]);
       if (peerReads) {
         const message = await fromRank(32 + RANGE_BYTES);
@@ -216,7 +219,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
     await answerEngineOffer(toPeer, fromRank, 1);
     const answers = reader(fromPeer);
     fromPeer.write(offerOfNothing());
-    fromPeer.write(concat(await answers(CHALLENGE_BYTES), headerOf(collective)));
+    fromPeer.write(concat(await answers(CHALLENGE_BYTES), headerOf(collective, HEADER_ONLY)));
     // Every message went, and came: only the answer to the range is missing.
     await fromRank(32 + RANGE_BYTES);
     expect(await outcome).toMatchObject({ kind: 'timed-out', missing: [1] });

@@ -10,11 +10,13 @@ import type { Schedule } from './schedule.js';
  */
 export interface NativePlane {
   /**
-   * Cold: runs `schedule()` (the same for the same `key`: a plane may compile it once) over
-   * `memory`, with `call`'s header on every message; emits undefined once it is done, else how it
-   * failed. `elementType` is the tensor's (the folds').
+   * Cold: runs this rank's `schedule(rank)` (the same for the same `key`: a plane may compile it
+   * once) over `memory`, with `call`'s header on every message; emits undefined once it is done,
+   * else how it failed. `schedule` writes any rank's schedule of the call as this rank's call would:
+   * the plane reads its predecessor's on the ring to know what comes first on their link
+   * (`withHeaderExchange`). `elementType` is the tensor's (the folds').
    */
-  run(key: string, schedule: () => Schedule, elementType: ElementType, memory: PlaneMemory, call: PlaneCall): Observable<NativeOutcome | undefined>;
+  run(key: string, schedule: (rank: number) => Schedule, elementType: ElementType, memory: PlaneMemory, call: PlaneCall): Observable<NativeOutcome | undefined>;
   /** Ends a running collective (its outcome is "aborted") and every later one. */
   end(): void;
   /** Ends, then lets go of the data links. */

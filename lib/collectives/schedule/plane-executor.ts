@@ -14,11 +14,11 @@ import { withHeaderExchange } from './header-exchange.js';
 import { headerLabel, labelledHeader, labelText, messageLabel } from './message-label.js';
 import type { Dependency, Producers, Schedule, Span } from './schedule.js';
 
-/** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its header exchange. */
+/** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its headers on the ring of successors. */
 export function addonPlane(plane: DataPlane, rank: number, worldSize: number): NativePlane {
   return {
     run: (key, schedule, elementType, memory, call) => {
-      const program = plane.program(key, () => encodeProgram(withHeaderExchange(schedule(), worldSize, rank), elementType));
+      const program = plane.program(key, () => encodeProgram(withHeaderExchange(schedule, worldSize, rank), elementType));
       return plane.run(program, memory.input, memory.output, call);
     },
     end: () => plane.end(),
@@ -99,7 +99,7 @@ export function runOnPlane<T>(
   plane: NativePlane,
   context: CollectiveContext,
   collective: NativeCollective,
-  run: { readonly key: string; readonly schedule: () => Schedule; readonly elementType: ElementType; readonly memory: PlaneMemory },
+  run: { readonly key: string; readonly schedule: (rank: number) => Schedule; readonly elementType: ElementType; readonly memory: PlaneMemory },
   result: () => T,
 ): Observable<T> {
   const call: PlaneCall = { descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
@@ -127,9 +127,11 @@ const NO_MEMORY: PlaneMemory = { input: new Uint8Array(0), output: new Uint8Arra
  * What a collective agreed at the coordinator (staged, `session.exchange`, `setTimeout`) says on
  * the data links of a native session before it goes there: its opcode and root alone (layout
  * "coordinator"), since ranks of one such collective may legitimately differ in the rest (a
- * scatter's non-roots may not know the type) and the coordinator checks it all. A header exchange
- * between every pair: a rank in it and a rank in a collective of the plane are named as a
- * mismatch at once, rather than each timing out on the other. Emits the collective's mesh number.
+ * scatter's non-roots may not know the type) and the coordinator checks it all. A schedule of no
+ * messages under the plane's agreement (`withHeaderExchange`): a header to the successor on the
+ * ring, one from the predecessor; a rank in it and a rank in a collective of the plane are named
+ * as a mismatch at once, rather than each timing out on the other. Emits the collective's mesh
+ * number.
  */
 export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveContext, request: CollectiveRequest): Observable<bigint> {
   return defer(() => {

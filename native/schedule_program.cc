@@ -168,6 +168,11 @@ bool DecodeProgram(const double* data, size_t length, int rank, int world_size, 
       produced += g.size;
     }
     if (!producers.parts.empty() && produced < producers.skip + bytes) in.Fail(std::string("program ") + what + " waits for producers of fewer bytes than it has");
+    // The first part holds the first byte it waits for: the executor counts a part only once every
+    // earlier one is whole, where the JS plane waits for the parts that hold its bytes alone.
+    if (!producers.parts.empty() && producers.skip >= producers.parts.front().size && bytes > 0) {
+      in.Fail(std::string("program ") + what + " waits for a first producer wholly before its bytes");
+    }
   };
   for (ProgramSend& send : program.sends) {
     check(send.after, send.span.size, "send");

@@ -35,7 +35,9 @@ export function runScheduled<N extends ScheduledName>(
   return defer(() => {
     const { rank, worldSize } = context;
     const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
-    const key = `${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
+    // The cache's generation too: the plane's compiled programs outlive a context (a call queued
+    // under the old one may compile after the session saw a new ring), and must not be shared.
+    const key = `${context.schedules.generation} ${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
     // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
     const write = (of: number): Schedule =>
       withRailOrder(context.railOrder, writer({

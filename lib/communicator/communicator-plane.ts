@@ -89,7 +89,15 @@ export async function openCommunicatorPlane(
     mesh.failureHandler = () => undefined;
     const host = parts.worldEndpoints[jobRanks[rank]!]![0]!.host;
     const sameHost = jobRanks.flatMap((jobRank, member) => (member !== rank && parts.worldEndpoints[jobRank]![0]!.host === host ? [member] : []));
-    const plane = addonPlane(DataPlane.open(engine, rank, worldSize, mesh.dataLinks!, { spin: parts.spin, sameHost, singleCopy: parts.singleCopy, owner: parts.owner }), rank, worldSize);
+    let plane: NativePlane;
+    try {
+      plane = addonPlane(DataPlane.open(engine, rank, worldSize, mesh.dataLinks!, { spin: parts.spin, sameHost, singleCopy: parts.singleCopy, owner: parts.owner }), rank, worldSize);
+    } catch (error) {
+      // No plane took the data links: they close with the mesh.
+      for (const socket of [...mesh.dataLinks!.send, ...mesh.dataLinks!.receive]) socket?.destroy();
+      mesh.close();
+      throw error;
+    }
     // Closing the plane closes its data links, then the mesh's idle ones.
     return {
       ...plane,

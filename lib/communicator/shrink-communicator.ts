@@ -22,6 +22,7 @@ export interface ShrinkingCommunicator extends CommunicatorParent {
 /** What the survivors meet on: the session built over the shrunk communicator's parts (its raw `exchange`). */
 export interface Meeting {
   exchange(options: { readonly opcode: Opcode; readonly elementType: ElementType; readonly count: number; readonly layoutHash: bigint }): Promise<unknown>;
+  close(): Promise<void>;
 }
 
 /**
@@ -65,7 +66,11 @@ export async function shrinkCommunicator<C extends Meeting>(shrinking: Shrinking
       // One of them was lost during the shrink. Some survivors may have met here before they
       // heard of it: every survivor gets this communicator alike, and its first call fails on
       // each, to be shrunk in turn.
-      if (!(error instanceof RankLostError)) throw error;
+      if (!(error instanceof RankLostError)) {
+        // No survivor goes on with it (a timeout, an abort): what it opened closes here.
+        await shrunk.close();
+        throw error;
+      }
     }
     return shrunk;
   } finally {

@@ -513,6 +513,10 @@ function stateOf(schedule: Schedule, { collective, where, rank }: RankPlace, mem
     if (after.parts.length === 0 || produced < after.skip + bytes) {
       throw new ScheduleModelError(`${where}rank ${rank} ${what} of ${bytes} bytes waits for ${after.parts.map(describeDependency).join(', ') || 'no part'} from byte ${after.skip}, of ${produced} bytes in all`);
     }
+    // As the native decoder (native/schedule_program.cc): the first part holds the first byte waited for.
+    if (bytes > 0 && after.skip >= spanOf(after.parts[0]!).bytes) {
+      throw new ScheduleModelError(`${where}rank ${rank} ${what} waits for ${describeDependency(after.parts[0]!)} wholly before its bytes (from byte ${after.skip})`);
+    }
   };
   schedule.sends.forEach((send, index) => {
     inBounds(send.span, `send ${index}`);

@@ -114,7 +114,7 @@ describe('ranks that disagree, in the model (runSplitScheduleModel)', () => {
       fc.property(arbSplit, (split) => {
         expect(runSplit(split)).toMatch(/^rank \d+ \(collective [01]\) expects message \d+ from rank \d+( rail \d+)?, which sent collective [01]'s$/);
       }),
-      { numRuns: 300 },
+      { numRuns: 150 },
     );
   }, 120_000);
 

@@ -24,7 +24,9 @@ import { stripeCuts, stripeOverRails } from '../../lib/collectives/schedule/rail
 import { runScheduleModel, ScheduleModelError, seededRandom } from '../../lib/testing/index.js';
 import { arbScheduledCase, expectExactOutputs, SCHEDULED, type ScheduledCase, scheduledCollective } from '../helpers/scheduled-collective.js';
 
-const arbCase = fc.integer({ min: 1, max: 33 }).chain((worldSize) => fc.tuple(arbScheduledCase(worldSize), fc.integer()));
+/** A case of any row on 1..`maxWorldSize` ranks (from `minWorldSize`), with the seed of its event order. */
+const arbCase = (minWorldSize: number, maxWorldSize: number) =>
+  fc.integer({ min: minWorldSize, max: maxWorldSize }).chain((worldSize) => fc.tuple(arbScheduledCase(worldSize), fc.integer()));
 const TREES = SCHEDULED.filter(({ family }) => family === 'tree');
 
 describe('every schedule of the table, in the model (lib/testing/schedule-model.ts)', () => {
@@ -64,8 +66,12 @@ describe('every schedule of the table, in the model (lib/testing/schedule-model.
     expectExactOutputs(c, runScheduleModel(schedules, input, memory, seededRandom(seed)).outputs);
   };
 
-  it('is well formed, never waits on itself, races no memory, and delivers exactly every contribution (rank order, or ring or tree order once each), worlds 1..33, with the native plane\'s headers on the ring of successors', () => {
-    fc.assert(fc.property(arbCase, modelled), { numRuns: 300 });
+  it('is well formed, never waits on itself, races no memory, and delivers exactly every contribution (rank order, or ring or tree order once each), worlds 1..16, with the native plane\'s headers on the ring of successors', () => {
+    fc.assert(fc.property(arbCase(1, 16), modelled), { numRuns: 300 });
+  }, 120_000);
+
+  it('the same at worlds 17..33, fewer cases (each a world of all-pairs schedules is slow to model)', () => {
+    fc.assert(fc.property(arbCase(17, 33), modelled), { numRuns: 30 });
   }, 120_000);
 
   it('the tree family again at worlds 1..33 (non-powers of two folded in and handed back)', () => {
@@ -216,6 +222,12 @@ describe('a send of several producers (Producers, docs/protocol.md 9.6.1) in the
       return input.rank === 0 ? { ...plain, sends: [{ ...plain.sends[0]!, after: { parts: [{ fold: 0 }, { fold: 1 }], skip: 1 } }] } : plain;
     };
     expect(() => run(short, 1)).toThrow('rank 0 send 0 of 4 bytes waits for fold 0, fold 1 from byte 1, of 4 bytes in all');
+    // Enough bytes, but from byte 2 the first part (fold 0's 2) holds none of them: refused, as the native decoder does.
+    const leading: ScheduleOf = (input) => {
+      const plain = twoParts([[], []])(input);
+      return input.rank === 0 ? { ...plain, sends: [{ ...plain.sends[0]!, after: { parts: [{ fold: 0 }, { fold: 1 }, { fold: 1 }], skip: 2 } }] } : plain;
+    };
+    expect(() => run(leading, 1)).toThrow('rank 0 send 0 waits for fold 0 wholly before its bytes (from byte 2)');
   });
 });
 

@@ -418,6 +418,8 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     const fromReceive = (gate: number[]) => [6, 0, 1, 2, 0, 0, 0, 0, 8, ...gate, 1, 2, 0, 0, 1, 0, 8, 0];
     expect(compile(fromReceive([4, 0, 1, 1, 0]))).not.toThrow();
     expect(compile(fromReceive([4, 4, 1, 1, 0]))).toThrow('data plane program send waits for producers of fewer bytes than it has');
+    // Receive 0 twice from byte 8: enough bytes, but the first part lies wholly before them.
+    expect(compile(fromReceive([4, 8, 2, 1, 0, 1, 0]))).toThrow('data plane program send waits for a first producer wholly before its bytes');
     expect(compile(fromReceive([4, 0, 1, 0, 0]))).toThrow('data plane program gate part is not a receive, fold or send (kind 1..3)');
     expect(compile(fromReceive([4, 0, 0]))).toThrow('data plane program gate of producers names none');
     expect(compile(fromReceive([5, 0]))).toThrow('data plane program gate kind is not 0..4');

@@ -1,3 +1,4 @@
+import { HEADER_ONLY } from './header-exchange.js';
 import type { ScheduledMessage } from './schedule.js';
 
 /**
@@ -19,6 +20,14 @@ export function messageLabel(message: Pick<ScheduledMessage, 'step' | 'channel' 
 /** A label as a person reads it: `step 2 channel 1 stripe 0`. */
 export function labelText(label: number): string {
   return `step ${label & 0xfff} channel ${((label >>> 12) & 0x3f) | ((label >>> 24) << 6)} stripe ${(label >>> 18) & 0x3f}`;
+}
+
+/** The label of the ring agreement's header-only messages (docs/protocol.md 9.9). */
+const HEADER_ONLY_LABEL = messageLabel(HEADER_ONLY);
+
+/** A message by its label, as an error names it: `message step 2 channel 1 stripe 0`, or `its header alone` (the ring agreement's). */
+export function messageText(label: number): string {
+  return label === HEADER_ONLY_LABEL ? 'its header alone' : `message ${labelText(label)}`;
 }
 
 /** Where a data link header carries its message's label, u32 little-endian (native/schedule_program.h kLabelOffset). */

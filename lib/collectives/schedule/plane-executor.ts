@@ -11,7 +11,7 @@ import type { NativePlane, PlaneMemory } from './native-plane.js';
 import type { CollectiveContext } from '../algorithm.js';
 import { checkAgreement, descriptorOf } from '../descriptor.js';
 import { withHeaderExchange } from './header-exchange.js';
-import { headerLabel, labelledHeader, labelText, messageLabel } from './message-label.js';
+import { headerLabel, labelledHeader, messageLabel, messageText } from './message-label.js';
 import type { Dependency, Producers, Schedule, Span } from './schedule.js';
 
 /** The addon's engine as a `NativePlane`: each schedule shape compiled once, with its headers on the ring of successors. */
@@ -204,7 +204,7 @@ function headerMismatch(outcome: NativeOutcome, rank: number, collective: Native
   }
   const link = `its data link${outcome.rail === 0 ? '' : ` of rail ${outcome.rail}`} to rank ${rank}`;
   return new ProtocolError(
-    `rank ${peer} sent collective ${collective.number} (${opcodeName(collective.own.opcode)}) message ${labelText(label)} on ${link}, where rank ${rank} expects message ${labelText(outcome.label)}`,
+    `rank ${peer} sent collective ${collective.number} (${opcodeName(collective.own.opcode)}) ${messageText(label)} on ${link}, where rank ${rank} expects ${messageText(outcome.label)}`,
   );
 }
 

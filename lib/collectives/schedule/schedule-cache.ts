@@ -18,7 +18,10 @@ export const CACHED_SCHEDULES = 256;
  * hashed) once, and the native plane compiles it once under the same key.
  */
 export class ScheduleCache {
+  private static made = 0;
   private readonly entries = new Map<string, CachedSchedule>();
+  /** Which cache this is, in this process: keys of the native plane's programs carry it. */
+  readonly generation = ScheduleCache.made++;
 
   get(key: string, request: CollectiveRequest, write: () => Schedule): CachedSchedule {
     const known = this.entries.get(key);

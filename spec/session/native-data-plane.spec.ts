@@ -213,7 +213,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   });
 
-  it('at 8 ranks, one rank broadcasting from another root than the rest (ranks that are not neighbours differ too) is named at once with both descriptors, by the tree rows and the default ones', async () => {
+  it('at 8 ranks, one rank broadcasting from another root than the rest (ranks that are not neighbours differ too) is named at once (with both descriptors where a ring neighbour finds it), by the tree rows and the default ones', async () => {
     for (const [algorithm, layout] of [
       ['tree', 'binomial'],
       ['auto', 'pairwise'],
@@ -224,10 +224,18 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
       const started = Date.now();
       const errors = await Promise.all(sessions.map((session, rank) => failureOf(session, session.broadcast(Float32Array.of(rank, 2), rank === 5 ? 1 : 0))));
       expect(Date.now() - started, algorithm).toBeLessThan(5_000);
+      // Named at once on every rank (a rank that finds it aborts the job with its finding): by a
+      // ring neighbour of rank 5, with both descriptors; or, where a rank that finished its own
+      // view of the broadcast (it compared only with ranks that agree) reaches rank 5 with its
+      // next call first, as that call's number (docs/protocol.md 9.9, "The agreement").
       for (const error of errors) {
-        expect(error.message).toMatch(/collective sequence 0 mismatch: rank [4-6] submitted \{Broadcast F32 root [01] count 2 op none layout "[a-z]+"\}, rank [5-6] submitted \{/);
-        expect(error.message).toContain(`{Broadcast F32 root 0 count 2 op none layout "${layout}"}`);
-        expect(error.message).toContain(`{Broadcast F32 root 1 count 2 op none layout "${layout}"}`);
+        if (/collective sequence 0 mismatch/.test(error.message)) {
+          expect(error.message).toMatch(/collective sequence 0 mismatch: rank [4-6] submitted \{Broadcast F32 root [01] count 2 op none layout "[a-z]+"\}, rank [5-6] submitted \{/);
+          expect(error.message).toContain(`{Broadcast F32 root 0 count 2 op none layout "${layout}"}`);
+          expect(error.message).toContain(`{Broadcast F32 root 1 count 2 op none layout "${layout}"}`);
+        } else {
+          expect(error.message).toMatch(/rank \d sent mesh collective 1 where rank 5 is at 0$/);
+        }
       }
       await Promise.all(jobs.splice(0).map((one) => one.dispose()));
     }

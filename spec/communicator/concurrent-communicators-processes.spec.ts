@@ -17,7 +17,7 @@
 import { describe, expect, it } from 'vitest';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
-import { cleanUpJobsAfterEach, describeRank, liveProcesses, resultOf, startProcessJob } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, describeRank, forgetCallerSettings, liveProcesses, resultOf, startProcessJob } from '../helpers/rank-process.js';
 import { CALLS, type CommunicatorName, communicatorOrder, expectedResult, issueOrder } from '../process/fixtures/concurrent-communicators-values.js';
 
 const FIXTURE = 'spec/helpers/rank-child.ts';
@@ -27,9 +27,7 @@ const TIMEOUT_MS = 10_000;
 const TEST_TIMEOUT_MS = 60_000;
 const TRANSPORTS: CollectiveTransport[] = ['tcp_peer', 'tcp_host_staged'];
 
-// The children inherit this worker's environment (spawnRank): a GX1_* variable of the caller's
-// (a data plane, an algorithm) would change what every job here runs.
-for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+forgetCallerSettings();
 
 const cleanup = cleanUpJobsAfterEach();
 

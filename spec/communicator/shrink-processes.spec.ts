@@ -20,6 +20,7 @@ import { alive, type Running, startRxccl } from '../cli/rxccl-process.js';
 import { compiledNode } from '../helpers/compiled-script.js';
 import { shrinkElement } from '../process/fixtures/communicator-shrink-values.js';
 import { scratchDirectories } from '../helpers/scratch.js';
+import { forgetCallerSettings } from '../helpers/rank-process.js';
 
 const FIXTURE = 'spec/process/fixtures/communicator-shrink.ts';
 /** The session (collective) timeout of the other process specs. */
@@ -29,9 +30,7 @@ const SHRINK_BOUND_MS = 2_000;
 const TRANSPORTS: CollectiveTransport[] = ['tcp_peer', 'tcp_host_staged'];
 const MiB = 1 << 20;
 
-// The launcher passes this worker's environment on to the ranks: a GX1_* variable of the caller's
-// (a data plane, an algorithm, a timeout) would change what every job here runs.
-for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+forgetCallerSettings();
 
 const scratch = scratchDirectories('rxccl-shrink-');
 

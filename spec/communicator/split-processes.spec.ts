@@ -12,7 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
-import { cleanUpJobsAfterEach, describeRank, liveProcesses, type RankProcess, resultOf, startProcessJob } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, describeRank, forgetCallerSettings, liveProcesses, type RankProcess, resultOf, startProcessJob } from '../helpers/rank-process.js';
 import { LARGE_COUNT, largeElement, PER_ROUND, ROUNDS, smallTensor } from '../process/fixtures/communicator-values.js';
 
 const FIXTURE = 'spec/helpers/rank-child.ts';
@@ -22,9 +22,7 @@ const TIMEOUT_MS = 10_000;
 const TEST_TIMEOUT_MS = 60_000;
 const TRANSPORTS: CollectiveTransport[] = ['tcp_host_staged', 'tcp_peer'];
 
-// The children inherit this worker's environment (spawnRank): a GX1_* variable of the caller's
-// (a data plane, an algorithm) would change what every job here runs.
-for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+forgetCallerSettings();
 
 const cleanup = cleanUpJobsAfterEach();
 

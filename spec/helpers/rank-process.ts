@@ -141,6 +141,15 @@ export function resultOf(rank: RankProcess, name: string): unknown {
 }
 
 /**
+ * Drops this worker's GX1_* variables: the children inherit its environment (spawnRank, the
+ * launcher), and a variable of the caller's (a data plane, an algorithm, a timeout) would change
+ * what every job of the spec file runs. Call it once, at the file's top.
+ */
+export function forgetCallerSettings(): void {
+  for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+}
+
+/**
  * What a spec file's jobs leave after each test, cleaned up: every rank process killed (and
  * checked gone: a rank left behind fails the test that spawned it) and every coordinator closed.
  * Push what a test starts onto the lists returned.

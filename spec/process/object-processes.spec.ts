@@ -7,11 +7,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CollectiveTransport } from '../../lib/transport/transport-kind.js';
-import { cleanUpJobsAfterEach, describeRank, liveProcesses, resultOf, startProcessJob } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, describeRank, forgetCallerSettings, liveProcesses, resultOf, startProcessJob } from '../helpers/rank-process.js';
 import { described, objectOf } from './fixtures/objects.js';
 
-// The children inherit this worker's environment: a GX1_* variable of the caller's would change what they run.
-for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+forgetCallerSettings();
 
 const cleanup = cleanUpJobsAfterEach();
 const WORLD_SIZE = 3;

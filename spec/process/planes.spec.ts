@@ -19,7 +19,7 @@ import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { layoutHash } from '../../lib/protocol/layout-hash.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { siblingReads } from '../helpers/cross-memory.js';
-import { cleanUpJobsAfterEach, killAll, liveProcesses, type RankProcess, spawnRank } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, forgetCallerSettings, killAll, liveProcesses, type RankProcess, spawnRank } from '../helpers/rank-process.js';
 
 const FIXTURE = 'spec/process/fixtures/plane-rank.ts';
 const TIMEOUT_MS = 10_000;
@@ -33,9 +33,7 @@ if (!native) console.warn('spec/process/planes.spec.ts: the native-plane tests a
 const siblings = siblingReads();
 if (native && !siblings.allowed) console.warn(`spec/process/planes.spec.ts: single copy between processes is not checked: ${siblings.reason}`);
 
-// The children inherit this worker's environment (spawnRank): a GX1_* variable of the caller's
-// (GX1_DATA_PLANE=js, a ring order, an algorithm) would change what every job here runs.
-for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+forgetCallerSettings();
 
 const { coordinators, spawned } = cleanUpJobsAfterEach();
 

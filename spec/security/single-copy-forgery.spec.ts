@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
-import { cleanUpJobsAfterEach, type RankProcess, spawnRank } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, forgetCallerSettings, type RankProcess, spawnRank } from '../helpers/rank-process.js';
 
 const FIXTURE = 'spec/security/fixtures/forging-rank.ts';
 const TIMEOUT_MS = 20_000;
@@ -24,8 +24,7 @@ if (!native) console.warn('spec/security/single-copy-forgery.spec.ts: skipped: t
 const python = spawnSync('python3', ['--version']).error === undefined;
 if (native && !python) console.warn('spec/security/single-copy-forgery.spec.ts: the forger whose victim holds the challenge is skipped: no python3 here');
 
-// The children inherit this worker's environment: a GX1_* variable of the caller's would change the job.
-for (const name of Object.keys(process.env)) if (name.startsWith('GX1_')) delete process.env[name];
+forgetCallerSettings();
 
 const { coordinators, spawned } = cleanUpJobsAfterEach();
 

@@ -14,6 +14,7 @@
 #include "kernel_simd.h"
 #include "kernel_worker.h"
 #include "result_memory.h"
+#include "shared_memory_ring.h"
 #include "single_copy.h"
 #include "spin_budget.h"
 #include "thread_pool.h"
@@ -192,6 +193,65 @@ Napi::Value SpinBudgetTraceEntry(const Napi::CallbackInfo& info) {
   return spins;
 }
 
+
+// sharedMemoryRingTrace(steps): replays steps on one shared-memory ring (shared_memory_ring.h) held
+// in this process's memory, writer and reader alike: {header, payload} writes a message (its
+// payload in the slot where it fits), answered true, or false where the ring is full; "read" takes
+// the next message, answered {header, where, payloadBytes, payload (in the slot only)} or null where
+// none has come; "reader sleeps" and "writer sleeps" ask whether that side may sleep (Sleep), then
+// wake it. The ring's exact behaviour, for its property test.
+Napi::Value SharedMemoryRingTraceEntry(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExpectArgumentCount(info, 1, 1);
+  if (!info[0].IsArray()) ThrowKernelError(env, "steps must be an array");
+  const Napi::Array steps = info[0].As<Napi::Array>();
+  const std::unique_ptr<SharedMemoryRing> ring = SharedMemoryRing::InMemory();
+  Napi::Array answers = Napi::Array::New(env, steps.Length());
+  const auto bytes = [&](const Napi::Value value, const char* name) {
+    if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) ThrowKernelError(env, std::string(name) + " must be a Uint8Array");
+    return value.As<Napi::Uint8Array>();
+  };
+  for (uint32_t i = 0; i < steps.Length(); i++) {
+    const Napi::Value step = steps.Get(i);
+    if (step.IsString()) {
+      const std::string what = step.As<Napi::String>().Utf8Value();
+      if (what == "read") {
+        const RingMessage message = ring->Next();
+        if (message.header == nullptr) {
+          answers.Set(i, env.Null());
+          continue;
+        }
+        Napi::Object read = Napi::Object::New(env);
+        read.Set("header", Napi::Buffer<uint8_t>::Copy(env, message.header, kSlotHeaderBytes));
+        read.Set("where", message.where == kPayloadInSlot ? "slot" : "socket");
+        read.Set("payloadBytes", double(message.payload_bytes));
+        if (message.where == kPayloadInSlot) read.Set("payload", Napi::Buffer<uint8_t>::Copy(env, message.payload, message.payload_bytes));
+        ring->Release();
+        answers.Set(i, read);
+      } else if (what == "reader sleeps" || what == "writer sleeps") {
+        const bool reader = what == "reader sleeps";
+        const bool sleeps = ring->Sleep(reader);
+        if (sleeps) ring->Woken(reader);
+        answers.Set(i, sleeps);
+      } else {
+        ThrowKernelError(env, "unknown step \"" + what + "\"");
+      }
+      continue;
+    }
+    if (!step.IsObject()) ThrowKernelError(env, "a step must be a string or {header, payload}");
+    const Napi::Uint8Array header = bytes(step.As<Napi::Object>().Get("header"), "header");
+    const Napi::Uint8Array payload = bytes(step.As<Napi::Object>().Get("payload"), "payload");
+    if (header.ByteLength() != kSlotHeaderBytes) ThrowKernelError(env, "header must be 32 bytes");
+    if (!ring->HasSpace()) {
+      answers.Set(i, false);
+      continue;
+    }
+    ring->Write(header.Data(), payload.Data(), uint32_t(payload.ByteLength()), payload.ByteLength() <= kRingPayloadBytes);
+    answers.Set(i, true);
+  }
+  return answers;
+}
+
 }  // namespace
 }  // namespace rxccl
 
@@ -209,6 +269,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("singleCopyRefusal", Napi::Function::New(env, SingleCopyRefusalEntry, "singleCopyRefusal"));
   exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
   exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
+  exports.Set("sharedMemoryRingTrace", Napi::Function::New(env, SharedMemoryRingTraceEntry, "sharedMemoryRingTrace"));
   exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));
   exports.Set("resultPoolBytes", Napi::Function::New(env, ResultPoolBytes, "resultPoolBytes"));
   exports.Set("DataPlane", DefineDataPlane(env));

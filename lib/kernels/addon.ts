@@ -39,6 +39,13 @@ export interface KernelAddon {
   /** The spin each of these waits (us) had under the data plane's spin policy, `spinUs` -1 adaptive (native/spin_budget.h); for tests. */
   spinBudgetTrace(spinUs: number, waitsUs: Float64Array): Float64Array;
   /**
+   * Replays `steps` on one shared-memory ring (native/shared_memory_ring.h) in this process's
+   * memory, writer and reader alike: a write answers whether a slot was free, a read the next
+   * message (null: none), a sleep whether that side may sleep. For the ring's property test.
+   * Absent from an addon built before it.
+   */
+  sharedMemoryRingTrace?(steps: readonly SharedMemoryRingStep[]): (boolean | SharedMemoryRingRead | null)[];
+  /**
    * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: a freed result's
    * from the pool (its old bytes), else a new one (zero; from 4 MiB in huge pages); undefined below
    * 64 KiB or where mapping fails (native/result_memory.h).
@@ -59,6 +66,17 @@ export interface KernelAddon {
   singleCopyRefusal?(): string;
   /** The native data plane's engine (native/data_plane_entry.cc; lib/transport/data-plane.ts). */
   DataPlane: DataPlaneEngine;
+}
+
+/** A step of `sharedMemoryRingTrace`: a message written (its payload in the slot up to 8 KiB), the next read, or a side asking to sleep. */
+export type SharedMemoryRingStep = { readonly header: Uint8Array; readonly payload: Uint8Array } | 'read' | 'reader sleeps' | 'writer sleeps';
+
+/** A message `sharedMemoryRingTrace` read: its header, where its payload is, its length, and (in the slot) its bytes. */
+export interface SharedMemoryRingRead {
+  readonly header: Uint8Array;
+  readonly where: 'slot' | 'socket';
+  readonly payloadBytes: number;
+  readonly payload?: Uint8Array;
 }
 
 /**

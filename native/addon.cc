@@ -14,6 +14,7 @@
 #include "kernel_simd.h"
 #include "kernel_worker.h"
 #include "result_memory.h"
+#include "shared_memory_links.h"
 #include "shared_memory_ring.h"
 #include "single_copy.h"
 #include "spin_budget.h"
@@ -194,6 +195,15 @@ Napi::Value SpinBudgetTraceEntry(const Napi::CallbackInfo& info) {
 }
 
 
+// failSharedMemoryJoins(errno): every later ring this process's planes are offered is refused as if
+// pidfd_getfd failed with errno (0: no longer), as under a seccomp filter (shared_memory_links.h).
+Napi::Value FailSharedMemoryJoinsEntry(const Napi::CallbackInfo& info) {
+  ExpectArgumentCount(info, 1, 1);
+  if (!info[0].IsNumber()) ThrowKernelError(info.Env(), "errno must be a number");
+  FailSharedMemoryJoins(info[0].As<Napi::Number>().Int32Value());
+  return info.Env().Undefined();
+}
+
 // sharedMemoryRingTrace(steps): replays steps on one shared-memory ring (shared_memory_ring.h) held
 // in this process's memory, writer and reader alike: {header, payload} writes a message (its
 // payload in the slot where it fits), answered true, or false where the ring is full; "read" takes
@@ -269,6 +279,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("singleCopyRefusal", Napi::Function::New(env, SingleCopyRefusalEntry, "singleCopyRefusal"));
   exports.Set("yieldCpu", Napi::Function::New(env, YieldCpuEntry, "yieldCpu"));
   exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
+  exports.Set("failSharedMemoryJoins", Napi::Function::New(env, FailSharedMemoryJoinsEntry, "failSharedMemoryJoins"));
   exports.Set("sharedMemoryRingTrace", Napi::Function::New(env, SharedMemoryRingTraceEntry, "sharedMemoryRingTrace"));
   exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));
   exports.Set("resultPoolBytes", Napi::Function::New(env, ResultPoolBytes, "resultPoolBytes"));

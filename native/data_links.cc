@@ -34,9 +34,10 @@ int64_t MonotonicNs() {
 }
 
 DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
-                     const std::vector<int>& same_host, bool single_copy)
+                     const std::vector<int>& same_host, bool single_copy, bool shared_memory)
     : send_fds_(WithoutNagle(std::move(send_fds))), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd), executor_(world_size, rails), spin_(spin_ns),
-      single_copy_(rank, world_size, rails, send_fds_, same_host, single_copy) {}
+      shared_(rank, world_size, rails, same_host, shared_memory),
+      single_copy_(rank, world_size, rails, send_fds_, same_host, single_copy, shared_) {}
 
 void DataLinks::Progressed(Collective& c) {
   const int64_t now = MonotonicNs();
@@ -99,8 +100,9 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     if (t.sent < t.sends.size() && t.sent_total < t.send_limit && !Move(c, i, Direction::kSend, outcome)) return true;
   }
   // Per transfer its send and its receive socket (two sockets: a data link carries one direction;
-  // single copy's answers come back the other way), and the wake descriptor last.
-  std::vector<pollfd> ready(phase.size() * 2 + 1);
+  // single copy's answers come back the other way), the doorbells of its rings where it sleeps on
+  // them (a slot to write, a header to read), and the wake descriptor last.
+  std::vector<pollfd> ready(phase.size() * 4 + 1);
   for (;;) {
     bool pending = false, reading = false;
     for (size_t i = 0; i < phase.size(); i++) {
@@ -112,12 +114,17 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       // The receiver's answer to this rank's offer (nothing goes before it), or to its ranges.
       const bool awaiting = single_copy_.AwaitsAnswer(t);
       const bool answers = (unsent && awaiting) || !s.unanswered.empty();
-      // A send held back by its limit waits for receives, not for the socket.
-      const bool sending = queued || (unsent && !awaiting && t.sent_total < t.send_limit);
-      ready[2 * i] = {sending || answers ? SendFd(t) : -1, short((sending ? POLLOUT : 0) | (answers ? POLLIN : 0)), 0};
-      ready[2 * i + 1] = {receiving || owing ? ReceiveFd(t) : -1, short((receiving ? POLLIN : 0) | (owing ? POLLOUT : 0)), 0};
+      // A send held back by its limit waits for receives, not for the socket; a header due on a
+      // ring waits for nothing but its slot.
+      const bool ring_header = shared_.Writes(t) && unsent && t.sent % 2 == 0 && t.sent_bytes == 0;
+      const bool sending = queued || (unsent && !awaiting && !ring_header && t.sent_total < t.send_limit);
+      ready[4 * i] = {sending || answers ? SendFd(t) : -1, short((sending ? POLLOUT : 0) | (answers ? POLLIN : 0)), 0};
+      // Receiving by a ring, the socket is still watched: it says when the peer has gone.
+      ready[4 * i + 1] = {receiving || owing ? ReceiveFd(t) : -1, short((receiving ? POLLIN : 0) | (owing ? POLLOUT : 0)), 0};
+      ready[4 * i + 2] = ready[4 * i + 3] = {-1, POLLIN, 0};
       pending = pending || unsent || queued || answers || receiving || owing;
-      reading = reading || s.range_left > 0;
+      // What a ring holds or takes now is moved at once (below), as a range being read.
+      reading = reading || s.range_left > 0 || RingReady(t);
     }
     // Folds run as their producers arrive (Settle), so with every message through they are done.
     if (!pending) return true;
@@ -125,10 +132,23 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     const int64_t now = MonotonicNs();
     if (now >= until_ns) return false;
     const bool spin = now - c.progressed_ns < spin_.spin_ns();
-    c.slept = c.slept || !(spin || reading);
+    bool sleeps = !(spin || reading);
+    // A side waiting on a ring says it sleeps, then looks once more: what came meanwhile is moved
+    // without sleeping; what comes later rings its doorbell (shared_memory_ring.h).
+    for (size_t i = 0; sleeps && i < phase.size(); i++) {
+      ready[4 * i + 2].fd = shared_.Sleep(phase[i], false);
+      ready[4 * i + 3].fd = shared_.Sleep(phase[i], true);
+    }
+    for (size_t i = 0; sleeps && i < phase.size(); i++) reading = reading || RingReady(phase[i]);
+    sleeps = sleeps && !reading;
+    c.slept = c.slept || sleeps;
     const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
     // A range being read goes on at once (below), so the poll only looks.
-    const int count = poll(ready.data(), ready.size(), spin || reading ? 0 : int(std::clamp<int64_t>(left_ms, 0, 60'000)));
+    const int count = poll(ready.data(), ready.size(), sleeps ? int(std::clamp<int64_t>(left_ms, 0, 60'000)) : 0);
+    for (size_t i = 0; i < phase.size(); i++) {
+      if (ready[4 * i + 2].fd >= 0) shared_.Woken(phase[i], false);
+      if (ready[4 * i + 3].fd >= 0) shared_.Woken(phase[i], true);
+    }
     if (count < 0) {
       if (errno == EINTR) continue;
       SetSystem(outcome, -1, errno, "poll");
@@ -148,8 +168,10 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       continue;
     }
     for (size_t i = 0; i < phase.size(); i++) {
-      if (ready[2 * i].revents != 0 && !Move(c, i, Direction::kSend, outcome)) return true;
-      if ((ready[2 * i + 1].revents != 0 || c.single_copy[i].range_left > 0) && !Move(c, i, Direction::kReceive, outcome)) return true;
+      const Transfer& t = phase[i];
+      if ((ready[4 * i].revents != 0 || shared_.CanWrite(t)) && !Move(c, i, Direction::kSend, outcome)) return true;
+      const bool ring_in = shared_.Next(t).header != nullptr;
+      if ((ready[4 * i + 1].revents != 0 || c.single_copy[i].range_left > 0 || ring_in) && !Move(c, i, Direction::kReceive, outcome)) return true;
     }
   }
 }
@@ -182,6 +204,12 @@ bool DataLinks::Send(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Outcom
     // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before
     // it but the echo of the receiver's challenge (the outbox's first bytes, ReadAnswers).
     if (s.outbox_sent < s.outbox.size() || single_copy_.AwaitsAnswer(t) || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
+    // On a link agreed to shared memory every header goes by its ring (a small payload with it).
+    if (shared_.Writes(t) && t.sent % 2 == 0) {
+      if (!shared_.CanWrite(t)) return true;
+      shared_.Write(run, t);
+      continue;
+    }
     if (single_copy_.SendsInPlace(t, t.sends[t.sent | 1].size)) {
       single_copy_.Announce(t, s);
       continue;
@@ -190,8 +218,9 @@ bool DataLinks::Send(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Outcom
     int used = 0;
     size_t allowed = t.send_limit - t.sent_total;
     for (size_t k = t.sent, skip = t.sent_bytes; k < t.sends.size() && used < kMaxParts && allowed > 0; k++, skip = 0) {
-      // A message going by single copy goes through the outbox, after these.
-      if (k % 2 == 0 && single_copy_.SendsInPlace(t, t.sends[k + 1].size)) break;
+      // A message going by single copy goes through the outbox, after these; a header on a ring
+      // link by the ring.
+      if (k % 2 == 0 && (single_copy_.SendsInPlace(t, t.sends[k + 1].size) || shared_.Writes(t))) break;
       const size_t take = std::min(t.sends[k].size - skip, allowed);
       parts[used++] = {t.sends[k].data + skip, take};
       allowed -= take;
@@ -222,6 +251,44 @@ bool DataLinks::HeaderMatches(const ProgramRun& run, const Transfer& t, const ui
   return false;
 }
 
+bool DataLinks::RingReady(const Transfer& t) const { return shared_.CanWrite(t) || shared_.Next(t).header != nullptr; }
+
+bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, bool& waiting) {
+  const RingMessage message = shared_.Next(t);
+  if (message.header == nullptr) {
+    // Nothing in the ring: the socket only says whether the peer is still there. A header goes into
+    // the ring before any byte of its payload onto the socket, so bytes there now with the ring
+    // still empty break the protocol.
+    uint8_t byte;
+    const ssize_t peeked = recv(ReceiveFd(t), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EINTR)) return ReadLink(ReceiveFd(t), t.peer, &byte, 1, outcome) >= 0;
+    waiting = shared_.Next(t).header == nullptr;
+    if (peeked > 0 && waiting) return Broken(outcome, t.peer, "bytes on a link agreed to shared memory before their header in its ring");
+    return true;
+  }
+  Span& into = t.receives[t.received];
+  memcpy(into.data, message.header, kDataHeaderBytes);
+  run.ReceiveMoved(t, kDataHeaderBytes);
+  if (!HeaderMatches(run, t, into.data, outcome)) return false;
+  t.received++;
+  t.received_bytes = 0;
+  // The header is this rank's own, so the payload is the one expected: the slot must say so.
+  const Span& payload = t.receives[t.received];
+  const bool in_slot = payload.size <= kRingPayloadBytes;
+  if (message.payload_bytes != payload.size || (message.where == kPayloadInSlot) != in_slot) {
+    return Broken(outcome, t.peer, "ring slot of a " + std::to_string(message.payload_bytes) + "-byte payload " + (message.where == kPayloadInSlot ? "in the slot" : "on the socket") +
+                                       " where " + std::to_string(payload.size) + " bytes are due " + (in_slot ? "in the slot" : "on the socket"));
+  }
+  if (in_slot) {
+    if (payload.size > 0) memcpy(payload.data, message.payload, payload.size);
+    run.ReceiveMoved(t, payload.size);
+    t.received++;
+    t.received_bytes = 0;
+  }
+  shared_.Release(t);
+  return true;
+}
+
 bool DataLinks::Receive(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Outcome& outcome) {
   // A link of this host starts with its sender's offer.
   if (single_copy_.OfferDue(t)) {
@@ -232,6 +299,12 @@ bool DataLinks::Receive(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Out
     const Span& into = t.receives[t.received];
     // Headers sit at even places, each followed by its payload.
     const bool header = t.received % 2 == 0;
+    if (header && shared_.Reads(t)) {
+      bool waiting = false;
+      if (!ReceiveFromRing(run, t, outcome, waiting)) return false;
+      if (waiting) return true;
+      continue;
+    }
     if (!header && single_copy_.ReadsInPlace(t, into.size)) {
       bool waiting = false;
       if (!single_copy_.ReadRange(run, t, s, ReceiveFd(t), outcome, waiting)) return false;

@@ -14,7 +14,9 @@
 // What it knows: sockets, their readiness, headers and time. What it does not: what the messages
 // and folds are, or when a payload may go (the program's executor, program_executor.h, which it
 // tells of every move); single copy's agreements and ranges (single_copy_links.h, which it hands a
-// link's turn to where they apply); JavaScript (data_plane_entry.cc holds the thread and the calls).
+// link's turn to where they apply); the rings of links agreed to shared memory (shared_memory_links.h:
+// it routes a header there, and waits on a ring's doorbell as on a socket); JavaScript
+// (data_plane_entry.cc holds the thread and the calls).
 #pragma once
 
 #include <atomic>
@@ -26,6 +28,7 @@
 #include "link_io.h"
 #include "program_executor.h"
 #include "schedule_program.h"
+#include "shared_memory_links.h"
 #include "single_copy_links.h"
 #include "spin_budget.h"
 
@@ -57,9 +60,10 @@ class DataLinks {
   // brings p's (-1 at p == rank). wake_fd: readable once the session ends (abort, failure, close);
   // every wait watches it. spin_ns: how long a wait spins before it sleeps, < 0 adaptive (SpinBudget).
   // same_host: the peers on this rank's host, whose links start with the single-copy agreement
-  // (this rank's offers written here); single_copy: whether this rank offers and reads memory.
+  // (this rank's offers written here); single_copy: whether this rank offers and reads memory;
+  // shared_memory: whether it offers and maps rings.
   DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
-            const std::vector<int>& same_host, bool single_copy);
+            const std::vector<int>& same_host, bool single_copy, bool shared_memory);
 
   // One collective at a time: the next is prepared only once the last is over. `input` and
   // `output` hold at least the program's input_bytes and output_bytes.
@@ -80,6 +84,8 @@ class DataLinks {
   void End() { ended_.store(true, std::memory_order_release); }
   // The links' single-copy agreements: what went wrong writing the offers, which links agreed.
   const SingleCopyLinks& single_copy() const { return single_copy_; }
+  // The links' rings: which links agreed, and why the others did not.
+  const SharedMemoryLinks& shared_memory() const { return shared_; }
 
  private:
   enum class Direction { kSend, kReceive };
@@ -88,6 +94,10 @@ class DataLinks {
   bool Move(Collective& collective, size_t i, Direction direction, Outcome& outcome);
   bool Send(ProgramRun& run, Transfer& transfer, SingleCopyTransfer& single_copy, Outcome& outcome);
   bool Receive(ProgramRun& run, Transfer& transfer, SingleCopyTransfer& single_copy, Outcome& outcome);
+  // The transfer's next message from its link's ring, header checked (`waiting`: none has come).
+  bool ReceiveFromRing(ProgramRun& run, Transfer& transfer, Outcome& outcome, bool& waiting);
+  // Whether a ring of the transfer's link has a message to take or a slot for the next one now.
+  bool RingReady(const Transfer& transfer) const;
   // Whether a received header is the collective's own; else the outcome is a mismatch naming it.
   static bool HeaderMatches(const ProgramRun& run, const Transfer& transfer, const uint8_t* header, Outcome& outcome);
   // A send or a receive moved: the wait before it tells the spin budget.
@@ -103,6 +113,8 @@ class DataLinks {
   ProgramExecutor executor_;
   SpinBudget spin_;
   std::atomic<bool> ended_{false};
+  // Before single_copy_, whose offers name its rings.
+  SharedMemoryLinks shared_;
   // After send_fds_: its constructor writes the offers on them.
   SingleCopyLinks single_copy_;
   // A small message's header and payload, read in one call (Receive).

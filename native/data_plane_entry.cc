@@ -92,18 +92,20 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
                        {InstanceMethod("compile", &DataPlane::Compile), InstanceMethod("release", &DataPlane::Release),
                         InstanceMethod("run", &DataPlane::Run), InstanceMethod("wake", &DataPlane::Wake),
                         InstanceMethod("close", &DataPlane::Close), InstanceMethod("singleCopyLinks", &DataPlane::SingleCopyLinks),
+                        InstanceMethod("sharedMemoryLinks", &DataPlane::SharedMemoryLinks),
                         InstanceMethod("waitingFor", &DataPlane::WaitingFor)});
   }
 
-  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy, owner]):
+  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy, owner, sharedMemory]):
   // the descriptors of rank p's links at p * rails + rail; spinUs < 0 adapts (spin_budget.h);
   // sameHost, the peers on this rank's host (their links start with the single-copy agreement,
   // single_copy.h), none if left out; singleCopy, whether this rank offers and reads memory (true if
   // left out); owner, a number naming the job rank the plane serves (open_owners), a plane of its
-  // own if left out.
+  // own if left out; sharedMemory, whether this rank offers and maps rings on the links of its host
+  // (shared_memory_links.h; true if left out).
   explicit DataPlane(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DataPlane>(info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 6, 9);
+    ExpectArgumentCount(info, 6, 10);
     const int rank = int(CountArgument(info, 0, "rank"));
     const int world = int(CountArgument(info, 1, "worldSize"));
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
@@ -134,12 +136,14 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     // Left out: an owner no other plane has (the planes made so far count down from -1).
     static std::atomic<int64_t> unnamed{0};
     owner_ = info.Length() > 8 && !info[8].IsUndefined() ? info[8].As<Napi::Number>().DoubleValue() : double(--unnamed);
+    if (info.Length() > 9 && !info[9].IsUndefined() && !info[9].IsBoolean()) ThrowKernelError(env, "data plane sharedMemory must be a boolean");
+    const bool shared_memory = info.Length() <= 9 || info[9].IsUndefined() || info[9].As<Napi::Boolean>().Value();
     const std::vector<int> send_fds = FdArray(info, 3, links), receive_fds = FdArray(info, 4, links);
     // Opened once every argument is checked: a refused one leaks no descriptor.
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) ThrowKernelError(env, "data plane: eventfd failed");
     links_ = std::make_unique<DataLinks>(rank, world, rails, send_fds, receive_fds, wake_fd_,
-                                         spin_us < 0 ? -1 : spin_us * 1000, same_host, single_copy);
+                                         spin_us < 0 ? -1 : spin_us * 1000, same_host, single_copy, shared_memory);
     if (!links_->single_copy().SetupError().empty()) {
       close(wake_fd_);
       wake_fd_ = -1;
@@ -259,12 +263,31 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
 
   // singleCopyLinks(): {sends, receives}, the links (p * rails + rail) agreed to single copy so far.
   Napi::Value SingleCopyLinks(const Napi::CallbackInfo& info) {
+    const rxccl::SingleCopyLinks& links = links_->single_copy();
+    return AgreedLinks(info, [&](bool sending) { return links.Agreed(sending); });
+  }
+
+  // sharedMemoryLinks(): {sends, receives, refusals}, the links (p * rails + rail) agreed to a
+  // shared-memory ring so far, and per link why it did not agree ("" where it did or none was offered).
+  Napi::Value SharedMemoryLinks(const Napi::CallbackInfo& info) {
+    const rxccl::SharedMemoryLinks& links = links_->shared_memory();
+    Napi::Object result = AgreedLinks(info, [&](bool sending) { return links.Agreed(sending); });
+    const std::vector<std::string>& refusals = links.Refusals();
+    Napi::Array reasons = Napi::Array::New(info.Env(), refusals.size());
+    for (size_t i = 0; i < refusals.size(); i++) reasons.Set(uint32_t(i), refusals[i]);
+    result.Set("refusals", reasons);
+    return result;
+  }
+
+  // {sends, receives}: the links `agreed(sending)` names, between collectives.
+  template <typename Agreed>
+  Napi::Object AgreedLinks(const Napi::CallbackInfo& info, const Agreed& agreed) {
     Napi::Env env = info.Env();
     ExpectArgumentCount(info, 0, 0);
     ExpectIdle(env);
     Napi::Object result = Napi::Object::New(env);
     for (const bool sending : {true, false}) {
-      const std::vector<int> links = links_->single_copy().Agreed(sending);
+      const std::vector<int> links = agreed(sending);
       Napi::Array list = Napi::Array::New(env, links.size());
       for (size_t i = 0; i < links.size(); i++) list.Set(uint32_t(i), links[i]);
       result.Set(sending ? "sends" : "receives", list);

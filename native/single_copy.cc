@@ -34,7 +34,7 @@ namespace {
 
 constexpr uint8_t kMagic[4] = {'G', 'X', '1', 'C'};
 constexpr uint8_t kVersion = 2;
-constexpr uint8_t kOffersMemory = 1;
+constexpr uint8_t kOffersMemory = 1, kOffersRing = 2;
 
 void PutU64(uint8_t* at, uint64_t value) {
   for (int i = 0; i < 8; i++) at[i] = uint8_t(value >> (8 * i));
@@ -206,13 +206,14 @@ void NewChallenge(uint8_t* challenge) {
   }
 }
 
-void BuildOffer(bool offering, const uint8_t* challenge, uint8_t* offer) {
+void BuildOffer(bool offering, int ring_fd, const uint8_t* challenge, uint8_t* offer) {
   memset(offer, 0, kOfferBytes);
   memcpy(offer, kMagic, sizeof kMagic);
   offer[4] = kVersion;
   const Whereabouts& here = Here();
-  if (!offering || !here.known) return;
-  offer[5] = kOffersMemory;
+  if ((!offering && ring_fd < 0) || !here.known) return;
+  offer[5] = uint8_t((offering ? kOffersMemory : 0) | (ring_fd >= 0 ? kOffersRing : 0));
+  for (int i = 0; ring_fd >= 0 && i < 4; i++) offer[36 + i] = uint8_t(uint32_t(ring_fd) >> (8 * i));
   memcpy(offer + 8, here.boot_id, sizeof here.boot_id);
   PutU64(offer + 24, here.network);
   const uint32_t pid = uint32_t(getpid());
@@ -221,17 +222,31 @@ void BuildOffer(bool offering, const uint8_t* challenge, uint8_t* offer) {
 }
 
 bool OfferValid(const uint8_t* offer, std::string& error) {
-  if (memcmp(offer, kMagic, sizeof kMagic) != 0 || offer[4] != kVersion || (offer[5] & ~kOffersMemory) != 0) {
+  if (memcmp(offer, kMagic, sizeof kMagic) != 0 || offer[4] != kVersion || (offer[5] & ~(kOffersMemory | kOffersRing)) != 0) {
     static const char* hex = "0123456789abcdef";
     error = "single-copy offer expected, got ";
     for (size_t i = 0; i < 8; i++) error += {hex[offer[i] >> 4], hex[offer[i] & 15]};
     return false;
   }
-  if (offer[6] != 0 || offer[7] != 0 || offer[36] != 0 || offer[37] != 0 || offer[38] != 0 || offer[39] != 0) {
-    error = "single-copy offer whose bytes 6..7 or 36..39 are not zero";
+  const bool ring = (offer[5] & kOffersRing) != 0;
+  if (offer[6] != 0 || offer[7] != 0 || (!ring && (offer[36] != 0 || offer[37] != 0 || offer[38] != 0 || offer[39] != 0))) {
+    error = "single-copy offer whose bytes 6..7, or 36..39 without a ring, are not zero";
+    return false;
+  }
+  if (ring && OfferedRing(offer) < 0) {
+    error = "single-copy offer naming a ring descriptor above 2^31";
     return false;
   }
   return true;
+}
+
+bool OffersMemory(const uint8_t* offer) { return (offer[5] & kOffersMemory) != 0; }
+
+int OfferedRing(const uint8_t* offer) {
+  if ((offer[5] & kOffersRing) == 0) return -1;
+  uint32_t fd = 0;
+  for (int i = 0; i < 4; i++) fd |= uint32_t(offer[36 + i]) << (8 * i);
+  return fd > uint32_t(INT32_MAX) ? -1 : int(fd);
 }
 
 SenderProcess::~SenderProcess() {
@@ -240,7 +255,7 @@ SenderProcess::~SenderProcess() {
 
 bool SenderProcess::Verify(const uint8_t* offer, const uint8_t* challenge, int link_fd, bool reading) {
   const Whereabouts& here = Here();
-  if (!reading || (offer[5] & kOffersMemory) == 0 || !here.known) return false;
+  if (!reading || (offer[5] & (kOffersMemory | kOffersRing)) == 0 || !here.known) return false;
   if (memcmp(offer + 8, here.boot_id, sizeof here.boot_id) != 0 || GetU64(offer + 24) != here.network) return false;
   uint32_t pid = 0;
   for (int i = 0; i < 4; i++) pid |= uint32_t(offer[32 + i]) << (8 * i);

@@ -28,17 +28,21 @@ namespace rxccl {
 constexpr size_t kSingleCopyBytes = size_t(256) << 10;
 
 // The offer a sender writes as its link's first bytes (little-endian):
-//   0..3 "GX1C", 4 version (2), 5 flags (bit 0: it offers its memory), 6..7 zero,
-//   8..23 the kernel's boot id, 24..31 its network namespace's inode, 32..35 its pid, 36..39 zero,
-//   40..47 the address of the kChallengeBytes where it will hold the receiver's challenge.
+//   0..3 "GX1C", 4 version (2), 5 flags (bit 0: it offers its memory; bit 1: it offers a
+//   shared-memory ring, shared_memory_links.h), 6..7 zero, 8..23 the kernel's boot id, 24..31 its
+//   network namespace's inode, 32..35 its pid, 36..39 its descriptor of the ring's segment (bit 1;
+//   else zero), 40..47 the address of the kChallengeBytes where it will hold the receiver's challenge.
+// Facts 8..35 and 40..47 are written where either flag is set: the receiver verifies the sender
+// for either.
 constexpr size_t kOfferBytes = 48;
 // The challenge a receiver writes, once it has the offer, as the first bytes of its link's other
 // direction (getrandom); the sender echoes it once it holds it.
 constexpr size_t kChallengeBytes = 16;
 // A range of the sender's memory: its address, then its length (u64 each, little-endian).
 constexpr size_t kRangeBytes = 16;
-// What a receiver answers to an offer: single copy, or payloads inline; and to each range it read.
-constexpr uint8_t kAnswerInline = 0, kAnswerReads = 1, kRangeRead = 1;
+// What a receiver answers to an offer, bits: it reads payloads in place (else they come inline),
+// it mapped the ring offered; and to each range it read.
+constexpr uint8_t kAnswerInline = 0, kAnswerReads = 1, kAnswerMapped = 2, kRangeRead = 1;
 
 // What a sender holds in its probe for a byte of the receiver's challenge: its complement. A value
 // that never crosses the link, so a process that only relays the link's bytes (a proxy holding the
@@ -48,9 +52,14 @@ constexpr uint8_t ProbeOf(uint8_t challenge_byte) { return uint8_t(~challenge_by
 // A fresh random challenge (kChallengeBytes, getrandom).
 void NewChallenge(uint8_t* challenge);
 
-// This process's offer, `offering` or not, naming `challenge` (where this process will hold the
-// receiver's challenge; it must stay there until the receiver answered).
-void BuildOffer(bool offering, const uint8_t* challenge, uint8_t* offer);
+// This process's offer, `offering` its memory or not, `ring_fd` its ring's segment (-1: none), naming
+// `challenge` (where this process will hold the receiver's challenge; it must stay there until the
+// receiver answered).
+void BuildOffer(bool offering, int ring_fd, const uint8_t* challenge, uint8_t* offer);
+
+// Whether a valid offer offers the sender's memory, and the ring segment's descriptor it names (-1: none).
+bool OffersMemory(const uint8_t* offer);
+int OfferedRing(const uint8_t* offer);
 
 // Whether `offer` (kOfferBytes) is well formed; else `error` says why.
 bool OfferValid(const uint8_t* offer, std::string& error);
@@ -65,8 +74,9 @@ class SenderProcess {
   SenderProcess& operator=(const SenderProcess&) = delete;
   ~SenderProcess();
 
-  // Whether the sender of the link received on `link_fd` is to be read in place, having offered
-  // `offer` after this rank wrote it `challenge`: `reading` on, the offer's flag set, this kernel and
+  // Whether the sender of the link received on `link_fd` is verified, having offered `offer` after
+  // this rank wrote it `challenge` (then its ranges may be read in place, its ring taken): `reading`
+  // on (this rank would read or map something the offer offers), a flag of the offer set, this kernel and
   // network namespace (another "host", which these are taken to be), a pid of this user that holds
   // the socket at the other end of `link_fd` and holds `challenge` at the address offered. Anything
   // else (a forged offer, another pid namespace, no permission, a seccomp filter) is false: the
@@ -74,6 +84,8 @@ class SenderProcess {
   bool Verify(const uint8_t* offer, const uint8_t* challenge, int link_fd, bool reading);
   // Whether Verify succeeded: ranges are read from this process.
   bool verified() const { return pid_ > 0; }
+  // Its pidfd, once verified: what the ring's segment is taken through (shared_memory_ring.h).
+  int pidfd() const { return pidfd_; }
   // Reads `size` bytes at `address` of the sender into `into`: the bytes read, else -1 and errno
   // (ESRCH: the verified process is gone, even where its pid names another by now).
   ssize_t Read(uint64_t address, uint8_t* into, size_t size) const;

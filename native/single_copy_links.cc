@@ -9,15 +9,16 @@
 namespace rxccl {
 
 SingleCopyLinks::SingleCopyLinks(int rank, int world_size, int rails, const std::vector<int>& send_fds, const std::vector<int>& same_host,
-                                 bool single_copy)
-    : links_(size_t(world_size) * size_t(rails)), single_copy_(single_copy) {
+                                 bool single_copy, SharedMemoryLinks& shared)
+    : links_(size_t(world_size) * size_t(rails)), single_copy_(single_copy), shared_(shared) {
   // The receiver answers before the first message (AwaitsAnswer). A fresh socket takes these few
   // bytes at once. The sender writes first: the receiver (the mesh's dialler) stopped reading the
   // link in Node before it said ready, while the sender's Node read it until ready came, and could
   // have taken a byte the receiver wrote first.
   for (int peer : same_host) {
     if (peer == rank || peer < 0 || peer >= world_size) continue;
-    if (single_copy && ptracer_ == nullptr) ptracer_ = std::make_unique<PtracerGrant>();
+    // The receiver verifies the sender by reading its memory, for single copy or a ring alike.
+    if ((single_copy || shared.enabled()) && ptracer_ == nullptr) ptracer_ = std::make_unique<PtracerGrant>();
     for (int rail = 0; rail < rails; rail++) {
       const size_t l = size_t(peer * rails + rail);
       Agreement& link = links_[l];
@@ -25,7 +26,7 @@ SingleCopyLinks::SingleCopyLinks(int rank, int world_size, int rails, const std:
       link.answer = -1;
       link.offer_due = true;
       uint8_t offer[kOfferBytes];
-      BuildOffer(single_copy, link.probe, offer);
+      BuildOffer(single_copy, shared.Offered(l), link.probe, offer);
       const ssize_t wrote = send(send_fds[l], offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (wrote != ssize_t(kOfferBytes) && setup_error_.empty()) {
         setup_error_ = "cannot write its single-copy offer to rank " + std::to_string(peer) + ": " + (wrote < 0 ? strerror(errno) : "the socket took part of it");
@@ -37,7 +38,7 @@ SingleCopyLinks::SingleCopyLinks(int rank, int world_size, int rails, const std:
 void SingleCopyLinks::KeepPtracerOnlyIfRead() {
   if (ptracer_ == nullptr) return;
   for (const Agreement& link : links_) {
-    if (link.answer < 0 || link.answer == kAnswerReads) return;
+    if (link.answer < 0 || (link.answer & kAnswerReads) != 0) return;
   }
   ptracer_.reset();
 }
@@ -45,7 +46,7 @@ void SingleCopyLinks::KeepPtracerOnlyIfRead() {
 std::vector<int> SingleCopyLinks::Agreed(bool sending) const {
   std::vector<int> agreed;
   for (size_t l = 0; l < links_.size(); l++) {
-    if (sending ? links_[l].answer == kAnswerReads : links_[l].sender.verified()) agreed.push_back(int(l));
+    if (sending ? links_[l].answer > 0 && (links_[l].answer & kAnswerReads) != 0 : links_[l].reads) agreed.push_back(int(l));
   }
   return agreed;
 }
@@ -95,8 +96,13 @@ bool SingleCopyLinks::ReadAnswers(ProgramRun& run, Transfer& t, SingleCopyTransf
         continue;
       }
       if (link.answer < 0) {
-        if (byte != kAnswerInline && byte != kAnswerReads) return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " to this rank's offer (expected 0 or 1)");
+        // A bit set for what was not offered is the receiver's error too.
+        const uint8_t offered = uint8_t((single_copy_ ? kAnswerReads : 0) | (shared_.Offered(t.link) >= 0 ? kAnswerMapped : 0));
+        if ((byte & ~offered) != 0) {
+          return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " to this rank's offer (expected bits of " + std::to_string(offered) + ")");
+        }
         link.answer = byte;
+        shared_.Answered(t.link, (byte & kAnswerMapped) != 0);
         KeepPtracerOnlyIfRead();
         continue;
       }
@@ -128,8 +134,18 @@ bool SingleCopyLinks::ReadOffer(const Transfer& t, int receive_fd, Outcome& outc
   }
   if (memcmp(link.offer + kOfferBytes, link.challenge, kChallengeBytes) != 0) return Broken(outcome, t.peer, "single-copy echo of another challenge than this rank's");
   link.offer_due = false;
-  const bool reads = link.sender.Verify(link.offer, link.challenge, receive_fd, single_copy_);
-  link.owed.push_back(reads ? kAnswerReads : kAnswerInline);
+  const int ring = OfferedRing(link.offer);
+  const bool verified = link.sender.Verify(link.offer, link.challenge, receive_fd, (single_copy_ && OffersMemory(link.offer)) || (shared_.enabled() && ring >= 0));
+  link.reads = verified && single_copy_ && OffersMemory(link.offer);
+  bool mapped = false;
+  if (ring >= 0 && !shared_.enabled()) {
+    shared_.Refuse(t.link, "shared memory is off here");
+  } else if (ring >= 0 && !verified) {
+    shared_.Refuse(t.link, "cannot verify the process offering it (another host, pid namespace or user, or a filter refusing pidfd_open or process_vm_readv)");
+  } else if (ring >= 0) {
+    mapped = shared_.Join(t.link, link.sender.pidfd(), uint32_t(ring));
+  }
+  link.owed.push_back(uint8_t((link.reads ? kAnswerReads : 0) | (mapped ? kAnswerMapped : 0)));
   return WriteOwed(t, receive_fd, outcome);
 }
 

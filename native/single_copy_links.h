@@ -22,6 +22,7 @@
 
 #include "link_io.h"
 #include "program_executor.h"
+#include "shared_memory_links.h"
 #include "single_copy.h"
 
 namespace rxccl {
@@ -49,9 +50,11 @@ struct SingleCopyTransfer {
 class SingleCopyLinks {
  public:
   // Writes this rank's offer as the first bytes of every link to a peer of `same_host` (send_fds,
-  // by link), naming where it will hold the receiver's challenge; a link of another host is agreed
-  // inline from the start. single_copy: whether this rank offers and reads memory.
-  SingleCopyLinks(int rank, int world_size, int rails, const std::vector<int>& send_fds, const std::vector<int>& same_host, bool single_copy);
+  // by link), naming where it will hold the receiver's challenge and the ring `shared` offers on the
+  // link; a link of another host is agreed inline from the start. single_copy: whether this rank
+  // offers and reads memory. `shared` hears each agreement's word on its ring (it outlives this).
+  SingleCopyLinks(int rank, int world_size, int rails, const std::vector<int>& send_fds, const std::vector<int>& same_host, bool single_copy,
+                  SharedMemoryLinks& shared);
 
   // What went wrong writing the offers (the session cannot use its links), else empty.
   const std::string& SetupError() const { return setup_error_; }
@@ -63,7 +66,7 @@ class SingleCopyLinks {
   // offer (a link of this host): it says how payloads go.
   bool AwaitsAnswer(const Transfer& t) const { return links_[t.link].answer < 0; }
   // Whether message payloads of `size` bytes go by single copy on the transfer's link.
-  bool SendsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && links_[t.link].answer == kAnswerReads; }
+  bool SendsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && links_[t.link].answer > 0 && (links_[t.link].answer & kAnswerReads) != 0; }
   // Queues the transfer's next message's header, if due, and the range of its payload produced so
   // far (the outbox is empty here: the caller wrote it).
   void Announce(Transfer& t, SingleCopyTransfer& s);
@@ -78,7 +81,7 @@ class SingleCopyLinks {
   // Whether bytes for the sender (the challenge, the answer, a byte per range read) wait to go.
   bool Owes(const Transfer& t) const { return !links_[t.link].owed.empty(); }
   // Whether message payloads of `size` bytes come by single copy on the transfer's link.
-  bool ReadsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && links_[t.link].sender.verified(); }
+  bool ReadsInPlace(const Transfer& t, size_t size) const { return size >= kSingleCopyBytes && links_[t.link].reads; }
   // Reads the sender's offer, then its echo, from `receive_fd`, and answers them.
   bool ReadOffer(const Transfer& t, int receive_fd, Outcome& outcome);
   // One piece of the payload due (at most kStreamBytes: the folds and sends move in between): its
@@ -92,7 +95,7 @@ class SingleCopyLinks {
   // never grows): `probe` is memory this rank's offer names.
   struct Agreement {
     // Sending: kAnswerInline, or on a link of this host -1 until the receiver answers this rank's
-    // offer, then kAnswerInline or kAnswerReads.
+    // offer, then its bits (kAnswerReads, kAnswerMapped).
     int answer = kAnswerInline;
     // Sending: the receiver's challenge as far as it has come, where this rank's offer said it
     // would hold it (the receiver reads it back from this process before it answers).
@@ -100,12 +103,14 @@ class SingleCopyLinks {
     size_t probe_got = 0;
     // Receiving: the challenge this rank wrote the sender; whether the agreement is still to be
     // read, how much of it has come (the offer, then the sender's echo of the challenge); the
-    // process this rank reads the sender's ranges from (not verified: payloads come inline).
+    // process this rank reads the sender's ranges from or took its ring from, and whether it reads
+    // the ranges in place (else payloads come inline).
     uint8_t challenge[kChallengeBytes] = {};
     bool offer_due = false;
     size_t offer_got = 0;
     uint8_t offer[kOfferBytes + kChallengeBytes] = {};
     SenderProcess sender;
+    bool reads = false;
     // Receiving: bytes for the sender (the challenge, the answer, a byte per range read), written
     // up to owed_sent.
     std::vector<uint8_t> owed;
@@ -117,6 +122,7 @@ class SingleCopyLinks {
 
   std::vector<Agreement> links_;
   const bool single_copy_;
+  SharedMemoryLinks& shared_;
   // Held while this rank offers its memory to a peer of its host and until every such peer has
   // answered, then only while one of them reads it in place (single_copy.h).
   std::unique_ptr<PtracerGrant> ptracer_;

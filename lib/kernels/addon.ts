@@ -44,6 +44,8 @@ export interface KernelAddon {
    * message (null: none), a sleep whether that side may sleep. For the ring's property test.
    * Absent from an addon built before it.
    */
+  /** Makes every later ring this process's planes are offered be refused as if pidfd_getfd failed with `errno` (0: no longer); for tests. Absent from an addon built before it. */
+  failSharedMemoryJoins?(errno: number): void;
   sharedMemoryRingTrace?(steps: readonly SharedMemoryRingStep[]): (boolean | SharedMemoryRingRead | null)[];
   /**
    * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: a freed result's

@@ -1,7 +1,14 @@
 import { ConfigurationError } from '../errors.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import type { DataPlaneOffer } from '../transport/peer-endpoint-config.js';
-import { DATA_PLANE_SETTINGS, type DataPlaneSetting, SINGLE_COPY_SETTINGS, type SingleCopySetting } from '../settings/plane-settings.js';
+import {
+  DATA_PLANE_SETTINGS,
+  type DataPlaneSetting,
+  SHARED_MEMORY_SETTINGS,
+  type SharedMemorySetting,
+  SINGLE_COPY_SETTINGS,
+  type SingleCopySetting,
+} from '../settings/plane-settings.js';
 import { checkedName } from '../settings/variable-parsers.js';
 
 /** A rank's data plane setting, and why it is what it is (`rxccl doctor` prints it). */
@@ -39,7 +46,16 @@ export function resolveDataPlane(
 
 /** `singleCopy` wins over `GX1_SINGLE_COPY` (`variable`, as the settings read it, read only without the option), else `auto`. */
 export function resolveSingleCopy(option: string | undefined, variable: { readonly value: SingleCopySetting }): SingleCopySetting {
-  return option === undefined ? variable.value : checkedName(SINGLE_COPY_SETTINGS, option.trim() || 'auto', 'singleCopy');
+  return resolveAutoOff(option, variable, SINGLE_COPY_SETTINGS, 'singleCopy');
+}
+
+/** `sharedMemory` wins over `GX1_SHARED_MEMORY` (read only without the option), else `auto`. */
+export function resolveSharedMemory(option: string | undefined, variable: { readonly value: SharedMemorySetting }): SharedMemorySetting {
+  return resolveAutoOff(option, variable, SHARED_MEMORY_SETTINGS, 'sharedMemory');
+}
+
+function resolveAutoOff<T extends 'auto' | 'off'>(option: string | undefined, variable: { readonly value: T }, names: readonly T[], optionName: string): T {
+  return option === undefined ? variable.value : checkedName(names, option.trim() || 'auto', optionName);
 }
 
 /** What a rank publishes of its setting: `js` offers nothing. */

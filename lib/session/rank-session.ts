@@ -985,6 +985,7 @@ export class RankSession {
       this.membership.communicators.delete(this);
       this.runner.close();
       this.logSingleCopy();
+      this.logSharedMemory();
       this.nativePlane?.close();
       this.links.close();
       this.coordinator.close();
@@ -1202,6 +1203,21 @@ export class RankSession {
     const peers = this.nativePlane?.singleCopyPeers?.();
     if (peers === undefined || peers === null) return;
     debugLog.info(`rank ${this.rank} single copy: read from ranks [${peers.readsFrom.join(',')}], read by ranks [${peers.readBy.join(',')}]`);
+  }
+
+  /**
+   * Which peers of this host share rings with this rank (`GX1_DEBUG=info`), and each peer whose link
+   * kept TCP though shared memory was on: a rank that could not create or map a ring warns why.
+   */
+  private logSharedMemory(): void {
+    const peers = this.nativePlane?.sharedMemoryPeers?.();
+    if (peers === undefined || peers === null) return;
+    if (debugLog.enabled('info')) debugLog.info(`rank ${this.rank} shared memory: reads rings of ranks [${peers.readsFrom.join(',')}], read by ranks [${peers.writesTo.join(',')}]`);
+    for (const { peer, reason } of peers.refused) {
+      const line = `rank ${this.rank} keeps TCP with rank ${peer}: ${reason}`;
+      if (reason.startsWith('cannot')) debugLog.warn(line);
+      else if (debugLog.enabled('info')) debugLog.info(line);
+    }
   }
 
   /** Tells every rank to end the job, and stops this rank's own native collective now (not when the abort comes back). */

@@ -14,9 +14,9 @@ import {
 } from '../transport/peer-endpoint-config.js';
 import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
-import { resolveDataPlane, resolveSingleCopy } from './data-plane-setting.js';
+import { resolveDataPlane, resolveSharedMemory, resolveSingleCopy } from './data-plane-setting.js';
 import { MAX_SPIN_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
-import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-settings.js';
+import type { DataPlaneSetting, SharedMemorySetting, SingleCopySetting } from '../settings/plane-settings.js';
 import { optionOrSetting } from '../settings/option-or-setting.js';
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
 import { secretVariables, tlsVariables } from '../settings/setting-parts.js';
@@ -120,6 +120,13 @@ export interface SessionOptions extends TuningOptions {
    * attach); `off` sends every payload over the links. Ranks may differ.
    */
   singleCopy?: SingleCopySetting;
+  /**
+   * The native data plane on one host (default `GX1_SHARED_MEMORY`, else `auto`): `auto` moves every
+   * message's header, and a payload of up to 8 KiB with it, through a ring the two ends of a link
+   * share in memory, where both ends agree and the system allows it (docs/architecture.md, "Shared
+   * memory on one host"); `off` keeps this rank's links on TCP. Ranks may differ.
+   */
+  sharedMemory?: SharedMemorySetting;
 }
 
 export interface ResolvedSessionOptions {
@@ -146,6 +153,7 @@ export interface ResolvedSessionOptions {
   readonly dataPlane: DataPlaneSetting;
   readonly spin: MicrosSetting;
   readonly singleCopy: SingleCopySetting;
+  readonly sharedMemory: SharedMemorySetting;
   readonly faultTolerant: boolean;
 }
 
@@ -163,7 +171,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
  * Checks the options; what they leave out comes from the settings (`env`: settings, or an
  * environment read into them; default this process's, read once) where a variable is set
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_COLLECTIVE_TIMEOUT_MS`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_SINGLE_COPY`, `GX1_FAULT_TOLERANT`, the tuning
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_SINGLE_COPY`, `GX1_SHARED_MEMORY`, `GX1_FAULT_TOLERANT`, the tuning
  * variables), else the default. An option always wins over its variable, which is then not read.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Settings | Environment = process.env): ResolvedSessionOptions {
@@ -205,6 +213,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
     faultTolerant,
     spin: resolveMicros(options.spinMicros, 'spinMicros', settings.GX1_SPIN_US, MAX_SPIN_MICROS),
     singleCopy: resolveSingleCopy(options.singleCopy, settings.GX1_SINGLE_COPY),
+    sharedMemory: resolveSharedMemory(options.sharedMemory, settings.GX1_SHARED_MEMORY),
   };
 }
 

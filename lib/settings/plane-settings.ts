@@ -1,5 +1,5 @@
 /**
- * The values of the native data plane's two settings (`GX1_DATA_PLANE`, `GX1_SINGLE_COPY`), here
+ * The values of the native data plane's settings (`GX1_DATA_PLANE`, `GX1_SINGLE_COPY`, `GX1_SHARED_MEMORY`), here
  * so that the settings table parses them; what they do is the session's (session/data-plane-setting.ts).
  */
 
@@ -27,3 +27,14 @@ export const DATA_PLANE_SETTINGS: readonly DataPlaneSetting[] = ['auto', 'native
 export type SingleCopySetting = 'auto' | 'off';
 
 export const SINGLE_COPY_SETTINGS: readonly SingleCopySetting[] = ['auto', 'off'];
+
+/**
+ * Whether this rank's native data plane takes part in shared memory (docs/architecture.md, "Shared
+ * memory on one host"): `auto`, where both ends of a link of one host agree, every header goes
+ * through a ring in a segment the two processes share (a payload of up to 8 KiB with it), offered
+ * only to the process that proved to be at the link's other end and mapped by no other; `off`, this
+ * rank's links keep TCP both ways. Ranks may differ: each link is agreed on by its two ends.
+ */
+export type SharedMemorySetting = 'auto' | 'off';
+
+export const SHARED_MEMORY_SETTINGS: readonly SharedMemorySetting[] = ['auto', 'off'];

@@ -6,7 +6,7 @@ import { DEFAULT_GROUP_PAYLOAD_BYTES } from '../topology/topology-groups.js';
 import { resolveFaultTolerance, resolveJoin } from '../transport/fault-tolerance.js';
 import { DEFAULT_TRANSPORT, parseRails, parseTransport } from '../transport/transport-kind.js';
 import { MAX_BUSY_POLL_MICROS, MAX_SPIN_MICROS, microsVariable } from './micros-setting.js';
-import { DATA_PLANE_SETTINGS, SINGLE_COPY_SETTINGS } from './plane-settings.js';
+import { DATA_PLANE_SETTINGS, SHARED_MEMORY_SETTINGS, SINGLE_COPY_SETTINGS } from './plane-settings.js';
 import { asText, isSet, oneOf, positiveInteger, timeoutMs, trimmedText } from './variable-parsers.js';
 
 /**
@@ -217,6 +217,14 @@ export const SETTINGS = [
     },
     options: ['singleCopy'],
     meaning: 'the native data plane between ranks of one host (the same advertised address, one kernel and network namespace): `auto` (default) lets such a peer read this rank\'s payloads of 256 KiB or more straight from its memory, and this rank read theirs (Linux cross memory attach, one copy instead of TCP\'s two), where both ends take part and the system allows it (checked once per link, a peer proving it is the process at the link\'s other end; otherwise the bytes travel the link as always; under Yama\'s ptrace scope 1, any process of the rank\'s user may read it while its session is open); `off` keeps this rank out of it, both ways. Ranks may differ. Option `singleCopy` wins; docs/architecture.md, "Single copy on one host"',
+  },
+  {
+    group: 'job',
+    variables: {
+      GX1_SHARED_MEMORY: { type: 'auto | off', default: 'auto', parse: oneOf(SHARED_MEMORY_SETTINGS, 'auto', true) },
+    },
+    options: ['sharedMemory'],
+    meaning: 'the native data plane between ranks of one host: `auto` (default) moves every message\'s header, and a payload of up to 8 KiB with it, through a ring in memory the two ends of a link share (a sealed memfd, offered only to the process proven to be at the link\'s other end, as for single copy, and never named in any filesystem), where both ends take part and the system allows it (pidfd_getfd, Linux 5.6; otherwise the link keeps TCP and GX1_DEBUG says why); `off` keeps this rank\'s links on TCP, both ways. Ranks may differ. Option `sharedMemory` wins; docs/architecture.md, "Shared memory on one host"',
   },
   {
     group: 'job',

@@ -54,6 +54,8 @@ export interface NativeDataPlane {
   close(): void;
   /** The links (p * rails + rail) agreed to single copy so far, sending and receiving; between collectives. */
   singleCopyLinks(): SingleCopyLinks;
+  /** The links agreed to a shared-memory ring so far, and per link why it did not agree; between collectives. Absent from an addon built before it. */
+  sharedMemoryLinks?(): SharedMemoryLinks;
   /** The peers the collective on the engine's thread waits for and that moved none of its bytes in the last second, as that thread said; none while none waits there. */
   waitingFor(): number[];
 }
@@ -64,6 +66,26 @@ export interface SingleCopyLinks {
   readonly sends: number[];
   /** Links whose sender's large payloads this rank reads from the sender's memory. */
   readonly receives: number[];
+}
+
+/** Links of the native data plane agreed to a shared-memory ring (native/shared_memory_links.h), as p * rails + rail (the engine's answer). */
+export interface SharedMemoryLinks {
+  /** Links whose receiver mapped this rank's ring: every header goes by it, a payload of up to 8 KiB with it. */
+  readonly sends: number[];
+  /** Links whose sender's ring this rank mapped. */
+  readonly receives: number[];
+  /** Per link, why it did not agree to a ring ('' where it did or none was offered): a ring this rank could not create, or one it could not map. */
+  readonly refusals: string[];
+}
+
+/** The peers a rank's plane shares a ring with, on a link of any rail, and why a peer's ring was refused. */
+export interface SharedMemoryPeers {
+  /** Peers that read this rank's messages from its ring. */
+  readonly writesTo: number[];
+  /** Peers whose ring this rank reads. */
+  readonly readsFrom: number[];
+  /** Peers (ascending) whose link kept TCP, each with the first reason its links gave. */
+  readonly refused: { readonly peer: number; readonly reason: string }[];
 }
 
 /** The peers a rank's plane has agreed single copy with, on a link of any rail. */
@@ -79,7 +101,8 @@ export interface SingleCopyPeers {
  * rail r at p * rails + r), -1 at the rank itself; `spinUs`, how long a wait spins before it
  * sleeps, -1 adaptive (native/spin_budget.h); `sameHost`, the peers on this rank's host, whose
  * links start with the single-copy agreement (none if left out; every rank must name the same
- * pairs); `singleCopy`, whether this rank offers and reads memory on them (true if left out).
+ * pairs); `singleCopy`, whether this rank offers and reads memory on them (true if left out);
+ * `sharedMemory`, whether it offers and maps shared-memory rings on them (true if left out).
  */
 export type DataPlaneEngine = new (
   rank: number,
@@ -91,6 +114,7 @@ export type DataPlaneEngine = new (
   sameHost?: readonly number[],
   singleCopy?: boolean,
   owner?: number,
+  sharedMemory?: boolean,
 ) => NativeDataPlane;
 
 /** How a rank's plane waits, and which of its links may agree to single copy. */
@@ -101,6 +125,8 @@ export interface DataPlaneSettings {
   readonly sameHost?: readonly number[];
   /** Whether this rank offers and reads memory on those links. */
   readonly singleCopy?: boolean;
+  /** Whether this rank offers and maps shared-memory rings on those links (native/shared_memory_links.h). */
+  readonly sharedMemory?: boolean;
   /**
    * The job rank the plane serves (`planeOwner`): its world's and its communicators' planes share
    * one. A process whose planes all serve one runs small collectives inline, on the calling thread;
@@ -167,7 +193,7 @@ export class DataPlane {
 
   /** `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say. */
   static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}): DataPlane {
-    const { spin = 'auto', sameHost = [], singleCopy = true, owner } = settings;
+    const { spin = 'auto', sameHost = [], singleCopy = true, sharedMemory = true, owner } = settings;
     const { rails } = links;
     const descriptor = (socket: Socket | undefined, link: number) => {
       const peer = Math.floor(link / rails);
@@ -178,7 +204,7 @@ export class DataPlane {
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner);
+    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner, sharedMemory);
     return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined), rails);
   }
 
@@ -205,6 +231,19 @@ export class DataPlane {
     const { sends, receives } = this.engine.singleCopyLinks();
     const peers = (links: number[]) => [...new Set(links.map((link) => Math.floor(link / this.rails)))];
     return { readBy: peers(sends), readsFrom: peers(receives) };
+  }
+
+  /** The peers sharing a shared-memory ring with this rank so far (native/shared_memory_links.h), ascending; null while a collective runs or where the addon cannot say. */
+  sharedMemoryPeers(): SharedMemoryPeers | null {
+    if (this.running || this.closing || this.engine.sharedMemoryLinks === undefined) return null;
+    const { sends, receives, refusals } = this.engine.sharedMemoryLinks();
+    const peers = (links: number[]) => [...new Set(links.map((link) => Math.floor(link / this.rails)))];
+    const refused = new Map<number, string>();
+    refusals.forEach((reason, link) => {
+      const peer = Math.floor(link / this.rails);
+      if (reason !== '' && !refused.has(peer)) refused.set(peer, reason);
+    });
+    return { writesTo: peers(sends), readsFrom: peers(receives), refused: [...refused].map(([peer, reason]) => ({ peer, reason })) };
   }
 
   /** The peers the running collective waits for in silence (its engine's thread says so every second: not those still moving bytes), none while none waits. */

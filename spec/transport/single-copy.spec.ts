@@ -73,7 +73,7 @@ async function engineAndSameHostPeer(): Promise<{ plane: DataPlane; toPeer: Sock
   const [peerReceives, accepted] = await loopbackPair();
   const receive = new FrameChannel(dialled).handOver();
   const send = new FrameChannel(accepted).handOver();
-  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, send], receive: [undefined, receive] }, { sameHost: [1] });
+  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, send], receive: [undefined, receive] }, { sameHost: [1], sharedMemory: false });
   cleanups.push(() => {
     plane.close();
     peerSends.destroy();
@@ -231,7 +231,7 @@ describe.skipIf(!available)(`single copy between the native data plane's engines
     // the agreement (null: the engine fails at the offer).
     const cases: [string, (offer: Uint8Array) => Uint8Array, ((header: Uint8Array) => Uint8Array) | null, string][] = [
       ['a malformed offer', (offer) => Uint8Array.from(offer, (byte, i) => (i < 8 ? 0x58 : byte)), null, 'single-copy offer expected, got 5858585858585858'],
-      ['an offer with a reserved byte set', (offer) => Uint8Array.from(offer, (byte, i) => (i === 37 ? 1 : byte)), null, 'single-copy offer whose bytes 6..7 or 36..39 are not zero'],
+      ['an offer with a reserved byte set', (offer) => Uint8Array.from(offer, (byte, i) => (i === 37 ? 1 : byte)), null, 'single-copy offer whose bytes 6..7, or 36..39 without a ring, are not zero'],
       ['a range past the payload', (offer) => offer, (header) => concat(header, range(1n, count * 4 + 4)), `single-copy range of ${count * 4 + 4} bytes where ${count * 4} bytes of the payload are left`],
       ['an empty range', (offer) => offer, (header) => concat(header, range(1n, 0)), `single-copy range of 0 bytes where ${count * 4} bytes of the payload are left`],
       ['a range at no memory', (offer) => offer, (header) => concat(header, range(8n, count * 4)), 'process_vm_readv: Bad address'],

@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { ElementType } from '../../protocol/element-type.js';
-import type { NativeOutcome, PlaneCall, SingleCopyPeers } from '../../transport/data-plane.js';
+import type { NativeOutcome, PlaneCall, SharedMemoryPeers, SingleCopyPeers } from '../../transport/data-plane.js';
 import type { Schedule } from './schedule.js';
 
 /**
@@ -25,6 +25,8 @@ export interface NativePlane {
   forget(): void;
   /** The peers it agreed single copy with so far, null while a collective runs (the addon's engine; a model has none). */
   singleCopyPeers?(): SingleCopyPeers | null;
+  /** The peers it shares a shared-memory ring with so far, and why a peer's link kept TCP; null while a collective runs (the addon's engine; a model has none). */
+  sharedMemoryPeers?(): SharedMemoryPeers | null;
   /**
    * The peers the running collective waits for in silence, for the session's waiting warning; none
    * while nothing waits (the addon's engine: as its thread said within the last second, leaving out

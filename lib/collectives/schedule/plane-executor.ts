@@ -25,6 +25,7 @@ export function addonPlane(plane: DataPlane, rank: number, worldSize: number): N
     close: () => plane.close(),
     forget: () => plane.forgetPrograms(),
     singleCopyPeers: () => plane.singleCopyPeers(),
+    sharedMemoryPeers: () => plane.sharedMemoryPeers(),
     waitingFor: () => plane.waitingFor(),
   };
 }

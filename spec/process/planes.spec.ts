@@ -12,6 +12,7 @@
  * Each child costs half a second of start-up (transpiled ahead, spec/helpers/compiled-script.ts),
  * and this machine may have 2 cores: the jobs are few, each with a whole program.
  */
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
@@ -157,6 +158,28 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
         expect.arrayContaining(['allReduce all-pairs native', 'allReduce pairwise native', 'broadcast chain native', 'broadcast pairwise native', 'barrier pairwise native']),
       );
       // Every case the native schedules fold is folded in rank order, as the reference: bit for bit.
+      expect(summary.inexact, what).toBe(0);
+    }
+  });
+
+  it.skipIf(!native)(`3 processes on defaults share a ring on every link (one host); one that cannot map its peers' rings (pidfd_getfd refused) says so and keeps TCP, exact either way${skipped}`, async () => {
+    const refusing = 2;
+    const preload = fileURLToPath(new URL('../helpers/fail-shared-memory-joins.mjs', import.meta.url));
+    const reports = await completed(await job(3, ['fixed'], (rank) => ({ GX1_DEBUG: 'info', ...(rank === refusing ? { NODE_OPTIONS: `--import=${preload}` } : {}) })));
+    for (const { rank, summary, what } of reports) {
+      // Said at close (GX1_DEBUG=info): the rings this rank reads (its peers' but the refusing rank's
+      // own reads) and the peers reading its ring (all but the refusing rank).
+      const others = [0, 1, 2].filter((peer) => peer !== rank.rank);
+      const readsFrom = siblings.allowed && rank.rank !== refusing ? others : [];
+      const readBy = siblings.allowed ? others.filter((peer) => peer !== refusing) : [];
+      expect(rank.stderr(), what).toContain(`rank ${rank.rank} shared memory: reads rings of ranks [${readsFrom.join(',')}], read by ranks [${readBy.join(',')}]`);
+      if (rank.rank === refusing && siblings.allowed) {
+        for (const peer of others) {
+          expect(rank.stderr(), what).toContain(`rank ${refusing} keeps TCP with rank ${peer}: cannot map its peer's ring: pidfd_getfd: Operation not permitted (forced for a test)`);
+        }
+      }
+      expect(summary.planes, what).toContain('native');
+      expect(summary.wrong, what).toBe(0);
       expect(summary.inexact, what).toBe(0);
     }
   });

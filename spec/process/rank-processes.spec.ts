@@ -3,6 +3,7 @@
  * the GX1_* environment, `openSession()` without options) against a coordinator in this process.
  * Each child costs half a second of start-up on this machine, so the tests are few and big.
  */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Coordinator } from '../../lib/coordinator/coordinator.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
@@ -17,6 +18,29 @@ const { coordinators, spawned } = cleanup;
 const job = (worldSize: number, scenario: string, env: Record<string, string> = {}, transport: 'tcp_host_staged' | 'tcp_peer' = 'tcp_host_staged') =>
   startProcessJob(cleanup, worldSize, { script: CHILD, scenario, transport, timeoutMs: TIMEOUT_MS, env });
 
+
+/** The inodes of the shared-memory ring segments (native/shared_memory_ring.h) process `pid` maps; none where it is gone or not readable. */
+function ringMappings(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/maps`, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('/memfd:rxccl-ring'))
+      .map((line) => line.split(/\s+/)[4]!);
+  } catch {
+    return [];
+  }
+}
+
+/** The descriptors of ring segments process `pid` holds. */
+function ringDescriptors(pid: number): string[] {
+  return readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('/memfd:rxccl-ring');
+    } catch {
+      return false;
+    }
+  });
+}
 
 describe('ranks in separate processes', () => {
   for (const [how, env, transport] of [
@@ -101,6 +125,37 @@ describe('ranks in separate processes', () => {
       for (const rank of survivors) expect(await rank.exited, describeRank(rank)).toEqual({ code: 3, signal: null });
     });
   }
+
+  it('tcp_peer, 4 ranks on the native plane: the shared-memory rings are named nowhere, no descriptor of one is left once agreed, and none outlives a SIGKILLed rank and its peers', async () => {
+    const ringsInDevShm = () => readdirSync('/dev/shm').filter((name) => name.includes('rxccl'));
+    const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: '2', ALLREDUCE_ELEMENTS: '1', GX1_DATA_PLANE: 'native' }, 'tcp_peer');
+    const victim = ranks[2]!;
+    const survivors = ranks.filter((rank) => rank !== victim);
+    await Promise.all([victim.waitFor(/^BLOCKING$/), ...survivors.map((rank) => rank.waitFor(/^WAITING$/))]);
+    // The warm-up all-reduce took every link: each rank maps its 3 rings and its 3 peers' (a memfd:
+    // no file in /dev/shm or anywhere) and holds no descriptor of any.
+    const segments = new Set<string>();
+    for (const rank of ranks) {
+      const mapped = new Set(ringMappings(rank.pid));
+      expect(mapped.size, describeRank(rank)).toBe(6);
+      for (const inode of mapped) segments.add(inode);
+      expect(ringDescriptors(rank.pid), describeRank(rank)).toEqual([]);
+    }
+    expect(segments.size).toBe(12);
+    expect(ringsInDevShm()).toEqual([]);
+    // The survivors wait in the ring of the victim's link; killed, it is named.
+    victim.child.kill('SIGKILL');
+    const errors = await Promise.all(survivors.map((rank) => rank.waitFor(/^ERROR /)));
+    for (const [index, line] of errors.entries()) expect(line, describeRank(survivors[index]!)).toMatch(/^ERROR REMOTE_ABORT .*rank 2\b/);
+    for (const rank of survivors) expect(await rank.exited, describeRank(rank)).toEqual({ code: 3, signal: null });
+    // No process of this user maps any of those segments any more: the kernel freed them with their
+    // last mapping (a memfd's inode is not reused while it lives).
+    const left = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid))
+      .filter((pid) => ringMappings(Number(pid)).some((inode) => segments.has(inode)));
+    expect(left).toEqual([]);
+    expect(ringsInDevShm()).toEqual([]);
+  });
 
   it('a rank that cannot join (wrong unique id) is refused with a reason, and exits', async () => {
     const uniqueId = UniqueId.random();

@@ -21,10 +21,15 @@ export function offerOfNothing(): Uint8Array {
   return offer;
 }
 
-/** An offer as a sender of this host writes it (boot id, network namespace), naming `pid` and `address` as it likes. */
-export function forgedOffer(pid: number, address: bigint): Uint8Array {
+/**
+ * An offer as a sender of this host writes it (boot id, network namespace), naming `pid` and
+ * `address` as it likes, and with `ringFd` a shared-memory ring: that descriptor of the process
+ * named (flag bit 1, bytes 36..39).
+ */
+export function forgedOffer(pid: number, address: bigint, ringFd?: number): Uint8Array {
   const offer = Buffer.alloc(OFFER_BYTES);
-  offer.set([0x47, 0x58, 0x31, 0x43, 2, 1]);
+  offer.set([0x47, 0x58, 0x31, 0x43, 2, ringFd === undefined ? 1 : 3]);
+  if (ringFd !== undefined) offer.writeUInt32LE(ringFd, 36);
   Buffer.from(readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().replaceAll('-', ''), 'hex').copy(offer, 8);
   offer.writeBigUInt64LE(statSync('/proc/self/ns/net', { bigint: true }).ino, 24);
   offer.writeUInt32LE(pid, 32);

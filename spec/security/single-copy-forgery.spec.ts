@@ -3,8 +3,9 @@
  * processes (docs/architecture.md, threat model; docs/protocol.md 9.9, "Single copy"): rank 0 a
  * plain rank, rank 1 (spec/security/fixtures/forging-rank.ts) offering to be read as another
  * process of their user, one rank 0 could read: a child holding rank 0's challenge at the address
- * offered, or a node process at its ELF header. Rank 0 answers 0, so it reads nothing of that
- * process and sends nothing of it back in the all-reduce, whose results are right on both. (Honest
+ * offered, or a node process at its ELF header, and to hand over that process's descriptor 1 as a
+ * shared-memory ring. Rank 0 answers 0, so it reads nothing of that process, takes nothing of it,
+ * and sends nothing of it back in the all-reduce, whose results are right on both. (Honest
  * ranks of one host agree single copy on every pair: spec/process/planes.spec.ts.)
  */
 import { spawnSync } from 'node:child_process';
@@ -61,8 +62,11 @@ describe.skipIf(!native)(`a rank that forges its single-copy offer, in a job of 
       const [honest, forger] = ranks as [RankProcess, RankProcess];
       expect(forger.lines, describeRank(forger)).toContain('ANSWER 0');
       for (const rank of ranks) expect(rank.lines, describeRank(rank)).toContain(`RESULT allreduce ${JSON.stringify({ count: 256 * 1024, wrong: 0 })}`);
-      // Said at close (GX1_DEBUG=info): rank 0 read no peer's memory, and no peer read its.
+      // Said at close (GX1_DEBUG=info): rank 0 read no peer's memory, and no peer read its; it took
+      // no ring out of the process the offer named, and says why.
       expect(honest.stderr(), describeRank(honest)).toContain('rank 0 single copy: read from ranks [], read by ranks []');
+      expect(honest.stderr(), describeRank(honest)).toContain('rank 0 shared memory: reads rings of ranks [], read by ranks []');
+      expect(honest.stderr(), describeRank(honest)).toContain('rank 0 keeps TCP with rank 1: cannot verify the process offering it');
       await expect(coordinator.done).resolves.toBeUndefined();
     }, 60_000);
   }

@@ -124,7 +124,7 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       ready[4 * i + 2] = ready[4 * i + 3] = {-1, POLLIN, 0};
       pending = pending || unsent || queued || answers || receiving || owing;
       // What a ring holds or takes now is moved at once (below), as a range being read.
-      reading = reading || s.range_left > 0 || RingReady(t);
+      reading = reading || s.range_left > 0 || RingReady(t, s);
     }
     // Folds run as their producers arrive (Settle), so with every message through they are done.
     if (!pending) return true;
@@ -139,7 +139,7 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       ready[4 * i + 2].fd = shared_.Sleep(phase[i], false);
       ready[4 * i + 3].fd = shared_.Sleep(phase[i], true);
     }
-    for (size_t i = 0; sleeps && i < phase.size(); i++) reading = reading || RingReady(phase[i]);
+    for (size_t i = 0; sleeps && i < phase.size(); i++) reading = reading || RingReady(phase[i], c.single_copy[i]);
     sleeps = sleeps && !reading;
     c.slept = c.slept || sleeps;
     const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
@@ -251,7 +251,10 @@ bool DataLinks::HeaderMatches(const ProgramRun& run, const Transfer& t, const ui
   return false;
 }
 
-bool DataLinks::RingReady(const Transfer& t) const { return shared_.CanWrite(t) || shared_.Next(t).header != nullptr; }
+bool DataLinks::RingReady(const Transfer& t, const SingleCopyTransfer& s) const {
+  // A header waits behind single copy's queue (Send): that wait is the socket's, polled as such.
+  return (shared_.CanWrite(t) && s.outbox_sent == s.outbox.size()) || shared_.Next(t).header != nullptr;
+}
 
 bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, bool& waiting) {
   const RingMessage message = shared_.Next(t);

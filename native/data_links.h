@@ -96,8 +96,9 @@ class DataLinks {
   bool Receive(ProgramRun& run, Transfer& transfer, SingleCopyTransfer& single_copy, Outcome& outcome);
   // The transfer's next message from its link's ring, header checked (`waiting`: none has come).
   bool ReceiveFromRing(ProgramRun& run, Transfer& transfer, Outcome& outcome, bool& waiting);
-  // Whether a ring of the transfer's link has a message to take or a slot for the next one now.
-  bool RingReady(const Transfer& transfer) const;
+  // Whether a ring of the transfer's link has a message to take, or a slot for its next one with
+  // nothing of single copy's queued before it, now.
+  bool RingReady(const Transfer& transfer, const SingleCopyTransfer& single_copy) const;
   // Whether a received header is the collective's own; else the outcome is a mismatch naming it.
   static bool HeaderMatches(const ProgramRun& run, const Transfer& transfer, const uint8_t* header, Outcome& outcome);
   // A send or a receive moved: the wait before it tells the spin budget.

@@ -182,7 +182,7 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
       expect(summary.wrong, what).toBe(0);
       expect(summary.inexact, what).toBe(0);
     }
-  });
+  }, 60_000);
 
   it.skipIf(!native)(`The real native plane across processes, as a property: random programs, 3 or 4 ranks, over 2 rails (large messages striped; every other job here has 1)${skipped}`, async () => {
     const rails = 2;

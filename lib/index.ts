@@ -75,7 +75,7 @@ export {
   ringMetrics,
   type TopologyGroups,
 } from './topology/index.js';
-export type { CollectivePlan } from './collectives/plan.js';
+export type { CollectivePlan, PlannedCandidate } from './collectives/plan.js';
 export { scheduleReduce, reduceSlices, scheduleAccumulate, scheduleDivide, validateReduction, kernelBackend } from './kernels/index.js';
 export { discoverJob } from './launch/discover-job.js';
 export { readSettings, type Setting, type Settings } from './settings/read-settings.js';

@@ -12,9 +12,11 @@ import { ringReduceScatter } from './reduce-scatter/ring.js';
 import type { ScheduleOf } from './schedule/schedule.js';
 
 /**
- * The planner's cost model, as the reference's (src/rank/topology.rs): time estimates, in
- * nanoseconds, for the staged path, the flat ring and the hierarchical schedules, from the job's
- * links. A link moves `bytes` in `latencyNs + bytes * 1000 / bandwidthMbps` ns.
+ * The reference planner's cost model (src/rank/topology.rs): time estimates, in nanoseconds, for
+ * the staged path, the flat ring and the hierarchical schedules, from the job's links. It no
+ * longer chooses (./choice-cost.ts prices every candidate for that); it scores the groupings
+ * GX1_TOPOLOGY_GROUPS=auto weighs (./infer-groups.ts) and gives `plan()` the reference's three
+ * figures. A link moves `bytes` in `latencyNs + bytes * 1000 / bandwidthMbps` ns.
  *
  * - direct (staged): the reference's formula, every rank's payload and response through the
  *   coordinator at GX1_DIRECT_BANDWIDTH_MBPS and GX1_DIRECT_LATENCY_NS (32000 MB/s, 1000 ns).
@@ -84,7 +86,7 @@ function directEstimate(collective: ModelledCollective, { worldSize, bytes, tuni
 }
 
 /** MB/s from `source` to `destination` with the pieces striped over every rail; undefined without a link. */
-function stripedBandwidth(topology: CollectiveTopology, source: number, destination: number): number | undefined {
+export function stripedBandwidth(topology: CollectiveTopology, source: number, destination: number): number | undefined {
   const link = topology.link(source, destination);
   if (link === undefined) return undefined;
   let sum = 0;
@@ -177,10 +179,4 @@ export function estimateCollective(collective: ModelledCollective, input: CostIn
     peer: input.worldSize <= 1 ? 0 : time(costs.ring, 'ring'),
     hierarchical: time(costs.hierarchical, 'hierarchical'),
   };
-}
-
-/** Whether the hierarchy is expected to beat the flat ring (ties go to the ring, as the reference's). */
-export function hierarchyBeatsRing(collective: ModelledCollective, input: CostInput): boolean {
-  const { peer, hierarchical } = estimateCollective(collective, input);
-  return hierarchical !== null && (peer === null || hierarchical < peer);
 }

@@ -43,7 +43,8 @@ import { hierarchicalAllReduce } from './all-reduce/hierarchical.js';
 import { hierarchicalAllGather } from './all-gather/hierarchical.js';
 import { hierarchicalReduceScatter } from './reduce-scatter/hierarchical.js';
 import { type AutotuneEntry, type AutotuneProfile, profileEntry } from './autotune-profile.js';
-import { hierarchyBeatsRing, type ModelledCollective } from './cost-model.js';
+import { shapeCostOf } from './candidate-costs.js';
+import { estimateOf } from './choice-cost.js';
 import type { ScheduleOf } from './schedule/schedule.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
 import type { TopologyGroups } from '../topology/topology-groups.js';
@@ -73,10 +74,11 @@ export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange' | 'hie
 export type SizeBound = number | 'ring threshold';
 
 /**
- * One row of the algorithm table, as data: an algorithm on one plane, the sizes it serves (this
- * rank's tensor in bytes, `from` inclusive, `below` exclusive), when else it fits, and either the
- * schedule it runs (scheduled rows, run by lib/collectives/run-scheduled.ts on their plane) or its
- * own `run` (staged and exchange rows).
+ * One row of the algorithm table, as data: an algorithm on one plane, where it can run at all
+ * (`fits`), the sizes a policy that asks for its family takes it at (this rank's tensor in bytes,
+ * `from` inclusive, `below` exclusive: `auto` weighs every size), and either the schedule it runs
+ * (scheduled rows, run by lib/collectives/run-scheduled.ts on their plane, and priced from it by
+ * ./candidate-costs.ts) or its own `run` (staged and exchange rows).
  */
 export type AlgorithmRow<N extends CollectiveName> = {
   readonly name: string;
@@ -118,170 +120,103 @@ export function sessionPlane(transport: CollectiveTransport, nativePlane: boolea
   return nativePlane ? 'native' : 'js';
 }
 
-/** Smallest world the JS plane's pairwise family serves: at 2 ranks it would be the ring, step for step. */
+/**
+ * Smallest world the JS plane's pairwise rows and the native plane's chain serve: at 2 ranks they
+ * would be the ring and the pairwise broadcast, message for message.
+ */
 export const PAIRWISE_MIN_WORLD_SIZE = 3;
 
-/**
- * On the native plane, all-reduces under this size send every rank's whole tensor to every rank
- * (one message's latency); from it, pairwise (each rank sends 2(W-1)/W of it): about where the
- * two cross on one host.
- */
-export const ALL_PAIRS_BELOW_BYTES = 64 * 1024;
-
-/**
- * On the native plane, broadcasts from this size at 3 ranks and more go down a chain: on one host
- * the sender does most of the work of every copy, and a chain spreads the sending over W-1 ranks.
- */
-export const CHAIN_FROM_BYTES = 1 << 20;
-
-/** A ring order, a probed or given topology, or channels: the job asked for the ring. */
-function ringTuned({ tuning }: Situation): boolean {
-  return tuning.ringOrder !== null || tuning.topology !== null || tuning.ringChannels !== 1;
-}
-
-/**
- * Whether the JS plane's pairwise family fits a large tensor: every rank on one host (loopback has
- * no links for a ring order to follow), at least 3 ranks, and no ring asked for.
- */
-export function pairwiseFits(situation: Situation): boolean {
-  return situation.ranksShareHost && situation.worldSize >= PAIRWISE_MIN_WORLD_SIZE && !ringTuned(situation);
-}
-
-/**
- * Across hosts, the native plane's pairwise family still serves tensors under this size: two
- * dependent steps instead of the ring's 2(W-1). From it, the ring, whose order can keep the
- * traffic between hosts to two crossings.
- */
-export const PAIRWISE_ACROSS_HOSTS_BELOW_BYTES = 4 << 20;
-
-/**
- * The native plane's pairwise family fits where no ring is asked for and either every rank shares
- * one host, the job has 2 ranks (the ring's exchange, in fewer messages), or the tensor is under
- * PAIRWISE_ACROSS_HOSTS_BELOW_BYTES.
- */
-export function nativePairwiseFits(situation: Situation): boolean {
-  if (ringTuned(situation)) return false;
-  return situation.ranksShareHost || situation.worldSize === 2 || situation.bytes < PAIRWISE_ACROSS_HOSTS_BELOW_BYTES;
-}
+const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= PAIRWISE_MIN_WORLD_SIZE;
 
 /** The exchange relays every rank's tensor (4 bytes of length each) in one message: it must fit a frame. */
 function exchangeFits({ bytes, worldSize }: Situation): boolean {
   return (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES;
 }
 
-const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= 3;
+/** The hierarchical rows follow the topology groups: without them there is no hierarchy. */
+const hasGroups = ({ groups }: Situation) => groups !== null;
 
 /**
- * Groups that are the hosts (no links weighed) take the hierarchy from this size: below it the
- * pairwise family's two steps beat the hierarchy's four or five (2 hosts x 2 ranks, native plane:
- * at 256 KiB pairwise 1.1-1.2 ms against 1.2-1.7, at 1 MiB 3.3-3.7 ms against 1.7-2.2).
- */
-export const HOSTS_HIERARCHY_FROM_BYTES = 1 << 20;
-
-/**
- * Under `auto`, the hierarchical row fits where the job has groups and links to weigh (or groups
- * that are its hosts, from HOSTS_HIERARCHY_FROM_BYTES: each host's links out share one way out,
- * which the model weighs on uniform links), and the cost model (lib/collectives/cost-model.ts)
- * expects it to beat the flat ring (the rows before the ring's already chose the staged path or
- * the pairwise family where they serve better).
- */
-const hierarchyPays =
-  (collective: ModelledCollective) =>
-  (situation: Situation): boolean =>
-    situation.groups !== null &&
-    (situation.topology !== null || (situation.groupsAreHosts === true && situation.bytes >= HOSTS_HIERARCHY_FROM_BYTES)) &&
-    hierarchyBeatsRing(collective, situation);
-
-/**
- * Tree rows run only where GX1_COLLECTIVE_ALGORITHM=tree asks for them: measured at 8 and 16
- * rank processes on one shared 2-core host (bench/README.md, "Tree algorithms"), none beat today's
- * choice beyond the noise, before or after the native agreement moved to the ring of successors
- * (./schedule/header-exchange.ts: a tree no longer pays N-1 headers a rank). After it, 6
- * alternated rounds, same-round tree/auto time ratios: medians 0.61-1.29 per cell, each cell's
- * spanning 0.1-6.9, the tree faster in 2 to 5 of the 6 rounds; so no threshold to set yet.
- */
-const onlyWhenAsked = (): boolean => false;
-
-/**
- * Every collective's algorithms, in order of preference per plane; the staged row, which every
- * collective has, comes last. Adding an algorithm is a schedule file under
+ * Every collective's algorithms per plane; the staged row, which every collective has, comes last.
+ * Under `auto` the cheapest row of the session's plane that fits runs (`cheapestRow`), ties going
+ * to the row listed first. Adding an algorithm is a schedule file under
  * lib/collectives/<collective>/ and a row here per plane it serves (docs/architecture.md).
  */
 export const ALGORITHMS: AlgorithmTable = {
   barrier: [
-    { name: 'dissemination', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: disseminationBarrier },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBarrier },
-    { name: 'dissemination', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: disseminationBarrier },
+    { name: 'dissemination', plane: 'native', family: 'tree', schedule: disseminationBarrier },
     { name: 'exchange', plane: 'js', family: 'exchange', run: exchangeBarrier },
+    { name: 'dissemination', plane: 'js', family: 'tree', schedule: disseminationBarrier },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBarrier },
   ],
   allReduce: [
-    { name: 'recursive-doubling', plane: 'native', family: 'tree', below: 'ring threshold', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
-    { name: 'rabenseifner', plane: 'native', family: 'tree', from: 'ring threshold', fits: onlyWhenAsked, schedule: rabenseifnerAllReduce },
-    { name: 'all-pairs', plane: 'native', family: 'pairwise', below: ALL_PAIRS_BELOW_BYTES, schedule: allPairsAllReduce },
-    { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
-    { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllReduce },
+    { name: 'all-pairs', plane: 'native', family: 'pairwise', schedule: allPairsAllReduce },
+    { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllReduce },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllReduce },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce },
-    { name: 'recursive-doubling', plane: 'js', family: 'tree', below: 'ring threshold', fits: onlyWhenAsked, schedule: recursiveDoublingAllReduce },
-    { name: 'rabenseifner', plane: 'js', family: 'tree', from: 'ring threshold', fits: onlyWhenAsked, schedule: rabenseifnerAllReduce },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllReduce },
-    { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allReduce'), schedule: hierarchicalAllReduce },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllReduce },
+    { name: 'recursive-doubling', plane: 'native', family: 'tree', below: 'ring threshold', schedule: recursiveDoublingAllReduce },
+    { name: 'rabenseifner', plane: 'native', family: 'tree', from: 'ring threshold', schedule: rabenseifnerAllReduce },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllReduce },
+    { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllReduce },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllReduce },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllReduce },
+    { name: 'recursive-doubling', plane: 'js', family: 'tree', below: 'ring threshold', schedule: recursiveDoublingAllReduce },
+    { name: 'rabenseifner', plane: 'js', family: 'tree', from: 'ring threshold', schedule: rabenseifnerAllReduce },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllReduce },
   ],
   reduce: [
-    { name: 'binomial', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: binomialReduce },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduce },
-    { name: 'binomial', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: binomialReduce },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeReduce },
+    { name: 'binomial', plane: 'native', family: 'tree', schedule: binomialReduce },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseReduce },
+    { name: 'binomial', plane: 'js', family: 'tree', schedule: binomialReduce },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduce },
   ],
   broadcast: [
-    { name: 'binomial', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: binomialBroadcast },
-    { name: 'chain', plane: 'native', family: 'ring', from: CHAIN_FROM_BYTES, fits: atLeastThreeRanks, schedule: chainBroadcast },
+    { name: 'chain', plane: 'native', family: 'ring', fits: atLeastThreeRanks, schedule: chainBroadcast },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBroadcast },
-    { name: 'binomial', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: binomialBroadcast },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeBroadcast },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseBroadcast },
+    { name: 'binomial', plane: 'native', family: 'tree', schedule: binomialBroadcast },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeBroadcast },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseBroadcast },
     { name: 'chain', plane: 'js', family: 'ring', schedule: chainBroadcast },
+    { name: 'binomial', plane: 'js', family: 'tree', schedule: binomialBroadcast },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBroadcast },
   ],
   allGather: [
-    { name: 'bruck', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: bruckAllGather },
-    { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allGather'), schedule: hierarchicalAllGather },
-    { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseAllGather },
+    { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllGather },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllGather },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather },
-    { name: 'bruck', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: bruckAllGather },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllGather },
-    { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('allGather'), schedule: hierarchicalAllGather },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseAllGather },
+    { name: 'bruck', plane: 'native', family: 'tree', schedule: bruckAllGather },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllGather },
+    { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllGather },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllGather },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllGather },
+    { name: 'bruck', plane: 'js', family: 'tree', schedule: bruckAllGather },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllGather },
   ],
   gather: [
-    { name: 'binomial', plane: 'native', family: 'tree', fits: onlyWhenAsked, schedule: binomialGather },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseGather },
-    { name: 'binomial', plane: 'js', family: 'tree', fits: onlyWhenAsked, schedule: binomialGather },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeGather },
+    { name: 'binomial', plane: 'native', family: 'tree', schedule: binomialGather },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeGather },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseGather },
+    { name: 'binomial', plane: 'js', family: 'tree', schedule: binomialGather },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedGather },
   ],
   scatter: [{ name: 'staged', plane: 'coordinator', family: 'staged', run: stagedScatter }],
   reduceScatter: [
-    { name: 'hierarchical', plane: 'native', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('reduceScatter'), schedule: hierarchicalReduceScatter },
-    { name: 'pairwise', plane: 'native', family: 'pairwise', fits: nativePairwiseFits, schedule: pairwiseReduceScatter },
+    { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalReduceScatter },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduceScatter },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringReduceScatter },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeReduceScatter },
-    { name: 'hierarchical', plane: 'js', family: 'hierarchical', from: 'ring threshold', fits: hierarchyPays('reduceScatter'), schedule: hierarchicalReduceScatter },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: pairwiseFits, schedule: pairwiseReduceScatter },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeReduceScatter },
+    { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalReduceScatter },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseReduceScatter },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringReduceScatter },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduceScatter },
   ],
   allToAll: [
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllToAll },
-    { name: 'exchange', plane: 'js', family: 'exchange', below: 'ring threshold', fits: exchangeFits, run: exchangeAllToAll },
+    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllToAll },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseAllToAll },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllToAll },
   ],
@@ -292,19 +227,51 @@ function bound(value: SizeBound, tuning: CollectiveTuning): number {
   return value === 'ring threshold' ? tuning.ringThresholdBytes : value;
 }
 
-/** Whether this size lies in `row`'s range. */
+/** Whether this size lies in `row`'s range (a policy's pick among its family's rows). */
 function servesSize(row: AlgorithmRow<CollectiveName>, { bytes, tuning }: Situation): boolean {
   if (row.from !== undefined && bytes < bound(row.from, tuning)) return false;
   return row.below === undefined || bytes < bound(row.below, tuning);
 }
 
-/** Whether `row` serves this size and fits the situation. */
-function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolean {
-  return servesSize(row, situation) && (row.fits?.(situation) ?? true);
+/** One candidate of a call under `auto`: a row of the session's plane that fits, and the model's estimate (ns). */
+export interface CandidateEstimate<N extends CollectiveName = CollectiveName> {
+  readonly row: AlgorithmRow<N>;
+  readonly estimatedTimeNs: number | null;
 }
 
 /**
- * Chooses the algorithm for one call, as the seed's planner does with its policy:
+ * Every row `auto` weighs for this call, in table order: the rows of the session's plane that
+ * fit, each with the cost model's estimate (./candidate-costs.ts); on the coordinator's plane,
+ * or for a collective without peer rows, none.
+ */
+export function candidateEstimates<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): CandidateEstimate<N>[] {
+  const rows = table[collective] as readonly AlgorithmRow<N>[];
+  const { plane, bytes } = situation;
+  if (plane === 'coordinator' || situation.worldSize === 1) return [];
+  const candidates: CandidateEstimate<N>[] = [];
+  rows.forEach((row, index) => {
+    if (row.plane !== plane || !(row.fits?.(situation) ?? true)) return;
+    const cost = shapeCostOf(collective, rows, index, plane, situation);
+    candidates.push({ row, estimatedTimeNs: cost === null ? null : estimateOf(cost, bytes) });
+  });
+  return candidates;
+}
+
+/**
+ * The candidate with the least estimate, ties to the row listed first (a row the model cannot
+ * price loses to any it can); undefined without candidates. The estimates depend only on facts
+ * every rank shares, so every rank takes the same row.
+ */
+export function cheapestRow<N extends CollectiveName>(candidates: readonly CandidateEstimate<N>[]): AlgorithmRow<N> | undefined {
+  let best: CandidateEstimate<N> | undefined;
+  for (const candidate of candidates) {
+    if (best === undefined || (candidate.estimatedTimeNs !== null && (best.estimatedTimeNs === null || candidate.estimatedTimeNs < best.estimatedTimeNs))) best = candidate;
+  }
+  return best?.row;
+}
+
+/**
+ * Chooses the algorithm for one call:
  * - one rank, or `direct`: the staged row (through the coordinator);
  * - `ring` (`hierarchical`, `tree`): the collective's ring-family (hierarchical, tree) row on the session's
  *   plane (on tcp_host_staged, the JS plane's, its pieces travelling the coordinator's
@@ -312,8 +279,8 @@ function serves(row: AlgorithmRow<CollectiveName>, situation: Situation): boolea
  *   (a tree all-reduce: recursive doubling under the ring threshold, Rabenseifner's from it); a
  *   collective without one as `auto`;
  * - `auto`: the row the autotune profile measured best for this size, where it has one on the
- *   session's plane (`profiledRow`); else the first row of the session's plane that serves the
- *   size and fits; else staged.
+ *   session's plane (`profiledRow`); else the cheapest candidate by the cost model
+ *   (`candidateEstimates`, `cheapestRow`); else staged.
  */
 export function selectAlgorithm<N extends CollectiveName>(collective: N, situation: Situation, table: AlgorithmTable = ALGORITHMS): AlgorithmRow<N> {
   const rows = table[collective] as readonly AlgorithmRow<N>[];
@@ -327,9 +294,8 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
     const asked = family.find((row) => servesSize(row as AlgorithmRow<CollectiveName>, situation)) ?? family[0];
     if (asked !== undefined) return asked;
   }
-  return profiledRow(collective, situation, table)?.row ?? rows.find((row) => row.plane === plane && serves(row as AlgorithmRow<CollectiveName>, situation)) ?? staged;
+  return profiledRow(collective, situation, table)?.row ?? cheapestRow(candidateEstimates(collective, situation, table)) ?? staged;
 }
-
 /**
  * Under `auto`, the row an autotune profile names for this call (its entry covering `bytes`): the
  * staged row for `direct`, else the row of that name on the plane the session's peer algorithms

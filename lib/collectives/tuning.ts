@@ -27,7 +27,7 @@ import {
   validateTopologyGroups,
 } from '../topology/topology-groups.js';
 
-/** The reference's default: from 256 KiB, `auto` sends data rank to rank. */
+/** The reference's default (there `auto` sends data rank to rank from it; here the tree policy's all-reduce turns to Rabenseifner's). */
 export const DEFAULT_RING_THRESHOLD_BYTES = 256 * 1024;
 
 /**
@@ -38,7 +38,7 @@ export const DEFAULT_RING_THRESHOLD_BYTES = 256 * 1024;
 export interface TuningOptions {
   /** `GX1_COLLECTIVE_ALGORITHM`: auto (default), direct (through the coordinator), ring, hierarchical (needs topology groups), tree (log-depth). */
   readonly algorithm?: AlgorithmPolicy | string;
-  /** `GX1_RING_THRESHOLD_BYTES`: under `auto`, tensors from this size use the ring family (default 256 KiB). */
+  /** `GX1_RING_THRESHOLD_BYTES`: under `tree`, the all-reduce from this size is Rabenseifner's, below it recursive doubling (default 256 KiB); `auto` weighs every size by its cost model. */
   readonly ringThresholdBytes?: number;
   /** `GX1_RING_ORDER`: the ring, every rank once ("0,2,1,3"); default the topology's best ring order. */
   readonly ringOrder?: readonly number[] | string;

@@ -418,8 +418,9 @@ export class RankSession {
 
   /**
    * What a collective of `bytes` (this rank's tensor; a reduce-scatter's whole input) runs on this
-   * session, and the cost model's estimates behind it: the reference's `CollectivePlan`. A call of
-   * that size runs this algorithm (`events$` names it).
+   * session, and why: the reference's `CollectivePlan`, with every candidate `auto` weighed and its
+   * estimate (`candidates`: the cheapest runs, docs/protocol.md 9.10). A call of that size runs
+   * this algorithm (`events$` names it).
    * @example
    * const { algorithm, plane, estimatedTimeNs } = session.plan('allReduce', 64 << 20);
    */

@@ -285,7 +285,7 @@ export const SETTINGS = [
       GX1_RING_THRESHOLD_BYTES: { type: 'bytes', default: '262144', parse: (text, variable) => (text === undefined ? undefined : parseByteCount(variable, text)) },
     },
     options: ['ringThresholdBytes'],
-    meaning: 'under `auto` on tcp_peer\'s JS plane, tensors from this size per rank use the ring family, or the pairwise algorithms where every rank shares one host and no ring is configured (default 262144); the native plane has bounds of its own',
+    meaning: 'under `tree`, where the all-reduce turns from recursive doubling to Rabenseifner\'s (default 262144); `auto` weighs every size by its cost model (docs/protocol.md 9.10) and no longer reads it',
   },
   {
     group: 'algorithm',

@@ -81,9 +81,13 @@ describe('hierarchical collectives in sessions', () => {
     const large = ranks[0]!.plan('allReduce', 1 << 20);
     expect(large).toMatchObject({ collective: 'allReduce', bytes: 1 << 20, algorithm: 'hierarchical', family: 'hierarchical', plane: 'js', source: 'model', ringChannels: 1 });
     expect(large.hierarchicalEstimatedTimeNs).toBeLessThan(large.peerEstimatedTimeNs!);
-    expect(large.estimatedTimeNs).toBe(large.hierarchicalEstimatedTimeNs);
-    expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'exchange', plane: 'js', estimatedTimeNs: null });
-    expect(ranks[0]!.plan('broadcast', 1 << 20)).toMatchObject({ algorithm: 'chain', directEstimatedTimeNs: null });
+    // The reference's figures beside; what runs is the cheapest candidate by the choice model.
+    const hierarchical = large.candidates.find((candidate) => candidate.algorithm === 'hierarchical')!;
+    expect(large.estimatedTimeNs).toBe(hierarchical.estimatedTimeNs);
+    for (const { estimatedTimeNs } of large.candidates) expect(estimatedTimeNs).toBeGreaterThanOrEqual(hierarchical.estimatedTimeNs!);
+    expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'exchange', plane: 'js', estimatedTimeNs: expect.any(Number) });
+    // From root 0 the binomial tree crosses between the hosts once, as the chain does, in two steps instead of three.
+    expect(ranks[0]!.plan('broadcast', 1 << 20)).toMatchObject({ algorithm: 'binomial', directEstimatedTimeNs: null });
     expect(() => ranks[0]!.plan('allreduce' as never, 8)).toThrow('plan: unknown collective "allreduce"; expected one of barrier allReduce');
     const seen = firstValueFrom(
       ranks[0]!.events$.pipe(
@@ -126,7 +130,9 @@ describe('hierarchical collectives in sessions', () => {
     // Groups that follow from the hosts are not tuning: an autotune profile fits with or without them.
     const fingerprints = ranks[0]!.autotuneFingerprints;
     expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'all-pairs' });
-    expect(ranks[0]!.plan('allReduce', 256 << 10)).toMatchObject({ algorithm: 'pairwise' });
+    // At 256 KiB pairwise and the hierarchy measured level (1.1-1.2 ms against 1.2-1.7,
+    // bench/README.md): the model prices the hierarchy's one crossing per host lower.
+    expect(ranks[0]!.plan('allReduce', 256 << 10)).toMatchObject({ algorithm: 'hierarchical' });
     for (const collective of ['allReduce', 'allGather'] as const) expect(ranks[0]!.plan(collective, 1 << 20), collective).toMatchObject({ algorithm: 'hierarchical' });
     expect(ranks[0]!.plan('reduceScatter', 64 << 20)).toMatchObject({ algorithm: 'ring' });
     const { results, algorithms } = await run(ranks, 300_000);

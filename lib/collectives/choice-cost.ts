@@ -1,0 +1,176 @@
+import type { CollectiveTopology } from '../topology/collective-topology.js';
+import { stripedBandwidth } from './cost-model.js';
+import { COST_SETTINGS, type LinkClass, type LinkCost } from './cost-settings.js';
+import { withHeaderExchange } from './schedule/header-exchange.js';
+import type { Dependency, Producers, Schedule, ScheduleInput, ScheduleOf } from './schedule/schedule.js';
+
+/**
+ * The choice's cost model (docs/protocol.md 9.10): what a candidate's schedule costs, from the
+ * schedule itself as every rank would write it. Four terms, each the worst over the job:
+ *
+ * - latency: the critical path, each message on it adding its link's latency (a message waits for
+ *   what its send waits for: receives, folds, sends that must have left);
+ * - messages: the busiest rank's sends and receives, times the plane's CPU per message;
+ * - transfer: the busiest directed link's bytes over its bandwidth, the busiest rank's bytes out
+ *   over its fastest link's (a rank's sends share its CPU and socket buffers), or the busiest
+ *   host's bytes to other hosts over its fastest such link's (a host's links out share one NIC);
+ * - folds: the busiest rank's bytes read by folds (each source once) over the plane's fold rate.
+ *
+ * The first two do not depend on the tensor's size; the last two grow with it. So one reckoning
+ * per shape, at a reference size where every share of every schedule holds bytes, serves every
+ * size: estimate(bytes) = ceil(latencyNs + messagesNs + nsPerByte x bytes).
+ */
+export interface ShapeCost {
+  readonly latencyNs: number;
+  readonly messagesNs: number;
+  /** (transfer + folds) at the reference size, divided by its bytes. */
+  readonly nsPerByte: number;
+}
+
+/** The estimate, ns, of a call of `bytes` of a shape that costs `cost`. */
+export function estimateOf(cost: ShapeCost, bytes: number): number {
+  return Math.ceil(cost.latencyNs + cost.messagesNs + cost.nsPerByte * bytes);
+}
+
+/** What the links are: from the job's topology where it has one, else by where the ranks are. */
+export interface LinkFacts {
+  readonly worldSize: number;
+  readonly plane: 'native' | 'js';
+  readonly topology: CollectiveTopology | null;
+  /** Every rank on one host. */
+  readonly ranksShareHost: boolean;
+  /** The topology groups (ranks sharing fast links, a host's), else null. */
+  readonly groups: readonly (readonly number[])[] | null;
+}
+
+interface Link extends LinkCost {
+  /** The host whose way out it takes (another host's ranks at its end), else null. */
+  readonly leaves: number | null;
+}
+
+/**
+ * Each directed link's cost. Without a topology: ranks on one host, or in one group, are
+ * `same host`; others `across hosts`. With one: its link's latency and bandwidth (striped over
+ * its rails). Either way a link between two groups leaves through its group's way out (where there
+ * are no groups and not every rank shares a host, each rank is its own). Undefined where the
+ * topology has no link.
+ */
+function linksOf(facts: LinkFacts): (source: number, destination: number) => Link | undefined {
+  const { ranksShareHost, groups, topology, plane } = facts;
+  const hostOf = new Map(groups?.flatMap((members, group) => members.map((rank) => [rank, group] as const)) ?? []);
+  const host = (rank: number) => hostOf.get(rank) ?? rank;
+  return (source, destination) => {
+    const apart = !ranksShareHost && host(source) !== host(destination);
+    // Groups share a way out wherever they come from (declared links, GX1_TOPOLOGY_GROUPS).
+    const leaves = host(source) === host(destination) || (groups === null && ranksShareHost) ? null : host(source);
+    if (topology !== null) {
+      const link = topology.link(source, destination);
+      const bandwidthMbps = stripedBandwidth(topology, source, destination);
+      return link === undefined || bandwidthMbps === undefined ? undefined : { latencyNs: link.latencyNs, bandwidthMbps, leaves };
+    }
+    const kind: LinkClass = apart ? 'across hosts' : 'same host';
+    return { ...COST_SETTINGS[plane].links[kind], leaves };
+  };
+}
+
+/** Where a rank's receive is matched: the sender, and the labels both ends give the message. */
+const labelOf = (peer: number, message: { step: number; channel: number; stripe?: number }) => `${peer} ${message.step} ${message.channel} ${message.stripe ?? 0}`;
+
+/**
+ * The cost of the schedules `scheduleOf` writes for every rank (of `referenceBytes`), on the
+ * links `facts` describe; null where a link is missing or a send has no receive.
+ */
+export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFacts, referenceBytes: number): ShapeCost | null {
+  const { worldSize, plane } = facts;
+  const linkAt = linksOf(facts);
+  const links = new Map<number, Link | undefined>();
+  const linkOf = (source: number, destination: number): Link | undefined => {
+    const pair = source * worldSize + destination;
+    if (!links.has(pair)) links.set(pair, linkAt(source, destination));
+    return links.get(pair);
+  };
+  const schedules = Array.from({ length: worldSize }, (_, rank) => scheduleOf(rank));
+  // Each rank's receives by sender and label, to find the receive of a send.
+  const receiveOf = schedules.map((schedule) => new Map(schedule.receives.map((receive, index) => [labelOf(receive.peer, receive), index])));
+  const senderOf = schedules.map(() => new Map<number, number>());
+  schedules.forEach((schedule, rank) =>
+    schedule.sends.forEach((send, index) => {
+      const receive = receiveOf[send.peer]?.get(labelOf(rank, send));
+      if (receive === undefined) throw new Error(`rank ${rank}'s send ${index} to ${send.peer} has no receive`);
+      senderOf[send.peer]!.set(receive, index);
+    }),
+  );
+  // When each receive's bytes arrive, each fold ends, each send starts (NaN: not reckoned yet).
+  const ready = schedules.map((schedule) => ({
+    receive: new Float64Array(schedule.receives.length).fill(Number.NaN),
+    fold: new Float64Array(schedule.folds.length).fill(Number.NaN),
+    send: new Float64Array(schedule.sends.length).fill(Number.NaN),
+  }));
+  const at = (rank: number, dependency: Dependency): number => {
+    const [kind, index] = 'receive' in dependency ? (['receive', dependency.receive] as const) : 'fold' in dependency ? (['fold', dependency.fold] as const) : (['send', dependency.send] as const);
+    const known = ready[rank]![kind][index]!;
+    if (!Number.isNaN(known)) return known;
+    const schedule = schedules[rank]!;
+    let time: number;
+    if (kind === 'receive') {
+      const peer = schedule.receives[index]!.peer;
+      const send = senderOf[rank]!.get(index);
+      if (send === undefined) throw new Error(`rank ${rank}'s receive ${index} from ${peer} has no send`);
+      time = at(peer, { send }) + linkOf(peer, rank)!.latencyNs;
+    } else if (kind === 'fold') {
+      time = Math.max(0, ...schedule.folds[index]!.after.map((after) => producedAt(rank, after)));
+    } else {
+      time = producedAt(rank, schedule.sends[index]!.after);
+    }
+    ready[rank]![kind][index] = time;
+    return time;
+  };
+  const producedAt = (rank: number, after: Dependency | Producers | null): number => {
+    if (after === null) return 0;
+    return 'parts' in after ? Math.max(0, ...after.parts.map((part) => at(rank, part))) : at(rank, after);
+  };
+  let latencyNs = 0;
+  let messages = 0;
+  let transferNs = 0;
+  let foldNs = 0;
+  const leaving = new Map<number, { bytes: number; fastestMbps: number }>();
+  for (let rank = 0; rank < worldSize; rank++) {
+    const schedule = schedules[rank]!;
+    for (let index = 0; index < schedule.receives.length; index++) latencyNs = Math.max(latencyNs, at(rank, { receive: index }));
+    for (let index = 0; index < schedule.folds.length; index++) latencyNs = Math.max(latencyNs, at(rank, { fold: index }));
+    messages = Math.max(messages, schedule.sends.length + schedule.receives.length);
+    const perPeer = new Map<number, number>();
+    for (const send of schedule.sends) perPeer.set(send.peer, (perPeer.get(send.peer) ?? 0) + send.span.bytes);
+    const sent = { bytes: 0, fastestMbps: 0 };
+    for (const [peer, bytes] of perPeer) {
+      const link = linkOf(rank, peer);
+      if (link === undefined) return null;
+      transferNs = Math.max(transferNs, (bytes * 1000) / link.bandwidthMbps);
+      sent.bytes += bytes;
+      sent.fastestMbps = Math.max(sent.fastestMbps, link.bandwidthMbps);
+      if (link.leaves !== null) {
+        const out = leaving.get(link.leaves) ?? { bytes: 0, fastestMbps: 0 };
+        leaving.set(link.leaves, { bytes: out.bytes + bytes, fastestMbps: Math.max(out.fastestMbps, link.bandwidthMbps) });
+      }
+    }
+    if (sent.bytes > 0) transferNs = Math.max(transferNs, (sent.bytes * 1000) / sent.fastestMbps);
+    const read = schedule.folds.reduce((sum, fold) => sum + fold.target.bytes * fold.sources.length, 0);
+    foldNs = Math.max(foldNs, (read * 1000) / COST_SETTINGS[plane].foldMbps);
+  }
+  for (const out of leaving.values()) transferNs = Math.max(transferNs, (out.bytes * 1000) / out.fastestMbps);
+  return { latencyNs, messagesNs: messages * COST_SETTINGS[plane].messageNs, nsPerByte: referenceBytes === 0 ? 0 : (transferNs + foldNs) / referenceBytes };
+}
+
+/**
+ * A scheduled row's schedules as they run on `plane`: on the native plane with the agreement's
+ * header-only messages (./schedule/header-exchange.ts), which count as messages.
+ */
+export function plannedSchedules(write: ScheduleOf, input: Omit<ScheduleInput, 'rank'>, plane: 'native' | 'js'): (rank: number) => Schedule {
+  const written = new Map<number, Schedule>();
+  const of = (rank: number) => {
+    let schedule = written.get(rank);
+    if (schedule === undefined) written.set(rank, (schedule = write({ ...input, rank })));
+    return schedule;
+  };
+  return plane === 'native' ? (rank) => withHeaderExchange(of, input.worldSize, rank) : of;
+}

@@ -38,8 +38,8 @@ export interface NativeOutcome {
 /**
  * One session's engine in the addon (native/data_plane_entry.cc): the schedules it was given, and
  * one collective at a time, its outcome to `done` on the JS thread, before the call returns when it
- * was over within a moment (a small one runs on the calling thread first, for at most 1 ms), else
- * later.
+ * was over within a moment (a small one runs on the calling thread first, for at most its inline
+ * budget, `DataPlaneSettings.inline`), else later.
  */
 export interface NativeDataPlane {
   /** Decodes and keeps a schedule (`encodeProgram` in lib/collectives/schedule/plane-executor.ts); returns its id. */
@@ -91,12 +91,22 @@ export type DataPlaneEngine = new (
   sameHost?: readonly number[],
   singleCopy?: boolean,
   owner?: number,
+  inlineUs?: number,
 ) => NativeDataPlane;
+
+/** What an `inline` of `auto` is: 1 ms on the calling thread, then the engine's thread (native/data_plane_entry.cc). */
+export const DEFAULT_INLINE_MICROS = 1_000;
 
 /** How a rank's plane waits, and which of its links may agree to single copy. */
 export interface DataPlaneSettings {
   /** How long a wait spins before it sleeps (us), or adaptive. */
   readonly spin?: number | 'auto';
+  /**
+   * How long a small collective (64 KiB or less) runs on the calling thread before the engine's
+   * thread takes it (us; `auto`, `DEFAULT_INLINE_MICROS`): done within it, it completes before the
+   * call returns, without a thread hand-off, but the event loop is held meanwhile. 0 never.
+   */
+  readonly inline?: number | 'auto';
   /** The peers on this rank's host (the same pairs on every rank: from the endpoint table). */
   readonly sameHost?: readonly number[];
   /** Whether this rank offers and reads memory on those links. */
@@ -167,7 +177,7 @@ export class DataPlane {
 
   /** `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say. */
   static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}): DataPlane {
-    const { spin = 'auto', sameHost = [], singleCopy = true, owner } = settings;
+    const { spin = 'auto', inline = 'auto', sameHost = [], singleCopy = true, owner } = settings;
     const { rails } = links;
     const descriptor = (socket: Socket | undefined, link: number) => {
       const peer = Math.floor(link / rails);
@@ -178,7 +188,7 @@ export class DataPlane {
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner);
+    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner, inline === 'auto' ? DEFAULT_INLINE_MICROS : inline);
     return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined), rails);
   }
 

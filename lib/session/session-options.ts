@@ -117,7 +117,7 @@ export interface SessionOptions extends TuningOptions {
    * The native data plane: how long a small collective (64 KiB or less) runs on the calling
    * thread, spinning for its peers, before the engine's thread takes it (default `GX1_INLINE_US`,
    * else `auto`: 1000). One done within it completes before the call returns, without a thread
-   * hand-off (about 30 us); the event loop is held meanwhile: timers, heartbeats and socket reads
+   * hand-off (31 us in bench/per-call); the event loop is held meanwhile: timers, heartbeats and socket reads
    * wait up to that long. 0 hands every collective to the engine's thread (the event loop never
    * held). 0..100000.
    */

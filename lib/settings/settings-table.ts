@@ -208,7 +208,7 @@ export const SETTINGS = [
       GX1_INLINE_US: { type: 'auto | microseconds 0..100000', default: 'auto (1000)', parse: microsVariable(MAX_INLINE_MICROS) },
     },
     options: ['inlineMicros'],
-    meaning: 'the native data plane: microseconds a collective of 64 KiB or less runs on the calling thread, spinning for its peers, before the engine\'s thread takes it. Done within it, the call completes before it returns, with no thread hand-off (about 30 us here); meanwhile the event loop is held: timers, heartbeats and socket reads wait up to that long. `auto` (default) is 1000; 0 hands every collective to the engine\'s thread at once (the event loop never held). Ranks sharing a process never run inline. Option `inlineMicros` wins; docs/architecture.md, "A call\'s cost"',
+    meaning: 'the native data plane: microseconds a collective of 64 KiB or less runs on the calling thread, spinning for its peers, before the engine\'s thread takes it. Done within it, the call completes before it returns, with no thread hand-off (31 us in bench/per-call); meanwhile the event loop is held: timers, heartbeats and socket reads wait up to that long. `auto` (default) is 1000; 0 hands every collective to the engine\'s thread at once (the event loop never held). Ranks sharing a process never run inline. Option `inlineMicros` wins; docs/architecture.md, "A call\'s cost"',
   },
   {
     group: 'job',

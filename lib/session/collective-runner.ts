@@ -87,7 +87,7 @@ export class CollectiveRunner {
     this.nameChoice(collective, row, size, context.rank);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.
-    const watch = this.parts.slowCollectiveMs < context.timeoutMs() ? (sequence: number, subscriber: Subscriber<unknown>) => this.watch(subscriber, context, sequence, collective, row) : undefined;
+    const watch = (sequence: number, subscriber: Subscriber<unknown>) => this.watch(subscriber, context, sequence, collective, row);
     return this.queued((sequence) => {
       const run = runRow(collective, row, links, request, context);
       // Events cost an allocation and a clock read per collective: only when someone listens.
@@ -108,12 +108,13 @@ export class CollectiveRunner {
    * Reports the collective `subscriber` runs every `slowCollectiveMs` while its waits name ranks
    * they wait for (`WaitingRanks`): where no coordinator sees a collective (on the mesh, the JS
    * plane's links, the native plane), the rank itself says which collective waits for whom, as the
-   * coordinator does for those it routes. Not at or past the collective timeout, which names them
-   * in its error (`submit` leaves those unwatched). Called once the collective started and did not
-   * end at once: its time is counted from here.
+   * coordinator does for those it routes. Not at or past the collective timeout (as it is when the
+   * collective runs), which names them in its error. Called once the collective started and did
+   * not end at once: its time is counted from here.
    */
   private watch(subscriber: Subscriber<unknown>, context: CollectiveContext, sequence: number, collective: CollectiveName, row: AlgorithmRow<CollectiveName>): void {
     const { waiting, slowCollectiveMs, scheduler, warnings, events } = this.parts;
+    if (slowCollectiveMs >= context.timeoutMs()) return;
     const started = scheduler.now();
     const slow = new LazyDeadline(context.deadlines, () => {
       slow.set(slowCollectiveMs);

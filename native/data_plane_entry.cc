@@ -30,12 +30,13 @@ namespace rxccl {
 namespace {
 
 // A collective moving at most this many payload bytes runs on the calling (JS) thread first, for
-// at most kInlineNs: a small one is usually over by then, and has cost no hand-off to the engine's
-// thread and back (a futex wake and an event-loop wake-up per call, most of a small collective's
-// CPU where ranks share cores). Past that time the engine's thread carries it on, so the event
-// loop is never held longer (its timers, and the abort that would wake the engine, wait that long).
+// at most the plane's inline budget (inlineUs, default kDefaultInlineNs): a small one is usually
+// over by then, and has cost no hand-off to the engine's thread and back (a futex wake and an
+// event-loop wake-up per call, about 30 us: most of a small collective's cost). Past that time the
+// engine's thread carries it on, so the event loop is never held longer (its timers, and the abort
+// that would wake the engine, wait that long). A budget of 0 hands every collective over at once.
 constexpr size_t kInlineBytes = 64 * 1024;
-constexpr int64_t kInlineNs = 1'000'000;
+constexpr int64_t kDefaultInlineNs = 1'000'000;
 
 // While a collective waits for its peers, the engine's thread says every this often who they are,
 // those that moved none of its bytes since the last time (waitingFor()): JavaScript asks when the
@@ -96,16 +97,17 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
                         InstanceMethod("waitingFor", &DataPlane::WaitingFor)});
   }
 
-  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy, owner, sharedMemory]):
+  // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy, owner, sharedMemory, inlineUs]):
   // the descriptors of rank p's links at p * rails + rail; spinUs < 0 adapts (spin_budget.h);
   // sameHost, the peers on this rank's host (their links start with the single-copy agreement,
   // single_copy.h), none if left out; singleCopy, whether this rank offers and reads memory (true if
   // left out); owner, a number naming the job rank the plane serves (open_owners), a plane of its
   // own if left out; sharedMemory, whether this rank offers and maps rings on the links of its host
-  // (shared_memory_links.h; true if left out).
+  // (shared_memory_links.h; true if left out); inlineUs, how long a small collective may run on
+  // the calling thread before the engine's thread takes it (kInlineBytes), 1000 if left out, 0 never.
   explicit DataPlane(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DataPlane>(info) {
     Napi::Env env = info.Env();
-    ExpectArgumentCount(info, 6, 10);
+    ExpectArgumentCount(info, 6, 11);
     const int rank = int(CountArgument(info, 0, "rank"));
     const int world = int(CountArgument(info, 1, "worldSize"));
     if (world < 1 || rank >= world) ThrowKernelError(env, "data plane rank must be below its world size");
@@ -138,6 +140,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     owner_ = info.Length() > 8 && !info[8].IsUndefined() ? info[8].As<Napi::Number>().DoubleValue() : double(--unnamed);
     if (info.Length() > 9 && !info[9].IsUndefined() && !info[9].IsBoolean()) ThrowKernelError(env, "data plane sharedMemory must be a boolean");
     const bool shared_memory = info.Length() <= 9 || info[9].IsUndefined() || info[9].As<Napi::Boolean>().Value();
+    if (info.Length() > 10 && !info[10].IsUndefined()) {
+      if (!info[10].IsNumber() || info[10].As<Napi::Number>().DoubleValue() < 0) ThrowKernelError(env, "data plane inlineUs must be a number of microseconds, 0 or more");
+      inline_ns_ = int64_t(info[10].As<Napi::Number>().DoubleValue() * 1000);
+    }
     const std::vector<int> send_fds = FdArray(info, 3, links), receive_fds = FdArray(info, 4, links);
     // Opened once every argument is checked: a refused one leaks no descriptor.
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -231,15 +237,15 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     memcpy(into, header.data, kDataHeaderBytes);
   }
 
-  // Runs `collective`: on this thread for up to kInlineNs when it is small (its peers are usually
+  // Runs `collective`: on this thread for up to inline_ns_ when it is small (its peers are usually
   // there: no hand-off to the engine's thread and back), else, or once that time is up, on the
   // engine's thread, keeping the arguments at `held` (its memory) and the callback referenced
   // until it is done.
   void Start(const Napi::CallbackInfo& info, size_t callback, std::unique_ptr<Collective> collective, std::initializer_list<size_t> held) {
     Napi::Env env = info.Env();
-    if (collective->run.bytes <= kInlineBytes && OneOwner()) {
+    if (inline_ns_ > 0 && collective->run.bytes <= kInlineBytes && OneOwner()) {
       Outcome outcome;
-      if (links_->Advance(*collective, outcome, MonotonicNs() + kInlineNs)) {
+      if (links_->Advance(*collective, outcome, MonotonicNs() + inline_ns_)) {
         Deliver(env, info[callback].As<Napi::Function>(), outcome);
         return;
       }
@@ -415,6 +421,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   bool running_ = false;
   // Whom the plane serves (OneOwner).
   double owner_ = 0;
+  // How long a small collective runs on the calling thread before the engine's thread takes it (Start).
+  int64_t inline_ns_ = kDefaultInlineNs;
   Napi::FunctionReference callback_;
   std::vector<Napi::ObjectReference> held_;
   int world_size_ = 0, rank_ = 0, rails_ = 1;

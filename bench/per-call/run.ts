@@ -15,6 +15,11 @@
  *    engine's `run` (the bench wraps it): JS before (the request, the choice, the queue, the
  *    header), the engine (its messages, and the wait for the peer, whose own JS comes in it), JS
  *    after (the outcome to the caller's `await`).
+ * 4. rxccl's JavaScript alone: ten times the calls with the engine's `run` answering at once (done, as
+ *    an inline collective whose peer was there), both ranks alike: the whole path of a call but the
+ *    wire and the peer, in wall time and in this process's CPU time (less shaken by a loaded host).
+ * 5. The inline budget (`inlineMicros`): the per-call time again with 0, every collective handed to
+ *    the engine's thread and back (the cost a call pays without the calling-thread form).
  * Medians of `--samples` samples (min-max); each sample `--calls` calls.
  */
 import { spawnSync } from 'node:child_process';
@@ -34,6 +39,9 @@ interface CallSample {
   readonly beforeUs: number;
   readonly engineUs: number;
   readonly afterUs: number;
+  /** The calls again with an engine that answers at once: wall and CPU time per call. */
+  readonly jsUs: number;
+  readonly jsCpuUs: number;
 }
 
 /** `median (min-max)` of `values`, to `digits`. */
@@ -76,10 +84,12 @@ function pingPongBinary(): string | { failure: string } {
   return built.status === 0 ? binary : { failure: `cc failed: ${(built.stderr ?? built.error?.message ?? '').trim().split('\n')[0]}` };
 }
 
-/** One rank of the 2-rank job: samples of 8-byte all-reduces, each call cut in three. */
-async function rank(samples: number, calls: number): Promise<void> {
+/** One rank of the 2-rank job: samples of 8-byte all-reduces, each call cut in three; `inlineMicros` the plane's inline budget. */
+async function rank(samples: number, calls: number, inlineMicros: number | 'auto'): Promise<void> {
   let engineStarted = 0n;
   let engineReturned = 0n;
+  // While set, the engine's `run` answers at once, done, moving nothing (both ranks alike).
+  let answerAtOnce = false;
   // Wraps the engine's `run` of every data plane this process opens: the bench's only look inside.
   const open = DataPlane.open.bind(DataPlane);
   DataPlane.open = (...args: Parameters<typeof DataPlane.open>) => {
@@ -88,6 +98,7 @@ async function rank(samples: number, calls: number): Promise<void> {
     const run = engine.run.bind(engine);
     Object.defineProperty(engine, 'run', {
       value: (...runArgs: unknown[]) => {
+        if (answerAtOnce) return (runArgs[5] as () => void)();
         engineStarted = process.hrtime.bigint();
         try {
           run(...runArgs);
@@ -98,7 +109,7 @@ async function rank(samples: number, calls: number): Promise<void> {
     });
     return plane;
   };
-  const session = await openSession({ transport: 'tcp_peer' });
+  const session = await openSession({ transport: 'tcp_peer', inlineMicros });
   const tensor = new Float32Array(2);
   for (let call = 0; call < calls / 4; call++) await session.allReduce(tensor, 'sum', { inPlace: true });
   for (let sample = 0; sample < samples; sample++) {
@@ -116,7 +127,16 @@ async function rank(samples: number, calls: number): Promise<void> {
       after += resumed - engineReturned;
     }
     const us = (ns: bigint) => Number(ns) / calls / 1000;
-    const result: CallSample = { perCallUs: us(process.hrtime.bigint() - started), beforeUs: us(before), engineUs: us(engine), afterUs: us(after) };
+    const perCallUs = us(process.hrtime.bigint() - started);
+    // Ten times the calls: they are cheap, and a loaded host shakes a short loop.
+    answerAtOnce = true;
+    const cpu = process.cpuUsage();
+    const alone = process.hrtime.bigint();
+    for (let call = 0; call < calls * 10; call++) await session.allReduce(tensor, 'sum', { inPlace: true });
+    const jsUs = us(process.hrtime.bigint() - alone) / 10;
+    const { user, system } = process.cpuUsage(cpu);
+    answerAtOnce = false;
+    const result: CallSample = { perCallUs, beforeUs: us(before), engineUs: us(engine), afterUs: us(after), jsUs, jsCpuUs: (user + system) / calls / 10 };
     // Rank 0 speaks for both: the peer's JS is inside rank 0's engine time.
     if (session.rank === 0) process.stdout.write(`SAMPLE ${JSON.stringify(result)}\n`);
   }
@@ -140,16 +160,21 @@ async function main(): Promise<void> {
     console.log(`# loopback ping-pong not run: ${binary.failure}`);
   }
   const script = fileURLToPath(import.meta.url);
-  const rows = await rankJobLines<CallSample>(2, script, ['rank', String(samples), String(calls)], 'SAMPLE');
-  const column = (pick: (row: CallSample) => number) => summary(rows.map(pick));
+  const rows = await rankJobLines<CallSample>(2, script, ['rank', String(samples), String(calls), 'auto'], 'SAMPLE');
+  const column = (pick: (row: CallSample) => number, of = rows) => summary(of.map(pick));
   console.log(`| rxccl all-reduce 8 B in place, 2 ranks: per call | ${column((row) => row.perCallUs)} |`);
   console.log(`| of which JS before the engine | ${column((row) => row.beforeUs)} |`);
   console.log(`| of which the engine (its messages, the wait for the peer) | ${column((row) => row.engineUs)} |`);
   console.log(`| of which JS after it, to the caller's await | ${column((row) => row.afterUs)} |`);
+  console.log(`| rxccl's JS alone per call (the engine answering at once), wall | ${column((row) => row.jsUs)} |`);
+  console.log(`| rxccl's JS alone per call, this process's CPU | ${column((row) => row.jsCpuUs)} |`);
+  const handedOver = await rankJobLines<CallSample>(2, script, ['rank', String(samples), String(calls / 10), '0'], 'SAMPLE');
+  console.log(`| all-reduce 8 B with inlineMicros 0 (every call to the engine's thread and back): per call | ${column((row) => row.perCallUs, handedOver)} |`);
 }
 
 if (process.argv[2] === 'rank') {
-  await rank(Number(process.argv[3]), Number(process.argv[4]));
+  const inline = process.argv[5] ?? 'auto';
+  await rank(Number(process.argv[3]), Number(process.argv[4]), inline === 'auto' ? 'auto' : Number(inline));
 } else {
   await main();
 }

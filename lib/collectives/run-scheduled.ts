@@ -7,6 +7,7 @@ import { agreeOnPeerData } from './peer-agreement.js';
 import { runOnLinks } from './schedule/links-executor.js';
 import { runOnPlane } from './schedule/plane-executor.js';
 import { stripeOverRails } from './schedule/rail-stripes.js';
+import type { CachedSchedule } from './schedule/schedule-cache.js';
 import type { Schedule, ScheduleOf } from './schedule/schedule.js';
 import { SCHEDULED_CALLS, type ScheduledCall, type ScheduledName } from './scheduled-call.js';
 import type { AlgorithmRow } from './select.js';
@@ -23,7 +24,16 @@ export type SchedulePlane = 'js' | 'native';
  * - js: the agreement first (`agreeOnPeerData`: on the mesh, or at the coordinator), then the
  *   schedule over the links, its messages tagged with the agreed sequence.
  */
-export function runScheduled<N extends ScheduledName>(
+export function runScheduled<N extends ScheduledName>(...call: Parameters<typeof startScheduled<N>>): Observable<Collectives[N][1]> {
+  return defer(() => startScheduled(...call));
+}
+
+/**
+ * `runScheduled`'s work, done now: the caller subscribes to what it returns at once (the runner,
+ * whose queue calls it in its turn), so the call shape is looked up, the mesh number taken and the
+ * run started without the layer `defer` costs every call.
+ */
+function startScheduled<N extends ScheduledName>(
   collective: N,
   name: string,
   writer: ScheduleOf,
@@ -32,61 +42,66 @@ export function runScheduled<N extends ScheduledName>(
   request: Collectives[N][0],
   context: CollectiveContext,
 ): Observable<Collectives[N][1]> {
-  return defer(() => {
-    const { rank, worldSize } = context;
-    const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
-    // The cache's generation too: the plane's compiled programs outlive a context (a call queued
-    // under the old one may compile after the session saw a new ring), and must not be shared.
-    const key = `${context.schedules.generation} ${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
-    // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
-    const write = (of: number): Schedule =>
-      withRailOrder(context.railOrder, writer({
-        rank: of,
-        worldSize,
-        count: call.count,
+  const { rank, worldSize } = context;
+  const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
+  // The cache's generation too: the plane's compiled programs outlive a context (a call queued
+  // under the old one may compile after the session saw a new ring), and must not be shared.
+  const key = `${context.schedules.generation} ${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
+  // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
+  const cached = context.schedules.get(key) ?? prepare(key, writer, call, links, context);
+  const { schedule } = cached;
+  // A fused bucket's layout is the call's, not the shape's: its descriptor is its own.
+  const descriptor = call.request.tag === undefined ? cached.descriptor : descriptorOf(call.request, schedule.layout);
+  if (plane === 'native') {
+    const native = context.nativePlane;
+    if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);
+    return runOnPlane(native, context, { number: context.nextMeshSequence(), own: descriptor }, cached.program, call, call.result);
+  }
+  return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(
+    mergeMap((sequence) => {
+      const scratch = context.scratch.take(schedule.scratchBytes);
+      const wiring = {
+        sequence,
+        elementType: call.elementType,
+        dtype: call.view?.dtype ?? null,
         width: call.width,
-        op: call.op,
-        root: call.root,
-        ringOrder: context.ringOrder,
-        ringChannels: context.ringChannels,
-        ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
-        inPlace: call.inPlace,
-      }));
-    const cached = context.schedules.get(key, call.request, () => write(rank));
-    const { schedule } = cached;
-    // A fused bucket's layout is the call's, not the shape's: its descriptor is its own.
-    const descriptor = call.request.tag === undefined ? cached.descriptor : descriptorOf(call.request, schedule.layout);
-    if (plane === 'native') {
-      const native = context.nativePlane;
-      if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);
-      // Over the data links of every rail (the addon compiles the stripes once per shape); the
-      // predecessor's schedule says what comes first on its link (withHeaderExchange).
-      const run = { key, schedule: (of: number) => stripeOverRails(of === rank ? schedule : write(of), links.rails, context.railOrder), elementType: call.elementType, memory: call };
-      return runOnPlane(native, context, { number: context.nextMeshSequence(), own: descriptor }, run, () => call.result());
-    }
-    return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(
-      mergeMap((sequence) => {
-        const scratch = context.scratch.take(schedule.scratchBytes);
-        const wiring = {
-          sequence,
-          elementType: call.elementType,
-          dtype: call.view?.dtype ?? null,
-          width: call.width,
-          pieceBytes: context.pieceBytes,
-          railOrder: context.railOrder,
-          waitMs: context.timeoutMs(),
-          ...(context.waiting === undefined ? {} : { waiting: context.waiting }),
-        };
-        return concat(
-          runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
-          defer(() => {
-            context.scratch.give(scratch);
-            return [call.result()];
-          }),
-        );
-      }),
-    );
-  });
+        pieceBytes: context.pieceBytes,
+        railOrder: context.railOrder,
+        waitMs: context.timeoutMs(),
+        ...(context.waiting === undefined ? {} : { waiting: context.waiting }),
+      };
+      return concat(
+        runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
+        defer(() => {
+          context.scratch.give(scratch);
+          return [call.result()];
+        }),
+      );
+    }),
+  );
+}
+
+/** Writes the call's shape once (`CachedSchedule`), for either plane. */
+function prepare(key: string, writer: ScheduleOf, call: ScheduledCall<unknown>, links: Links, context: CollectiveContext): CachedSchedule {
+  const { rank, worldSize, railOrder } = context;
+  const write = (of: number): Schedule =>
+    withRailOrder(railOrder, writer({
+      rank: of,
+      worldSize,
+      count: call.count,
+      width: call.width,
+      op: call.op,
+      root: call.root,
+      ringOrder: context.ringOrder,
+      ringChannels: context.ringChannels,
+      ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
+      inPlace: call.inPlace,
+    }));
+  const schedule = write(rank);
+  // On the native plane: over the data links of every rail (the addon compiles the stripes once
+  // per shape); the predecessor's schedule says what comes first on its link (withHeaderExchange).
+  const program = { key, schedule: (of: number) => stripeOverRails(of === rank ? schedule : write(of), links.rails, railOrder), elementType: call.elementType };
+  return context.schedules.add(key, call.request, schedule, program);
 }
 
 /**
@@ -99,8 +114,11 @@ function withRailOrder(railOrder: readonly number[] | null, schedule: Schedule):
   return { ...schedule, layout: `${schedule.layout} rails ${railOrder.join(',')}` };
 }
 
-/** Runs one call by a row of the algorithm table: its own `run`, or its schedule on its plane. */
+/**
+ * Runs one call by a row of the algorithm table: its own `run`, or its schedule on its plane. To
+ * be subscribed at once: a scheduled row takes its mesh number and starts here.
+ */
 export function runRow<N extends CollectiveName>(collective: N, row: AlgorithmRow<N>, links: Links, request: Collectives[N][0], context: CollectiveContext): Observable<Collectives[N][1]> {
   if (row.run !== undefined) return row.run(links, request, context);
-  return runScheduled(collective as ScheduledName, row.name, row.schedule, row.plane === 'native' ? 'native' : 'js', links, request as never, context) as Observable<Collectives[N][1]>;
+  return startScheduled(collective as ScheduledName, row.name, row.schedule, row.plane === 'native' ? 'native' : 'js', links, request as never, context) as Observable<Collectives[N][1]>;
 }

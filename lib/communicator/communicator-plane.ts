@@ -28,6 +28,7 @@ export interface CommunicatorPlaneParts {
   readonly scheduler: SchedulerLike;
   readonly unmatchedBytesLimit: number;
   readonly spin: number | 'auto';
+  readonly inline: number | 'auto';
   readonly singleCopy: boolean;
   readonly sharedMemory: boolean;
   /** The owner of this rank's planes (`planeOwner`): a communicator's plane serves the same rank as the world's. */
@@ -92,7 +93,7 @@ export async function openCommunicatorPlane(
     const sameHost = jobRanks.flatMap((jobRank, member) => (member !== rank && parts.worldEndpoints[jobRank]![0]!.host === host ? [member] : []));
     let plane: NativePlane;
     try {
-      plane = addonPlane(DataPlane.open(engine, rank, worldSize, mesh.dataLinks!, { spin: parts.spin, sameHost, singleCopy: parts.singleCopy, sharedMemory: parts.sharedMemory, owner: parts.owner }), rank, worldSize);
+      plane = addonPlane(DataPlane.open(engine, rank, worldSize, mesh.dataLinks!, { spin: parts.spin, inline: parts.inline, sameHost, singleCopy: parts.singleCopy, sharedMemory: parts.sharedMemory, owner: parts.owner }), rank, worldSize);
     } catch (error) {
       // No plane took the data links: they close with the mesh.
       for (const socket of [...mesh.dataLinks!.send, ...mesh.dataLinks!.receive]) socket?.destroy();

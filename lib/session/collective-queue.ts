@@ -16,9 +16,12 @@ export class CollectiveQueue {
   private busy = false;
   private draining = false;
 
-  /** Queues `work` (cold, subscribed once when its turn comes); the result replays its last value. */
-  submit<T>(work: Observable<T>): Observable<T> {
-    const result = new AsyncSubject<T>();
+  /**
+   * Queues `work` (cold, subscribed once when its turn comes); the result replays its last value,
+   * as `finish` makes it (once: where it throws, the result fails with that).
+   */
+  submit<T, R = T>(work: Observable<T>, finish?: (value: T) => R): Observable<R> {
+    const result = new AsyncSubject<R>();
     const done = () => {
       this.busy = false;
       this.running = null;
@@ -26,7 +29,14 @@ export class CollectiveQueue {
     };
     this.waiting.push(() => {
       this.running = work.subscribe({
-        next: (value) => result.next(value),
+        next: (value) => {
+          if (finish === undefined) return result.next(value as unknown as R);
+          try {
+            result.next(finish(value));
+          } catch (error) {
+            result.error(error);
+          }
+        },
         error: (error: unknown) => {
           result.error(error);
           done();

@@ -169,24 +169,22 @@ export class CollectiveRequests {
   ): Observable<Out> {
     let view: TensorView | null = null;
     let into: Uint8Array | undefined;
-    return this.runner
-      .submit(
-        collective,
-        () => {
-          if (memory?.conflict === true) throw new ConfigurationError(`${collective} takes inPlace or an output, not both`);
-          view = viewTensor(data);
-          into = memory === undefined ? undefined : checkOutput(collective, view, viewTensor(memory.tensor), resultCount(view.count), memory.inPlace, this.rank);
-          return request(view, into);
-        },
-        () => view!.bytes.length,
-      )
-      .pipe(
-        map((result) => {
-          if (into === undefined) return (result === null ? null : tensorFromBytes(view!.dtype, result as Uint8Array, view!.tagged)) as Out;
-          if (result !== into) into.set(result as Uint8Array);
-          return memory!.tensor as Out;
-        }),
-      );
+    return this.runner.submit(
+      collective,
+      () => {
+        if (memory?.conflict === true) throw new ConfigurationError(`${collective} takes inPlace or an output, not both`);
+        view = viewTensor(data);
+        into = memory === undefined ? undefined : checkOutput(collective, view, viewTensor(memory.tensor), resultCount(view.count), memory.inPlace, this.rank);
+        return request(view, into);
+      },
+      () => view!.bytes.length,
+      // In the queue's hand-off rather than a `map` after it: one Observable layer less per call.
+      (result) => {
+        if (into === undefined) return (result === null ? null : tensorFromBytes(view!.dtype, result as Uint8Array, view!.tagged)) as Out;
+        if (result !== into) into.set(result as Uint8Array);
+        return memory!.tensor as Out;
+      },
+    );
   }
 }
 

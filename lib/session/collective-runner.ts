@@ -1,4 +1,4 @@
-import { Observable, type SchedulerLike, type Subject, tap, throwError } from 'rxjs';
+import { Observable, type SchedulerLike, type Subject, type Subscriber, tap, throwError } from 'rxjs';
 import type { CollectiveContext, CollectiveName, Collectives } from '../collectives/algorithm.js';
 import { runRow } from '../collectives/run-scheduled.js';
 import { type AlgorithmRow, type Plane, selectAlgorithm, type Situation } from '../collectives/select.js';
@@ -62,9 +62,15 @@ export class CollectiveRunner {
   /**
    * Validates (now: a bad argument is an error of the returned Observable and nothing is sent),
    * then queues the collective; when its turn comes it runs by the row the table picks for its
-   * size. Hot: the call submits it exactly once, whoever listens.
+   * size, and its result is handed back as `finish` makes it (the caller's form: its tensor type,
+   * its output memory). Hot: the call submits it exactly once, whoever listens.
    */
-  submit<N extends CollectiveName>(collective: N, validate: () => Collectives[N][0], bytes: number | (() => number)): Observable<Collectives[N][1]> {
+  submit<N extends CollectiveName, R = Collectives[N][1]>(
+    collective: N,
+    validate: () => Collectives[N][0],
+    bytes: number | (() => number),
+    finish?: (result: Collectives[N][1]) => R,
+  ): Observable<R> {
     let request: Collectives[N][0];
     try {
       if (this.closed) throw new ChannelClosedError(this.parts.closedText);
@@ -81,8 +87,9 @@ export class CollectiveRunner {
     this.nameChoice(collective, row, size, context.rank);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.
+    const watch = (sequence: number, subscriber: Subscriber<unknown>) => this.watch(subscriber, context, sequence, collective, row);
     return this.queued((sequence) => {
-      const run = this.watched(runRow(collective, row, links, request, context), context, sequence, collective, row);
+      const run = runRow(collective, row, links, request, context);
       // Events cost an allocation and a clock read per collective: only when someone listens.
       if (!events.observed) return run;
       const base = { sequence, collective, algorithm: row.name, plane: row.plane };
@@ -94,35 +101,31 @@ export class CollectiveRunner {
           error: (error: unknown) => events.next({ type: 'collective-failed', ...base, error }),
         }),
       );
-    }, row.plane !== 'native');
+    }, row.plane !== 'native', watch, finish);
   }
 
   /**
-   * `run`, reported every `slowCollectiveMs` while its waits name ranks they wait for
-   * (`WaitingRanks`): where no coordinator sees a collective (on the mesh, the JS plane's links, the
-   * native plane), the rank itself says which collective waits for whom, as the coordinator does
-   * for those it routes. Not at or past the collective timeout, which names them in its error.
+   * Reports the collective `subscriber` runs every `slowCollectiveMs` while its waits name ranks
+   * they wait for (`WaitingRanks`): where no coordinator sees a collective (on the mesh, the JS
+   * plane's links, the native plane), the rank itself says which collective waits for whom, as the
+   * coordinator does for those it routes. Not at or past the collective timeout (as it is when the
+   * collective runs), which names them in its error. Called once the collective started and did
+   * not end at once: its time is counted from here.
    */
-  private watched<T>(run: Observable<T>, context: CollectiveContext, sequence: number, collective: CollectiveName, row: AlgorithmRow<CollectiveName>): Observable<T> {
+  private watch(subscriber: Subscriber<unknown>, context: CollectiveContext, sequence: number, collective: CollectiveName, row: AlgorithmRow<CollectiveName>): void {
     const { waiting, slowCollectiveMs, scheduler, warnings, events } = this.parts;
-    if (slowCollectiveMs >= context.timeoutMs()) return run;
-    return new Observable<T>((subscriber) => {
-      const started = scheduler.now();
-      subscriber.add(run.subscribe(subscriber));
-      // Most small collectives are over before their call returns (the native plane runs them on
-      // this thread first): only one still running is watched.
-      if (subscriber.closed) return;
-      const slow = new LazyDeadline(context.deadlines, () => {
-        slow.set(slowCollectiveMs);
-        const missing = waiting.missing();
-        if (missing.length === 0) return;
-        const event: WaitingEvent = { type: 'collective-waiting', sequence, collective, algorithm: row.name, plane: row.plane, waitedMs: scheduler.now() - started, missing };
-        warnings?.write(event);
-        if (events.observed) events.next(event);
-      });
+    if (slowCollectiveMs >= context.timeoutMs()) return;
+    const started = scheduler.now();
+    const slow = new LazyDeadline(context.deadlines, () => {
       slow.set(slowCollectiveMs);
-      subscriber.add(() => slow.clear());
+      const missing = waiting.missing();
+      if (missing.length === 0) return;
+      const event: WaitingEvent = { type: 'collective-waiting', sequence, collective, algorithm: row.name, plane: row.plane, waitedMs: scheduler.now() - started, missing };
+      warnings?.write(event);
+      if (events.observed) events.next(event);
     });
+    slow.set(slowCollectiveMs);
+    subscriber.add(() => slow.clear());
   }
 
   /** What a call of `bytes` is chosen in (`selectAlgorithm`), by `context` (default the session's now): the same for `plan` as for the call. */
@@ -135,18 +138,24 @@ export class CollectiveRunner {
   /**
    * Runs `work` in the collective queue, ending with the session's failure if that comes first.
    * `work` gets the operation's place in the call order (its `sequence` in events); `busyPoll`
-   * false keeps the event loop from polling while it runs (see `EventLoopHold`).
+   * false keeps the event loop from polling while it runs (see `EventLoopHold`); `stillRunning`
+   * is told of it once it started and did not end at once; `finish` makes the result (`submit`).
    */
-  queued<T>(work: (sequence: number) => Observable<T>, busyPoll = true): Observable<T> {
+  queued<T, R = T>(work: (sequence: number) => Observable<T>, busyPoll = true, stillRunning?: (sequence: number, subscriber: Subscriber<T>) => void, finish?: (value: T) => R): Observable<R> {
     const sequence = this.submitted++;
     const { loop, failure } = this.parts;
-    // One hand-written layer for defer + loop.during() + failure.untilEnded(): every collective passes here.
+    // One hand-written layer for defer + loop.during() + failure.untilEnded() and the slow
+    // collective's watch: every collective passes here.
     return this.queue.submit(
       new Observable<T>((subscriber) => {
         loop.hold(subscriber, busyPoll);
         failure.enroll(subscriber);
         subscriber.add(work(sequence).subscribe(subscriber));
+        // Most small collectives are over before their call returns (the native plane runs them
+        // on this thread first).
+        if (!subscriber.closed) stillRunning?.(sequence, subscriber);
       }),
+      finish,
     );
   }
 

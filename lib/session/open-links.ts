@@ -195,7 +195,7 @@ async function openMeshLinks(
     // The peers this rank's table puts on its host: every rank reads the same table, so both ends of
     // a link agree on whether it starts with the single-copy agreement.
     const sameHost = groups.find((group) => group.includes(rank))!.filter((peer) => peer !== rank);
-    const planeSettings = { spin: options.spin, sameHost, singleCopy: options.singleCopy !== 'off', sharedMemory: options.sharedMemory !== 'off', owner: planeOwner(uniqueId, rank) };
+    const planeSettings = { spin: options.spin, inline: options.inline, sameHost, singleCopy: options.singleCopy !== 'off', sharedMemory: options.sharedMemory !== 'off', owner: planeOwner(uniqueId, rank) };
     // Communicators open data links of their own, listening where the world's listeners did (port 0).
     const communicatorPlanes: CommunicatorPlaneParts | null =
       sockets === null
@@ -209,6 +209,7 @@ async function openMeshLinks(
             scheduler: options.scheduler,
             unmatchedBytesLimit: options.unmatchedBytesLimit,
             spin: options.spin,
+            inline: options.inline,
             singleCopy: planeSettings.singleCopy,
             sharedMemory: planeSettings.sharedMemory,
             owner: planeSettings.owner,

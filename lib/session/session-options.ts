@@ -15,7 +15,7 @@ import {
 import { type JobSecret, resolveSecret } from '../transport/job-secret.js';
 import { DEFAULT_UNMATCHED_BYTES_LIMIT } from '../transport/peer-mesh.js';
 import { resolveDataPlane, resolveSharedMemory, resolveSingleCopy } from './data-plane-setting.js';
-import { MAX_SPIN_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
+import { MAX_INLINE_MICROS, MAX_SPIN_MICROS, type MicrosSetting, resolveMicros } from '../settings/micros-setting.js';
 import type { DataPlaneSetting, SharedMemorySetting, SingleCopySetting } from '../settings/plane-settings.js';
 import { optionOrSetting } from '../settings/option-or-setting.js';
 import { type Environment, type Settings, settingsOf } from '../settings/read-settings.js';
@@ -114,6 +114,15 @@ export interface SessionOptions extends TuningOptions {
    */
   spinMicros?: number | 'auto';
   /**
+   * The native data plane: how long a small collective (64 KiB or less) runs on the calling
+   * thread, spinning for its peers, before the engine's thread takes it (default `GX1_INLINE_US`,
+   * else `auto`: 1000). One done within it completes before the call returns, without a thread
+   * hand-off (31 us in bench/per-call); the event loop is held meanwhile: timers, heartbeats and socket reads
+   * wait up to that long. 0 hands every collective to the engine's thread (the event loop never
+   * held). 0..100000.
+   */
+  inlineMicros?: number | 'auto';
+  /**
    * The native data plane on one host (default `GX1_SINGLE_COPY`, else `auto`): `auto` lets a peer
    * of this host read this rank's large payloads (256 KiB or more) straight from its memory, and
    * this rank read theirs, where both ends agree and the system allows it (Linux cross memory
@@ -152,6 +161,7 @@ export interface ResolvedSessionOptions {
   readonly busyPoll: BusyPollSetting;
   readonly dataPlane: DataPlaneSetting;
   readonly spin: MicrosSetting;
+  readonly inline: MicrosSetting;
   readonly singleCopy: SingleCopySetting;
   readonly sharedMemory: SharedMemorySetting;
   readonly faultTolerant: boolean;
@@ -171,7 +181,7 @@ export function parseHostPort(value: string, name = 'coordinator'): { host: stri
  * Checks the options; what they leave out comes from the settings (`env`: settings, or an
  * environment read into them; default this process's, read once) where a variable is set
  * (`GX1_P2P_RAILS`, `GX1_COLLECTIVE_TRANSPORT`, `GX1_COLLECTIVE_TIMEOUT_MS`, `GX1_P2P_UNMATCHED_BYTES`, `GX1_SECRET` /
- * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_SINGLE_COPY`, `GX1_SHARED_MEMORY`, `GX1_FAULT_TOLERANT`, the tuning
+ * `GX1_SECRET_FILE`, `GX1_TLS_*`, `GX1_BUSY_POLL_US`, `GX1_DATA_PLANE`, `GX1_SPIN_US`, `GX1_INLINE_US`, `GX1_SINGLE_COPY`, `GX1_SHARED_MEMORY`, `GX1_FAULT_TOLERANT`, the tuning
  * variables), else the default. An option always wins over its variable, which is then not read.
  */
 export function resolveSessionOptions(options: SessionOptions, env: Settings | Environment = process.env): ResolvedSessionOptions {
@@ -212,6 +222,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
     dataPlane,
     faultTolerant,
     spin: resolveMicros(options.spinMicros, 'spinMicros', settings.GX1_SPIN_US, MAX_SPIN_MICROS),
+    inline: resolveMicros(options.inlineMicros, 'inlineMicros', settings.GX1_INLINE_US, MAX_INLINE_MICROS),
     singleCopy: resolveSingleCopy(options.singleCopy, settings.GX1_SINGLE_COPY),
     sharedMemory: resolveSharedMemory(options.sharedMemory, settings.GX1_SHARED_MEMORY),
   };

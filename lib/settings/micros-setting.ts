@@ -9,6 +9,9 @@ export const MAX_BUSY_POLL_MICROS = 100_000;
 /** The longest spin `spinMicros` / `GX1_SPIN_US` may ask for (native/spin_budget.h). */
 export const MAX_SPIN_MICROS = 100_000;
 
+/** The longest a small collective may hold the event loop (`inlineMicros` / `GX1_INLINE_US`): its timers wait that long. */
+export const MAX_INLINE_MICROS = 100_000;
+
 /** The option where given (checked, naming it), else `variable`'s value as the settings read it (read only without the option). */
 export function resolveMicros(option: MicrosSetting | undefined, optionName: string, variable: { readonly value: MicrosSetting }, max: number): MicrosSetting {
   return option !== undefined ? validMicros(option, optionName, max) : variable.value;

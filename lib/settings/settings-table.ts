@@ -5,7 +5,7 @@ import { DEFAULT_DIRECT_BANDWIDTH_MBPS, DEFAULT_DIRECT_LATENCY_NS } from '../top
 import { DEFAULT_GROUP_PAYLOAD_BYTES } from '../topology/topology-groups.js';
 import { resolveFaultTolerance, resolveJoin } from '../transport/fault-tolerance.js';
 import { DEFAULT_TRANSPORT, parseRails, parseTransport } from '../transport/transport-kind.js';
-import { MAX_BUSY_POLL_MICROS, MAX_SPIN_MICROS, microsVariable } from './micros-setting.js';
+import { MAX_BUSY_POLL_MICROS, MAX_INLINE_MICROS, MAX_SPIN_MICROS, microsVariable } from './micros-setting.js';
 import { DATA_PLANE_SETTINGS, SHARED_MEMORY_SETTINGS, SINGLE_COPY_SETTINGS } from './plane-settings.js';
 import { asText, isSet, oneOf, positiveInteger, timeoutMs, trimmedText } from './variable-parsers.js';
 
@@ -201,6 +201,14 @@ export const SETTINGS = [
     },
     options: ['spinMicros'],
     meaning: 'the native data plane: microseconds a wait for a peer spins before it sleeps. `auto` (default) spins up to 20 ms while peers arrive within a few ms of each other, and down to 50 us when one is late every call (which would otherwise burn a core per waiting rank); a number fixes it, 0 never spins. Option `spinMicros` wins',
+  },
+  {
+    group: 'job',
+    variables: {
+      GX1_INLINE_US: { type: 'auto | microseconds 0..100000', default: 'auto (1000)', parse: microsVariable(MAX_INLINE_MICROS) },
+    },
+    options: ['inlineMicros'],
+    meaning: 'the native data plane: microseconds a collective of 64 KiB or less runs on the calling thread, spinning for its peers, before the engine\'s thread takes it. Done within it, the call completes before it returns, with no thread hand-off (31 us in bench/per-call); meanwhile the event loop is held: timers, heartbeats and socket reads wait up to that long. `auto` (default) is 1000; 0 hands every collective to the engine\'s thread at once (the event loop never held). Ranks sharing a process never run inline. Option `inlineMicros` wins; docs/architecture.md, "A call\'s cost"',
   },
   {
     group: 'job',

@@ -38,8 +38,8 @@ export interface NativeOutcome {
 /**
  * One session's engine in the addon (native/data_plane_entry.cc): the schedules it was given, and
  * one collective at a time, its outcome to `done` on the JS thread, before the call returns when it
- * was over within a moment (a small one runs on the calling thread first, for at most 1 ms), else
- * later.
+ * was over within a moment (a small one runs on the calling thread first, for at most its inline
+ * budget, `DataPlaneSettings.inline`), else later.
  */
 export interface NativeDataPlane {
   /** Decodes and keeps a schedule (`encodeProgram` in lib/collectives/schedule/plane-executor.ts); returns its id. */
@@ -102,7 +102,8 @@ export interface SingleCopyPeers {
  * sleeps, -1 adaptive (native/spin_budget.h); `sameHost`, the peers on this rank's host, whose
  * links start with the single-copy agreement (none if left out; every rank must name the same
  * pairs); `singleCopy`, whether this rank offers and reads memory on them (true if left out);
- * `sharedMemory`, whether it offers and maps shared-memory rings on them (true if left out).
+ * `sharedMemory`, whether it offers and maps shared-memory rings on them (true if left out);
+ * `inlineUs`, how long a small collective may run on the calling thread (1000 if left out, 0 never).
  */
 export type DataPlaneEngine = new (
   rank: number,
@@ -115,12 +116,22 @@ export type DataPlaneEngine = new (
   singleCopy?: boolean,
   owner?: number,
   sharedMemory?: boolean,
+  inlineUs?: number,
 ) => NativeDataPlane;
+
+/** What an `inline` of `auto` is: 1 ms on the calling thread, then the engine's thread (native/data_plane_entry.cc). */
+export const DEFAULT_INLINE_MICROS = 1_000;
 
 /** How a rank's plane waits, and which of its links may agree to single copy. */
 export interface DataPlaneSettings {
   /** How long a wait spins before it sleeps (us), or adaptive. */
   readonly spin?: number | 'auto';
+  /**
+   * How long a small collective (64 KiB or less) runs on the calling thread before the engine's
+   * thread takes it (us; `auto`, `DEFAULT_INLINE_MICROS`): done within it, it completes before the
+   * call returns, without a thread hand-off, but the event loop is held meanwhile. 0 never.
+   */
+  readonly inline?: number | 'auto';
   /** The peers on this rank's host (the same pairs on every rank: from the endpoint table). */
   readonly sameHost?: readonly number[];
   /** Whether this rank offers and reads memory on those links. */
@@ -193,7 +204,7 @@ export class DataPlane {
 
   /** `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say. */
   static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}): DataPlane {
-    const { spin = 'auto', sameHost = [], singleCopy = true, sharedMemory = true, owner } = settings;
+    const { spin = 'auto', inline = 'auto', sameHost = [], singleCopy = true, sharedMemory = true, owner } = settings;
     const { rails } = links;
     const descriptor = (socket: Socket | undefined, link: number) => {
       const peer = Math.floor(link / rails);
@@ -204,7 +215,7 @@ export class DataPlane {
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
-    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner, sharedMemory);
+    const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner, sharedMemory, inline === 'auto' ? DEFAULT_INLINE_MICROS : inline);
     return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined), rails);
   }
 

@@ -350,7 +350,7 @@ describe('tuning from the environment (resolveTuning, resolveSessionOptions)', (
       ['GX1_COLLECTIVE_TRANSPORT', 'udp'], ['GX1_P2P_UNMATCHED_BYTES', '0'],
       ['GX1_SECRET', 'short'], ['GX1_SECRET_FILE', '/nonexistent-rxccl'],
       ['GX1_TLS_CERT', '/nonexistent-rxccl'], ['GX1_TLS_KEY', '/nonexistent-rxccl'], ['GX1_TLS_CA', '/nonexistent-rxccl'],
-      ['GX1_BUSY_POLL_US', 'x'], ['GX1_SPIN_US', '-1'],
+      ['GX1_BUSY_POLL_US', 'x'], ['GX1_SPIN_US', '-1'], ['GX1_INLINE_US', '100001'],
       ['GX1_COLLECTIVE_ALGORITHM', 'x'], ['GX1_COLLECTIVE_ALGORITHM', 'hierarchical'], ['GX1_RING_THRESHOLD_BYTES', 'x'],
       ['GX1_RING_ORDER', 'x'], ['GX1_RING_ORDER', '0,0'], ['GX1_RING_ORDER', '0,1,2'], ['GX1_RING_ORDER', '0,5'],
       ['GX1_RING_CHANNELS', 'x'], ['GX1_RING_CHANNELS', '0'], ['GX1_RING_CHANNELS', '65'],

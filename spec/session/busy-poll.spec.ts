@@ -1,4 +1,4 @@
-/** Which busy-poll window a rank uses: its option, else GX1_BUSY_POLL_US, else the host's cores decide. */
+/** Which busy-poll window a rank uses: its option, else GX1_BUSY_POLL_US, else the host's cores decide; and the native plane's spin and inline budget. */
 import { describe, expect, it } from 'vitest';
 import {
   busyPollMicros,
@@ -10,6 +10,7 @@ import {
 import { resolveSessionOptions } from '../../lib/session/session-options.js';
 import { ConfigurationError } from '../../lib/errors.js';
 import { readSettings } from '../../lib/settings/read-settings.js';
+import { DataPlane, type DataPlaneEngine, DEFAULT_INLINE_MICROS } from '../../lib/transport/data-plane.js';
 
 /** `GX1_BUSY_POLL_US` of `env`, as the settings read it. */
 const busyPollOf = (env: Record<string, string>) => readSettings(env).GX1_BUSY_POLL_US;
@@ -47,6 +48,29 @@ describe('the native data plane spin (spinMicros, GX1_SPIN_US)', () => {
       new ConfigurationError('GX1_SPIN_US must be auto or whole microseconds 0..100000, got "20ms"'),
     );
     expect(() => resolveSessionOptions({ ...base, spinMicros: 100_001 }, {})).toThrow('spinMicros must be auto or whole microseconds 0..100000, got "100001"');
+  });
+});
+
+describe('the native data plane inline budget (inlineMicros, GX1_INLINE_US)', () => {
+  it('takes the option over the variable, auto where neither says, and refuses what is not whole microseconds 0..100000 by name', () => {
+    expect(resolveSessionOptions(base, {}).inline).toBe('auto');
+    expect(resolveSessionOptions(base, { GX1_INLINE_US: ' 50 ' }).inline).toBe(50);
+    expect(resolveSessionOptions({ ...base, inlineMicros: 0 }, { GX1_INLINE_US: '50' }).inline).toBe(0);
+    expect(() => resolveSessionOptions(base, { GX1_INLINE_US: '1ms' })).toThrow(new ConfigurationError('GX1_INLINE_US must be auto or whole microseconds 0..100000, got "1ms"'));
+    expect(() => resolveSessionOptions({ ...base, inlineMicros: -1 }, {})).toThrow('inlineMicros must be auto or whole microseconds 0..100000, got "-1"');
+  });
+
+  it("reaches the engine as its inlineUs: auto as 1000, a number as itself", () => {
+    const given: unknown[] = [];
+    const Engine = function (this: unknown, ...args: unknown[]) {
+      given.push(args[9]);
+    } as unknown as DataPlaneEngine;
+    const alone = { rails: 1, send: [undefined], receive: [undefined] };
+    DataPlane.open(Engine, 0, 1, alone);
+    DataPlane.open(Engine, 0, 1, alone, { inline: 0 });
+    DataPlane.open(Engine, 0, 1, alone, { inline: 250 });
+    expect(given).toEqual([DEFAULT_INLINE_MICROS, 0, 250]);
+    expect(DEFAULT_INLINE_MICROS).toBe(1_000);
   });
 });
 

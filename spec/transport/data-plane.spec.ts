@@ -40,10 +40,10 @@ afterEach(async () => {
 });
 
 /** The engine as rank 0 of 2 on one loopback connection (both directions), and the peer's end of it. */
-async function engineAndPeer(spin: number | 'auto' = 'auto'): Promise<{ plane: DataPlane; peer: Socket }> {
+async function engineAndPeer(spin: number | 'auto' = 'auto', inline: number | 'auto' = 'auto'): Promise<{ plane: DataPlane; peer: Socket }> {
   const [dialled, peer] = await loopbackPair();
   const socket = new FrameChannel(dialled).handOver();
-  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, socket], receive: [undefined, socket] }, { spin });
+  const plane = DataPlane.open(engine!, 0, 2, { rails: 1, send: [undefined, socket], receive: [undefined, socket] }, { spin, inline });
   cleanups.push(() => {
     plane.close();
     peer.destroy();
@@ -458,6 +458,41 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     await done;
     expect(later).toBeUndefined();
     expect(Array.from(new Int32Array(second.buffer))).toEqual([6, 7]);
+  });
+
+  it("runs a small collective on the calling thread for at most its inline budget, then on the engine's thread; a budget of 0 hands it over at once", async () => {
+    const program = (plane: DataPlane) => plane.program('all-pairs 2', () => encodeProgram(allPairsAllReduce(inputOf(0, 2, 2)), ElementType.I32));
+    const run = (plane: DataPlane, output: Uint8Array) => {
+      let outcome: unknown = 'pending';
+      const ended = new Promise<void>((resolve) =>
+        plane.run(program(plane), i32([1, 2]), output, { descriptor: collectiveFor(2).own, sequence: 0n, timeoutMs: 5_000 }).subscribe({ next: (value) => (outcome = value), complete: resolve }),
+      );
+      return { outcome: () => outcome, ended };
+    };
+    // A silent peer: the call holds this thread for the whole budget (40 ms), not longer, and the
+    // engine's thread finishes the collective once the peer's message comes.
+    const spinning = await engineAndPeer('auto', 40_000);
+    const output = new Uint8Array(8);
+    const started = performance.now();
+    const late = run(spinning.plane, output);
+    const held = performance.now() - started;
+    expect(late.outcome()).toBe('pending');
+    expect(held).toBeGreaterThanOrEqual(39.5);
+    expect(held).toBeLessThan(40 + 2_000);
+    spinning.peer.write(concat(headerOf(collectiveFor(2)), i32([10, 20])));
+    await late.ended;
+    expect(late.outcome()).toBeUndefined();
+    expect(Array.from(new Int32Array(output.buffer))).toEqual([11, 22]);
+    await cleanups.pop()!();
+    // Budget 0: even with the peer's message already in the socket, the call returns before the outcome.
+    const handing = await engineAndPeer('auto', 0);
+    handing.peer.write(concat(headerOf(collectiveFor(2)), i32([5, 5])));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const handed = run(handing.plane, output);
+    expect(handed.outcome()).toBe('pending');
+    await handed.ended;
+    expect(handed.outcome()).toBeUndefined();
+    expect(Array.from(new Int32Array(output.buffer))).toEqual([6, 7]);
   });
 
   it('waits that never spin (spin 0) or spin a fixed time still take every message, cut anywhere', async () => {

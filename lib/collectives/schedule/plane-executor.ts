@@ -8,6 +8,7 @@ import type { CollectiveRequest } from '../../transport/collective-channel.js';
 import { type DataPlane, encodeLinkHeader, linkSequence, type NativeOutcome, type PlaneCall } from '../../transport/data-plane.js';
 import { DESCRIPTOR_BYTES } from '../../protocol/descriptor-codec.js';
 import type { NativePlane, PlaneMemory } from './native-plane.js';
+import type { PlaneProgram } from './schedule-cache.js';
 import type { CollectiveContext } from '../algorithm.js';
 import { checkAgreement, descriptorOf } from '../descriptor.js';
 import { withHeaderExchange } from './header-exchange.js';
@@ -96,18 +97,12 @@ export function nativeCollective(context: CollectiveContext, request: Collective
  * Runs `schedule` on the plane for `collective` and settles how it ended (`settleNative`): emits
  * `result()` once it is done.
  */
-export function runOnPlane<T>(
-  plane: NativePlane,
-  context: CollectiveContext,
-  collective: NativeCollective,
-  run: { readonly key: string; readonly schedule: (rank: number) => Schedule; readonly elementType: ElementType; readonly memory: PlaneMemory },
-  result: () => T,
-): Observable<T> {
+export function runOnPlane<T>(plane: NativePlane, context: CollectiveContext, collective: NativeCollective, program: PlaneProgram, memory: PlaneMemory, result: () => T): Observable<T> {
   const call: PlaneCall = { descriptor: collective.own, sequence: collective.number, timeoutMs: context.timeoutMs() };
   // Hand-written rather than mergeMap + of: every small collective passes here, and a done one
   // (nearly all) needs no inner Observable.
   return new Observable<T>((subscriber) =>
-    plane.run(run.key, run.schedule, run.elementType, run.memory, call).subscribe({
+    plane.run(program.key, program.schedule, program.elementType, memory, call).subscribe({
       next: (outcome) => {
         if (outcome !== undefined && outcome.kind !== 'done') {
           subscriber.add(settleNative(outcome, context, collective, result).subscribe(subscriber));
@@ -121,7 +116,12 @@ export function runOnPlane<T>(
   );
 }
 
-const NO_SCHEDULE = (): Schedule => ({ algorithm: 'headers', layout: '', tagPrefix: 0, pieceScale: 1, scratchBytes: 0, sends: [], receives: [], folds: [] });
+/** The program of a collective agreed at the coordinator: its headers alone. */
+const HEADERS: PlaneProgram = {
+  key: 'headers',
+  schedule: () => ({ algorithm: 'headers', layout: '', tagPrefix: 0, pieceScale: 1, scratchBytes: 0, sends: [], receives: [], folds: [] }),
+  elementType: 0,
+};
 const NO_MEMORY: PlaneMemory = { input: new Uint8Array(0), output: new Uint8Array(0) };
 
 /**
@@ -137,7 +137,7 @@ const NO_MEMORY: PlaneMemory = { input: new Uint8Array(0), output: new Uint8Arra
 export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveContext, request: CollectiveRequest): Observable<bigint> {
   return defer(() => {
     const collective = nativeCollective(context, { opcode: request.opcode, rootRank: request.rootRank }, 'coordinator');
-    return runOnPlane(plane, context, collective, { key: 'headers', schedule: NO_SCHEDULE, elementType: 0, memory: NO_MEMORY }, () => collective.number);
+    return runOnPlane(plane, context, collective, HEADERS, NO_MEMORY, () => collective.number);
   });
 }
 

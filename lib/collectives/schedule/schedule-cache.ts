@@ -1,12 +1,28 @@
+import type { ElementType } from '../../protocol/element-type.js';
 import type { OperationDescriptor } from '../../protocol/agreement.js';
 import type { CollectiveRequest } from '../../transport/collective-channel.js';
 import { descriptorOf } from '../descriptor.js';
 import type { Schedule } from './schedule.js';
 
-/** A schedule written once for a call's shape, with the descriptor its calls agree on. */
+/**
+ * A call shape as the native plane runs it: its key (the plane compiles it once under it), any
+ * rank's schedule of it (the plane reads its predecessor's, `withHeaderExchange`) and the
+ * tensor's element type. Made once per shape, so a call builds none of it.
+ */
+export interface PlaneProgram {
+  readonly key: string;
+  readonly schedule: (rank: number) => Schedule;
+  readonly elementType: ElementType;
+}
+
+/**
+ * A call shape, prepared once: its schedule, the descriptor its calls agree on, and what the
+ * native plane runs (`PlaneProgram`), so that a repeated call does one lookup.
+ */
 export interface CachedSchedule {
   readonly schedule: Schedule;
   readonly descriptor: OperationDescriptor;
+  readonly program: PlaneProgram;
 }
 
 /** Shapes a session keeps schedules for; a job's collectives come in few shapes. */
@@ -23,11 +39,14 @@ export class ScheduleCache {
   /** Which cache this is, in this process: keys of the native plane's programs carry it. */
   readonly generation = ScheduleCache.made++;
 
-  get(key: string, request: CollectiveRequest, write: () => Schedule): CachedSchedule {
-    const known = this.entries.get(key);
-    if (known !== undefined) return known;
-    const schedule = write();
-    const entry = { schedule, descriptor: descriptorOf(request, schedule.layout) };
+  /** The shape known as `key`, if it was prepared (`add`). */
+  get(key: string): CachedSchedule | undefined {
+    return this.entries.get(key);
+  }
+
+  /** Prepares the shape known as `key`: this rank's schedule, the descriptor `request` agrees on with its layout, and the plane's program. */
+  add(key: string, request: CollectiveRequest, schedule: Schedule, program: PlaneProgram): CachedSchedule {
+    const entry = { schedule, descriptor: descriptorOf(request, schedule.layout), program };
     this.entries.set(key, entry);
     if (this.entries.size > CACHED_SCHEDULES) this.entries.delete(this.entries.keys().next().value as string);
     return entry;

@@ -211,6 +211,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("spinBudgetTrace", Napi::Function::New(env, SpinBudgetTraceEntry, "spinBudgetTrace"));
   exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));
   exports.Set("resultPoolBytes", Napi::Function::New(env, ResultPoolBytes, "resultPoolBytes"));
+  exports.Set("releaseResultPool", Napi::Function::New(env, ReleaseResultPool, "releaseResultPool"));
   exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }

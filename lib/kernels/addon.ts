@@ -39,13 +39,16 @@ export interface KernelAddon {
   /** The spin each of these waits (us) had under the data plane's spin policy, `spinUs` -1 adaptive (native/spin_budget.h); for tests. */
   spinBudgetTrace(spinUs: number, waitsUs: Float64Array): Float64Array;
   /**
-   * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: a freed result's
-   * from the pool (its old bytes), else a new one (zero; from 4 MiB in huge pages); undefined below
-   * 64 KiB or where mapping fails (native/result_memory.h).
+   * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: one the pool
+   * keeps ready (a freed result's, its old bytes; or one made ahead, zero), else a new one (zero;
+   * from 4 MiB in huge pages); undefined below 64 KiB or where mapping fails
+   * (native/result_memory.h).
    */
   allocateResult(bytes: number): ArrayBuffer | undefined;
-  /** Bytes of freed results the addon keeps to hand out again (native/result_pool.h). */
+  /** Bytes of mappings the addon keeps ready for results: freed ones, and those made ahead (native/result_pool.h). */
   resultPoolBytes(): number;
+  /** Unmaps every mapping the pool keeps (native/result_pool.h Release). Absent from an addon built before it. */
+  releaseResultPool?(): void;
   /**
    * The vector instructions the kernel loops run on this CPU: `avx2`, `sse2`, `avx512f`, `neon`...
    * (native/kernel_simd.h). Absent from an addon built before it.

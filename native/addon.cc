@@ -283,6 +283,7 @@ Napi::Object InitKernels(Napi::Env env, Napi::Object exports) {
   exports.Set("sharedMemoryRingTrace", Napi::Function::New(env, SharedMemoryRingTraceEntry, "sharedMemoryRingTrace"));
   exports.Set("allocateResult", Napi::Function::New(env, AllocateResult, "allocateResult"));
   exports.Set("resultPoolBytes", Napi::Function::New(env, ResultPoolBytes, "resultPoolBytes"));
+  exports.Set("releaseResultPool", Napi::Function::New(env, ReleaseResultPool, "releaseResultPool"));
   exports.Set("DataPlane", DefineDataPlane(env));
   return exports;
 }

@@ -38,23 +38,26 @@ export interface KernelAddon {
   yieldCpu(): void;
   /** The spin each of these waits (us) had under the data plane's spin policy, `spinUs` -1 adaptive (native/spin_budget.h); for tests. */
   spinBudgetTrace(spinUs: number, waitsUs: Float64Array): Float64Array;
+  /** Makes every later ring this process's planes are offered be refused as if pidfd_getfd failed with `errno` (0: no longer); for tests. Absent from an addon built before it. */
+  failSharedMemoryJoins?(errno: number): void;
   /**
    * Replays `steps` on one shared-memory ring (native/shared_memory_ring.h) in this process's
    * memory, writer and reader alike: a write answers whether a slot was free, a read the next
    * message (null: none), a sleep whether that side may sleep. For the ring's property test.
    * Absent from an addon built before it.
    */
-  /** Makes every later ring this process's planes are offered be refused as if pidfd_getfd failed with `errno` (0: no longer); for tests. Absent from an addon built before it. */
-  failSharedMemoryJoins?(errno: number): void;
   sharedMemoryRingTrace?(steps: readonly SharedMemoryRingStep[]): (boolean | SharedMemoryRingRead | null)[];
   /**
-   * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: a freed result's
-   * from the pool (its old bytes), else a new one (zero; from 4 MiB in huge pages); undefined below
-   * 64 KiB or where mapping fails (native/result_memory.h).
+   * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: one the pool
+   * keeps ready (a freed result's, its old bytes; or one made ahead, zero), else a new one (zero;
+   * from 4 MiB in huge pages); undefined below 64 KiB or where mapping fails
+   * (native/result_memory.h).
    */
   allocateResult(bytes: number): ArrayBuffer | undefined;
-  /** Bytes of freed results the addon keeps to hand out again (native/result_pool.h). */
+  /** Bytes of mappings the addon keeps ready for results: freed ones, and those made ahead (native/result_pool.h). */
   resultPoolBytes(): number;
+  /** Unmaps every mapping the pool keeps (native/result_pool.h Release). Absent from an addon built before it. */
+  releaseResultPool?(): void;
   /**
    * The vector instructions the kernel loops run on this CPU: `avx2`, `sse2`, `avx512f`, `neon`...
    * (native/kernel_simd.h). Absent from an addon built before it.

@@ -23,6 +23,7 @@ import { type CollectivePlan, planCollective } from '../collectives/plan.js';
 import { debugLog } from '../diagnostics/debug-log.js';
 import { ChannelClosedError, ConfigurationError, readSetting, TimeoutError } from '../errors.js';
 import { JobGrowth } from '../transport/job-growth.js';
+import { releaseResults } from '../kernels/result-memory.js';
 import { ElementType } from '../protocol/element-type.js';
 import { layoutHash } from '../protocol/layout-hash.js';
 import { communicatorText } from '../protocol/message-key.js';
@@ -988,6 +989,8 @@ export class RankSession {
       this.logSingleCopy();
       this.logSharedMemory();
       this.nativePlane?.close();
+      // The mappings kept ready for fresh results go back too (results still held return to the pool when freed).
+      if (this.membership.id === WORLD_COMMUNICATOR) releaseResults();
       this.links.close();
       this.coordinator.close();
       this.deadlines.stop();

@@ -6,11 +6,10 @@
  * dropped and collected, so the second round's results start on those dirty mappings; its results
  * must be exact.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dataPlaneEngine, loadAddon } from '../../lib/kernels/addon.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
+import { collect } from '../helpers/collector.js';
 import { startCoordinator, type TestJob } from '../helpers/job.js';
 
 const native = dataPlaneEngine() !== null;
@@ -20,11 +19,6 @@ const jobs: TestJob[] = [];
 afterEach(async () => {
   await Promise.all(jobs.splice(0).map((job) => job.dispose()));
 });
-
-function collect(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-}
 
 const WORLD = 3;
 /** i32 per rank: every result at least 80 KiB (the small algorithms), then 1 MiB (the ring and pairwise families). */

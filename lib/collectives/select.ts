@@ -123,16 +123,20 @@ export const PAIRWISE_MIN_WORLD_SIZE = 3;
 
 /**
  * On the native plane, all-reduces under this size send every rank's whole tensor to every rank
- * (one message's latency); from it, pairwise (each rank sends 2(W-1)/W of it): about where the
- * two cross on one host.
+ * (one message's latency); from it, pairwise (each rank sends 2(W-1)/W of it): where the two
+ * cross on one host, measured with each forced (bench/README.md, "Medium sizes and broadcast"):
+ * all-pairs ahead to 32 KiB at 2 and 4 ranks, level (2 ranks) or behind (4 ranks) from 64 KiB.
  */
 export const ALL_PAIRS_BELOW_BYTES = 64 * 1024;
 
 /**
- * On the native plane, broadcasts from this size at 3 ranks and more go down a chain: on one host
- * the sender does most of the work of every copy, and a chain spreads the sending over W-1 ranks.
+ * On the native plane, broadcasts from this size at 3 ranks and more go down a chain, each rank
+ * relaying to the next; under it the root sends to every rank at once (on one host with single
+ * copy, every rank reads the root's memory once). Measured with each forced, 4 ranks on one host
+ * (bench/README.md, "Medium sizes and broadcast"): at 1 MiB the direct broadcast took 0.80 of the
+ * chain's time (faster in 15 of 24 same-round pairs), at 2 and 4 MiB the chain was ahead.
  */
-export const CHAIN_FROM_BYTES = 1 << 20;
+export const CHAIN_FROM_BYTES = 2 << 20;
 
 /** A ring order, a probed or given topology, or channels: the job asked for the ring. */
 function ringTuned({ tuning }: Situation): boolean {

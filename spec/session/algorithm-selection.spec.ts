@@ -230,7 +230,7 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(selectAlgorithm('allGather', { ...base, ranksShareHost: false }).name).toBe('ring');
   });
 
-  it('on the native plane: all-pairs under 64 KiB, pairwise above; the ring where one is asked for, or across hosts from 4 MiB at 3 ranks or more; the chain from 1 MiB at 3 ranks', () => {
+  it('on the native plane: all-pairs under 64 KiB, pairwise above; the ring where one is asked for, or across hosts from 4 MiB at 3 ranks or more; the chain from 2 MiB at 3 ranks', () => {
     const tuning = resolveTuning({}, 4, {});
     const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 8, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3], profile: null };
     const choice = (collective: 'allReduce' | 'broadcast' | 'reduceScatter' | 'allGather' | 'reduce', changes: Partial<Situation> = {}) => {

@@ -105,7 +105,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   }, 240_000);
 
-  it('broadcast (direct, and relayed along the chain from 1 MiB), all-gather, gather, all-to-all and reduce-scatter match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
+  it('broadcast (direct, and relayed along the chain from 2 MiB), all-gather, gather, all-to-all and reduce-scatter match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
     const random = seededRandom(11);
     for (let worldSize = 2; worldSize <= 8; worldSize++) {
       const { sessions } = await nativeJob(worldSize, 20_000);

@@ -63,7 +63,7 @@ describe('the native data plane inline budget (inlineMicros, GX1_INLINE_US)', ()
   it("reaches the engine as its inlineUs: auto as 1000, a number as itself", () => {
     const given: unknown[] = [];
     const Engine = function (this: unknown, ...args: unknown[]) {
-      given.push(args[9]);
+      given.push(args[10]);
     } as unknown as DataPlaneEngine;
     const alone = { rails: 1, send: [undefined], receive: [undefined] };
     DataPlane.open(Engine, 0, 1, alone);

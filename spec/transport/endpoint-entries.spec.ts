@@ -6,11 +6,14 @@
 import fc from 'fast-check';
 import { firstValueFrom, of, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { acceptorMac, authContext, dialerMac } from '../../lib/protocol/auth.js';
+import { peerHelloHeader } from '../../lib/protocol/control-frames.js';
 import { decodeFrames } from '../../lib/protocol/decode-frames.js';
 import type { Frame } from '../../lib/protocol/frame.js';
 import { encodeHeader } from '../../lib/protocol/header.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { endpointEntriesFrame, readEndpointEntries } from '../../lib/transport/endpoint-entries.js';
+import { GATHER_LINK } from '../../lib/transport/gather-links.js';
 import { arbRailEndpoints } from '../../lib/testing/arbitraries/endpoints.js';
 import type { RankEndpoints } from '../../lib/transport/peer-endpoint-config.js';
 
@@ -68,6 +71,28 @@ describe('a run of endpoint entries', () => {
         '0000000002000000020000000400000000000000000000000100000000000000' +
         '2f000000000000002f000000000000000000000000000000000000005909d74e',
     );
+  });
+
+  it("is docs/protocol.md 8.3's gather link vectors: rank 0's hello to rank 1, rank 1's run of rank 2's entry, the claim's MACs", () => {
+    expect(GATHER_LINK).toBe(0x47415448);
+    expect(hex(encodeHeader(peerHelloHeader({ uniqueId, rank: 0, worldSize: 4 }, 1, GATHER_LINK)))).toBe(
+      '47583146010060001400000000000000000102030405060708090a0b0c0d0e0f' +
+        '0000000001000000ffffffff0400000000000000000000004854414700000000' +
+        '0000000000000000000000000000000000000000000000000000000099617567',
+    );
+    const run = endpointEntriesFrame({ uniqueId, worldSize: 4, rails: 1 }, { source: 1, destination: 0, first: 2 }, [{ endpoints: [{ host: '127.0.0.1', port: 40415 }], dataPlane: 'auto' }]);
+    expect(hex(encodeHeader(run.header))).toBe(
+      '47583146010060000301000001000000000102030405060708090a0b0c0d0e0f' +
+        '0100000000000000020000000400000000000000000000000100000000000000' +
+        '1f000000000000001f00000000000000000000000000000000000000387a2d82',
+    );
+    const secret = new Uint8Array(Buffer.from('rxccl-vector-secret-0123456789'));
+    const nonceA = Uint8Array.from({ length: 32 }, (_, index) => index);
+    const nonceD = Uint8Array.from({ length: 32 }, (_, index) => 32 + index);
+    const claim = { rank: 0, worldSize: 4, peer: 1, rail: GATHER_LINK };
+    expect(authContext(claim)).toBe('rank 0 to rank 1 rail 1195463752');
+    expect(hex(dialerMac(secret, nonceA, nonceD, claim))).toBe('278604a787f6526ea8b6a26750b7bf22706feda51ece45ec9b0abc7321930de4');
+    expect(hex(acceptorMac(secret, nonceA, nonceD, claim))).toBe('c5ce128f2390431e710b395a9c8c9d2bd52794ab3f82464124c669abe8503570');
   });
 
   it('refuses every field that is not what the reader expects, naming the sender and the field', () => {

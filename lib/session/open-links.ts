@@ -234,6 +234,7 @@ async function openMeshLinks(
     };
   } catch (error) {
     control?.close();
+    accepts.close();
     throw error;
   } finally {
     // The mesh is complete (or abandoned): every peer has its table, and later dialers are strays.

@@ -1,4 +1,4 @@
-import { firstValueFrom, from, merge, type Observable, type SchedulerLike, take, throwError, timeout, toArray } from 'rxjs';
+import { firstValueFrom, from, map, merge, type Observable, type SchedulerLike, take, throwError, timeout, timer, toArray } from 'rxjs';
 import { ChannelClosedError, ConfigurationError, ProtocolError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
 import { abortReason, peerHelloHeader } from '../protocol/control-frames.js';
 import { Opcode } from '../protocol/opcode.js';
@@ -19,6 +19,9 @@ import { MAX_TIMER_DELAY_MS } from './transport-kind.js';
  * ("GATH"): no rail (rails are 0..63) and no data link (docs/protocol.md 8.3, 9.9).
  */
 export const GATHER_LINK = 0x47415448;
+
+/** How long a rank whose partner closed its link waits for the job's failure, which names the rank that died. */
+const PARTNER_CLOSED_GRACE_MS = 500;
 
 export interface GatherOptions {
   readonly uniqueId: UniqueId;
@@ -91,8 +94,11 @@ export class GatherLinks {
         ),
       );
     } catch (error) {
-      this.close(error);
-      throw error;
+      // A partner that closed its link without a word most likely failed because a rank died: the
+      // job's failure (the coordinator's notice, naming that rank) comes shortly, and says more.
+      const cause = error instanceof ChannelClosedError ? await firstValueFrom(merge(ended, timer(PARTNER_CLOSED_GRACE_MS, scheduler).pipe(map(() => error)))).catch((failure: unknown) => failure) : error;
+      this.close(cause);
+      throw cause;
     }
   }
 

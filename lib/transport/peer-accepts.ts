@@ -1,5 +1,4 @@
 import type { Socket } from 'node:net';
-import { AsyncSink } from 'ix/asynciterable';
 import { EmptyError, type SchedulerLike, TimeoutError as RxTimeoutError } from 'rxjs';
 import { ChannelClosedError, ProtocolError, RemoteAbortError, TimeoutError, WrongSessionError } from '../errors.js';
 import { abortFrame, abortReason } from '../protocol/control-frames.js';
@@ -49,7 +48,15 @@ const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
  * rank's gather after this rank went on to build its mesh.
  */
 export class PeerAccepts {
-  private readonly sink = new AsyncSink<AcceptedPeer>();
+  /** Handshaken connections the mesh has not taken yet, oldest first. */
+  private readonly queue: AcceptedPeer[] = [];
+  /** Connections in their handshake. */
+  private readonly handshaking = new Set<FrameChannel>();
+  private wake: (() => void) | null = null;
+  /** The listeners stopped feeding connections (the mesh takes what is queued, then ends). */
+  private ended = false;
+  /** `close`d: nothing more is taken, and whatever comes is closed. */
+  private closed = false;
   /** Takes the connections whose hello it recognizes (returns true); null: the mesh gets every one. */
   divert: ((peer: AcceptedPeer) => boolean) | null = null;
 
@@ -60,22 +67,56 @@ export class PeerAccepts {
     void this.take(incoming);
   }
 
-  /** The handshaken connections for the mesh, in the order their handshakes ended. */
+  /** The handshaken connections for the mesh (its one reader), in the order their handshakes ended. */
   get accepted(): AsyncIterable<AcceptedPeer> {
-    return this.sink;
+    return { [Symbol.asyncIterator]: () => this.iterate() };
+  }
+
+  /**
+   * Closes every connection not handed over (in its handshake, or queued for the mesh) and every
+   * one that comes later: a set-up that failed leaves no socket behind.
+   */
+  close(): void {
+    this.closed = true;
+    for (const channel of this.handshaking) channel.destroy();
+    this.handshaking.clear();
+    for (const { channel } of this.queue.splice(0)) channel.destroy();
+    this.end();
+  }
+
+  private async *iterate(): AsyncGenerator<AcceptedPeer> {
+    for (;;) {
+      const next = this.queue.shift();
+      if (next !== undefined) {
+        yield next;
+        continue;
+      }
+      if (this.ended) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+
+  private end(): void {
+    this.ended = true;
+    this.wake?.();
+    this.wake = null;
   }
 
   private async take(incoming: AsyncIterable<{ rail: number | null; socket: Socket }>): Promise<void> {
     try {
-      for await (const { rail, socket } of incoming) void this.acceptOne(rail, socket);
+      for await (const { rail, socket } of incoming) {
+        if (this.closed) socket.destroy();
+        else void this.acceptOne(rail, socket);
+      }
     } finally {
-      this.sink.end();
+      this.end();
     }
   }
 
   private async acceptOne(listenerRail: number | null, socket: Socket): Promise<void> {
     const { secret, timeoutMs, scheduler, admission } = this.options;
     const channel = new FrameChannel(socket);
+    this.handshaking.add(channel);
     let hello: Frame;
     try {
       hello = await acceptHandshake(channel, { secret, timeoutMs, scheduler, openingRule: emptyHelloRule })
@@ -88,10 +129,18 @@ export class PeerAccepts {
     } catch (error) {
       refusePeer(channel, this.options, error);
       return;
+    } finally {
+      this.handshaking.delete(channel);
+    }
+    if (this.closed) {
+      channel.destroy();
+      return;
     }
     const peer = { listenerRail, channel, hello };
     if (this.divert?.(peer) === true) return;
-    this.sink.write(peer);
+    this.queue.push(peer);
+    this.wake?.();
+    this.wake = null;
   }
 }
 

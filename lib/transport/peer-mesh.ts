@@ -221,6 +221,8 @@ export class PeerMesh {
       );
     } catch (error) {
       mesh.close();
+      // The connections of a front it made itself that no link took (a caller's front is the caller's to close).
+      if (accepts !== options.incoming) accepts.close();
       // Data links already handed over belong to no engine yet: nothing else would close them.
       for (const socket of [...mesh.dataSockets.send, ...mesh.dataSockets.receive]) socket?.destroy();
       throw error;

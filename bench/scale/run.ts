@@ -2,7 +2,8 @@
  * Scale in simulation (#47 item 6): every scheduled algorithm of the table, built for every rank
  * of N = 256, 1024 and 4096 ranks, measured as data (no links, no timing), against the lower
  * bounds; and the coordinator's frames at join, counted from the wire format (docs/protocol.md
- * 8.1, 8.3).
+ * 8.1, 8.3; revision 14's run of two entries per rank beside revision 13's whole table), with
+ * each rank's part of the endpoint gather.
  *
  *   npx tsx bench/scale/run.ts [--sizes 256,1024,4096] [--json]
  *
@@ -29,7 +30,10 @@ import { withHeaderExchange } from '../../lib/collectives/schedule/header-exchan
 import { type Dependency, producersOf, type Schedule, type ScheduleInput, type ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { FRAME_HEADER_BYTES } from '../../lib/protocol/constants.js';
-import { formatEndpointTable, formatRankEndpoints, type SocketAddressText } from '../../lib/transport/peer-endpoint-config.js';
+import { UniqueId } from '../../lib/protocol/unique-id.js';
+import { endpointEntriesFrame } from '../../lib/transport/endpoint-entries.js';
+import { EndpointGather } from '../../lib/transport/endpoint-gather.js';
+import { formatEndpointTable, formatRankEndpoints, type RankEndpoints } from '../../lib/transport/peer-endpoint-config.js';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '256,1024,4096' }, json: { type: 'boolean', default: false } } });
 const SIZES = values.sizes.split(',').map(Number);
@@ -207,16 +211,33 @@ function measure(collective: CollectiveName, algorithm: string, schedule: Schedu
 /**
  * The coordinator's frames at join, tcp_peer, one rail, no secret (docs/protocol.md 8.1, 8.3):
  * per rank, in: the collective channel's Join, its PeerEndpoint publication, the control rail's
- * Join; out: two Readys and the endpoint table (every rank's line) as a PeerEndpoint frame.
+ * Join; out: two Readys and the run of the rank's own entry and its successor's (revision 14),
+ * beside what revision 13 sent in its place, the whole table (every rank's line). Then each rank's
+ * part of the endpoint gather among the ranks: its rounds, and the bytes it receives (a hello
+ * and a run per round).
  */
 function joinCost(n: number) {
-  const endpoint = (rank: number): SocketAddressText => ({ host: '127.0.0.1', port: 40000 + (rank % 20000) });
-  const table = formatEndpointTable(Array.from({ length: n }, (_, rank) => ({ endpoints: [endpoint(rank)], dataPlane: 'auto' as const })));
-  const published = (rank: number) => Buffer.byteLength(formatRankEndpoints([endpoint(rank)], 'auto'));
+  const entry = (rank: number): RankEndpoints => ({ endpoints: [{ host: '127.0.0.1', port: 40000 + (rank % 20000) }], dataPlane: 'auto' });
+  const job = { uniqueId: UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES)), worldSize: n, rails: 1 };
+  const frameBytes = (frame: { payload: Uint8Array }) => FRAME_HEADER_BYTES + frame.payload.length;
+  const table = formatEndpointTable(Array.from({ length: n }, (_, rank) => entry(rank)));
+  const published = (rank: number) => Buffer.byteLength(formatRankEndpoints(entry(rank).endpoints, 'auto'));
   let inBytes = 0;
-  for (let rank = 0; rank < n; rank++) inBytes += 3 * FRAME_HEADER_BYTES + published(rank);
-  const outBytes = n * (3 * FRAME_HEADER_BYTES + Buffer.byteLength(table));
-  return { n, framesIn: 3 * n, framesOut: 3 * n, bytesIn: inBytes, bytesOut: outBytes };
+  let outBytes = 0;
+  for (let rank = 0; rank < n; rank++) {
+    inBytes += 3 * FRAME_HEADER_BYTES + published(rank);
+    const run = n === 1 ? [entry(rank)] : [entry(rank), entry((rank + 1) % n)];
+    outBytes += 2 * FRAME_HEADER_BYTES + frameBytes(endpointEntriesFrame(job, { source: 0, destination: rank, first: rank }, run));
+  }
+  const fullTableOutBytes = n * (3 * FRAME_HEADER_BYTES + Buffer.byteLength(table));
+  // Rank 0's gather (every rank's is the same size): per round its partner's hello and run.
+  const distances = EndpointGather.distances(n);
+  const gatherBytes = distances.reduce((sum, distance) => {
+    const partner = distance % n;
+    const entries = Array.from({ length: EndpointGather.wanted(n, distance) }, (_, index) => entry((partner + 1 + index) % n));
+    return sum + FRAME_HEADER_BYTES + frameBytes(endpointEntriesFrame(job, { source: partner, destination: 0, first: (partner + 1) % n }, entries));
+  }, 0);
+  return { n, framesIn: 3 * n, framesOut: 3 * n, bytesIn: inBytes, bytesOut: outBytes, fullTableBytesOut: fullTableOutBytes, gatherRounds: distances.length, gatherBytesPerRank: gatherBytes };
 }
 
 const rows: Row[] = [];
@@ -243,6 +264,10 @@ if (values.json) {
     );
   }
   if (skipped.length > 0) process.stdout.write(`\nskipped (N-1 or more messages per rank, see the header): ${skipped.join('; ')}\n`);
-  process.stdout.write('\n| N | coordinator frames in at join | out | bytes in | bytes out |\n|---|---|---|---|---|\n');
-  for (const join of joins) process.stdout.write(`| ${join.n} | ${join.framesIn} | ${join.framesOut} | ${join.bytesIn} | ${join.bytesOut} |\n`);
+  process.stdout.write(
+    '\n| N | coordinator frames in at join | out | bytes in | bytes out | bytes out before (revision 13: the whole table to every rank) | gather rounds per rank | gather bytes in per rank |\n|---|---|---|---|---|---|---|---|\n',
+  );
+  for (const join of joins) {
+    process.stdout.write(`| ${join.n} | ${join.framesIn} | ${join.framesOut} | ${join.bytesIn} | ${join.bytesOut} | ${join.fullTableBytesOut} | ${join.gatherRounds} | ${join.gatherBytesPerRank} |\n`);
+  }
 }

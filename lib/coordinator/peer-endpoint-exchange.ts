@@ -2,11 +2,12 @@ import { catchError, firstValueFrom, forkJoin, map, type SchedulerLike, take, th
 import { ConfigurationError, TimeoutError } from '../errors.js';
 import { ANY_RANK, FLAG_PAYLOAD } from '../protocol/constants.js';
 import { ElementType } from '../protocol/element-type.js';
-import { makeHeader, type Frame } from '../protocol/frame.js';
+import type { Frame } from '../protocol/frame.js';
 import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
-import type { FrameChannel } from '../transport/frame-channel.js';
-import { formatEndpointTable, type RankEndpoints, readRankPublication } from '../transport/peer-endpoint-config.js';
+import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
+import { endpointEntriesFrame } from '../transport/endpoint-entries.js';
+import { type RankEndpoints, readRankPublication } from '../transport/peer-endpoint-config.js';
 
 export interface EndpointExchangeOptions {
   readonly uniqueId: UniqueId;
@@ -19,9 +20,11 @@ export interface EndpointExchangeOptions {
  * tcp_peer set-up on the coordinator (the reference design's `exchange_peer_endpoints_server`):
  * every rank publishes its listen endpoints (one shared, or one per rail, the first with what it
  * offers: the native data plane) as a PeerEndpoint frame on its collective channel; once all have,
- * every rank gets the whole table. An unspecified IP is
- * replaced by the address the coordinator sees the rank connect from. A rank that does not
- * publish within the collective timeout fails the exchange, naming it.
+ * each rank gets its own entry and its ring successor's (revision 14; the reference design sent
+ * every rank the whole table, W entries to each of W ranks through this one process), and the
+ * ranks complete the table among themselves (`GatherLinks`). An unspecified IP is replaced by the
+ * address the coordinator sees the rank connect from, so a rank learns its own entry from here. A
+ * rank that does not publish within the collective timeout fails the exchange, naming it.
  */
 export async function exchangePeerEndpoints(channels: readonly FrameChannel[], options: EndpointExchangeOptions): Promise<void> {
   const worldSize = channels.length;
@@ -48,21 +51,10 @@ export async function exchangePeerEndpoints(channels: readonly FrameChannel[], o
       ),
     ),
   );
-  const text = new Uint8Array(Buffer.from(formatEndpointTable(table), 'utf8'));
+  const job = { uniqueId: options.uniqueId, worldSize, rails: options.rails };
   channels.forEach((channel, rank) => {
-    const header = makeHeader(
-      {
-        uniqueId: options.uniqueId,
-        opcode: Opcode.PeerEndpoint,
-        elementType: ElementType.U8,
-        destinationRank: rank,
-        worldSize,
-        tag: BigInt(options.rails),
-        elementCount: text.length,
-      },
-      text.length,
-    );
-    channel.send({ header, parts: [text] });
+    const run = worldSize === 1 ? [table[rank]!] : [table[rank]!, table[(rank + 1) % worldSize]!];
+    channel.send(outgoing(endpointEntriesFrame(job, { source: 0, destination: rank, first: rank }, run)));
   });
 }
 

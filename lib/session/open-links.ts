@@ -1,11 +1,8 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
 import type { CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
-import { ConfigurationError, TimeoutError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
 import { peerEndpointFrame } from '../protocol/control-frames.js';
-import { ElementType } from '../protocol/element-type.js';
-import { frameText } from '../protocol/frame.js';
-import { Opcode } from '../protocol/opcode.js';
 import { type ChannelAddress, connectChannel, connectCollectiveChannel } from '../transport/connect-channel.js';
 import { firstFrame } from '../transport/first-frame.js';
 import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
@@ -15,12 +12,17 @@ import { RailClient, type RailOwner } from '../transport/links/rail-client.js';
 import { StagedLinks } from '../transport/links/staged-links.js';
 import {
   bindPeerListeners,
+  type EndpointTable,
   formatRankEndpoints,
-  readEndpointTable,
   type PeerEndpointConfiguration,
+  type RankEndpoints,
   peerEndpointConfigurationFromEnvironment,
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
+import { PeerAccepts } from '../transport/peer-accepts.js';
+import { GatherLinks } from '../transport/gather-links.js';
+import { readEndpointEntries } from '../transport/endpoint-entries.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../transport/handshake.js';
 import { DataPlane, type DataPlaneEngine, planeOwner } from '../transport/data-plane.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { addonPlane } from '../collectives/schedule/plane-executor.js';
@@ -163,31 +165,39 @@ async function openMeshLinks(
   const listeners = await bindPeerListeners(configuration, rails, (rail, socket) => incoming.write({ rail, socket }), options.tls);
   // Rank 0 speaks for the job: the other ranks have its secret, or none as it has none.
   if (rank === 0) for (const server of listeners.servers) warnIfUnauthenticated((server.address() as AddressInfo).address, options.secret, 'direct peer listener');
+  // One front for the listeners: the endpoint gather's links go to the gather, the rest to the mesh.
+  const { secret, tls, scheduler } = options;
+  const accepts = new PeerAccepts(incoming, { rank, worldSize, secret, timeoutMs: Math.min(DEFAULT_HANDSHAKE_TIMEOUT_MS, options.timeoutMs), admission: listeners.admission, scheduler });
+  const gather = new GatherLinks({ uniqueId, rank, worldSize, rails, secret, tls, timeoutMs: options.timeoutMs, scheduler }, accepts);
   let control: RailClient | null = null;
   try {
-    const table = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints, dataPlaneOffer(options.dataPlane)), options);
-    const processesOnHost = meshProcessesOnHost(table.endpoints, rank);
+    const { own, successor } = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints, dataPlaneOffer(options.dataPlane)), options);
     const controlChannel = await connectChannel(address, join(options, 0));
     control = new RailClient(controlChannel, owner, 0);
     let mesh: PeerMesh;
+    let table: EndpointTable;
     try {
+      // The ranks complete the table among themselves; a failure of the job (a rank lost) ends it.
+      const entries = await gather.table(own, successor, owner.failure.ended$);
+      table = { endpoints: entries.map((entry) => [...entry.endpoints]), dataPlanes: entries.map((entry) => entry.dataPlane) };
       // Decided alike on every rank, before a link is dialled.
       const dataLinks = usesNativeDataPlane(table.dataPlanes);
       mesh = await PeerMesh.connect({
         identity: { uniqueId, rank, worldSize, rails, dataLinks },
         endpoints: table.endpoints,
-        incoming,
+        incoming: accepts,
         timeoutMs: options.timeoutMs,
-        scheduler: options.scheduler,
+        scheduler,
         unmatchedBytesLimit: options.unmatchedBytesLimit,
-        secret: options.secret,
-        tls: options.tls,
+        secret,
+        tls,
         admission: listeners.admission,
       });
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);
       throw error;
     }
+    const processesOnHost = meshProcessesOnHost(table.endpoints, rank);
     mesh.failureHandler = (error) => owner.failure.fail(error);
     if (losses !== null) mesh.departureHandler = (peer) => losses.suspect(peer, 'its direct peer links closed');
     const sockets = mesh.dataLinks;
@@ -226,16 +236,21 @@ async function openMeshLinks(
     };
   } catch (error) {
     control?.close();
+    accepts.close();
     throw error;
   } finally {
-    // The mesh is complete (or abandoned): later dialers are strays.
+    // The mesh is complete (or abandoned): every peer has its table, and later dialers are strays.
+    gather.close(new ChannelClosedError(`rank ${rank} ended its direct peer set-up`));
     incoming.end();
     for (const server of listeners.servers) server.close();
   }
 }
 
-/** Publishes this rank's endpoints and returns everyone's, `table[rank][rail]`. */
-async function exchangeEndpoints(collective: FrameChannel, endpoints: string, options: ResolvedSessionOptions) {
+/**
+ * Publishes this rank's endpoints and returns what the coordinator answers: this rank's entry (an
+ * unspecified address replaced by the one it sees) and its ring successor's (revision 14).
+ */
+async function exchangeEndpoints(collective: FrameChannel, endpoints: string, options: ResolvedSessionOptions): Promise<{ own: RankEndpoints; successor: RankEndpoints }> {
   const { uniqueId, rank, worldSize, rails, timeoutMs } = options;
   collective.send(outgoing(peerEndpointFrame({ uniqueId, rank, worldSize }, rails, endpoints)));
   const response = await firstFrame(collective, {
@@ -245,11 +260,8 @@ async function exchangeEndpoints(collective: FrameChannel, endpoints: string, op
     closed: () => new ConfigurationError('coordinator closed before returning direct peer endpoints'),
   });
   validateResponse(response, uniqueId, rank, worldSize, 0n);
-  const h = response.header;
-  if (h.opcode !== Opcode.PeerEndpoint || h.elementType !== ElementType.U8 || h.tag !== BigInt(rails) || h.elementCount !== response.payload.length) {
-    throw new ConfigurationError('coordinator returned an invalid direct peer endpoint table');
-  }
-  return readEndpointTable(frameText(response), worldSize, rails);
+  const [own, successor = own] = readEndpointEntries(response, { uniqueId, worldSize, rails }, { source: 0, destination: rank, first: rank, count: Math.min(worldSize, 2) }, 'the coordinator');
+  return { own: own!, successor };
 }
 
 /** The addon's data-plane engine (resolving `dataPlane: 'native'` checked that it loads). */

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
-import { EmptyError, firstValueFrom, from, merge, NEVER, type Observable, TimeoutError as RxTimeoutError, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
-import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError, WrongSessionError } from '../errors.js';
+import { EmptyError, firstValueFrom, from, merge, NEVER, type Observable, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
 import { elementTypeName } from '../protocol/element-type.js';
@@ -14,7 +14,8 @@ import { DirectReads } from './direct-reads.js';
 import { FrameChannel, outgoing } from './frame-channel.js';
 import type { Admission } from './admission.js';
 import { dialAuthenticated } from './dial-authenticated.js';
-import { acceptHandshake, DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake, secretRequired } from './handshake.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS, dialHandshake } from './handshake.js';
+import { type AcceptedPeer, checkHello, PeerAccepts, refusePeer } from './peer-accepts.js';
 import type { JobSecret } from './job-secret.js';
 import { dialSocket, type TlsSettings } from './tls-settings.js';
 import type { ExpectedShape, MessageShape } from './links/links.js';
@@ -84,16 +85,6 @@ export const DATA_LINK = 0x44415441;
 /** The rail of the data link a PeerHello's tag names, or null for a tag that names no data link. */
 function dataLinkRail(tag: number): number | null {
   return tag >= DATA_LINK && tag < DATA_LINK + MAX_P2P_RAILS ? tag - DATA_LINK : null;
-}
-
-/** A refusal must not reveal the job to whoever dialled: it carries no unique id. */
-const ANONYMOUS = UniqueId.fromBytes(new Uint8Array(UniqueId.BYTES));
-
-/** How this rank's listeners handshake an incoming connection. */
-interface AcceptOptions {
-  readonly secret: JobSecret | null;
-  readonly timeoutMs: number;
-  readonly admission: Admission | null;
 }
 
 function rankText(rank: number): string {
@@ -179,7 +170,11 @@ export class PeerMesh {
   static async connect(options: {
     identity: MeshIdentity;
     endpoints: readonly (readonly SocketAddressText[])[];
-    incoming: AsyncIterable<{ rail: number | null; socket: Socket }>;
+    /**
+     * The connections to this rank's listeners: as they come (the mesh handshakes them), or past
+     * the accept front the caller runs (`PeerAccepts`, where the endpoint gather shares the listeners).
+     */
+    incoming: AsyncIterable<{ rail: number | null; socket: Socket }> | PeerAccepts;
     timeoutMs: number;
     scheduler: SchedulerLike;
     unmatchedBytesLimit?: number;
@@ -196,12 +191,12 @@ export class PeerMesh {
   }): Promise<PeerMesh> {
     const mesh = new PeerMesh(options.identity, options.scheduler, options.unmatchedBytesLimit ?? DEFAULT_UNMATCHED_BYTES_LIMIT);
     const secret = options.secret ?? null;
-    const handshake = {
-      secret,
-      timeoutMs: Math.min(options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, options.timeoutMs),
-      admission: options.admission ?? null,
-    };
     const { rank, worldSize, rails } = options.identity;
+    const handshakeTimeoutMs = Math.min(options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, options.timeoutMs);
+    const accepts =
+      options.incoming instanceof PeerAccepts
+        ? options.incoming
+        : new PeerAccepts(options.incoming, { rank, worldSize, secret, timeoutMs: handshakeTimeoutMs, admission: options.admission ?? null, scheduler: options.scheduler });
     // Per peer its rails, then, where there are data links, one on each rail (to that rail's endpoint).
     const perPeer = rails * (options.identity.dataLinks === true ? 2 : 1);
     const links = (worldSize - 1) * perPeer;
@@ -213,7 +208,7 @@ export class PeerMesh {
         const tag = slot < rails ? slot : DATA_LINK + slot - rails;
         return mesh.dial(peer, tag, options.endpoints[peer]![slot % rails]!, { secret, tls: options.tls ?? null, timeoutMs: options.timeoutMs });
       }),
-      mesh.acceptAll(options.incoming, links, handshake),
+      mesh.acceptAll(accepts.accepted, links, handshakeTimeoutMs),
     ]);
     try {
       await firstValueFrom(
@@ -226,6 +221,8 @@ export class PeerMesh {
       );
     } catch (error) {
       mesh.close();
+      // The connections of a front it made itself that no link took (a caller's front is the caller's to close).
+      if (accepts !== options.incoming) accepts.close();
       // Data links already handed over belong to no engine yet: nothing else would close them.
       for (const socket of [...mesh.dataSockets.send, ...mesh.dataSockets.receive]) socket?.destroy();
       throw error;
@@ -501,16 +498,16 @@ export class PeerMesh {
   }
 
   /**
-   * Handshakes every incoming connection in parallel, each within its own timeout, so a silent or
-   * slow stranger never holds up the peers behind it (the listeners' admission bounds how many).
+   * Links every handshaken connection (`PeerAccepts` handshakes them in parallel, each within its
+   * own timeout, so a silent or slow stranger never holds up the peers behind it).
    */
-  private acceptAll(incoming: AsyncIterable<{ rail: number | null; socket: Socket }>, expected: number, handshake: AcceptOptions): Promise<void> {
+  private acceptAll(incoming: AsyncIterable<AcceptedPeer>, expected: number, timeoutMs: number): Promise<void> {
     if (expected === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       let accepted = 0;
       const take = async () => {
-        for await (const { rail, socket } of incoming) {
-          void this.acceptOne(rail, socket, handshake).then((linked) => {
+        for await (const peer of incoming) {
+          void this.acceptOne(peer, timeoutMs).then((linked) => {
             accepted += linked ? 1 : 0;
             if (accepted === expected) resolve();
           });
@@ -520,17 +517,9 @@ export class PeerMesh {
     });
   }
 
-  /** One incoming connection: handshake, check its hello, link it; a stranger is refused. */
-  private async acceptOne(listenerRail: number | null, socket: Socket, handshake: AcceptOptions): Promise<boolean> {
-    const channel = new FrameChannel(socket);
+  /** One handshaken connection: check its hello, link it; a stranger is refused. */
+  private async acceptOne({ listenerRail, channel, hello }: AcceptedPeer, timeoutMs: number): Promise<boolean> {
     try {
-      const hello = await acceptHandshake(channel, { secret: handshake.secret, timeoutMs: handshake.timeoutMs, scheduler: this.scheduler, openingRule: emptyHelloRule })
-        .finally(() => handshake.admission?.authenticated(socket))
-        .catch((error: unknown) => {
-          if (error instanceof EmptyError) throw new ChannelClosedError('direct peer closed during the handshake');
-          if (error instanceof RxTimeoutError) throw new TimeoutError(`direct peer handshake (${handshake.timeoutMs} ms)`);
-          throw error;
-        });
       const peer = hello.header.sourceRank;
       const rail = Number(hello.header.tag);
       // A data link comes to its rail's endpoint.
@@ -539,7 +528,7 @@ export class PeerMesh {
         throw new ProtocolError(`direct peer rank ${peer} dialled the rail ${listenerRail} listener for ${this.describeLink(rail)}`);
       }
       this.checkHello(hello, peer, rail);
-      if (dataRail !== null) return await this.acceptDataLink(peer, dataRail, channel, handshake.timeoutMs);
+      if (dataRail !== null) return await this.acceptDataLink(peer, dataRail, channel, timeoutMs);
       if (this.outbound[this.linkIndex(peer, rail)] !== undefined) throw new ProtocolError(`direct peer rank ${peer} rail ${rail} connected twice`);
       if (this.failure !== null) throw this.failure;
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
@@ -547,7 +536,7 @@ export class PeerMesh {
       return true;
     } catch (error) {
       // A stray or crossed connection is told why and dropped; the mesh keeps waiting.
-      this.refuse(channel, error);
+      refusePeer(channel, this.identity, error);
       return false;
     }
   }
@@ -576,20 +565,8 @@ export class PeerMesh {
   }
 
   private checkHello(frame: Frame, peer: number, rail: number): void {
-    const h = frame.header;
-    const { uniqueId, rank, worldSize, rails } = this.identity;
-    if (h.opcode === Opcode.Abort) {
-      const reason = abortReason(frame);
-      throw new RemoteAbortError(reason, `direct peer rank ${peer} aborted: ${reason}`);
-    }
-    secretRequired(frame, `direct peer rank ${peer}`);
-    if (h.opcode !== Opcode.PeerHello) throw new ProtocolError(`direct peer link opened with ${opcodeName(h.opcode)}, expected PeerHello`);
-    if (!h.uniqueId.equals(uniqueId)) throw new WrongSessionError('direct peer link belongs to another session (unique id mismatch)');
-    if (h.worldSize !== worldSize) throw new ProtocolError(`direct peer declares world size ${h.worldSize}, expected ${worldSize}`);
-    if (h.sourceRank !== peer || h.destinationRank !== rank) {
-      throw new ProtocolError(`direct peer link is rank ${h.sourceRank} -> rank ${h.destinationRank}, expected rank ${peer} -> rank ${rank}`);
-    }
-    if (h.tag !== BigInt(rail)) throw new ProtocolError(`direct peer link is for rail ${h.tag}, expected rail ${rail}`);
+    checkHello(frame, this.identity, peer, rail);
+    const { rank, rails } = this.identity;
     const dataRail = dataLinkRail(rail);
     if (dataRail !== null) {
       if (this.identity.dataLinks !== true) {
@@ -599,16 +576,6 @@ export class PeerMesh {
       return;
     }
     if (rail >= rails) throw new ProtocolError(`direct peer link is for rail ${rail}, but this job has ${rails} rail${rails === 1 ? '' : 's'} (0..${rails - 1})`);
-  }
-
-  private refuse(channel: FrameChannel, error: unknown): void {
-    const message = `direct peer connection refused by rank ${this.identity.rank}: ${error instanceof Error ? error.message : String(error)}`;
-    try {
-      channel.send(outgoing(abortFrame({ uniqueId: ANONYMOUS, worldSize: this.identity.worldSize }, message)));
-    } catch {
-      // Gone already.
-    }
-    channel.finish(500);
   }
 
   /**
@@ -813,13 +780,6 @@ function deliver(frame: Frame, receive: PostedReceive): void {
   receive.outcome.next(frame);
 }
 
-
-/** A PeerHello is an empty frame: an opening that declares a payload is refused at its header. */
-function emptyHelloRule(header: FrameHeader): void {
-  if (header.payloadBytes > 0) {
-    throw new ProtocolError(`direct peer link opened with ${opcodeName(header.opcode)} declaring ${header.payloadBytes} payload bytes, expected an empty PeerHello`);
-  }
-}
 
 function firstHandshakeFrame(channel: FrameChannel): Promise<Frame> {
   return firstValueFrom(channel.frames$).catch((error: unknown) => {

@@ -4,9 +4,9 @@
  * the GX1_* environment (GX1_COORDINATOR, GX1_UNIQUE_ID, GX1_RANK, GX1_WORLD_SIZE,
  * GX1_TIMEOUT_MS), as under `rxccl launch`.
  *
- * It reports on stdout, one line each: `READY`, `RESULT <name> <json>`, `WAITING`, `BLOCKING`,
- * `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
- * Scenarios: `collectives`, `die-in-allreduce` (below); `split`, `mismatch` (communicators,
+ * It reports on stdout, one line each: `JOINING <epoch ms>` (as it opens its session), `READY`,
+ * `RESULT <name> <json>`, `WAITING`, `BLOCKING`, `ERROR <code> <message>`, `DONE`. Exit codes: 0 done, 3 the session failed, 4 anything else.
+ * Scenarios: `collectives`, `die-in-allreduce`, `joined` (below); `split`, `mismatch` (communicators,
  * spec/process/fixtures/communicator-split.ts); `concurrent`, `rank-lost` (calls of several
  * communicators at once, spec/process/fixtures/concurrent-communicators.ts); `fusion`
  * (spec/process/fixtures/fusion.ts); `objects` (spec/process/fixtures/objects.ts).
@@ -71,8 +71,17 @@ async function dieInAllReduce(session: RankSession): Promise<void> {
   result('unexpected', 'the allReduce completed without the victim');
 }
 
+/** When the session was open (epoch ms, to set against the JOINING lines), then data over every link of the mesh. */
+async function joined(session: RankSession): Promise<void> {
+  result('joinedAt', Date.now());
+  const { rank, worldSize } = session;
+  const received = await session.allToAll(Uint32Array.from({ length: worldSize }, () => rank));
+  result('allToAll', Array.from(received));
+}
+
 const scenarios: Record<string, (session: RankSession) => Promise<void>> = {
   collectives,
+  joined,
   'die-in-allreduce': dieInAllReduce,
   split,
   mismatch,
@@ -90,6 +99,7 @@ async function main(): Promise<number> {
   }
   let session: RankSession;
   try {
+    say(`JOINING ${Date.now()}`);
     session = await openSession();
   } catch (error) {
     const e = error as Error & { code?: string };

@@ -39,7 +39,8 @@ export async function manualRankOne(port: number, uniqueId: UniqueId, secret: Ui
   collective.send(outgoing(peerEndpointFrame(origin, 1, `127.0.0.1:${fromRankZero.port}`)));
   const table = parseEndpointTable(frameText(await firstValueFrom(collective.frames$)), 2, 1);
   channels.push(await connectChannel(address, { ...origin, rail: 0, timeoutMs: 20_000, secret }));
-  const rankZero = table[0]![0]!;
+  // The coordinator's run starts at this rank: its own entry, then its successor's, rank 0 (docs/protocol.md 8.3).
+  const rankZero = table[1]![0]!;
   return {
     rankZero,
     channels,

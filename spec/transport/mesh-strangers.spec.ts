@@ -34,7 +34,8 @@ async function fakeRankOne(job: TestJob) {
   collective.send(outgoing(peerEndpointFrame(origin, 1, `127.0.0.1:${fromRankZero.port}`)));
   const table = parseEndpointTable(frameText(await firstValueFrom(collective.frames$)), 2, 1);
   raw.push(await connectChannel(address, { ...origin, rail: 0, timeoutMs: 3_000 }));
-  const endpoint = table[0]![0]!;
+  // The coordinator's run starts at this rank: its own entry, then its successor's, rank 0 (docs/protocol.md 8.3).
+  const endpoint = table[1]![0]!;
   const dial = async () => {
     const socket = netConnect({ host: endpoint.host, port: endpoint.port });
     await new Promise((resolve) => socket.once('connect', resolve));

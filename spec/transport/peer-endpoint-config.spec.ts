@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { arbRailEndpoints } from '../../lib/testing/arbitraries/endpoints.js';
 import { connect, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../lib/errors.js';
@@ -224,11 +225,6 @@ describe('peer endpoint configuration from the environment', () => {
   });
 });
 
-const arbEndpoint: fc.Arbitrary<SocketAddressText> = fc
-  .record({ host: fc.oneof(fc.ipV4(), fc.ipV6()), port: fc.integer({ min: 1, max: 65535 }) })
-  // The parsed form is canonical (IPv6 compressed, lower case): compare in that form.
-  .map((endpoint) => parseSocketAddress('endpoint', formatEndpoint(endpoint)));
-
 /** A world's endpoint table: per rank either one endpoint for every rail or one per rail. */
 const arbTable = fc
   .record({ worldSize: fc.integer({ min: 1, max: 6 }), rails: fc.integer({ min: 1, max: 4 }) })
@@ -236,13 +232,7 @@ const arbTable = fc
     fc.record({
       worldSize: fc.constant(worldSize),
       rails: fc.constant(rails),
-      table: fc.array(
-        fc.oneof(
-          arbEndpoint.map((endpoint) => Array.from({ length: rails }, () => endpoint)),
-          fc.array(arbEndpoint, { minLength: rails, maxLength: rails }),
-        ),
-        { minLength: worldSize, maxLength: worldSize },
-      ),
+      table: fc.array(arbRailEndpoints(rails), { minLength: worldSize, maxLength: worldSize }),
     }),
   );
 

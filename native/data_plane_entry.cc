@@ -141,7 +141,10 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (info.Length() > 9 && !info[9].IsUndefined() && !info[9].IsBoolean()) ThrowKernelError(env, "data plane sharedMemory must be a boolean");
     const bool shared_memory = info.Length() <= 9 || info[9].IsUndefined() || info[9].As<Napi::Boolean>().Value();
     if (info.Length() > 10 && !info[10].IsUndefined()) {
-      if (!info[10].IsNumber() || info[10].As<Napi::Number>().DoubleValue() < 0) ThrowKernelError(env, "data plane inlineUs must be a number of microseconds, 0 or more");
+      // The JS side allows 0..100000 (MAX_INLINE_MICROS); NaN or a huge number would overflow the nanoseconds.
+      if (!info[10].IsNumber() || !(info[10].As<Napi::Number>().DoubleValue() >= 0 && info[10].As<Napi::Number>().DoubleValue() <= 100'000)) {
+        ThrowKernelError(env, "data plane inlineUs must be a number of microseconds, 0..100000");
+      }
       inline_ns_ = int64_t(info[10].As<Napi::Number>().DoubleValue() * 1000);
     }
     const std::vector<int> send_fds = FdArray(info, 3, links), receive_fds = FdArray(info, 4, links);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <system_error>
 #include <thread>
 
 namespace rxccl {
@@ -47,7 +48,15 @@ void ResultPool::Ahead(size_t bytes) {
   asked_bytes_ += length;
   if (filling_) return;
   filling_ = true;
-  std::thread([this] { Fill(); }).detach();
+  try {
+    std::thread([this] { Fill(); }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had (a pids limit, RLIMIT_NPROC): the result is made when asked, as without
+    // the pool, and a later Take may try again. An exception here would end the process.
+    asked_.pop_back();
+    asked_bytes_ -= length;
+    filling_ = false;
+  }
 }
 
 void ResultPool::Fill() {

@@ -495,6 +495,12 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
     expect(Array.from(new Int32Array(output.buffer))).toEqual([6, 7]);
   });
 
+  it('refuses an inline budget the engine cannot hold (NaN, negative, above 100000 us) before it takes a descriptor', () => {
+    for (const inlineUs of [Number.NaN, -1, 100_001, 1e300]) {
+      expect(() => new engine!(0, 1, 1, [-1], [-1], -1, [], true, undefined, true, inlineUs)).toThrow('data plane inlineUs must be a number of microseconds, 0..100000');
+    }
+  });
+
   it('waits that never spin (spin 0) or spin a fixed time still take every message, cut anywhere', async () => {
     for (const spin of [0, 300]) {
       const { plane, peer } = await engineAndPeer(spin);

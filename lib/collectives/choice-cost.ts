@@ -116,16 +116,14 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
   });
   const slotOf = (rank: number, dependency: Dependency): number =>
     'receive' in dependency ? receivesAt[rank]! + dependency.receive : 'fold' in dependency ? foldsAt[rank]! + dependency.fold : sendsAt[rank]! + dependency.send;
-  // Each receive's send (its slot) and link latency, matched by sender and label.
+  // Each receive's send (its slot), matched by sender and label.
   const receiveOf = schedules.map((schedule) => new Map(schedule.receives.map((receive, index) => [labelOf(worldSize, receive.peer, receive), index])));
   const senderOf = new Int32Array(steps).fill(-1);
-  const latencyOf = new Float64Array(steps);
   schedules.forEach((schedule, rank) =>
     schedule.sends.forEach((send, index) => {
       const receive = receiveOf[send.peer]?.get(labelOf(worldSize, rank, send));
       if (receive === undefined) throw new Error(`rank ${rank}'s send ${index} to ${send.peer} has no receive`);
       senderOf[receivesAt[send.peer]! + receive] = sendsAt[rank]! + index;
-      latencyOf[receivesAt[send.peer]! + receive] = linkOf(rank, send.peer)!.latencyNs;
     }),
   );
   // When each receive's bytes arrive, each fold ends, each send starts (NaN: not reckoned yet).
@@ -137,9 +135,10 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
     let time: number;
     if (slot < foldsAt[rank]!) {
       const index = slot - receivesAt[rank]!;
+      const peer = schedule.receives[index]!.peer;
       const send = senderOf[slot]!;
-      if (send === -1) throw new Error(`rank ${rank}'s receive ${index} from ${schedule.receives[index]!.peer} has no send`);
-      time = at(schedule.receives[index]!.peer, send) + latencyOf[slot]!;
+      if (send === -1) throw new Error(`rank ${rank}'s receive ${index} from ${peer} has no send`);
+      time = at(peer, send) + linkOf(peer, rank)!.latencyNs;
     } else if (slot < sendsAt[rank]!) {
       time = 0;
       for (const after of schedule.folds[slot - foldsAt[rank]!]!.after) time = Math.max(time, producedAt(rank, after));

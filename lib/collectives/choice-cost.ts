@@ -89,9 +89,16 @@ function labelOf(worldSize: number, peer: number, message: { step: number; chann
 /**
  * The cost of the schedules `scheduleOf` writes for every rank (of `referenceBytes`), on the
  * links `facts` describe; null where a link is missing or a send has no receive.
+ *
+ * `rotated`: every rank's schedule is rank 0's with each peer moved on by the rank, and every link
+ * costs the same (the caller knows both). Then every rank's steps are ready when rank 0's are and
+ * carry its bytes, so rank 0 alone is written and reckoned: the job's N(N-1) messages of an
+ * all-pairs or ring schedule become rank 0's N.
  */
-export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFacts, referenceBytes: number): ShapeCost | null {
+export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFacts, referenceBytes: number, rotated = false): ShapeCost | null {
   const { worldSize, plane } = facts;
+  /** The written rank whose steps are `rank`'s. */
+  const standIn = (rank: number) => (rotated ? 0 : rank);
   const linkAt = linksOf(facts);
   // Each pair's link once, in a flat table (null: not looked up yet).
   const links: (Link | undefined | null)[] = new Array(worldSize * worldSize).fill(null);
@@ -101,12 +108,12 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
     if (link === null) links[pair] = link = linkAt(source, destination);
     return link;
   };
-  const schedules = Array.from({ length: worldSize }, (_, rank) => scheduleOf(rank));
+  const schedules = Array.from({ length: rotated ? 1 : worldSize }, (_, rank) => scheduleOf(rank));
   // Every rank's receives, folds and sends numbered in one run (rank by rank, receives then folds
   // then sends), so a step's readiness is one slot of one array and no reckoning allocates.
-  const receivesAt = new Int32Array(worldSize);
-  const foldsAt = new Int32Array(worldSize);
-  const sendsAt = new Int32Array(worldSize);
+  const receivesAt = new Int32Array(schedules.length);
+  const foldsAt = new Int32Array(schedules.length);
+  const sendsAt = new Int32Array(schedules.length);
   let steps = 0;
   schedules.forEach((schedule, rank) => {
     receivesAt[rank] = steps;
@@ -116,14 +123,16 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
   });
   const slotOf = (rank: number, dependency: Dependency): number =>
     'receive' in dependency ? receivesAt[rank]! + dependency.receive : 'fold' in dependency ? foldsAt[rank]! + dependency.fold : sendsAt[rank]! + dependency.send;
-  // Each receive's send (its slot), matched by sender and label.
+  // Each receive's send (its slot), matched by sender and label (rotated: the receiver's receive
+  // is its stand-in's from the sender moved back by the receiver).
   const receiveOf = schedules.map((schedule) => new Map(schedule.receives.map((receive, index) => [labelOf(worldSize, receive.peer, receive), index])));
   const senderOf = new Int32Array(steps).fill(-1);
   schedules.forEach((schedule, rank) =>
     schedule.sends.forEach((send, index) => {
-      const receive = receiveOf[send.peer]?.get(labelOf(worldSize, rank, send));
+      const receiver = standIn(send.peer);
+      const receive = receiveOf[receiver]?.get(labelOf(worldSize, rotated ? (rank - send.peer + worldSize) % worldSize : rank, send));
       if (receive === undefined) throw new Error(`rank ${rank}'s send ${index} to ${send.peer} has no receive`);
-      senderOf[receivesAt[send.peer]! + receive] = sendsAt[rank]! + index;
+      senderOf[receivesAt[receiver]! + receive] = sendsAt[rank]! + index;
     }),
   );
   // When each receive's bytes arrive, each fold ends, each send starts (NaN: not reckoned yet).
@@ -138,7 +147,7 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
       const peer = schedule.receives[index]!.peer;
       const send = senderOf[slot]!;
       if (send === -1) throw new Error(`rank ${rank}'s receive ${index} from ${peer} has no send`);
-      time = at(peer, send) + linkOf(peer, rank)!.latencyNs;
+      time = at(standIn(peer), send) + linkOf(peer, rank)!.latencyNs;
     } else if (slot < sendsAt[rank]!) {
       time = 0;
       for (const after of schedule.folds[slot - foldsAt[rank]!]!.after) time = Math.max(time, producedAt(rank, after));
@@ -160,7 +169,7 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
   let transferNs = 0;
   let foldNs = 0;
   const leaving = new Map<number, { bytes: number; fastestMbps: number }>();
-  for (let rank = 0; rank < worldSize; rank++) {
+  for (let rank = 0; rank < schedules.length; rank++) {
     const schedule = schedules[rank]!;
     for (let slot = receivesAt[rank]!; slot < sendsAt[rank]!; slot++) latencyNs = Math.max(latencyNs, at(rank, slot));
     messages = Math.max(messages, schedule.sends.length + schedule.receives.length);

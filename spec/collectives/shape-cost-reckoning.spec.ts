@@ -30,7 +30,7 @@ const arbCase = fc.record({
   collective: fc.constantFrom(...COLLECTIVES),
   plane: fc.constantFrom('native' as const, 'js' as const),
   worldSize: fc.integer({ min: 1, max: 33 }),
-  // Ranks per host: 0 puts every rank on one host; else hosts of that many ranks (the last may hold fewer).
+  // Ranks per host: 0 puts every rank on one host, 1 each on its own (no groups); else groups of that many (the last may hold fewer).
   perHost: fc.integer({ min: 0, max: 8 }),
   channels: fc.integer({ min: 1, max: 4 }),
   root: fc.nat(),
@@ -42,19 +42,24 @@ describe("the pricing's reckoning", () => {
     fc.assert(
       fc.property(arbCase, ({ collective, plane, worldSize, perHost, channels, root, bytes }) => {
         const ranks = [...Array(worldSize).keys()];
-        const groups = perHost === 0 || perHost >= worldSize ? null : Array.from({ length: Math.ceil(worldSize / perHost) }, (_, host) => ranks.slice(host * perHost, (host + 1) * perHost));
-        const facts: LinkFacts = { worldSize, plane, topology: null, ranksShareHost: groups === null, groups };
+        const groups = perHost <= 1 || perHost >= worldSize ? null : Array.from({ length: Math.ceil(worldSize / perHost) }, (_, host) => ranks.slice(host * perHost, (host + 1) * perHost));
+        const facts: LinkFacts = { worldSize, plane, topology: null, ranksShareHost: perHost !== 1 && groups === null, groups };
+        // A rotated row is reckoned from rank 0 alone where every link is alike (no groups), as the choice does.
+        const alike = groups === null;
         const reference = referenceBytes(collective, worldSize, channels);
-        const shapes: ((rank: number) => Schedule)[] = [exchangeShape(worldSize, reference), exchangeShape(worldSize, 0)];
-        const rows = ALGORITHMS[collective] as readonly { readonly plane: string; readonly schedule?: ScheduleOf }[];
+        const shapes: [(rank: number) => Schedule, boolean][] = [
+          [exchangeShape(worldSize, reference), false],
+          [exchangeShape(worldSize, 0), false],
+        ];
+        const rows = ALGORITHMS[collective] as readonly { readonly plane: string; readonly schedule?: ScheduleOf; readonly rotated?: true }[];
         for (const row of rows) {
           if (row.plane !== plane || row.schedule === undefined) continue;
           const input = { worldSize, count: reference, width: 1, op: 'sum' as const, root: ROOTED.includes(collective) ? root % worldSize : null, ringOrder: ranks, ringChannels: channels, inPlace: false, ...(groups === null ? {} : { groups }) };
-          shapes.push(plannedSchedules(row.schedule, input, plane));
+          shapes.push([plannedSchedules(row.schedule, input, plane), alike && row.rotated === true]);
         }
-        for (const scheduleOf of shapes) {
+        for (const [scheduleOf, rotated] of shapes) {
           const expected = outcome(() => straightforwardShapeCost(scheduleOf, facts, reference));
-          const actual = outcome(() => shapeCost(scheduleOf, facts, reference));
+          const actual = outcome(() => shapeCost(scheduleOf, facts, reference, rotated));
           expect(actual).toEqual(expected);
           if (expected !== null && expected !== 'throws') expect(estimateOf(actual as ShapeCost, bytes)).toBe(estimateOf(expected, bytes));
         }

@@ -11,6 +11,7 @@ export interface PricedRow {
   readonly plane: 'native' | 'js' | 'coordinator';
   readonly family: string;
   readonly schedule?: ScheduleOf;
+  readonly rotated?: true;
 }
 
 /** What of a call's situation the model weighs (the `Situation` of ./select.ts has it all). */
@@ -33,6 +34,14 @@ const ROOTED: ReadonlySet<CollectiveName> = new Set(['broadcast', 'reduce', 'gat
  */
 export function referenceBytes(collective: CollectiveName, worldSize: number, channels: number): number {
   return collective === 'barrier' ? 0 : worldSize * 64 * channels * 1024;
+}
+
+/**
+ * Every link costs the same and the ring is the ranks in order: no topology, no groups (one host,
+ * or a host each), so a rotated row's rank 0 stands for every rank.
+ */
+function everyLinkAlike({ topology, groups, ringOrder }: PricedSituation): boolean {
+  return topology === null && groups === null && ringOrder.every((rank, position) => rank === position);
 }
 
 function sum(first: ShapeCost, second: ShapeCost): ShapeCost {
@@ -63,7 +72,7 @@ function priced(collective: CollectiveName, row: PricedRow, situation: PricedSit
   };
   let cost: ShapeCost | null;
   try {
-    cost = shapeCost(plannedSchedules(row.schedule, input, row.plane), facts, bytes);
+    cost = shapeCost(plannedSchedules(row.schedule, input, row.plane), facts, bytes, row.rotated === true && everyLinkAlike(situation));
   } catch {
     // More messages on a link than its labels can number: not an algorithm for this job.
     return null;

@@ -55,7 +55,7 @@ interface Link extends LinkCost {
  * are no groups and not every rank shares a host, each rank is its own). Undefined where the
  * topology has no link.
  */
-function linksOf(facts: LinkFacts): (source: number, destination: number) => Link | undefined {
+export function linksOf(facts: LinkFacts): (source: number, destination: number) => Link | undefined {
   const { ranksShareHost, groups, topology, plane } = facts;
   const hostOf = new Map(groups?.flatMap((members, group) => members.map((rank) => [rank, group] as const)) ?? []);
   const host = (rank: number) => hostOf.get(rank) ?? rank;
@@ -73,71 +73,105 @@ function linksOf(facts: LinkFacts): (source: number, destination: number) => Lin
   };
 }
 
-/** Where a rank's receive is matched: the sender, and the labels both ends give the message. */
-const labelOf = (peer: number, message: { step: number; channel: number; stripe?: number }) => `${peer} ${message.step} ${message.channel} ${message.stripe ?? 0}`;
+/**
+ * Where a rank's receive is matched: the sender, and the labels both ends give the message. A
+ * number where the label fits the wire's fields (./schedule/message-label.ts; no string to build
+ * for the thousands of messages of a large world), else a string: either way one key per message.
+ */
+function labelOf(worldSize: number, peer: number, message: { step: number; channel: number; stripe?: number }): number | string {
+  const { step, channel, stripe = 0 } = message;
+  if (step >= 0 && step < 0x1000 && channel >= 0 && channel < 0x4000 && stripe >= 0 && stripe < 0x40 && worldSize < 0x100000) {
+    return ((stripe * 0x4000 + channel) * 0x1000 + step) * worldSize + peer;
+  }
+  return `${peer} ${step} ${channel} ${stripe}`;
+}
 
 /**
  * The cost of the schedules `scheduleOf` writes for every rank (of `referenceBytes`), on the
  * links `facts` describe; null where a link is missing or a send has no receive.
+ *
+ * `rotated`: every rank's schedule is rank 0's with each peer moved on by the rank, and every link
+ * costs the same (the caller knows both). Then every rank's steps are ready when rank 0's are and
+ * carry its bytes, so rank 0 alone is written and reckoned: the job's N(N-1) messages of an
+ * all-pairs or ring schedule become rank 0's N.
  */
-export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFacts, referenceBytes: number): ShapeCost | null {
+export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFacts, referenceBytes: number, rotated = false): ShapeCost | null {
   const { worldSize, plane } = facts;
+  /** The written rank whose steps are `rank`'s. */
+  const standIn = (rank: number) => (rotated ? 0 : rank);
   const linkAt = linksOf(facts);
-  const links = new Map<number, Link | undefined>();
+  // Each pair's link once, in a flat table (null: not looked up yet).
+  const links: (Link | undefined | null)[] = new Array(worldSize * worldSize).fill(null);
   const linkOf = (source: number, destination: number): Link | undefined => {
     const pair = source * worldSize + destination;
-    if (!links.has(pair)) links.set(pair, linkAt(source, destination));
-    return links.get(pair);
+    let link = links[pair];
+    if (link === null) links[pair] = link = linkAt(source, destination);
+    return link;
   };
-  const schedules = Array.from({ length: worldSize }, (_, rank) => scheduleOf(rank));
-  // Each rank's receives by sender and label, to find the receive of a send.
-  const receiveOf = schedules.map((schedule) => new Map(schedule.receives.map((receive, index) => [labelOf(receive.peer, receive), index])));
-  const senderOf = schedules.map(() => new Map<number, number>());
+  const schedules = Array.from({ length: rotated ? 1 : worldSize }, (_, rank) => scheduleOf(rank));
+  // Every rank's receives, folds and sends numbered in one run (rank by rank, receives then folds
+  // then sends), so a step's readiness is one slot of one array and no reckoning allocates.
+  const receivesAt = new Int32Array(schedules.length);
+  const foldsAt = new Int32Array(schedules.length);
+  const sendsAt = new Int32Array(schedules.length);
+  let steps = 0;
+  schedules.forEach((schedule, rank) => {
+    receivesAt[rank] = steps;
+    foldsAt[rank] = steps += schedule.receives.length;
+    sendsAt[rank] = steps += schedule.folds.length;
+    steps += schedule.sends.length;
+  });
+  const slotOf = (rank: number, dependency: Dependency): number =>
+    'receive' in dependency ? receivesAt[rank]! + dependency.receive : 'fold' in dependency ? foldsAt[rank]! + dependency.fold : sendsAt[rank]! + dependency.send;
+  // Each receive's send (its slot), matched by sender and label (rotated: the receiver's receive
+  // is its stand-in's from the sender moved back by the receiver).
+  const receiveOf = schedules.map((schedule) => new Map(schedule.receives.map((receive, index) => [labelOf(worldSize, receive.peer, receive), index])));
+  const senderOf = new Int32Array(steps).fill(-1);
   schedules.forEach((schedule, rank) =>
     schedule.sends.forEach((send, index) => {
-      const receive = receiveOf[send.peer]?.get(labelOf(rank, send));
+      const receiver = standIn(send.peer);
+      const receive = receiveOf[receiver]?.get(labelOf(worldSize, rotated ? (rank - send.peer + worldSize) % worldSize : rank, send));
       if (receive === undefined) throw new Error(`rank ${rank}'s send ${index} to ${send.peer} has no receive`);
-      senderOf[send.peer]!.set(receive, index);
+      senderOf[receivesAt[receiver]! + receive] = sendsAt[rank]! + index;
     }),
   );
   // When each receive's bytes arrive, each fold ends, each send starts (NaN: not reckoned yet).
-  const ready = schedules.map((schedule) => ({
-    receive: new Float64Array(schedule.receives.length).fill(Number.NaN),
-    fold: new Float64Array(schedule.folds.length).fill(Number.NaN),
-    send: new Float64Array(schedule.sends.length).fill(Number.NaN),
-  }));
-  const at = (rank: number, dependency: Dependency): number => {
-    const [kind, index] = 'receive' in dependency ? (['receive', dependency.receive] as const) : 'fold' in dependency ? (['fold', dependency.fold] as const) : (['send', dependency.send] as const);
-    const known = ready[rank]![kind][index]!;
+  const ready = new Float64Array(steps).fill(Number.NaN);
+  const at = (rank: number, slot: number): number => {
+    const known = ready[slot]!;
     if (!Number.isNaN(known)) return known;
     const schedule = schedules[rank]!;
     let time: number;
-    if (kind === 'receive') {
+    if (slot < foldsAt[rank]!) {
+      const index = slot - receivesAt[rank]!;
       const peer = schedule.receives[index]!.peer;
-      const send = senderOf[rank]!.get(index);
-      if (send === undefined) throw new Error(`rank ${rank}'s receive ${index} from ${peer} has no send`);
-      time = at(peer, { send }) + linkOf(peer, rank)!.latencyNs;
-    } else if (kind === 'fold') {
-      time = Math.max(0, ...schedule.folds[index]!.after.map((after) => producedAt(rank, after)));
+      const send = senderOf[slot]!;
+      if (send === -1) throw new Error(`rank ${rank}'s receive ${index} from ${peer} has no send`);
+      time = at(standIn(peer), send) + linkOf(peer, rank)!.latencyNs;
+    } else if (slot < sendsAt[rank]!) {
+      time = 0;
+      for (const after of schedule.folds[slot - foldsAt[rank]!]!.after) time = Math.max(time, producedAt(rank, after));
     } else {
-      time = producedAt(rank, schedule.sends[index]!.after);
+      time = producedAt(rank, schedule.sends[slot - sendsAt[rank]!]!.after);
     }
-    ready[rank]![kind][index] = time;
+    ready[slot] = time;
     return time;
   };
   const producedAt = (rank: number, after: Dependency | Producers | null): number => {
     if (after === null) return 0;
-    return 'parts' in after ? Math.max(0, ...after.parts.map((part) => at(rank, part))) : at(rank, after);
+    if (!('parts' in after)) return at(rank, slotOf(rank, after));
+    let time = 0;
+    for (const part of after.parts) time = Math.max(time, at(rank, slotOf(rank, part)));
+    return time;
   };
   let latencyNs = 0;
   let messages = 0;
   let transferNs = 0;
   let foldNs = 0;
   const leaving = new Map<number, { bytes: number; fastestMbps: number }>();
-  for (let rank = 0; rank < worldSize; rank++) {
+  for (let rank = 0; rank < schedules.length; rank++) {
     const schedule = schedules[rank]!;
-    for (let index = 0; index < schedule.receives.length; index++) latencyNs = Math.max(latencyNs, at(rank, { receive: index }));
-    for (let index = 0; index < schedule.folds.length; index++) latencyNs = Math.max(latencyNs, at(rank, { fold: index }));
+    for (let slot = receivesAt[rank]!; slot < sendsAt[rank]!; slot++) latencyNs = Math.max(latencyNs, at(rank, slot));
     messages = Math.max(messages, schedule.sends.length + schedule.receives.length);
     const perPeer = new Map<number, number>();
     for (const send of schedule.sends) perPeer.set(send.peer, (perPeer.get(send.peer) ?? 0) + send.span.bytes);

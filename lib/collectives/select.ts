@@ -87,6 +87,12 @@ export type AlgorithmRow<N extends CollectiveName> = {
   readonly from?: SizeBound;
   readonly below?: SizeBound;
   readonly fits?: (situation: Situation) => boolean;
+  /**
+   * Its schedules are one rank's turned round the ring: rank r's is rank 0's with every peer moved
+   * on by r (on the identity ring order). The model then reckons rank 0 alone where every link
+   * costs the same (./candidate-costs.ts); spec/collectives/shape-cost-reckoning.spec.ts checks it.
+   */
+  readonly rotated?: true;
 } & ({ readonly schedule: ScheduleOf; readonly run?: undefined } | { readonly run: Algorithm<Collectives[N][0], Collectives[N][1]>; readonly schedule?: undefined });
 
 type AlgorithmTable = { readonly [N in CollectiveName]: readonly AlgorithmRow<N>[] };
@@ -145,22 +151,22 @@ const hasGroups = ({ groups }: Situation) => groups !== null;
 export const ALGORITHMS: AlgorithmTable = {
   barrier: [
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBarrier },
-    { name: 'dissemination', plane: 'native', family: 'tree', schedule: disseminationBarrier },
+    { name: 'dissemination', plane: 'native', family: 'tree', schedule: disseminationBarrier, rotated: true },
     { name: 'exchange', plane: 'js', family: 'exchange', run: exchangeBarrier },
-    { name: 'dissemination', plane: 'js', family: 'tree', schedule: disseminationBarrier },
+    { name: 'dissemination', plane: 'js', family: 'tree', schedule: disseminationBarrier, rotated: true },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBarrier },
   ],
   allReduce: [
-    { name: 'all-pairs', plane: 'native', family: 'pairwise', schedule: allPairsAllReduce },
+    { name: 'all-pairs', plane: 'native', family: 'pairwise', schedule: allPairsAllReduce, rotated: true },
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllReduce },
-    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllReduce },
-    { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllReduce, rotated: true },
+    { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce, rotated: true },
     { name: 'recursive-doubling', plane: 'native', family: 'tree', below: 'ring threshold', schedule: recursiveDoublingAllReduce },
     { name: 'rabenseifner', plane: 'native', family: 'tree', from: 'ring threshold', schedule: rabenseifnerAllReduce },
     { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllReduce },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllReduce },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllReduce },
-    { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllReduce },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllReduce, rotated: true },
+    { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllReduce, rotated: true },
     { name: 'recursive-doubling', plane: 'js', family: 'tree', below: 'ring threshold', schedule: recursiveDoublingAllReduce },
     { name: 'rabenseifner', plane: 'js', family: 'tree', from: 'ring threshold', schedule: rabenseifnerAllReduce },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllReduce },
@@ -185,13 +191,13 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   allGather: [
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllGather },
-    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllGather },
-    { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllGather, rotated: true },
+    { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather, rotated: true },
     { name: 'bruck', plane: 'native', family: 'tree', schedule: bruckAllGather },
     { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllGather },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllGather },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllGather },
-    { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllGather },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllGather, rotated: true },
+    { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllGather, rotated: true },
     { name: 'bruck', plane: 'js', family: 'tree', schedule: bruckAllGather },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllGather },
   ],
@@ -206,18 +212,18 @@ export const ALGORITHMS: AlgorithmTable = {
   scatter: [{ name: 'staged', plane: 'coordinator', family: 'staged', run: stagedScatter }],
   reduceScatter: [
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalReduceScatter },
-    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduceScatter },
-    { name: 'ring', plane: 'native', family: 'ring', schedule: ringReduceScatter },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduceScatter, rotated: true },
+    { name: 'ring', plane: 'native', family: 'ring', schedule: ringReduceScatter, rotated: true },
     { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeReduceScatter },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalReduceScatter },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseReduceScatter },
-    { name: 'ring', plane: 'js', family: 'ring', schedule: ringReduceScatter },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseReduceScatter, rotated: true },
+    { name: 'ring', plane: 'js', family: 'ring', schedule: ringReduceScatter, rotated: true },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduceScatter },
   ],
   allToAll: [
-    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllToAll },
+    { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllToAll, rotated: true },
     { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllToAll },
-    { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseAllToAll },
+    { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseAllToAll, rotated: true },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllToAll },
   ],
   allToAllV: [{ name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllToAllV }],

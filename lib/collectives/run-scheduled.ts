@@ -84,23 +84,24 @@ function startScheduled<N extends ScheduledName>(
 /** Writes the call's shape once (`CachedSchedule`), for either plane. */
 function prepare(key: string, writer: ScheduleOf, call: ScheduledCall<unknown>, links: Links, context: CollectiveContext): CachedSchedule {
   const { rank, worldSize, railOrder } = context;
-  const write = (of: number): Schedule =>
-    withRailOrder(railOrder, writer({
-      rank: of,
-      worldSize,
-      count: call.count,
-      width: call.width,
-      op: call.op,
-      root: call.root,
-      ringOrder: context.ringOrder,
-      ringChannels: context.ringChannels,
-      ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
-      inPlace: call.inPlace,
-    }));
+  // The shape alone: the entry outlives this call, and must not keep its tensors (nor its result).
+  const shape = {
+    worldSize,
+    count: call.count,
+    width: call.width,
+    op: call.op,
+    root: call.root,
+    ringOrder: context.ringOrder,
+    ringChannels: context.ringChannels,
+    ...(context.topologyGroups === null ? {} : { groups: context.topologyGroups }),
+    inPlace: call.inPlace,
+  };
+  const write = (of: number): Schedule => withRailOrder(railOrder, writer({ rank: of, ...shape }));
   const schedule = write(rank);
+  const { rails } = links;
   // On the native plane: over the data links of every rail (the addon compiles the stripes once
   // per shape); the predecessor's schedule says what comes first on its link (withHeaderExchange).
-  const program = { key, schedule: (of: number) => stripeOverRails(of === rank ? schedule : write(of), links.rails, railOrder), elementType: call.elementType };
+  const program = { key, schedule: (of: number) => stripeOverRails(of === rank ? schedule : write(of), rails, railOrder), elementType: call.elementType };
   return context.schedules.add(key, call.request, schedule, program);
 }
 

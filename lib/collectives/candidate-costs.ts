@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../errors.js';
 import type { CollectiveTopology } from '../topology/collective-topology.js';
 import { groupsText, type TopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveName } from './algorithm.js';
@@ -73,9 +74,12 @@ function priced(collective: CollectiveName, row: PricedRow, situation: PricedSit
   let cost: ShapeCost | null;
   try {
     cost = shapeCost(plannedSchedules(row.schedule, input, row.plane), facts, bytes, row.rotated === true && everyLinkAlike(situation));
-  } catch {
-    // More messages on a link than its labels can number: not an algorithm for this job.
-    return null;
+  } catch (error) {
+    // More messages on a link than its labels can number: not an algorithm for this job. Nothing
+    // else is caught: a rank that dropped a row for a reason of its own (its stack, say) would
+    // choose apart from the others.
+    if (error instanceof ConfigurationError) return null;
+    throw error;
   }
   if (cost === null || row.plane === 'native') return cost;
   const agreement = shapeCost(exchangeShape(worldSize, 0), facts, 0);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codes.h"
+#include "little_endian.h"
 
 namespace rxccl {
 
@@ -53,15 +54,9 @@ constexpr uint32_t kMaxLabel = UINT32_MAX;
 constexpr size_t kDataHeaderBytes = 32;
 constexpr size_t kLabelOffset = 28;
 
-inline void PutLabel(uint8_t* header, uint32_t label) {
-  for (size_t i = 0; i < 4; i++) header[kLabelOffset + i] = uint8_t(label >> (8 * i));
-}
+inline void PutLabel(uint8_t* header, uint32_t label) { PutLittleEndian(header + kLabelOffset, label); }
 
-inline uint32_t GetLabel(const uint8_t* header) {
-  uint32_t label = 0;
-  for (size_t i = 0; i < 4; i++) label |= uint32_t(header[kLabelOffset + i]) << (8 * i);
-  return label;
-}
+inline uint32_t GetLabel(const uint8_t* header) { return GetLittleEndian<uint32_t>(header + kLabelOffset); }
 
 struct ProgramSend {
   int peer = 0;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "little_endian.h"
+
 // Linux 5.6's; older C libraries do not name it (the number is the same on every architecture).
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
@@ -31,16 +33,6 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kReaderBellAt = 20, kWriterBellAt = 24;
 constexpr size_t kWriterSleepsAt = kRingLineBytes + 8;
 constexpr size_t kReleasedAt = 2 * kRingLineBytes, kReaderSleepsAt = 2 * kRingLineBytes + 8;
-
-void PutU32(uint8_t* at, uint32_t value) {
-  for (int i = 0; i < 4; i++) at[i] = uint8_t(value >> (8 * i));
-}
-
-uint32_t GetU32(const uint8_t* at) {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; i++) value |= uint32_t(at[i]) << (8 * i);
-  return value;
-}
 
 // The words both processes touch, as atomics: aligned, so lock-free on every architecture Node runs
 // on. Little-endian, as the layout says (the two sides are one host).
@@ -110,11 +102,11 @@ std::unique_ptr<SharedMemoryRing> SharedMemoryRing::Create(std::string& error) {
   uint8_t* identity = ring->base_;
   memcpy(identity, kMagic, sizeof kMagic);
   identity[4] = kVersion;
-  PutU32(identity + 8, uint32_t(kRingSlots));
-  PutU32(identity + 12, uint32_t(kRingSlotBytes));
-  PutU32(identity + 16, uint32_t(kRingPayloadBytes));
-  PutU32(identity + kReaderBellAt, uint32_t(ring->reader_bell_));
-  PutU32(identity + kWriterBellAt, uint32_t(ring->writer_bell_));
+  PutLittleEndian<uint32_t>(identity + 8, uint32_t(kRingSlots));
+  PutLittleEndian<uint32_t>(identity + 12, uint32_t(kRingSlotBytes));
+  PutLittleEndian<uint32_t>(identity + 16, uint32_t(kRingPayloadBytes));
+  PutLittleEndian<uint32_t>(identity + kReaderBellAt, uint32_t(ring->reader_bell_));
+  PutLittleEndian<uint32_t>(identity + kWriterBellAt, uint32_t(ring->writer_bell_));
   return ring;
 }
 
@@ -136,14 +128,14 @@ std::unique_ptr<SharedMemoryRing> SharedMemoryRing::Join(int pidfd, uint32_t seg
   if (base == MAP_FAILED) return nullptr;
   std::unique_ptr<SharedMemoryRing> ring(new SharedMemoryRing(static_cast<uint8_t*>(base), true));
   const uint8_t* identity = ring->base_;
-  if (memcmp(identity, kMagic, sizeof kMagic) != 0 || identity[4] != kVersion || GetU32(identity + 8) != kRingSlots ||
-      GetU32(identity + 12) != kRingSlotBytes || GetU32(identity + 16) != kRingPayloadBytes) {
+  if (memcmp(identity, kMagic, sizeof kMagic) != 0 || identity[4] != kVersion || GetLittleEndian<uint32_t>(identity + 8) != kRingSlots ||
+      GetLittleEndian<uint32_t>(identity + 12) != kRingSlotBytes || GetLittleEndian<uint32_t>(identity + 16) != kRingPayloadBytes) {
     error = "the segment offered has another identity line than this build's";
     return nullptr;
   }
-  ring->reader_bell_ = TakeFd(pidfd, GetU32(identity + kReaderBellAt), error);
+  ring->reader_bell_ = TakeFd(pidfd, GetLittleEndian<uint32_t>(identity + kReaderBellAt), error);
   if (ring->reader_bell_ < 0) return nullptr;
-  ring->writer_bell_ = TakeFd(pidfd, GetU32(identity + kWriterBellAt), error);
+  ring->writer_bell_ = TakeFd(pidfd, GetLittleEndian<uint32_t>(identity + kWriterBellAt), error);
   if (ring->writer_bell_ < 0) return nullptr;
   if (!IsEventFd(ring->reader_bell_) || !IsEventFd(ring->writer_bell_)) {
     error = "the doorbells the segment names are not eventfds";
@@ -181,8 +173,8 @@ bool SharedMemoryRing::HasSpace() const {
 
 void SharedMemoryRing::Write(const uint8_t* header, const uint8_t* payload, uint32_t payload_bytes, bool in_slot) {
   uint8_t* slot = Slot(written_);
-  PutU32(slot + 8, payload_bytes);
-  PutU32(slot + 12, in_slot ? kPayloadInSlot : kPayloadOnSocket);
+  PutLittleEndian<uint32_t>(slot + 8, payload_bytes);
+  PutLittleEndian<uint32_t>(slot + 12, in_slot ? kPayloadInSlot : kPayloadOnSocket);
   memcpy(slot + kSlotHeadBytes, header, kSlotHeaderBytes);
   if (in_slot && payload_bytes > 0) memcpy(slot + kSlotHeadBytes + kSlotHeaderBytes, payload, payload_bytes);
   written_++;
@@ -198,8 +190,8 @@ RingMessage SharedMemoryRing::Next() const {
   const uint8_t* slot = Slot(released_);
   if (__atomic_load_n(Word64(const_cast<uint8_t*>(slot), 0), __ATOMIC_SEQ_CST) != released_ + 1) return message;
   message.header = slot + kSlotHeadBytes;
-  message.payload_bytes = GetU32(slot + 8);
-  message.where = GetU32(slot + 12);
+  message.payload_bytes = GetLittleEndian<uint32_t>(slot + 8);
+  message.where = GetLittleEndian<uint32_t>(slot + 12);
   message.payload = slot + kSlotHeadBytes + kSlotHeaderBytes;
   return message;
 }

@@ -24,6 +24,8 @@
 #include <sstream>
 #include <string>
 
+#include "little_endian.h"
+
 // Linux 5.3's; older C libraries do not name it (the number is the same on every architecture).
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -35,16 +37,6 @@ namespace {
 constexpr uint8_t kMagic[4] = {'G', 'X', '1', 'C'};
 constexpr uint8_t kVersion = 2;
 constexpr uint8_t kOffersMemory = 1, kOffersRing = 2;
-
-void PutU64(uint8_t* at, uint64_t value) {
-  for (int i = 0; i < 8; i++) at[i] = uint8_t(value >> (8 * i));
-}
-
-uint64_t GetU64(const uint8_t* at) {
-  uint64_t value = 0;
-  for (int i = 0; i < 8; i++) value |= uint64_t(at[i]) << (8 * i);
-  return value;
-}
 
 // Where this process is: the kernel's boot id and its network namespace's inode; `known` false
 // where either cannot be read (not Linux's /proc): such a process offers and reads nothing.
@@ -213,12 +205,12 @@ void BuildOffer(bool offering, int ring_fd, const uint8_t* challenge, uint8_t* o
   const Whereabouts& here = Here();
   if ((!offering && ring_fd < 0) || !here.known) return;
   offer[5] = uint8_t((offering ? kOffersMemory : 0) | (ring_fd >= 0 ? kOffersRing : 0));
-  for (int i = 0; ring_fd >= 0 && i < 4; i++) offer[36 + i] = uint8_t(uint32_t(ring_fd) >> (8 * i));
+  if (ring_fd >= 0) PutLittleEndian(offer + 36, uint32_t(ring_fd));
   memcpy(offer + 8, here.boot_id, sizeof here.boot_id);
-  PutU64(offer + 24, here.network);
+  PutLittleEndian<uint64_t>(offer + 24, here.network);
   const uint32_t pid = uint32_t(getpid());
-  for (int i = 0; i < 4; i++) offer[32 + i] = uint8_t(pid >> (8 * i));
-  PutU64(offer + 40, uint64_t(reinterpret_cast<uintptr_t>(challenge)));
+  PutLittleEndian(offer + 32, pid);
+  PutLittleEndian<uint64_t>(offer + 40, uint64_t(reinterpret_cast<uintptr_t>(challenge)));
 }
 
 bool OfferValid(const uint8_t* offer, std::string& error) {
@@ -244,8 +236,7 @@ bool OffersMemory(const uint8_t* offer) { return (offer[5] & kOffersMemory) != 0
 
 int OfferedRing(const uint8_t* offer) {
   if ((offer[5] & kOffersRing) == 0) return -1;
-  uint32_t fd = 0;
-  for (int i = 0; i < 4; i++) fd |= uint32_t(offer[36 + i]) << (8 * i);
+  const uint32_t fd = GetLittleEndian<uint32_t>(offer + 36);
   return fd > uint32_t(INT32_MAX) ? -1 : int(fd);
 }
 
@@ -256,9 +247,8 @@ SenderProcess::~SenderProcess() {
 bool SenderProcess::Verify(const uint8_t* offer, const uint8_t* challenge, int link_fd, bool reading) {
   const Whereabouts& here = Here();
   if (!reading || (offer[5] & (kOffersMemory | kOffersRing)) == 0 || !here.known) return false;
-  if (memcmp(offer + 8, here.boot_id, sizeof here.boot_id) != 0 || GetU64(offer + 24) != here.network) return false;
-  uint32_t pid = 0;
-  for (int i = 0; i < 4; i++) pid |= uint32_t(offer[32 + i]) << (8 * i);
+  if (memcmp(offer + 8, here.boot_id, sizeof here.boot_id) != 0 || GetLittleEndian<uint64_t>(offer + 24) != here.network) return false;
+  const uint32_t pid = GetLittleEndian<uint32_t>(offer + 32);
   if (pid == 0 || pid > uint32_t(INT32_MAX)) return false;
   // The checks below are of the process this pidfd holds: if it is gone by their end, its pid may
   // have named another meanwhile, and Alive() fails them.
@@ -267,7 +257,7 @@ bool SenderProcess::Verify(const uint8_t* offer, const uint8_t* challenge, int l
   pid_ = pid_t(pid);
   pidfd_ = pidfd;
   uint8_t seen[kChallengeBytes];
-  bool holds_challenge = SameUser(pid_) && Read(GetU64(offer + 40), seen, sizeof seen) == ssize_t(sizeof seen);
+  bool holds_challenge = SameUser(pid_) && Read(GetLittleEndian<uint64_t>(offer + 40), seen, sizeof seen) == ssize_t(sizeof seen);
   for (size_t i = 0; i < kChallengeBytes; i++) holds_challenge = holds_challenge && seen[i] == ProbeOf(challenge[i]);
   const uint64_t socket = holds_challenge ? PeerSocketInode(link_fd) : 0;
   if (socket != 0 && HoldsSocket(pid_, socket) && Alive()) return true;
@@ -332,13 +322,13 @@ std::string SingleCopyRefusal() {
 }
 
 void EncodeRange(const uint8_t* data, size_t size, uint8_t* record) {
-  PutU64(record, uint64_t(reinterpret_cast<uintptr_t>(data)));
-  PutU64(record + 8, uint64_t(size));
+  PutLittleEndian<uint64_t>(record, uint64_t(reinterpret_cast<uintptr_t>(data)));
+  PutLittleEndian<uint64_t>(record + 8, uint64_t(size));
 }
 
 void DecodeRange(const uint8_t* record, uint64_t& address, uint64_t& size) {
-  address = GetU64(record);
-  size = GetU64(record + 8);
+  address = GetLittleEndian<uint64_t>(record);
+  size = GetLittleEndian<uint64_t>(record + 8);
 }
 
 }  // namespace rxccl

@@ -18,6 +18,7 @@ import { bytesOf, option } from '../argv.js';
 import { median } from '../../lib/diagnostics/median.js';
 import { rankJobLines } from '../rank-job.js';
 import { openSession } from '../../lib/launch/open-session.js';
+import { allReduceForms } from './forms.js';
 
 
 /** One rank: per size, the samples of both forms; rank 0 prints each pair's times (max over ranks). */
@@ -25,15 +26,7 @@ async function rank(sizes: readonly number[], samples: number, sampleMs: number)
   const session = await openSession({ transport: 'tcp_peer' });
   const slowest = async (ms: number) => (await session.allReduce(Float64Array.of(ms), 'max'))[0]!;
   for (const bytes of sizes) {
-    const tensor = new Float32Array(bytes / 4).fill(1);
-    const output = new Float32Array(tensor.length).fill(0);
-    const forms = {
-      // The result is dropped at once, as a training step drops last step's gradients.
-      fresh: () => session.allReduce(tensor, 'sum'),
-      // Into memory allocated once: what the out-of-place schedule costs without the allocation.
-      output: () => session.allReduce(tensor, 'sum', { output }),
-      inPlace: () => session.allReduce(tensor, 'sum', { inPlace: true }),
-    };
+    const forms = allReduceForms(session, bytes);
     const timed = async (call: () => Promise<unknown>, calls: number) => {
       await session.barrier();
       const started = performance.now();

@@ -58,6 +58,8 @@ export interface NativeDataPlane {
   sharedMemoryLinks?(): SharedMemoryLinks;
   /** The peers the collective on the engine's thread waits for and that moved none of its bytes in the last second, as that thread said; none while none waits there. */
   waitingFor(): number[];
+  /** How many times the engine's waits looked at its descriptors (poll()) so far: a collective whose messages cross rings it finds ready makes none. Absent from an addon built before it. */
+  polls?(): number;
 }
 
 /** Links of the native data plane agreed to single copy (native/single_copy.h), as p * rails + rail (the engine's answer). */
@@ -193,6 +195,7 @@ export class DataPlane {
   private closing = false;
   /** Where each collective's header is encoded: the engine copies it, so one serves every call. */
   private readonly header = new Uint8Array(DESCRIPTOR_BYTES);
+
   /** Compiled schedules by the caller's key, oldest first. */
   private readonly programs = new Map<string, number>();
 
@@ -260,6 +263,11 @@ export class DataPlane {
   /** The peers the running collective waits for in silence (its engine's thread says so every second: not those still moving bytes), none while none waits. */
   waitingFor(): number[] {
     return this.running && !this.closing ? this.engine.waitingFor() : [];
+  }
+
+  /** How many times the engine's waits made a poll() system call so far (diagnostics, tests); null where the addon cannot say. */
+  polls(): number | null {
+    return this.engine.polls?.() ?? null;
   }
 
   /** Forgets every compiled schedule (the schedules' inputs changed: a new ring order). */

@@ -195,7 +195,9 @@ export class DataPlane {
   private closing = false;
   /** Where each collective's header is encoded: the engine copies it, so one serves every call. */
   private readonly header = new Uint8Array(DESCRIPTOR_BYTES);
-
+  /** The descriptor `header` holds: a call of the same shape (the same object) writes only its sequence. */
+  private encoded: OperationDescriptor | null = null;
+  private readonly headerView = new DataView(this.header.buffer);
   /** Compiled schedules by the caller's key, oldest first. */
   private readonly programs = new Map<string, number>();
 
@@ -283,7 +285,13 @@ export class DataPlane {
    */
   run(program: number, input: Uint8Array, output: Uint8Array, call: PlaneCall): Observable<NativeOutcome | undefined> {
     return new Observable<NativeOutcome | undefined>((subscriber) => {
-      encodeLinkHeader(call, this.header);
+      if (call.descriptor === this.encoded) {
+        // Bytes 24..31: the mesh number's low 32 bits, then the label, 0 (encodeLinkHeader).
+        this.headerView.setBigUint64(DESCRIPTOR_BYTES - 8, linkSequence(call.sequence), true);
+      } else {
+        encodeLinkHeader(call, this.header);
+        this.encoded = call.descriptor;
+      }
       // `done` may come before `run` returns: a small collective runs on this thread first.
       this.running = true;
       try {

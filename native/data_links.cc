@@ -18,6 +18,22 @@ namespace {
 // Buffers per sendmsg(); a transfer has at most a handful.
 constexpr int kMaxParts = 16;
 
+// A spinning wait whose every wait is on a ring (a header to read, a slot to write) watches the
+// rings' memory this long before it makes its system calls (poll(0), which also sees the session's
+// end and a peer gone, and sched_yield): those cost 1-3 us each on a VM, where a ring's message is
+// seen in memory within a fraction of a microsecond. Short, so a wait still yields its core about
+// as often as before (spin_budget.h says how long it spins in all).
+constexpr int64_t kRingWatchNs = 4'000;
+
+// Tells the core this thread is spinning on memory (a hyperthread sibling gets the pipeline).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
 std::vector<int> WithoutNagle(std::vector<int> fds) {
   const int on = 1;
@@ -104,7 +120,9 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
   // them (a slot to write, a header to read), and the wake descriptor last.
   std::vector<pollfd> ready(phase.size() * 4 + 1);
   for (;;) {
-    bool pending = false, reading = false;
+    // ring_ready: a ring holds a message or takes one now; ranges: single copy is reading one;
+    // socket_waits: something waits on a socket, not only on rings' memory.
+    bool pending = false, ring_ready = false, ranges = false, socket_waits = false;
     for (size_t i = 0; i < phase.size(); i++) {
       const Transfer& t = phase[i];
       const SingleCopyTransfer& s = c.single_copy[i];
@@ -124,7 +142,10 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       ready[4 * i + 2] = ready[4 * i + 3] = {-1, POLLIN, 0};
       pending = pending || unsent || queued || answers || receiving || owing;
       // What a ring holds or takes now is moved at once (below), as a range being read.
-      reading = reading || s.range_left > 0 || RingReady(t, s);
+      ring_ready = ring_ready || RingReady(t, s);
+      ranges = ranges || s.range_left > 0;
+      const bool ring_read = shared_.Reads(t) && receiving && t.received % 2 == 0 && t.received_bytes == 0;
+      socket_waits = socket_waits || sending || answers || owing || (receiving && !ring_read) || s.range_left > 0;
     }
     // Folds run as their producers arrive (Settle), so with every message through they are done.
     if (!pending) return true;
@@ -132,6 +153,18 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     const int64_t now = MonotonicNs();
     if (now >= until_ns) return false;
     const bool spin = now - c.progressed_ns < spin_.spin_ns();
+    if (spin && !ring_ready && !socket_waits) ring_ready = WatchRings(c, std::min(now + kRingWatchNs, until_ns));
+    if (ring_ready && !ranges) {
+      // Moved at once, without a system call: the session's end shows in ended_ (End), a peer gone
+      // at the next poll. A range being read (below) goes on beside polls, so sockets are seen.
+      if (ended_.load(std::memory_order_acquire)) {
+        outcome.kind = Outcome::Kind::kAborted;
+        return true;
+      }
+      if (!MoveReady(c, ready, outcome)) return true;
+      continue;
+    }
+    bool reading = ring_ready || ranges;
     bool sleeps = !(spin || reading);
     // A side waiting on a ring says it sleeps, then looks once more: what came meanwhile is moved
     // without sleeping; what comes later rings its doorbell (shared_memory_ring.h).
@@ -144,14 +177,18 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     c.slept = c.slept || sleeps;
     const int64_t left_ms = (std::min(c.deadline_ns, until_ns) - now + 999'999) / 1'000'000;
     // A range being read goes on at once (below), so the poll only looks.
+    polls_.fetch_add(1, std::memory_order_relaxed);
     const int count = poll(ready.data(), ready.size(), sleeps ? int(std::clamp<int64_t>(left_ms, 0, 60'000)) : 0);
+    // Before Woken, whose drain of an empty doorbell sets errno (EAGAIN): a signal that interrupted
+    // a sleep on a ring (a profiler's SIGPROF) must read as EINTR, not end the collective.
+    const int poll_error = errno;
     for (size_t i = 0; i < phase.size(); i++) {
       if (ready[4 * i + 2].fd >= 0) shared_.Woken(phase[i], false);
       if (ready[4 * i + 3].fd >= 0) shared_.Woken(phase[i], true);
     }
     if (count < 0) {
-      if (errno == EINTR) continue;
-      SetSystem(outcome, -1, errno, "poll");
+      if (poll_error == EINTR) continue;
+      SetSystem(outcome, -1, poll_error, "poll");
       return true;
     }
     if (ready.back().revents != 0) {
@@ -167,13 +204,29 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       if (spin) sched_yield();
       continue;
     }
-    for (size_t i = 0; i < phase.size(); i++) {
-      const Transfer& t = phase[i];
-      if ((ready[4 * i].revents != 0 || shared_.CanWrite(t)) && !Move(c, i, Direction::kSend, outcome)) return true;
-      const bool ring_in = shared_.Next(t).header != nullptr;
-      if ((ready[4 * i + 1].revents != 0 || c.single_copy[i].range_left > 0 || ring_in) && !Move(c, i, Direction::kReceive, outcome)) return true;
-    }
+    if (!MoveReady(c, ready, outcome)) return true;
   }
+}
+
+bool DataLinks::WatchRings(const Collective& c, int64_t until_ns) const {
+  for (unsigned round = 1;; round++) {
+    for (size_t i = 0; i < c.run.transfers.size(); i++) {
+      if (RingReady(c.run.transfers[i], c.single_copy[i])) return true;
+    }
+    // The clock every few rounds: a round is a few loads, the clock tens of nanoseconds.
+    if (round % 16 == 0 && (MonotonicNs() >= until_ns || ended_.load(std::memory_order_acquire))) return false;
+    CpuRelax();
+  }
+}
+
+bool DataLinks::MoveReady(Collective& c, const std::vector<pollfd>& ready, Outcome& outcome) {
+  for (size_t i = 0; i < c.run.transfers.size(); i++) {
+    const Transfer& t = c.run.transfers[i];
+    if ((ready[4 * i].revents != 0 || shared_.CanWrite(t)) && !Move(c, i, Direction::kSend, outcome)) return false;
+    const bool ring_in = shared_.Next(t).header != nullptr;
+    if ((ready[4 * i + 1].revents != 0 || c.single_copy[i].range_left > 0 || ring_in) && !Move(c, i, Direction::kReceive, outcome)) return false;
+  }
+  return true;
 }
 
 bool DataLinks::Move(Collective& c, size_t i, Direction direction, Outcome& outcome) {

@@ -19,6 +19,8 @@
 // (data_plane_entry.cc holds the thread and the calls).
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +84,9 @@ class DataLinks {
   // before they send anything more. The wake descriptor tells a waiting poll(); this tells the
   // sends a collective tries before its first poll.
   void End() { ended_.store(true, std::memory_order_release); }
+  // How many times a wait looked at the links' descriptors (poll()) so far: a collective whose
+  // every message crosses a ring it finds ready makes none (diagnostics, tests).
+  uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
   // The links' single-copy agreements: what went wrong writing the offers, which links agreed.
   const SingleCopyLinks& single_copy() const { return single_copy_; }
   // The links' rings: which links agreed, and why the others did not.
@@ -99,6 +104,13 @@ class DataLinks {
   // Whether a ring of the transfer's link has a message to take, or a slot for its next one with
   // nothing of single copy's queued before it, now.
   bool RingReady(const Transfer& transfer, const SingleCopyTransfer& single_copy) const;
+  // Watches the rings' memory until one of `collective`'s transfers is RingReady (true), or
+  // `until_ns` passes or the session ends (false).
+  bool WatchRings(const Collective& collective, int64_t until_ns) const;
+  // Moves every transfer whose socket poll() found ready (`ready`: Advance's, revents 0 where it
+  // did not look), or whose ring is ready, or whose range is being read. False when the collective
+  // is over (`outcome`).
+  bool MoveReady(Collective& collective, const std::vector<pollfd>& ready, Outcome& outcome);
   // Whether a received header is the collective's own; else the outcome is a mismatch naming it.
   static bool HeaderMatches(const ProgramRun& run, const Transfer& transfer, const uint8_t* header, Outcome& outcome);
   // A send or a receive moved: the wait before it tells the spin budget.
@@ -114,6 +126,7 @@ class DataLinks {
   ProgramExecutor executor_;
   SpinBudget spin_;
   std::atomic<bool> ended_{false};
+  std::atomic<uint64_t> polls_{0};
   // Before single_copy_, whose offers name its rings.
   SharedMemoryLinks shared_;
   // After send_fds_: its constructor writes the offers on them.

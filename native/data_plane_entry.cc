@@ -94,7 +94,7 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
                         InstanceMethod("run", &DataPlane::Run), InstanceMethod("wake", &DataPlane::Wake),
                         InstanceMethod("close", &DataPlane::Close), InstanceMethod("singleCopyLinks", &DataPlane::SingleCopyLinks),
                         InstanceMethod("sharedMemoryLinks", &DataPlane::SharedMemoryLinks),
-                        InstanceMethod("waitingFor", &DataPlane::WaitingFor)});
+                        InstanceMethod("waitingFor", &DataPlane::WaitingFor), InstanceMethod("polls", &DataPlane::Polls)});
   }
 
   // new DataPlane(rank, worldSize, rails, sendFds, recvFds, spinUs[, sameHost, singleCopy, owner, sharedMemory, inlineUs]):
@@ -316,6 +316,12 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     Napi::Array list = Napi::Array::New(info.Env(), peers.size());
     for (size_t i = 0; i < peers.size(); i++) list.Set(uint32_t(i), peers[i]);
     return list;
+  }
+
+  // polls(): how many times the plane's waits looked at its descriptors (poll()) so far (DataLinks::polls).
+  Napi::Value Polls(const Napi::CallbackInfo& info) {
+    ExpectArgumentCount(info, 0, 0);
+    return Napi::Number::New(info.Env(), links_ == nullptr ? 0.0 : double(links_->polls()));
   }
 
   // close(): wakes a running collective, waits for the thread; the sockets are JavaScript's to close.

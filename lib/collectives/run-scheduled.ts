@@ -7,7 +7,7 @@ import { agreeOnPeerData } from './peer-agreement.js';
 import { runOnLinks } from './schedule/links-executor.js';
 import { runOnPlane } from './schedule/plane-executor.js';
 import { stripeOverRails } from './schedule/rail-stripes.js';
-import type { CachedSchedule } from './schedule/schedule-cache.js';
+import type { CachedSchedule, CallShape } from './schedule/schedule-cache.js';
 import type { Schedule, ScheduleOf } from './schedule/schedule.js';
 import { SCHEDULED_CALLS, type ScheduledCall, type ScheduledName } from './scheduled-call.js';
 import type { AlgorithmRow } from './select.js';
@@ -44,11 +44,11 @@ function startScheduled<N extends ScheduledName>(
 ): Observable<Collectives[N][1]> {
   const { rank, worldSize } = context;
   const call = SCHEDULED_CALLS[collective](request as never, rank, worldSize) as ScheduledCall<Collectives[N][1]>;
-  // The cache's generation too: the plane's compiled programs outlive a context (a call queued
-  // under the old one may compile after the session saw a new ring), and must not be shared.
-  const key = `${context.schedules.generation} ${collective} ${name} ${call.count} ${call.elementType} ${call.op} ${call.root} ${call.inPlace}`;
-  // Written (and, on the native plane, compiled) once per call shape: most calls only look it up.
-  const cached = context.schedules.get(key) ?? prepare(key, writer, call, links, context);
+  const { schedules } = context;
+  const shape: CallShape = { collective, algorithm: name, count: call.count, elementType: call.elementType, op: call.op, root: call.root, inPlace: call.inPlace };
+  // Written (and, on the native plane, compiled) once per call shape: most calls repeat the last
+  // one's, the rest look it up by key.
+  const cached = schedules.repeated(shape) ?? lookUp(shape, writer, call, links, context);
   const { schedule } = cached;
   // A fused bucket's layout is the call's, not the shape's: its descriptor is its own.
   const descriptor = call.request.tag === undefined ? cached.descriptor : descriptorOf(call.request, schedule.layout);
@@ -79,6 +79,17 @@ function startScheduled<N extends ScheduledName>(
       );
     }),
   );
+}
+
+/** The entry of `shape` by its key, written first if it is new (`prepare`); remembered for the next call. */
+function lookUp(shape: CallShape, writer: ScheduleOf, call: ScheduledCall<unknown>, links: Links, context: CollectiveContext): CachedSchedule {
+  const { schedules } = context;
+  // The cache's generation too: the plane's compiled programs outlive a context (a call queued
+  // under the old one may compile after the session saw a new ring), and must not be shared.
+  const key = `${schedules.generation} ${shape.collective} ${shape.algorithm} ${shape.count} ${shape.elementType} ${shape.op} ${shape.root} ${shape.inPlace}`;
+  const entry = schedules.get(key) ?? prepare(key, writer, call, links, context);
+  schedules.remember(shape, entry);
+  return entry;
 }
 
 /** Writes the call's shape once (`CachedSchedule`), for either plane. */

@@ -55,6 +55,8 @@ export class CollectiveRunner {
   private submitted = 0;
   /** The (collective, algorithm, plane) choices already named on the debug log. */
   private readonly named = new Set<string>();
+  /** The last choice made (`choose`): calls repeat their collective and size. */
+  private lastChoice: { readonly collective: CollectiveName; readonly bytes: number; readonly context: CollectiveContext; readonly row: AlgorithmRow<CollectiveName> } | null = null;
   private closed = false;
 
   constructor(private readonly parts: RunnerParts) {}
@@ -83,8 +85,7 @@ export class CollectiveRunner {
     // later never changes a call already made.
     const context = this.parts.context();
     const size = typeof bytes === 'number' ? bytes : bytes();
-    const row = selectAlgorithm(collective, this.situation(size, context));
-    this.nameChoice(collective, row, size, context.rank);
+    const row = this.choose(collective, size, context);
     // The native data plane's thread waits for the data itself: an event loop polling beside it
     // only takes a core from it.
     const watch = (sequence: number, subscriber: Subscriber<unknown>) => this.watch(subscriber, context, sequence, collective, row);
@@ -126,6 +127,20 @@ export class CollectiveRunner {
     });
     slow.set(slowCollectiveMs);
     subscriber.add(() => slow.clear());
+  }
+
+  /**
+   * The row the table picks for a call of `collective` of `bytes` under `context`: the choice
+   * depends on nothing else (the context is a frozen value, replaced when the session learns
+   * more), so a call like the last one takes the last one's row without pricing the candidates again.
+   */
+  private choose<N extends CollectiveName>(collective: N, bytes: number, context: CollectiveContext): AlgorithmRow<N> {
+    const last = this.lastChoice;
+    if (last !== null && last.collective === collective && last.bytes === bytes && last.context === context) return last.row as AlgorithmRow<N>;
+    const row = selectAlgorithm(collective, this.situation(bytes, context));
+    this.nameChoice(collective, row, bytes, context.rank);
+    this.lastChoice = { collective, bytes, context, row: row as AlgorithmRow<CollectiveName> };
+    return row;
   }
 
   /** What a call of `bytes` is chosen in (`selectAlgorithm`), by `context` (default the session's now): the same for `plan` as for the call. */

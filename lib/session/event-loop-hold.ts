@@ -8,21 +8,29 @@ import { BusyWindow, type PollClock, REAL_CLOCK } from '../transport/busy-window
  * exits like a torch rank does instead of hanging on open connections; a pending collective,
  * send or receive references them again, so the process waits for it as for any I/O.
  *
+ * The sockets are let go a turn of the event loop after the last operation ended, not at once:
+ * operations awaited back to back (the next one starts in the same turn) keep them referenced,
+ * instead of referencing and unreferencing every socket twice a call.
+ *
  * With a busy-poll window, each operation that starts also keeps the event loop turning for that
  * long (a BusyWindow, while the operation is pending): an answer that comes within it is seen at
  * once. Past the window the loop sleeps as usual, so a long wait costs no CPU.
  */
 export class EventLoopHold {
   private pending = 0;
+  /** Whether the sockets are referenced now. */
+  private referenced = true;
+  /** A turn is queued to let them go (`release`). */
+  private releasing = false;
   private readonly window: BusyWindow;
 
   constructor(
     private readonly sockets: readonly Socket[],
     busyPollMs = 0,
-    clock: PollClock = REAL_CLOCK,
+    private readonly clock: PollClock = REAL_CLOCK,
   ) {
     this.window = new BusyWindow(busyPollMs, null, clock, () => this.pending > 0);
-    this.apply();
+    this.apply(false);
   }
 
   /** Holds the event loop from subscription until the operation ends, however it ends. */
@@ -40,21 +48,30 @@ export class EventLoopHold {
    * subscribing); `busyPoll` false holds it without polling (the operation waits elsewhere).
    */
   hold(subscriber: Subscriber<unknown>, busyPoll = true): void {
-    if (this.pending++ === 0) this.apply();
+    if (this.pending++ === 0 && !this.referenced) this.apply(true);
     if (busyPoll) this.window.open();
     subscriber.add(this.ended);
   }
 
   private readonly ended = (): void => {
-    if (--this.pending === 0) this.apply();
+    if (--this.pending > 0 || this.releasing || this.sockets.length === 0) return;
+    this.releasing = true;
+    this.clock.immediate(this.release);
   };
 
-  private apply(): void {
+  /** A turn after the last operation ended: nothing pending, the sockets go. */
+  private readonly release = (): void => {
+    this.releasing = false;
+    if (this.pending === 0 && this.referenced) this.apply(false);
+  };
+
+  private apply(referenced: boolean): void {
+    this.referenced = referenced;
     for (const socket of this.sockets) {
       // A destroyed socket (a peer lost before shrink()) holds nothing; and Node's ref()/unref()
       // on a socket without a handle waits for a 'connect' that never comes, one listener per call.
       if (socket.destroyed) continue;
-      if (this.pending > 0) socket.ref();
+      if (referenced) socket.ref();
       else socket.unref();
     }
   }

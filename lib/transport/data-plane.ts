@@ -58,6 +58,8 @@ export interface NativeDataPlane {
   sharedMemoryLinks?(): SharedMemoryLinks;
   /** The peers the collective on the engine's thread waits for and that moved none of its bytes in the last second, as that thread said; none while none waits there. */
   waitingFor(): number[];
+  /** How many times the engine's waits looked at its descriptors (poll()) so far: a collective whose messages cross rings it finds ready makes none. Absent from an addon built before it. */
+  polls?(): number;
 }
 
 /** Links of the native data plane agreed to single copy (native/single_copy.h), as p * rails + rail (the engine's answer). */
@@ -193,6 +195,9 @@ export class DataPlane {
   private closing = false;
   /** Where each collective's header is encoded: the engine copies it, so one serves every call. */
   private readonly header = new Uint8Array(DESCRIPTOR_BYTES);
+  /** The descriptor `header` holds: a call of the same shape (the same object) writes only its sequence. */
+  private encoded: OperationDescriptor | null = null;
+  private readonly headerView = new DataView(this.header.buffer);
   /** Compiled schedules by the caller's key, oldest first. */
   private readonly programs = new Map<string, number>();
 
@@ -262,6 +267,11 @@ export class DataPlane {
     return this.running && !this.closing ? this.engine.waitingFor() : [];
   }
 
+  /** How many times the engine's waits made a poll() system call so far (diagnostics, tests); null where the addon cannot say. */
+  polls(): number | null {
+    return this.engine.polls?.() ?? null;
+  }
+
   /** Forgets every compiled schedule (the schedules' inputs changed: a new ring order). */
   forgetPrograms(): void {
     for (const program of this.programs.values()) this.engine.release(program);
@@ -275,7 +285,13 @@ export class DataPlane {
    */
   run(program: number, input: Uint8Array, output: Uint8Array, call: PlaneCall): Observable<NativeOutcome | undefined> {
     return new Observable<NativeOutcome | undefined>((subscriber) => {
-      encodeLinkHeader(call, this.header);
+      if (call.descriptor === this.encoded) {
+        // Bytes 24..31: the mesh number's low 32 bits, then the label, 0 (encodeLinkHeader).
+        this.headerView.setBigUint64(DESCRIPTOR_BYTES - 8, linkSequence(call.sequence), true);
+      } else {
+        encodeLinkHeader(call, this.header);
+        this.encoded = call.descriptor;
+      }
       // `done` may come before `run` returns: a small collective runs on this thread first.
       this.running = true;
       try {

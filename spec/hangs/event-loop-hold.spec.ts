@@ -1,4 +1,4 @@
-/** An idle session's sockets do not hold the process; a pending operation's do, until it ends. */
+/** An idle session's sockets do not hold the process; a pending operation's do, until a turn after it ends. */
 import { Socket } from 'node:net';
 import { NEVER, of, Subject, throwError } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -13,9 +13,10 @@ function fakeSockets(count: number) {
 }
 
 describe('EventLoopHold', () => {
-  it('unreferences every socket while idle and references them while an operation is pending', () => {
+  it('unreferences every socket while idle and references them while an operation is pending, letting go a turn after the last ended', () => {
+    const { clock, turn } = fakeClock();
     const { sockets, referenced } = fakeSockets(3);
-    const hold = new EventLoopHold(sockets);
+    const hold = new EventLoopHold(sockets, 0, clock);
     expect(referenced).toEqual([false, false, false]);
     const first = new Subject<number>();
     const second = new Subject<number>();
@@ -23,30 +24,56 @@ describe('EventLoopHold', () => {
     expect(referenced).toEqual([true, true, true]);
     const b = second.pipe(hold.during()).subscribe({ error: () => undefined });
     first.complete();
+    turn();
     // The second operation still holds the process.
     expect(referenced).toEqual([true, true, true]);
     second.error(new Error('failed'));
+    expect(referenced).toEqual([true, true, true]);
+    turn();
     expect(referenced).toEqual([false, false, false]);
     expect(a.closed && b.closed).toBe(true);
   });
 
-  it('lets go when an operation is abandoned, and holds nothing for one that ends at once', () => {
+  it('keeps the sockets referenced for operations back to back within a turn: no socket is touched per operation', () => {
+    const { clock, turn } = fakeClock();
+    let touched = 0;
+    const sockets = [0, 1].map(() => ({ ref: () => touched++, unref: () => touched++ }) as unknown as Socket);
+    const hold = new EventLoopHold(sockets, 0, clock);
+    touched = 0;
+    for (let operation = 0; operation < 100; operation++) of(operation).pipe(hold.during()).subscribe();
+    // Referenced once, for the first.
+    expect(touched).toBe(2);
+    // An operation that starts after a turn with none pending references them again.
+    expect(turn()).toBe(1);
+    expect(touched).toBe(4);
+    of(1).pipe(hold.during()).subscribe();
+    expect(touched).toBe(6);
+  });
+
+  it('lets go when an operation is abandoned, and holds nothing past a turn for one that ends at once', () => {
+    const { clock, turn } = fakeClock();
     const { sockets, referenced } = fakeSockets(1);
-    const hold = new EventLoopHold(sockets);
+    const hold = new EventLoopHold(sockets, 0, clock);
     const pending = NEVER.pipe(hold.during()).subscribe();
     expect(referenced).toEqual([true]);
     pending.unsubscribe();
+    turn();
     expect(referenced).toEqual([false]);
     of(1).pipe(hold.during()).subscribe();
     throwError(() => new Error('refused')).pipe(hold.during()).subscribe({ error: () => undefined });
+    turn();
     expect(referenced).toEqual([false]);
   });
 
   it('leaves a destroyed socket alone: 100 operations add no listener to it (Node would queue a ref per call for a "connect")', () => {
+    const { clock, turn } = fakeClock();
     const closed = new Socket();
     closed.destroy();
-    const hold = new EventLoopHold([closed]);
-    for (let operation = 0; operation < 100; operation++) NEVER.pipe(hold.during()).subscribe().unsubscribe();
+    const hold = new EventLoopHold([closed], 0, clock);
+    for (let operation = 0; operation < 100; operation++) {
+      NEVER.pipe(hold.during()).subscribe().unsubscribe();
+      turn();
+    }
     expect(closed.listenerCount('connect')).toBe(0);
   });
 });

@@ -380,6 +380,27 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     for (const result of results) expect(result).toEqual({ small: [0, 1, 2], large: [0, 2], sum: [3, 3], root: [7] });
   });
 
+  it('calls issued at once, their shapes alternating (8 B and 1 KiB, in place and fresh, all-reduce and broadcast), settle in call order, each exact', async () => {
+    const { sessions } = await nativeJob(2);
+    const counts = [2, 256, 2, 2, 256, 256, 2];
+    const results = await Promise.all(
+      sessions.map(async (session, rank) => {
+        const settled: number[] = [];
+        const calls = counts.map((count, call) => {
+          const tensor = new Float32Array(count).fill(rank + call);
+          const result = call === 3 ? session.broadcast(tensor, 1) : session.allReduce(tensor, 'sum', { inPlace: call % 2 === 0 });
+          return result.then((value) => {
+            settled.push(call);
+            return [value.length, value[0], value[count - 1]];
+          });
+        });
+        return { values: await Promise.all(calls), settled };
+      }),
+    );
+    const expected = counts.map((count, call) => (call === 3 ? [count, 1 + call, 1 + call] : [count, 1 + 2 * call, 1 + 2 * call]));
+    for (const result of results) expect(result).toEqual({ values: expected, settled: counts.map((_, call) => call) });
+  });
+
   it('a rank that never comes: the others time out after the session timeout, naming it as missing', async () => {
     const { sessions } = await nativeJob(3, 600);
     const started = Date.now();

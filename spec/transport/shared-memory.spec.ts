@@ -5,13 +5,15 @@
  * calls enough to wrap the rings; each link agrees exactly where both its ends take part, and a
  * rank that refused says why; a receiver that cannot take the segment (pidfd_getfd refused, as
  * under a seccomp filter) says so and keeps TCP, exact; a rank whose peer is 20 ms late every call
- * sleeps on its doorbell, not spinning; and a rank whose peer's engine goes away
+ * sleeps on its doorbell, not spinning; a collective whose peer's messages are in its ring already
+ * makes no system call to look at its links; and a rank whose peer's engine goes away
  * while it waits on the ring fails naming that peer. The engines all live in this process (the
  * segment passes through the same system calls as between processes: spec/process covers those).
  */
 import { readdirSync, readlinkSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { allPairsAllReduce } from '../../lib/collectives/all-reduce/all-pairs.js';
 import { pairwiseAllReduce } from '../../lib/collectives/all-reduce/pairwise.js';
 import { ringAllReduce } from '../../lib/collectives/all-reduce/ring.js';
 import { ringAllGather } from '../../lib/collectives/all-gather/ring.js';
@@ -184,6 +186,26 @@ describe.skipIf(reason !== '')(`shared memory between the native data plane's en
     // The adaptive spin (native/spin_budget.h) spins its 20 ms a few calls, then 50 us a call.
     expect((used.user + used.system) / 1e6).toBeLessThan(0.3);
   }, 60_000);
+
+  it("a collective whose peer's messages are in its ring already is done without a system call to look at its links (no poll), exact", async () => {
+    const planes = await planesOnOneHost([true, true]);
+    const allPairs: [string, ScheduleOf, Kind] = ['all-pairs', allPairsAllReduce, 'all-reduce'];
+    await runExactly(planes, allPairs, 2, 1);
+    expect(planes[0]!.sharedMemoryPeers()!.readsFrom).toEqual([1]);
+    // All-pairs at 2 ranks: one message each way, which leaves at once.
+    const run = (rank: number, call: number, output: Uint8Array) =>
+      runOn(planes[rank]!, allPairsAllReduce, inputOf(rank, 2, 2), { input: i32([rank, call]), output }, collectiveOf('all-reduce', 'all-pairs', 2, 0, BigInt(call)), 20_000);
+    for (let call = 1; call <= 10; call++) {
+      const outputs = [new Uint8Array(8), new Uint8Array(8)];
+      // Rank 1 writes its message into the ring and waits for rank 0's; rank 0 comes later.
+      const first = run(1, call, outputs[1]!);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const polls = planes[0]!.polls();
+      expect(await Promise.all([run(0, call, outputs[0]!), first])).toEqual([undefined, undefined]);
+      expect(planes[0]!.polls(), `call ${call}`).toBe(polls);
+      for (const output of outputs) expect(Array.from(new Int32Array(output.buffer))).toEqual([1, 2 * call]);
+    }
+  });
 
   it("a rank waiting on its ring fails naming the peer whose engine went away (its links closed), and the ring's memory goes with the planes", async () => {
     const planes = await planesOnOneHost([true, true]);

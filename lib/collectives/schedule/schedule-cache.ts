@@ -25,6 +25,17 @@ export interface CachedSchedule {
   readonly program: PlaneProgram;
 }
 
+/** What a call's shape is written from besides the session's context: its key's parts (run-scheduled.ts). */
+export interface CallShape {
+  readonly collective: string;
+  readonly algorithm: string;
+  readonly count: number;
+  readonly elementType: ElementType;
+  readonly op: string | null;
+  readonly root: number | null;
+  readonly inPlace: boolean;
+}
+
 /** Shapes a session keeps schedules for; a job's collectives come in few shapes. */
 export const CACHED_SCHEDULES = 256;
 
@@ -36,12 +47,40 @@ export const CACHED_SCHEDULES = 256;
 export class ScheduleCache {
   private static made = 0;
   private readonly entries = new Map<string, CachedSchedule>();
+  /** The shape of the last call looked up (`repeated`), and its entry. */
+  private last: { readonly shape: CallShape; readonly entry: CachedSchedule } | null = null;
   /** Which cache this is, in this process: keys of the native plane's programs carry it. */
   readonly generation = ScheduleCache.made++;
 
   /** The shape known as `key`, if it was prepared (`add`). */
   get(key: string): CachedSchedule | undefined {
     return this.entries.get(key);
+  }
+
+  /**
+   * The entry of the last call looked up, if `shape` is that call's: calls repeat their shape, and
+   * this spares building and hashing the key's string. Else undefined (look it up by key).
+   */
+  repeated(shape: CallShape): CachedSchedule | undefined {
+    const last = this.last?.shape;
+    if (
+      last === undefined ||
+      last.collective !== shape.collective ||
+      last.algorithm !== shape.algorithm ||
+      last.count !== shape.count ||
+      last.elementType !== shape.elementType ||
+      last.op !== shape.op ||
+      last.root !== shape.root ||
+      last.inPlace !== shape.inPlace
+    ) {
+      return undefined;
+    }
+    return this.last!.entry;
+  }
+
+  /** Remembers `entry` as `shape`'s, for the next call (`repeated`). */
+  remember(shape: CallShape, entry: CachedSchedule): void {
+    this.last = { shape, entry };
   }
 
   /** Prepares the shape known as `key`: this rank's schedule, the descriptor `request` agrees on with its layout, and the plane's program. */
@@ -55,5 +94,6 @@ export class ScheduleCache {
   /** Forgets every schedule (their inputs changed: a new ring order). */
   clear(): void {
     this.entries.clear();
+    this.last = null;
   }
 }

@@ -42,8 +42,10 @@ export interface KernelAddon {
   failSharedMemoryJoins?(errno: number): void;
   /**
    * Replays `steps` on one shared-memory ring (native/shared_memory_ring.h) in this process's
-   * memory, writer and reader alike: a write answers whether a slot was free, a read the next
-   * message (null: none), a sleep whether that side may sleep. For the ring's property test.
+   * memory, writer and reader alike: a write answers whether its slot was taken (false: the ring is
+   * full or the last payload's fragments are still due), "fragment" whether the next fragment due
+   * went (null: none is due), a read the next entry (null: none), a sleep whether that side may
+   * sleep. For the ring's property test.
    * Absent from an addon built before it.
    */
   sharedMemoryRingTrace?(steps: readonly SharedMemoryRingStep[]): (boolean | SharedMemoryRingRead | null)[];
@@ -74,14 +76,24 @@ export interface KernelAddon {
 }
 
 /** A step of `sharedMemoryRingTrace`: a message written (its payload in the slot up to 8 KiB), the next read, or a side asking to sleep. */
-export type SharedMemoryRingStep = { readonly header: Uint8Array; readonly payload: Uint8Array } | 'read' | 'reader sleeps' | 'writer sleeps';
+export type SharedMemoryRingStep =
+  /** A message; `bySingleCopy`: its link's receiver reads payloads of single copy's size in place. */
+  | { readonly header: Uint8Array; readonly payload: Uint8Array; readonly bySingleCopy?: boolean }
+  | 'fragment'
+  | 'read'
+  | 'reader sleeps'
+  | 'writer sleeps';
 
-/** A message `sharedMemoryRingTrace` read: its header, where its payload is, its length, and (in the slot) its bytes. */
+/**
+ * An entry `sharedMemoryRingTrace` read: a message (its header, where its payload is: all in its
+ * slot, on the socket, or its first part in its slot and the rest in fragments; its length) or a
+ * fragment (no header, its length); and the payload bytes its slot holds.
+ */
 export interface SharedMemoryRingRead {
-  readonly header: Uint8Array;
-  readonly where: 'slot' | 'socket';
+  readonly header?: Uint8Array;
+  readonly where: 'slot' | 'socket' | 'slots' | 'fragment';
   readonly payloadBytes: number;
-  readonly payload?: Uint8Array;
+  readonly payload: Uint8Array;
 }
 
 /**

@@ -1,10 +1,12 @@
 /**
  * The shared-memory ring of one data link (native/shared_memory_ring.h), writer and reader in one
  * process's memory: against a reference queue of kRingSlots places, whatever the order of writes,
- * reads and sleeps and whatever the payloads' sizes, every message comes out whole and in order, a
- * payload of up to 8 KiB in its slot and a larger one said to follow on the socket, a write finds
- * the ring full exactly when 16 messages wait, and each side may sleep exactly when it has nothing
- * to do.
+ * reads and sleeps and whatever the payloads' sizes, every entry comes out whole and in order: a
+ * payload of up to 8 KiB in its message's slot; a larger one, where single copy carries it, said to
+ * follow on the socket; else its first 8 KiB in its message's slot and the rest in fragments of
+ * 8 KiB (the last the rest), which put together give the payload back. A write finds the ring full
+ * exactly when 16 entries wait, a message waits while the last payload's fragments are due, and
+ * each side may sleep exactly when it has nothing to do.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -12,54 +14,134 @@ import { loadAddon, type SharedMemoryRingRead, type SharedMemoryRingStep } from 
 
 const SLOTS = 16;
 const SLOT_PAYLOAD_BYTES = 8 << 10;
+const SINGLE_COPY_BYTES = 256 << 10;
 
 const trace = (steps: SharedMemoryRingStep[]) => loadAddon().sharedMemoryRingTrace!(steps);
 
+/** What the reference expects of a slot: a message's (header, place, whole length) or a fragment's, and the bytes in it. */
+interface Entry {
+  readonly header?: Uint8Array;
+  readonly where: SharedMemoryRingRead['where'];
+  readonly payloadBytes: number;
+  readonly payload: Uint8Array;
+}
+
+/** The reference: a message's entry, and its fragments, from the payload's size alone. */
+function entriesOf(header: Uint8Array, payload: Uint8Array, bySingleCopy: boolean): Entry[] {
+  if (payload.length <= SLOT_PAYLOAD_BYTES) return [{ header, where: 'slot', payloadBytes: payload.length, payload }];
+  if (bySingleCopy && payload.length >= SINGLE_COPY_BYTES) return [{ header, where: 'socket', payloadBytes: payload.length, payload: new Uint8Array(0) }];
+  const entries: Entry[] = [{ header, where: 'slots', payloadBytes: payload.length, payload: payload.subarray(0, SLOT_PAYLOAD_BYTES) }];
+  for (let at = SLOT_PAYLOAD_BYTES; at < payload.length; at += SLOT_PAYLOAD_BYTES) {
+    const fragment = payload.subarray(at, Math.min(at + SLOT_PAYLOAD_BYTES, payload.length));
+    entries.push({ where: 'fragment', payloadBytes: fragment.length, payload: fragment });
+  }
+  return entries;
+}
+
+/** `n` bytes that differ from one place to the next and from one length to the next. */
+function patterned(n: number): Uint8Array {
+  const bytes = new Uint8Array(n);
+  for (let i = 0; i < n; i++) bytes[i] = (i * 7 + (i >> 8) + n) & 255;
+  return bytes;
+}
+
 describe('the shared-memory ring', () => {
-  it('agrees with a reference queue of 16 places under any order of writes, reads and sleeps', () => {
+  it('agrees with a reference queue of 16 places under any order of writes, fragments, reads and sleeps', () => {
+    // A message by its payload's size (the bytes follow from it: a counterexample stays short).
     const message = fc.record({
       header: fc.uint8Array({ minLength: 32, maxLength: 32 }),
-      // Mostly small, now and then around the slot's size or far past it.
+      // Mostly small, now and then around the slot's size, its multiples, the ring's size or single
+      // copy's threshold.
       payload: fc.oneof(
-        { weight: 6, arbitrary: fc.uint8Array({ maxLength: 64 }) },
-        { weight: 2, arbitrary: fc.integer({ min: SLOT_PAYLOAD_BYTES - 2, max: SLOT_PAYLOAD_BYTES + 2 }).map((n) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + n) & 255)) },
-        { weight: 1, arbitrary: fc.integer({ min: 0, max: 40_000 }).map((n) => new Uint8Array(n).fill(n & 255)) },
+        { weight: 5, arbitrary: fc.nat(64) },
+        { weight: 2, arbitrary: fc.constantFrom(1, 2, 3, 16, 17).chain((k) => fc.integer({ min: k * SLOT_PAYLOAD_BYTES - 2, max: k * SLOT_PAYLOAD_BYTES + 2 })) },
+        { weight: 1, arbitrary: fc.integer({ min: SINGLE_COPY_BYTES - 2, max: SINGLE_COPY_BYTES + 2 }) },
+        { weight: 1, arbitrary: fc.nat(60_000) },
       ),
+      bySingleCopy: fc.boolean(),
     });
-    const step: fc.Arbitrary<SharedMemoryRingStep> = fc.oneof(
-      { weight: 4, arbitrary: message },
-      { weight: 4, arbitrary: fc.constant('read' as const) },
+    const step = fc.oneof(
+      { weight: 2, arbitrary: message },
+      { weight: 4, arbitrary: fc.constant('fragment' as const) },
+      { weight: 5, arbitrary: fc.constant('read' as const) },
       { weight: 1, arbitrary: fc.constantFrom('reader sleeps' as const, 'writer sleeps' as const) },
     );
     fc.assert(
-      fc.property(fc.array(step, { maxLength: 120 }), (steps) => {
+      fc.property(fc.array(step, { maxLength: 160 }), (sized) => {
+        const steps: SharedMemoryRingStep[] = sized.map((s) => (typeof s === 'string' ? s : { ...s, payload: patterned(s.payload) }));
         const answers = trace(steps);
-        const queue: { header: Uint8Array; payload: Uint8Array }[] = [];
+        // Entries in the ring, and the fragments the writer still owes (the reference's writer).
+        const queue: Entry[] = [];
+        let owed: Entry[] = [];
+        // What the reader put together: each message's payload from its entries.
+        const written: Uint8Array[] = [];
+        const assembled: Uint8Array[][] = [];
         steps.forEach((s, i) => {
           const answer = answers[i];
           if (s === 'reader sleeps') return expect(answer).toBe(queue.length === 0);
           if (s === 'writer sleeps') return expect(answer).toBe(queue.length === SLOTS);
-          if (s !== 'read') {
+          if (s === 'fragment') {
+            if (owed.length === 0) return expect(answer).toBeNull();
             expect(answer).toBe(queue.length < SLOTS);
-            if (queue.length < SLOTS) queue.push(s);
+            if (queue.length < SLOTS) queue.push(owed.shift()!);
+            return;
+          }
+          if (s !== 'read') {
+            const fits = queue.length < SLOTS && owed.length === 0;
+            expect(answer).toBe(fits);
+            if (!fits) return;
+            const [first, ...rest] = entriesOf(s.header, s.payload, s.bySingleCopy ?? false);
+            queue.push(first!);
+            owed = rest;
+            written.push(s.payload);
             return;
           }
           const expected = queue.shift();
           if (expected === undefined) return expect(answer).toBeNull();
           const read = answer as SharedMemoryRingRead;
-          expect(Uint8Array.from(read.header)).toEqual(expected.header);
-          expect(read.payloadBytes).toBe(expected.payload.length);
-          if (expected.payload.length <= SLOT_PAYLOAD_BYTES) {
-            expect(read.where).toBe('slot');
-            expect(Uint8Array.from(read.payload!)).toEqual(expected.payload);
+          expect(read.where).toBe(expected.where);
+          expect(read.payloadBytes).toBe(expected.payloadBytes);
+          // Byte arrays compared whole (Buffer.equals): toEqual goes element by element.
+          expect(Buffer.from(read.payload).equals(expected.payload), `${expected.where} of ${expected.payloadBytes} bytes`).toBe(true);
+          if (expected.where === 'fragment') {
+            expect(read.header).toBeUndefined();
+            assembled.at(-1)!.push(read.payload);
           } else {
-            expect(read.where).toBe('socket');
-            expect(read.payload).toBeUndefined();
+            expect(Uint8Array.from(read.header!)).toEqual(expected.header);
+            assembled.push([expected.where === 'socket' ? written[assembled.length]! : read.payload]);
           }
+        });
+        // Every payload read to its end came back whole.
+        assembled.forEach((bytes, m) => {
+          const payload = written[m]!;
+          const whole = m < assembled.length - 1 || (queue.length === 0 && owed.length === 0);
+          if (whole) expect(Buffer.concat(bytes).equals(payload), `message ${m}'s payload put together`).toBe(true);
         });
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('carries a payload of 17 slots through a full ring and back to empty, its fragments in order', () => {
+    const payload = patterned(17 * SLOT_PAYLOAD_BYTES + 5);
+    const header = new Uint8Array(32).fill(9);
+    const steps: SharedMemoryRingStep[] = [{ header, payload }, ...Array<SharedMemoryRingStep>(16).fill('fragment'), 'writer sleeps'];
+    const answers = trace([...steps, ...Array<SharedMemoryRingStep>(SLOTS).fill('read'), 'fragment', 'fragment', 'read', 'read', 'read', 'reader sleeps']);
+    // The message and 15 fragments fill the ring; the 16th waits for a slot, the writer may sleep.
+    expect(answers.slice(1, 16)).toEqual(Array(15).fill(true));
+    expect(answers[16]).toBe(false);
+    expect(answers[17]).toBe(true);
+    const reads = answers.slice(18, 18 + SLOTS) as SharedMemoryRingRead[];
+    expect(reads[0]!.where).toBe('slots');
+    expect(reads[0]!.payloadBytes).toBe(payload.length);
+    expect(reads.slice(1).every((r) => r.where === 'fragment' && r.payloadBytes === SLOT_PAYLOAD_BYTES)).toBe(true);
+    // Then the last two fragments: 8 KiB, and the 5 bytes left; nothing more is due.
+    expect(answers.slice(34, 36)).toEqual([true, true]);
+    const tail = answers.slice(36, 38) as SharedMemoryRingRead[];
+    expect(tail.map((r) => r.payloadBytes)).toEqual([SLOT_PAYLOAD_BYTES, 5]);
+    expect(answers[38]).toBeNull();
+    expect(answers[39]).toBe(true);
+    expect(Buffer.concat([...reads, ...tail].map((r) => r.payload)).equals(payload)).toBe(true);
   });
 
   it('names a step it cannot take', () => {

@@ -31,8 +31,11 @@ namespace rxccl {
 
 // Slots per ring, and the payload a slot holds in line. A larger payload goes in the slots after its
 // header's (a fragment each, copied in by the writer and out by the reader, as Open MPI's
-// shared-memory FIFO does), unless single copy carries it (then on the link's socket as ranges).
-constexpr size_t kRingSlots = 16;
+// shared-memory FIFO does) where the ring holds all of it, unless single copy carries it (then on
+// the link's socket as ranges). 32 slots hold any payload below single copy's 256 KiB, so a writer
+// never waits for its reader within a message below it: where ranks outnumber cores, each such
+// wait is a wake-up of a descheduled reader, which TCP's megabytes of buffer spared the socket.
+constexpr size_t kRingSlots = 32;
 constexpr size_t kRingPayloadBytes = size_t(8) << 10;
 // The segment, byte by byte (little-endian; docs/protocol.md 9.9):
 //   identity line, 0..63: "GX1R", 4 version (2), 5..7 zero, 8..11 slots, 12..15 bytes per slot,
@@ -53,14 +56,17 @@ constexpr size_t kSlotHeaderBytes = 32;
 constexpr size_t kRingSlotBytes = (kSlotHeadBytes + kSlotHeaderBytes + kRingPayloadBytes + kRingLineBytes - 1) / kRingLineBytes * kRingLineBytes;
 constexpr size_t kRingSegmentBytes = kRingSlotsOffset + kRingSlots * kRingSlotBytes;
 // Where a message's payload is: all of it in its slot; on the socket after it (single copy's
-// ranges); its first kRingPayloadBytes in its slot and the rest in the slots after it, a fragment
-// each. A fragment's slot says kFragment.
+// ranges, or inline); its first kRingPayloadBytes in its slot and the rest in the slots after it, a
+// fragment each. A fragment's slot says kFragment.
 constexpr uint32_t kPayloadInSlot = 0, kPayloadOnSocket = 1, kPayloadInSlots = 2, kFragment = 3;
 
 // Where a payload of `bytes` goes on a link with a ring, `by_single_copy` where single copy carries
-// payloads of that size on it: both ends decide alike from the size their schedules give.
+// payloads of that size on it: both ends decide alike from the size their schedules give. One the
+// ring cannot hold whole (single copy off) stays on the socket.
 constexpr uint32_t PayloadPlace(size_t bytes, bool by_single_copy) {
-  return bytes <= kRingPayloadBytes ? kPayloadInSlot : by_single_copy ? kPayloadOnSocket : kPayloadInSlots;
+  return bytes <= kRingPayloadBytes                         ? kPayloadInSlot
+         : !by_single_copy && bytes <= kRingSlots * kRingPayloadBytes ? kPayloadInSlots
+                                                            : kPayloadOnSocket;
 }
 // The bytes of a payload of `bytes` that go in the slot of `done` bytes on (its message's slot at 0,
 // then its fragments'): at most kRingPayloadBytes, none where it goes on the socket.

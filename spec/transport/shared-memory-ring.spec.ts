@@ -2,17 +2,18 @@
  * The shared-memory ring of one data link (native/shared_memory_ring.h), writer and reader in one
  * process's memory: against a reference queue of kRingSlots places, whatever the order of writes,
  * reads and sleeps and whatever the payloads' sizes, every entry comes out whole and in order: a
- * payload of up to 8 KiB in its message's slot; a larger one, where single copy carries it, said to
- * follow on the socket; else its first 8 KiB in its message's slot and the rest in fragments of
- * 8 KiB (the last the rest), which put together give the payload back. A write finds the ring full
- * exactly when 16 entries wait, a message waits while the last payload's fragments are due, and
- * each side may sleep exactly when it has nothing to do.
+ * payload of up to 8 KiB in its message's slot; a larger one, where single copy carries it or the
+ * ring could not hold it whole (over 32 x 8 KiB), said to follow on the socket; else its first
+ * 8 KiB in its message's slot and the rest in fragments of 8 KiB (the last the rest), which put
+ * together give the payload back. A write finds the ring full exactly when 32 entries wait, a
+ * message waits while the last payload's fragments are due, and each side may sleep exactly when
+ * it has nothing to do.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadAddon, type SharedMemoryRingRead, type SharedMemoryRingStep } from '../../lib/kernels/addon.js';
 
-const SLOTS = 16;
+const SLOTS = 32;
 const SLOT_PAYLOAD_BYTES = 8 << 10;
 const SINGLE_COPY_BYTES = 256 << 10;
 
@@ -29,7 +30,9 @@ interface Entry {
 /** The reference: a message's entry, and its fragments, from the payload's size alone. */
 function entriesOf(header: Uint8Array, payload: Uint8Array, bySingleCopy: boolean): Entry[] {
   if (payload.length <= SLOT_PAYLOAD_BYTES) return [{ header, where: 'slot', payloadBytes: payload.length, payload }];
-  if (bySingleCopy && payload.length >= SINGLE_COPY_BYTES) return [{ header, where: 'socket', payloadBytes: payload.length, payload: new Uint8Array(0) }];
+  if ((bySingleCopy && payload.length >= SINGLE_COPY_BYTES) || payload.length > SLOTS * SLOT_PAYLOAD_BYTES) {
+    return [{ header, where: 'socket', payloadBytes: payload.length, payload: new Uint8Array(0) }];
+  }
   const entries: Entry[] = [{ header, where: 'slots', payloadBytes: payload.length, payload: payload.subarray(0, SLOT_PAYLOAD_BYTES) }];
   for (let at = SLOT_PAYLOAD_BYTES; at < payload.length; at += SLOT_PAYLOAD_BYTES) {
     const fragment = payload.subarray(at, Math.min(at + SLOT_PAYLOAD_BYTES, payload.length));
@@ -46,7 +49,7 @@ function patterned(n: number): Uint8Array {
 }
 
 describe('the shared-memory ring', () => {
-  it('agrees with a reference queue of 16 places under any order of writes, fragments, reads and sleeps', () => {
+  it('agrees with a reference queue of 32 places under any order of writes, fragments, reads and sleeps', () => {
     // A message by its payload's size (the bytes follow from it: a counterexample stays short).
     const message = fc.record({
       header: fc.uint8Array({ minLength: 32, maxLength: 32 }),
@@ -54,7 +57,7 @@ describe('the shared-memory ring', () => {
       // copy's threshold.
       payload: fc.oneof(
         { weight: 5, arbitrary: fc.nat(64) },
-        { weight: 2, arbitrary: fc.constantFrom(1, 2, 3, 16, 17).chain((k) => fc.integer({ min: k * SLOT_PAYLOAD_BYTES - 2, max: k * SLOT_PAYLOAD_BYTES + 2 })) },
+        { weight: 2, arbitrary: fc.constantFrom(1, 2, 3, 16, 17, 31, 32, 33).chain((k) => fc.integer({ min: k * SLOT_PAYLOAD_BYTES - 2, max: k * SLOT_PAYLOAD_BYTES + 2 })) },
         { weight: 1, arbitrary: fc.integer({ min: SINGLE_COPY_BYTES - 2, max: SINGLE_COPY_BYTES + 2 }) },
         { weight: 1, arbitrary: fc.nat(60_000) },
       ),
@@ -122,26 +125,39 @@ describe('the shared-memory ring', () => {
     );
   });
 
-  it('carries a payload of 17 slots through a full ring and back to empty, its fragments in order', () => {
-    const payload = patterned(17 * SLOT_PAYLOAD_BYTES + 5);
+  it('carries a payload of 32 slots through a full ring and back to empty, its fragments in order', () => {
+    const payload = patterned(32 * SLOT_PAYLOAD_BYTES);
     const header = new Uint8Array(32).fill(9);
-    const steps: SharedMemoryRingStep[] = [{ header, payload }, ...Array<SharedMemoryRingStep>(16).fill('fragment'), 'writer sleeps'];
-    const answers = trace([...steps, ...Array<SharedMemoryRingStep>(SLOTS).fill('read'), 'fragment', 'fragment', 'read', 'read', 'read', 'reader sleeps']);
-    // The message and 15 fragments fill the ring; the 16th waits for a slot, the writer may sleep.
-    expect(answers.slice(1, 16)).toEqual(Array(15).fill(true));
-    expect(answers[16]).toBe(false);
-    expect(answers[17]).toBe(true);
-    const reads = answers.slice(18, 18 + SLOTS) as SharedMemoryRingRead[];
+    const filling: SharedMemoryRingStep[] = [{ header, payload }, ...Array<SharedMemoryRingStep>(SLOTS - 1).fill('fragment'), 'fragment', 'writer sleeps'];
+    const answers = trace([...filling, ...Array<SharedMemoryRingStep>(SLOTS).fill('read'), 'read', 'reader sleeps']);
+    // The message and 31 fragments fill the ring: no fragment is due after them, the writer may sleep.
+    expect(answers.slice(0, SLOTS)).toEqual(Array(SLOTS).fill(true));
+    expect(answers[SLOTS]).toBeNull();
+    expect(answers[SLOTS + 1]).toBe(true);
+    const reads = answers.slice(SLOTS + 2, 2 * SLOTS + 2) as SharedMemoryRingRead[];
     expect(reads[0]!.where).toBe('slots');
     expect(reads[0]!.payloadBytes).toBe(payload.length);
     expect(reads.slice(1).every((r) => r.where === 'fragment' && r.payloadBytes === SLOT_PAYLOAD_BYTES)).toBe(true);
-    // Then the last two fragments: 8 KiB, and the 5 bytes left; nothing more is due.
-    expect(answers.slice(34, 36)).toEqual([true, true]);
-    const tail = answers.slice(36, 38) as SharedMemoryRingRead[];
-    expect(tail.map((r) => r.payloadBytes)).toEqual([SLOT_PAYLOAD_BYTES, 5]);
-    expect(answers[38]).toBeNull();
-    expect(answers[39]).toBe(true);
-    expect(Buffer.concat([...reads, ...tail].map((r) => r.payload)).equals(payload)).toBe(true);
+    expect(answers.slice(2 * SLOTS + 2)).toEqual([null, true]);
+    expect(Buffer.concat(reads.map((r) => r.payload)).equals(payload)).toBe(true);
+  });
+
+  it('carries a payload of 20 slots plus 5 bytes through a ring already half full, waiting for a slot', () => {
+    const payload = patterned(20 * SLOT_PAYLOAD_BYTES + 5);
+    const small = { header: new Uint8Array(32).fill(1), payload: new Uint8Array(3) };
+    const steps: SharedMemoryRingStep[] = [...Array<SharedMemoryRingStep>(12).fill(small), { header: new Uint8Array(32), payload }, ...Array<SharedMemoryRingStep>(20).fill('fragment')];
+    const answers = trace([...steps, 'read', 'fragment', ...Array<SharedMemoryRingStep>(SLOTS).fill('read')]);
+    // 12 messages and the payload's slot, then 19 fragments fill the 32 slots: the 20th (5 bytes) waits.
+    expect(answers.slice(0, 32)).toEqual(Array(32).fill(true));
+    expect(answers[32]).toBe(false);
+    expect((answers[33] as SharedMemoryRingRead).payloadBytes).toBe(3);
+    expect(answers[34]).toBe(true);
+    const reads = answers.slice(35) as SharedMemoryRingRead[];
+    expect(reads.slice(0, 11).every((r) => r.where === 'slot')).toBe(true);
+    const parts = reads.slice(11);
+    expect(parts.map((r) => r.where)).toEqual(['slots', ...Array(20).fill('fragment')]);
+    expect(parts.at(-1)!.payloadBytes).toBe(5);
+    expect(Buffer.concat(parts.map((r) => r.payload)).equals(payload)).toBe(true);
   });
 
   it('names a step it cannot take', () => {

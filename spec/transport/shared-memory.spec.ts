@@ -140,8 +140,8 @@ describe.skipIf(reason !== '')(`shared memory between the native data plane's en
             ranks.map((r) => r.shared),
             ranks.map((r) => r.single),
           );
-          // 20 calls wrap a ring of 16 slots.
-          await runExactly(planes, schedule, count, count > 20_000 ? 2 : 20);
+          // 40 small calls wrap a ring of 32 slots.
+          await runExactly(planes, schedule, count, count > 20_000 ? 2 : 40);
           const [, write, kind] = schedule;
           for (const [rank, plane] of planes.entries()) {
             const { sends, receives } = linkPeers(write, kind, ranks.length, rank, count);

@@ -285,7 +285,7 @@ bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, 
   }
   if (t.received % 2 == 1) {
     // A fragment of the payload under way: exactly its next bytes.
-    Span& payload = t.receives[t.received];
+    const Span& payload = t.receives[t.received];
     const size_t due = SlotBytes(payload.size, t.received_bytes, kPayloadInSlots);
     if (message.where != kFragment || message.payload_bytes != due) {
       return Broken(outcome, t.peer, "ring slot of " + std::string(message.where == kFragment ? "a " + std::to_string(message.payload_bytes) + "-byte fragment" : "a message") +
@@ -294,7 +294,7 @@ bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, 
     memcpy(payload.data + t.received_bytes, message.payload, due);
     run.ReceiveMoved(t, due);
   } else {
-    Span& into = t.receives[t.received];
+    const Span& into = t.receives[t.received];
     memcpy(into.data, message.header, kDataHeaderBytes);
     run.ReceiveMoved(t, kDataHeaderBytes);
     if (!HeaderMatches(run, t, into.data, outcome)) return false;
@@ -312,7 +312,7 @@ bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, 
     run.ReceiveMoved(t, in_slot);
   }
   // A payload in the ring is through once its last bytes came; one on the socket comes after.
-  if (t.received % 2 == 1 && t.received_bytes == t.receives[t.received].size && (message.where != kPayloadOnSocket)) {
+  if (t.received % 2 == 1 && t.received_bytes == t.receives[t.received].size && message.where != kPayloadOnSocket) {
     t.received++;
     t.received_bytes = 0;
   }

@@ -27,20 +27,6 @@ std::vector<int> WithoutNagle(std::vector<int> fds) {
   return fds;
 }
 
-// A ring slot's place of a payload, as a protocol error names it.
-std::string PlaceName(uint32_t where) {
-  switch (where) {
-    case kPayloadInSlot:
-      return "in the slot";
-    case kPayloadOnSocket:
-      return "on the socket";
-    case kPayloadInSlots:
-      return "in the slots";
-    default:
-      return "at place " + std::to_string(where);
-  }
-}
-
 }  // namespace
 
 int64_t MonotonicNs() {
@@ -287,10 +273,8 @@ bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, 
     // A fragment of the payload under way: exactly its next bytes.
     const Span& payload = t.receives[t.received];
     const size_t due = SlotBytes(payload.size, t.received_bytes, kPayloadInSlots);
-    if (message.where != kFragment || message.payload_bytes != due) {
-      return Broken(outcome, t.peer, "ring slot of " + std::string(message.where == kFragment ? "a " + std::to_string(message.payload_bytes) + "-byte fragment" : "a message") +
-                                         " where a fragment of " + std::to_string(due) + " bytes is due");
-    }
+    const std::string mismatch = RingEntryMismatch(message, true, due, kFragment);
+    if (!mismatch.empty()) return Broken(outcome, t.peer, mismatch);
     memcpy(payload.data + t.received_bytes, message.payload, due);
     run.ReceiveMoved(t, due);
   } else {
@@ -303,10 +287,8 @@ bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, 
     // The header is this rank's own, so the payload is the one expected: the slot must say so.
     const Span& payload = t.receives[t.received];
     const uint32_t where = shared_.Place(t, payload.size, false);
-    if (message.payload_bytes != payload.size || message.where != where) {
-      return Broken(outcome, t.peer, "ring slot of a " + std::to_string(message.payload_bytes) + "-byte payload " + PlaceName(message.where) + " where " +
-                                         std::to_string(payload.size) + " bytes are due " + PlaceName(where));
-    }
+    const std::string mismatch = RingEntryMismatch(message, false, payload.size, where);
+    if (!mismatch.empty()) return Broken(outcome, t.peer, mismatch);
     const size_t in_slot = SlotBytes(payload.size, 0, where);
     if (in_slot > 0) memcpy(payload.data, message.payload, in_slot);
     run.ReceiveMoved(t, in_slot);

@@ -11,7 +11,35 @@ namespace {
 
 std::atomic<int> failed_joins{0};
 
+// A ring slot's place of a payload, as a protocol error names it.
+std::string PlaceName(uint32_t where) {
+  switch (where) {
+    case kPayloadInSlot:
+      return "in the slot";
+    case kPayloadOnSocket:
+      return "on the socket";
+    case kPayloadInSlots:
+      return "in the slots";
+    default:
+      return "at place " + std::to_string(where);
+  }
+}
+
 }  // namespace
+
+std::string RingEntryMismatch(const RingMessage& message, bool fragment, size_t payload_bytes, uint32_t where) {
+  if (fragment) {
+    if (message.where == kFragment && message.payload_bytes == payload_bytes) return "";
+    return "ring slot of " + (message.where == kFragment ? "a " + std::to_string(message.payload_bytes) + "-byte fragment" : std::string("a message")) +
+           " where a fragment of " + std::to_string(payload_bytes) + " bytes is due";
+  }
+  if (message.payload_bytes == payload_bytes && message.where == where) return "";
+  if (message.where == kFragment) {
+    return "ring slot of a " + std::to_string(message.payload_bytes) + "-byte fragment where a message of " + std::to_string(payload_bytes) + " bytes is due " + PlaceName(where);
+  }
+  return "ring slot of a " + std::to_string(message.payload_bytes) + "-byte payload " + PlaceName(message.where) + " where " + std::to_string(payload_bytes) +
+         " bytes are due " + PlaceName(where);
+}
 
 void FailSharedMemoryJoins(int error) { failed_joins.store(error); }
 

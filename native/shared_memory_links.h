@@ -96,6 +96,12 @@ class SharedMemoryLinks {
   std::vector<std::string> refusals_;
 };
 
+// Why the entry `message` is not the one due, "" where it is: a message whose payload of
+// `payload_bytes` goes at `where` (PayloadPlace), or (`fragment`) a fragment of `payload_bytes`. The
+// writer's word, checked before a byte of it is copied; the copy then takes the bytes due, never
+// the slot's own count.
+std::string RingEntryMismatch(const RingMessage& message, bool fragment, size_t payload_bytes, uint32_t where);
+
 // Makes every later Join of this process fail as pidfd_getfd would with `error` (0: no longer): a
 // receiver that cannot take the segment, for tests where no seccomp filter can be installed.
 void FailSharedMemoryJoins(int error);

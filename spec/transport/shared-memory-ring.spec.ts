@@ -7,7 +7,8 @@
  * 8 KiB in its message's slot and the rest in fragments of 8 KiB (the last the rest), which put
  * together give the payload back. A write finds the ring full exactly when 32 entries wait, a
  * message waits while the last payload's fragments are due, and each side may sleep exactly when
- * it has nothing to do.
+ * it has nothing to do; a reader expecting another entry than the one in the slot (another length,
+ * place, or a fragment for a message) names both, as a data link fails a peer before a byte is copied.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -71,7 +72,7 @@ describe('the shared-memory ring', () => {
     );
     fc.assert(
       fc.property(fc.array(step, { maxLength: 160 }), (sized) => {
-        const steps: SharedMemoryRingStep[] = sized.map((s) => (typeof s === 'string' ? s : { ...s, payload: patterned(s.payload) }));
+        const steps: Exclude<SharedMemoryRingStep, { readonly expect: unknown }>[] = sized.map((s) => (typeof s === 'string' ? s : { ...s, payload: patterned(s.payload) }));
         const answers = trace(steps);
         // Entries in the ring, and the fragments the writer still owes (the reference's writer).
         const queue: Entry[] = [];
@@ -158,6 +159,35 @@ describe('the shared-memory ring', () => {
     expect(parts.map((r) => r.where)).toEqual(['slots', ...Array(20).fill('fragment')]);
     expect(parts.at(-1)!.payloadBytes).toBe(5);
     expect(Buffer.concat(parts.map((r) => r.payload)).equals(payload)).toBe(true);
+  });
+
+  it("a reader expecting another entry than the writer's names both before copying a byte, as a data link fails a peer", () => {
+    const header = new Uint8Array(32);
+    const message = (n: number, bySingleCopy = false): SharedMemoryRingStep => ({ header, payload: patterned(n), bySingleCopy });
+    const answers = trace([
+      message(20_000),
+      { expect: 'message', payloadBytes: 20_000 },
+      'fragment',
+      { expect: 'fragment', payloadBytes: 8000 },
+      'fragment',
+      { expect: 'message', payloadBytes: 3616 },
+      message(100),
+      { expect: 'message', payloadBytes: 101 },
+      message(262_144, true),
+      { expect: 'message', payloadBytes: 262_144 },
+      message(300_000),
+      { expect: 'message', payloadBytes: 300_000 },
+      message(200_000),
+      { expect: 'message', payloadBytes: 200_000, bySingleCopy: true },
+    ]);
+    expect((answers[1] as SharedMemoryRingRead).where).toBe('slots');
+    expect(answers[3]).toBe('ring slot of a 8192-byte fragment where a fragment of 8000 bytes is due');
+    expect(answers[5]).toBe('ring slot of a 3616-byte fragment where a message of 3616 bytes is due in the slot');
+    expect(answers[7]).toBe('ring slot of a 100-byte payload in the slot where 101 bytes are due in the slot');
+    // Single copy on at the writer, not at the reader; the ring too small at both; below single copy's size at both.
+    expect(answers[9]).toBe('ring slot of a 262144-byte payload on the socket where 262144 bytes are due in the slots');
+    expect((answers[11] as SharedMemoryRingRead).where).toBe('socket');
+    expect((answers[13] as SharedMemoryRingRead).where).toBe('slots');
   });
 
   it('names a step it cannot take', () => {

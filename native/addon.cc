@@ -5,6 +5,7 @@
 #include <napi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "args.h"
@@ -205,11 +206,17 @@ Napi::Value FailSharedMemoryJoinsEntry(const Napi::CallbackInfo& info) {
 }
 
 // sharedMemoryRingTrace(steps): replays steps on one shared-memory ring (shared_memory_ring.h) held
-// in this process's memory, writer and reader alike: {header, payload} writes a message (its
-// payload in the slot where it fits), answered true, or false where the ring is full; "read" takes
-// the next message, answered {header, where, payloadBytes, payload (in the slot only)} or null where
-// none has come; "reader sleeps" and "writer sleeps" ask whether that side may sleep (Sleep), then
-// wake it. The ring's exact behaviour, for its property test.
+// in this process's memory, writer and reader alike: {header, payload, bySingleCopy?} writes a
+// message (its payload where PayloadPlace puts it on a link whose receiver reads in place, or not:
+// in its slot, on the socket, or its first part in its slot and the rest due as fragments), answered true, or false where the ring is full or the
+// last payload's fragments are still due; "fragment" writes the next fragment due, answered true,
+// false where the ring is full, null where none is due; "read" takes the next entry, answered
+// {header, where, payloadBytes, payload (the bytes in the slot)} for a message, {where: "fragment",
+// payloadBytes, payload} for a fragment, or null where none has come; {expect: "message" |
+// "fragment", payloadBytes, bySingleCopy?} takes it as a data link's reader would expecting that
+// entry: answered as "read", or the mismatch's text (RingEntryMismatch); "reader sleeps" and "writer
+// sleeps" ask whether that side may sleep (Sleep), then wake it. The ring's exact behaviour, for its
+// property test.
 Napi::Value SharedMemoryRingTraceEntry(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ExpectArgumentCount(info, 1, 1);
@@ -221,6 +228,22 @@ Napi::Value SharedMemoryRingTraceEntry(const Napi::CallbackInfo& info) {
     if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) ThrowKernelError(env, std::string(name) + " must be a Uint8Array");
     return value.As<Napi::Uint8Array>();
   };
+  static const char* const kPlaces[] = {"slot", "socket", "slots", "fragment"};
+  // An entry as "read" answers it: its header (a message's), where, its length, the bytes in its slot.
+  const auto read = [&](const RingMessage& message) {
+    Napi::Object entry = Napi::Object::New(env);
+    const bool fragment = message.where == kFragment;
+    if (!fragment) entry.Set("header", Napi::Buffer<uint8_t>::Copy(env, message.header, kSlotHeaderBytes));
+    entry.Set("where", kPlaces[message.where < 4 ? message.where : 3]);
+    entry.Set("payloadBytes", double(message.payload_bytes));
+    // The slot's own count, capped at the slot: the trace's writer is this process, but an expect step may be wrong.
+    const size_t in_slot = std::min(fragment ? size_t(message.payload_bytes) : SlotBytes(message.payload_bytes, 0, message.where), kRingPayloadBytes);
+    entry.Set("payload", Napi::Buffer<uint8_t>::Copy(env, message.payload, in_slot));
+    return entry;
+  };
+  // The payload whose fragments are due, and how much of it went.
+  std::vector<uint8_t> due;
+  size_t due_sent = 0;
   for (uint32_t i = 0; i < steps.Length(); i++) {
     const Napi::Value step = steps.Get(i);
     if (step.IsString()) {
@@ -231,13 +254,19 @@ Napi::Value SharedMemoryRingTraceEntry(const Napi::CallbackInfo& info) {
           answers.Set(i, env.Null());
           continue;
         }
-        Napi::Object read = Napi::Object::New(env);
-        read.Set("header", Napi::Buffer<uint8_t>::Copy(env, message.header, kSlotHeaderBytes));
-        read.Set("where", message.where == kPayloadInSlot ? "slot" : "socket");
-        read.Set("payloadBytes", double(message.payload_bytes));
-        if (message.where == kPayloadInSlot) read.Set("payload", Napi::Buffer<uint8_t>::Copy(env, message.payload, message.payload_bytes));
+        answers.Set(i, read(message));
         ring->Release();
-        answers.Set(i, read);
+      } else if (what == "fragment") {
+        if (due_sent == due.size()) {
+          answers.Set(i, env.Null());
+        } else if (!ring->HasSpace()) {
+          answers.Set(i, false);
+        } else {
+          const size_t fragment = SlotBytes(due.size(), due_sent, kPayloadInSlots);
+          ring->WriteFragment(due.data() + due_sent, uint32_t(fragment));
+          due_sent += fragment;
+          answers.Set(i, true);
+        }
       } else if (what == "reader sleeps" || what == "writer sleeps") {
         const bool reader = what == "reader sleeps";
         const bool sleeps = ring->Sleep(reader);
@@ -248,15 +277,35 @@ Napi::Value SharedMemoryRingTraceEntry(const Napi::CallbackInfo& info) {
       }
       continue;
     }
-    if (!step.IsObject()) ThrowKernelError(env, "a step must be a string or {header, payload}");
-    const Napi::Uint8Array header = bytes(step.As<Napi::Object>().Get("header"), "header");
-    const Napi::Uint8Array payload = bytes(step.As<Napi::Object>().Get("payload"), "payload");
+    if (!step.IsObject()) ThrowKernelError(env, "a step must be a string, {header, payload, bySingleCopy} or {expect, payloadBytes, bySingleCopy}");
+    const Napi::Object write = step.As<Napi::Object>();
+    if (write.Has("expect")) {
+      // The next entry checked as a data link's reader checks it (RingEntryMismatch), then taken.
+      const RingMessage message = ring->Next();
+      if (message.header == nullptr) {
+        answers.Set(i, env.Null());
+        continue;
+      }
+      const bool fragment = write.Get("expect").ToString().Utf8Value() == "fragment";
+      const size_t bytes = size_t(write.Get("payloadBytes").ToNumber().Int64Value());
+      const uint32_t where = fragment ? kFragment : PayloadPlace(bytes, write.Get("bySingleCopy").ToBoolean().Value() && bytes >= kSingleCopyBytes);
+      const std::string mismatch = RingEntryMismatch(message, fragment, bytes, where);
+      answers.Set(i, mismatch.empty() ? Napi::Value(read(message)) : Napi::Value(Napi::String::New(env, mismatch)));
+      ring->Release();
+      continue;
+    }
+    const Napi::Uint8Array header = bytes(write.Get("header"), "header");
+    const Napi::Uint8Array payload = bytes(write.Get("payload"), "payload");
     if (header.ByteLength() != kSlotHeaderBytes) ThrowKernelError(env, "header must be 32 bytes");
-    if (!ring->HasSpace()) {
+    if (!ring->HasSpace() || due_sent < due.size()) {
       answers.Set(i, false);
       continue;
     }
-    ring->Write(header.Data(), payload.Data(), uint32_t(payload.ByteLength()), payload.ByteLength() <= kRingPayloadBytes);
+    // bySingleCopy: the link's receiver reads in place, so single copy carries payloads from its threshold.
+    const uint32_t where = PayloadPlace(payload.ByteLength(), write.Get("bySingleCopy").ToBoolean().Value() && payload.ByteLength() >= kSingleCopyBytes);
+    ring->Write(header.Data(), payload.Data(), uint32_t(payload.ByteLength()), where);
+    due.assign(payload.Data(), payload.Data() + (where == kPayloadInSlots ? payload.ByteLength() : 0));
+    due_sent = SlotBytes(due.size(), 0, where);
     answers.Set(i, true);
   }
   return answers;

@@ -132,10 +132,9 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
       // The receiver's answer to this rank's offer (nothing goes before it), or to its ranges.
       const bool awaiting = single_copy_.AwaitsAnswer(t);
       const bool answers = (unsent && awaiting) || !s.unanswered.empty();
-      // A send held back by its limit waits for receives, not for the socket; a header due on a
-      // ring waits for nothing but its slot.
-      const bool ring_header = shared_.Writes(t) && unsent && t.sent % 2 == 0 && t.sent_bytes == 0;
-      const bool sending = queued || (unsent && !awaiting && !ring_header && t.sent_total < t.send_limit);
+      // A send held back by its limit waits for receives, not for the socket; a header or fragment
+      // due on a ring waits for nothing but its slot.
+      const bool sending = queued || (unsent && !awaiting && !shared_.WriteDue(t) && t.sent_total < t.send_limit);
       ready[4 * i] = {sending || answers ? SendFd(t) : -1, short((sending ? POLLOUT : 0) | (answers ? POLLIN : 0)), 0};
       // Receiving by a ring, the socket is still watched: it says when the peer has gone.
       ready[4 * i + 1] = {receiving || owing ? ReceiveFd(t) : -1, short((receiving ? POLLIN : 0) | (owing ? POLLOUT : 0)), 0};
@@ -257,8 +256,9 @@ bool DataLinks::Send(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Outcom
     // How a payload goes depends on the receiver's answer to this rank's offer: nothing goes before
     // it but the echo of the receiver's challenge (the outbox's first bytes, ReadAnswers).
     if (s.outbox_sent < s.outbox.size() || single_copy_.AwaitsAnswer(t) || t.sent == t.sends.size() || t.sent_total >= t.send_limit) return true;
-    // On a link agreed to shared memory every header goes by its ring (a small payload with it).
-    if (shared_.Writes(t) && t.sent % 2 == 0) {
+    // On a link agreed to shared memory every header goes by its ring, with its payload or that
+    // payload's first part, the rest in fragments after it (unless single copy carries it).
+    if (shared_.WriteDue(t)) {
       if (!shared_.CanWrite(t)) return true;
       shared_.Write(run, t);
       continue;
@@ -322,22 +322,32 @@ bool DataLinks::ReceiveFromRing(ProgramRun& run, Transfer& t, Outcome& outcome, 
     if (peeked > 0 && waiting) return Broken(outcome, t.peer, "bytes on a link agreed to shared memory before their header in its ring");
     return true;
   }
-  Span& into = t.receives[t.received];
-  memcpy(into.data, message.header, kDataHeaderBytes);
-  run.ReceiveMoved(t, kDataHeaderBytes);
-  if (!HeaderMatches(run, t, into.data, outcome)) return false;
-  t.received++;
-  t.received_bytes = 0;
-  // The header is this rank's own, so the payload is the one expected: the slot must say so.
-  const Span& payload = t.receives[t.received];
-  const bool in_slot = payload.size <= kRingPayloadBytes;
-  if (message.payload_bytes != payload.size || (message.where == kPayloadInSlot) != in_slot) {
-    return Broken(outcome, t.peer, "ring slot of a " + std::to_string(message.payload_bytes) + "-byte payload " + (message.where == kPayloadInSlot ? "in the slot" : "on the socket") +
-                                       " where " + std::to_string(payload.size) + " bytes are due " + (in_slot ? "in the slot" : "on the socket"));
+  if (t.received % 2 == 1) {
+    // A fragment of the payload under way: exactly its next bytes.
+    const Span& payload = t.receives[t.received];
+    const size_t due = SlotBytes(payload.size, t.received_bytes, kPayloadInSlots);
+    const std::string mismatch = RingEntryMismatch(message, true, due, kFragment);
+    if (!mismatch.empty()) return Broken(outcome, t.peer, mismatch);
+    memcpy(payload.data + t.received_bytes, message.payload, due);
+    run.ReceiveMoved(t, due);
+  } else {
+    const Span& into = t.receives[t.received];
+    memcpy(into.data, message.header, kDataHeaderBytes);
+    run.ReceiveMoved(t, kDataHeaderBytes);
+    if (!HeaderMatches(run, t, into.data, outcome)) return false;
+    t.received++;
+    t.received_bytes = 0;
+    // The header is this rank's own, so the payload is the one expected: the slot must say so.
+    const Span& payload = t.receives[t.received];
+    const uint32_t where = shared_.Place(t, payload.size, false);
+    const std::string mismatch = RingEntryMismatch(message, false, payload.size, where);
+    if (!mismatch.empty()) return Broken(outcome, t.peer, mismatch);
+    const size_t in_slot = SlotBytes(payload.size, 0, where);
+    if (in_slot > 0) memcpy(payload.data, message.payload, in_slot);
+    run.ReceiveMoved(t, in_slot);
   }
-  if (in_slot) {
-    if (payload.size > 0) memcpy(payload.data, message.payload, payload.size);
-    run.ReceiveMoved(t, payload.size);
+  // A payload in the ring is through once its last bytes came; one on the socket comes after.
+  if (t.received % 2 == 1 && t.received_bytes == t.receives[t.received].size && message.where != kPayloadOnSocket) {
     t.received++;
     t.received_bytes = 0;
   }
@@ -355,7 +365,8 @@ bool DataLinks::Receive(ProgramRun& run, Transfer& t, SingleCopyTransfer& s, Out
     const Span& into = t.receives[t.received];
     // Headers sit at even places, each followed by its payload.
     const bool header = t.received % 2 == 0;
-    if (header && shared_.Reads(t)) {
+    // A header, or a fragment of a payload in slots, comes by the link's ring.
+    if (shared_.ReadDue(t)) {
       bool waiting = false;
       if (!ReceiveFromRing(run, t, outcome, waiting)) return false;
       if (waiting) return true;

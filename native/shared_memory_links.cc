@@ -4,12 +4,42 @@
 
 #include <atomic>
 
+#include "single_copy.h"
+
 namespace rxccl {
 namespace {
 
 std::atomic<int> failed_joins{0};
 
+// A ring slot's place of a payload, as a protocol error names it.
+std::string PlaceName(uint32_t where) {
+  switch (where) {
+    case kPayloadInSlot:
+      return "in the slot";
+    case kPayloadOnSocket:
+      return "on the socket";
+    case kPayloadInSlots:
+      return "in the slots";
+    default:
+      return "at place " + std::to_string(where);
+  }
+}
+
 }  // namespace
+
+std::string RingEntryMismatch(const RingMessage& message, bool fragment, size_t payload_bytes, uint32_t where) {
+  if (fragment) {
+    if (message.where == kFragment && message.payload_bytes == payload_bytes) return "";
+    return "ring slot of " + (message.where == kFragment ? "a " + std::to_string(message.payload_bytes) + "-byte fragment" : std::string("a message")) +
+           " where a fragment of " + std::to_string(payload_bytes) + " bytes is due";
+  }
+  if (message.payload_bytes == payload_bytes && message.where == where) return "";
+  if (message.where == kFragment) {
+    return "ring slot of a " + std::to_string(message.payload_bytes) + "-byte fragment where a message of " + std::to_string(payload_bytes) + " bytes is due " + PlaceName(where);
+  }
+  return "ring slot of a " + std::to_string(message.payload_bytes) + "-byte payload " + PlaceName(message.where) + " where " + std::to_string(payload_bytes) +
+         " bytes are due " + PlaceName(where);
+}
 
 void FailSharedMemoryJoins(int error) { failed_joins.store(error); }
 
@@ -18,6 +48,8 @@ SharedMemoryLinks::SharedMemoryLinks(int rank, int world_size, int rails, const 
       sending_(size_t(world_size) * size_t(rails)),
       writes_(sending_.size(), 0),
       reading_(sending_.size()),
+      sends_in_place_(sending_.size(), 0),
+      reads_in_place_(sending_.size(), 0),
       refusals_(sending_.size()) {
   if (!enabled) return;
   for (int peer : same_host) {
@@ -32,7 +64,8 @@ SharedMemoryLinks::SharedMemoryLinks(int rank, int world_size, int rails, const 
   }
 }
 
-void SharedMemoryLinks::Answered(size_t link, bool mapped) {
+void SharedMemoryLinks::Answered(size_t link, bool mapped, bool reads_in_place) {
+  sends_in_place_[link] = reads_in_place;
   if (sending_[link] == nullptr) return;
   if (!mapped) {
     sending_[link].reset();
@@ -43,7 +76,8 @@ void SharedMemoryLinks::Answered(size_t link, bool mapped) {
   writes_[link] = 1;
 }
 
-bool SharedMemoryLinks::Join(size_t link, int pidfd, uint32_t segment_fd) {
+bool SharedMemoryLinks::Join(size_t link, int pidfd, uint32_t segment_fd, bool reads_in_place) {
+  reads_in_place_[link] = reads_in_place;
   std::string error;
   const int failed = failed_joins.load();
   if (failed != 0) {
@@ -65,32 +99,55 @@ std::vector<int> SharedMemoryLinks::Agreed(bool sending) const {
   return agreed;
 }
 
+uint32_t SharedMemoryLinks::Place(const Transfer& t, size_t bytes, bool sending) const {
+  return PayloadPlace(bytes, bytes >= kSingleCopyBytes && (sending ? sends_in_place_ : reads_in_place_)[t.link] != 0);
+}
+
+bool SharedMemoryLinks::WriteDue(const Transfer& t) const {
+  if (!Writes(t) || t.sent >= t.sends.size()) return false;
+  // A header is due at an even place; a payload is under way in slots once its first part went
+  // with its header (single copy's ranges move sent_bytes too, but not in slots).
+  if (t.sent % 2 == 0) return t.sent_bytes == 0;
+  return t.sent_bytes > 0 && Place(t, t.sends[t.sent].size, true) == kPayloadInSlots;
+}
+
 bool SharedMemoryLinks::CanWrite(const Transfer& t) const {
-  if (!Writes(t) || t.sent >= t.sends.size() || t.sent % 2 != 0 || t.sent_bytes != 0 || !sending_[t.link]->HasSpace()) return false;
+  if (!WriteDue(t) || !sending_[t.link]->HasSpace()) return false;
+  if (t.sent % 2 == 1) return t.sent_total + SlotBytes(t.sends[t.sent].size, t.sent_bytes, kPayloadInSlots) <= t.send_limit;
   const size_t payload = t.sends[t.sent + 1].size;
-  return t.sent_total + t.sends[t.sent].size + (payload <= kRingPayloadBytes ? payload : 0) <= t.send_limit;
+  return t.sent_total + t.sends[t.sent].size + SlotBytes(payload, 0, Place(t, payload, true)) <= t.send_limit;
 }
 
 void SharedMemoryLinks::Write(ProgramRun& run, Transfer& t) {
+  if (t.sent % 2 == 1) {
+    const Span& payload = t.sends[t.sent];
+    const size_t bytes = SlotBytes(payload.size, t.sent_bytes, kPayloadInSlots);
+    sending_[t.link]->WriteFragment(payload.data + t.sent_bytes, uint32_t(bytes));
+    run.SendMoved(t, bytes);
+    return;
+  }
   const Span& header = t.sends[t.sent];
   const Span& payload = t.sends[t.sent + 1];
-  const bool in_slot = payload.size <= kRingPayloadBytes;
-  sending_[t.link]->Write(header.data, payload.data, uint32_t(payload.size), in_slot);
-  run.SendMoved(t, header.size + (in_slot ? payload.size : 0));
+  const uint32_t where = Place(t, payload.size, true);
+  sending_[t.link]->Write(header.data, payload.data, uint32_t(payload.size), where);
+  run.SendMoved(t, header.size + SlotBytes(payload.size, 0, where));
+}
+
+bool SharedMemoryLinks::ReadDue(const Transfer& t) const {
+  if (!Reads(t) || t.received >= t.receives.size()) return false;
+  if (t.received % 2 == 0) return t.received_bytes == 0;
+  // A payload's fragments come once its first part came with its header.
+  return t.received_bytes > 0 && Place(t, t.receives[t.received].size, false) == kPayloadInSlots;
 }
 
 RingMessage SharedMemoryLinks::Next(const Transfer& t) const {
-  if (!Reads(t) || t.received >= t.receives.size() || t.received % 2 != 0 || t.received_bytes != 0) return RingMessage{};
+  if (!ReadDue(t)) return RingMessage{};
   return reading_[t.link]->Next();
 }
 
 int SharedMemoryLinks::Sleep(const Transfer& t, bool reader) {
-  if (reader) {
-    const bool waits = Reads(t) && t.received < t.receives.size() && t.received % 2 == 0 && t.received_bytes == 0;
-    return waits && reading_[t.link]->Sleep(true) ? reading_[t.link]->bell(true) : -1;
-  }
-  const bool waits = Writes(t) && t.sent < t.sends.size() && t.sent % 2 == 0 && !sending_[t.link]->HasSpace();
-  return waits && sending_[t.link]->Sleep(false) ? sending_[t.link]->bell(false) : -1;
+  if (reader) return ReadDue(t) && reading_[t.link]->Sleep(true) ? reading_[t.link]->bell(true) : -1;
+  return WriteDue(t) && !sending_[t.link]->HasSpace() && sending_[t.link]->Sleep(false) ? sending_[t.link]->bell(false) : -1;
 }
 
 void SharedMemoryLinks::Woken(const Transfer& t, bool reader) {

@@ -28,7 +28,9 @@ namespace rxccl {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'G', 'X', '1', 'R'};
-constexpr uint8_t kVersion = 1;
+// 2: payloads past a slot's size go in the slots after it (1 sent them on the socket); a build of
+// the other version refuses the segment at its identity line, and the link keeps TCP.
+constexpr uint8_t kVersion = 2;
 // Offsets of the words the two sides share (shared_memory_ring.h).
 constexpr size_t kReaderBellAt = 20, kWriterBellAt = 24;
 constexpr size_t kWriterSleepsAt = kRingLineBytes + 8;
@@ -171,12 +173,25 @@ bool SharedMemoryRing::HasSpace() const {
   return written_ - __atomic_load_n(Word64(base_, kReleasedAt), __ATOMIC_SEQ_CST) < kRingSlots;
 }
 
-void SharedMemoryRing::Write(const uint8_t* header, const uint8_t* payload, uint32_t payload_bytes, bool in_slot) {
+void SharedMemoryRing::Write(const uint8_t* header, const uint8_t* payload, uint32_t payload_bytes, uint32_t where) {
   uint8_t* slot = Slot(written_);
+  const size_t in_slot = SlotBytes(payload_bytes, 0, where);
   PutLittleEndian<uint32_t>(slot + 8, payload_bytes);
-  PutLittleEndian<uint32_t>(slot + 12, in_slot ? kPayloadInSlot : kPayloadOnSocket);
+  PutLittleEndian<uint32_t>(slot + 12, where);
   memcpy(slot + kSlotHeadBytes, header, kSlotHeaderBytes);
-  if (in_slot && payload_bytes > 0) memcpy(slot + kSlotHeadBytes + kSlotHeaderBytes, payload, payload_bytes);
+  if (in_slot > 0) memcpy(slot + kSlotHeadBytes + kSlotHeaderBytes, payload, in_slot);
+  Publish(slot);
+}
+
+void SharedMemoryRing::WriteFragment(const uint8_t* fragment, uint32_t bytes) {
+  uint8_t* slot = Slot(written_);
+  PutLittleEndian<uint32_t>(slot + 8, bytes);
+  PutLittleEndian<uint32_t>(slot + 12, kFragment);
+  memcpy(slot + kSlotHeadBytes + kSlotHeaderBytes, fragment, bytes);
+  Publish(slot);
+}
+
+void SharedMemoryRing::Publish(uint8_t* slot) {
   written_++;
   // Publish, then look whether the reader sleeps (its side: Sleep).
   __atomic_store_n(Word64(slot, 0), written_, __ATOMIC_SEQ_CST);

@@ -102,7 +102,7 @@ bool SingleCopyLinks::ReadAnswers(ProgramRun& run, Transfer& t, SingleCopyTransf
           return Broken(outcome, t.peer, "single-copy answer " + std::to_string(byte) + " to this rank's offer (expected bits of " + std::to_string(offered) + ")");
         }
         link.answer = byte;
-        shared_.Answered(t.link, (byte & kAnswerMapped) != 0);
+        shared_.Answered(t.link, (byte & kAnswerMapped) != 0, (byte & kAnswerReads) != 0);
         KeepPtracerOnlyIfRead();
         continue;
       }
@@ -143,7 +143,7 @@ bool SingleCopyLinks::ReadOffer(const Transfer& t, int receive_fd, Outcome& outc
   } else if (ring >= 0 && !verified) {
     shared_.Refuse(t.link, "cannot verify the process offering it (another host, pid namespace or user, or a filter refusing pidfd_open or process_vm_readv)");
   } else if (ring >= 0) {
-    mapped = shared_.Join(t.link, link.sender.pidfd(), uint32_t(ring));
+    mapped = shared_.Join(t.link, link.sender.pidfd(), uint32_t(ring), link.reads);
   }
   link.owed.push_back(uint8_t((link.reads ? kAnswerReads : 0) | (mapped ? kAnswerMapped : 0)));
   return WriteOwed(t, receive_fd, outcome);

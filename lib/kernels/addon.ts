@@ -42,11 +42,13 @@ export interface KernelAddon {
   failSharedMemoryJoins?(errno: number): void;
   /**
    * Replays `steps` on one shared-memory ring (native/shared_memory_ring.h) in this process's
-   * memory, writer and reader alike: a write answers whether a slot was free, a read the next
-   * message (null: none), a sleep whether that side may sleep. For the ring's property test.
+   * memory, writer and reader alike: a write answers whether its slot was taken (false: the ring is
+   * full or the last payload's fragments are still due), "fragment" whether the next fragment due
+   * went (null: none is due), a read the next entry (null: none), an expect step the same or the
+   * text of what is wrong with it, a sleep whether that side may sleep. For the ring's property test.
    * Absent from an addon built before it.
    */
-  sharedMemoryRingTrace?(steps: readonly SharedMemoryRingStep[]): (boolean | SharedMemoryRingRead | null)[];
+  sharedMemoryRingTrace?(steps: readonly SharedMemoryRingStep[]): (boolean | SharedMemoryRingRead | string | null)[];
   /**
    * An ArrayBuffer of exactly `bytes` for a fresh result, in a mapping of its own: one the pool
    * keeps ready (a freed result's, its old bytes; or one made ahead, zero), else a new one (zero;
@@ -74,14 +76,26 @@ export interface KernelAddon {
 }
 
 /** A step of `sharedMemoryRingTrace`: a message written (its payload in the slot up to 8 KiB), the next read, or a side asking to sleep. */
-export type SharedMemoryRingStep = { readonly header: Uint8Array; readonly payload: Uint8Array } | 'read' | 'reader sleeps' | 'writer sleeps';
+export type SharedMemoryRingStep =
+  /** A message; `bySingleCopy`: its link's receiver reads payloads of single copy's size in place. */
+  | { readonly header: Uint8Array; readonly payload: Uint8Array; readonly bySingleCopy?: boolean }
+  /** The next entry taken as a data link's reader takes it, expecting a message of `payloadBytes` or a fragment of that many bytes. */
+  | { readonly expect: 'message' | 'fragment'; readonly payloadBytes: number; readonly bySingleCopy?: boolean }
+  | 'fragment'
+  | 'read'
+  | 'reader sleeps'
+  | 'writer sleeps';
 
-/** A message `sharedMemoryRingTrace` read: its header, where its payload is, its length, and (in the slot) its bytes. */
+/**
+ * An entry `sharedMemoryRingTrace` read: a message (its header, where its payload is: all in its
+ * slot, on the socket, or its first part in its slot and the rest in fragments; its length) or a
+ * fragment (no header, its length); and the payload bytes its slot holds.
+ */
 export interface SharedMemoryRingRead {
-  readonly header: Uint8Array;
-  readonly where: 'slot' | 'socket';
+  readonly header?: Uint8Array;
+  readonly where: 'slot' | 'socket' | 'slots' | 'fragment';
   readonly payloadBytes: number;
-  readonly payload?: Uint8Array;
+  readonly payload: Uint8Array;
 }
 
 /**

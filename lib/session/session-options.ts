@@ -131,8 +131,8 @@ export interface SessionOptions extends TuningOptions {
   singleCopy?: SingleCopySetting;
   /**
    * The native data plane on one host (default `GX1_SHARED_MEMORY`, else `auto`): `auto` moves every
-   * message's header, and a payload of up to 8 KiB with it, through a ring the two ends of a link
-   * share in memory, where both ends agree and the system allows it (docs/architecture.md, "Shared
+   * message's header, and its payload (in fragments of 8 KiB; but a payload single copy carries), through
+   * a ring the two ends of a link share in memory, where both ends agree and the system allows it (docs/architecture.md, "Shared
    * memory on one host"); `off` keeps this rank's links on TCP. Ranks may differ.
    */
   sharedMemory?: SharedMemorySetting;

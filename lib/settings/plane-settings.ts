@@ -31,7 +31,8 @@ export const SINGLE_COPY_SETTINGS: readonly SingleCopySetting[] = ['auto', 'off'
 /**
  * Whether this rank's native data plane takes part in shared memory (docs/architecture.md, "Shared
  * memory on one host"): `auto`, where both ends of a link of one host agree, every header goes
- * through a ring in a segment the two processes share (a payload of up to 8 KiB with it), offered
+ * through a ring in a segment the two processes share (its payload too, in fragments of 8 KiB, but one
+ * single copy carries), offered
  * only to the process that proved to be at the link's other end and mapped by no other; `off`, this
  * rank's links keep TCP both ways. Ranks may differ: each link is agreed on by its two ends.
  */

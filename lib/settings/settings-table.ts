@@ -232,7 +232,7 @@ export const SETTINGS = [
       GX1_SHARED_MEMORY: { type: 'auto | off', default: 'auto', parse: oneOf(SHARED_MEMORY_SETTINGS, 'auto', true) },
     },
     options: ['sharedMemory'],
-    meaning: 'the native data plane between ranks of one host: `auto` (default) moves every message\'s header, and a payload of up to 8 KiB with it, through a ring in memory the two ends of a link share (a sealed memfd, offered only to the process proven to be at the link\'s other end, as for single copy, and never named in any filesystem), where both ends take part and the system allows it (pidfd_getfd, Linux 5.6; otherwise the link keeps TCP and GX1_DEBUG says why); `off` keeps this rank\'s links on TCP, both ways. Ranks may differ. Option `sharedMemory` wins; docs/architecture.md, "Shared memory on one host"',
+    meaning: 'the native data plane between ranks of one host: `auto` (default) moves every message\'s header, and its payload in fragments of 8 KiB (but one single copy carries), through a ring in memory the two ends of a link share (a sealed memfd, offered only to the process proven to be at the link\'s other end, as for single copy, and never named in any filesystem), where both ends take part and the system allows it (pidfd_getfd, Linux 5.6; otherwise the link keeps TCP and GX1_DEBUG says why); `off` keeps this rank\'s links on TCP, both ways. Ranks may differ. Option `sharedMemory` wins; docs/architecture.md, "Shared memory on one host"',
   },
   {
     group: 'job',

@@ -72,7 +72,7 @@ export interface SingleCopyLinks {
 
 /** Links of the native data plane agreed to a shared-memory ring (native/shared_memory_links.h), as p * rails + rail (the engine's answer). */
 export interface SharedMemoryLinks {
-  /** Links whose receiver mapped this rank's ring: every header goes by it, a payload of up to 8 KiB with it. */
+  /** Links whose receiver mapped this rank's ring: every header goes by it, and every payload single copy does not carry (8 KiB a slot). */
   readonly sends: number[];
   /** Links whose sender's ring this rank mapped. */
   readonly receives: number[];

@@ -7,7 +7,9 @@
  * processes for random programs; its chain broadcast follows GX1_RING_ORDER, and ranks with
  * different orders are named at once as a mismatch of the chain's line; the hierarchical
  * collectives (GX1_TOPOLOGY_GROUPS) give the staged path's bits; the tree family
- * (GX1_COLLECTIVE_ALGORITHM=tree) at 16 processes is right, every rank's all-reduce the same bits.
+ * (GX1_COLLECTIVE_ALGORITHM=tree) at 16 processes is right, every rank's all-reduce the same bits;
+ * payloads on both sides of each switch point of a shared-memory link (a slot, fragments, a full
+ * ring, single copy or the socket) are exact, single copy on or off.
  *
  * Each child costs half a second of start-up (transpiled ahead, spec/helpers/compiled-script.ts),
  * and this machine may have 2 cores: the jobs are few, each with a whole program.
@@ -209,6 +211,20 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
       { numRuns: 3, endOnFailure: true },
     );
   }, 60_000);
+
+  it.skipIf(!native)(`2 processes on one host: all-reduces, broadcasts and all-gathers whose payloads sit on both sides of each switch point of a shared-memory link (8 KiB in a slot, then fragments; 256 KiB a full ring, single copy or the socket past it) are exact, with single copy on and off${skipped}`, async () => {
+    // At 2 ranks each of these sends the whole tensor as one payload (all-pairs, pairwise).
+    const worldSize = 2;
+    for (const singleCopy of ['auto', 'off'] as const) {
+      const reports = await completed(await job(worldSize, ['switches'], () => ({ GX1_SINGLE_COPY: singleCopy }), 30_000));
+      for (const { summary, cases, what } of reports) {
+        const context = `GX1_SINGLE_COPY=${singleCopy}\n${what}`;
+        expect(summary.planes, context).toEqual(['native']);
+        expect(cases.length, context).toBe(24);
+        expect(summary.inexact, context).toBe(0);
+      }
+    }
+  }, 120_000);
 
   it.skipIf(!native)(`4 processes with GX1_COLLECTIVE_ALGORITHM=hierarchical and GX1_TOPOLOGY_GROUPS=0,2;1,3: the all-reduce, all-gather and reduce-scatter run hierarchical on the native plane, every result bit for bit${skipped}`, async () => {
     const reports = await completed(await job(4, ['fixed'], () => ({ GX1_COLLECTIVE_ALGORITHM: 'hierarchical', GX1_TOPOLOGY_GROUPS: '0,2;1,3' })));

@@ -1,7 +1,7 @@
 /**
  * Shared memory between ranks of one host (native/shared_memory_links.h; docs/protocol.md 9.10):
  * engines whose links agreed to a ring move every header through it (a payload of up to 8 KiB in
- * line), and every schedule is exact whichever ranks turned shared memory or single copy off, over
+ * line, a larger one in fragments unless single copy carries it), and every schedule is exact whichever ranks turned shared memory or single copy off, over
  * calls enough to wrap the rings; each link agrees exactly where both its ends take part, and a
  * rank that refused says why; a receiver that cannot take the segment (pidfd_getfd refused, as
  * under a seccomp filter) says so and keeps TCP, exact; a rank whose peer is 20 ms late every call
@@ -130,15 +130,20 @@ describe.skipIf(reason !== '')(`shared memory between the native data plane's en
       fc.asyncProperty(
         fc.array(fc.record({ shared: fc.boolean(), single: fc.boolean() }), { minLength: 2, maxLength: 3 }),
         fc.constantFrom(...schedules),
-        // In a slot (up to 8 KiB a message), past it (the payload on the socket), past single copy's 256 KiB.
-        fc.oneof(fc.integer({ min: 1, max: 2100 }), fc.integer({ min: 2100, max: 20_000 }), fc.constant(70_000)),
+        // In a slot (up to 8 KiB a message), past it (in fragments), around a slot's 8 KiB, a full
+        // ring's 128 KiB and single copy's 256 KiB (i32 elements), past the last.
+        fc.oneof(
+          fc.integer({ min: 1, max: 2100 }),
+          fc.integer({ min: 2100, max: 20_000 }),
+          fc.constantFrom(2047, 2048, 2049, 32_767, 32_768, 32_769, 65_535, 65_536, 70_000),
+        ),
         async (ranks, schedule, count) => {
           const planes = await planesOnOneHost(
             ranks.map((r) => r.shared),
             ranks.map((r) => r.single),
           );
-          // 20 calls wrap a ring of 16 slots.
-          await runExactly(planes, schedule, count, count > 20_000 ? 2 : 20);
+          // 40 small calls wrap a ring of 32 slots.
+          await runExactly(planes, schedule, count, count > 20_000 ? 2 : 40);
           const [, write, kind] = schedule;
           for (const [rank, plane] of planes.entries()) {
             const { sends, receives } = linkPeers(write, kind, ranks.length, rank, count);

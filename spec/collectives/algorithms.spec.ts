@@ -470,9 +470,9 @@ describe('every algorithm in the table', () => {
     }
   });
 
-  it('every row, on its plane, matches the reference for every collective, worlds 1..8 (in memory; the native plane modelled)', async () => {
+  it('every row, on its plane, matches the reference for every collective, worlds 1..9 (in memory; the native plane modelled)', async () => {
     const random = seededRandom(42);
-    for (let worldSize = 1; worldSize <= 8; worldSize++) {
+    for (let worldSize = 1; worldSize <= 9; worldSize++) {
       for (const kind of COLLECTIVE_KINDS) {
         for (const row of ALGORITHMS[kind] as readonly (typeof ALGORITHMS)[CollectiveName][number][]) {
           const dtype = DTYPES[(worldSize * 7 + kind.length) % DTYPES.length]!;

@@ -138,10 +138,10 @@ describe('tcp_peer data planes, ranks in separate processes', () => {
     for (const { summary, events, what } of reports) {
       expect(summary.planes, what).toContain('js');
       for (const plane of summary.planes) expect(['js', 'coordinator'], what).toContain(plane);
-      // The JS plane's rows as the cost model prices them (docs/protocol.md 9.10.1): the exchange
-      // for small tensors, pairwise for a large all-reduce, the chain for a 1 MiB broadcast at 4 ranks.
+      // The JS plane's rows as the cost model prices them (docs/protocol.md 9.10.1): recursive
+      // doubling for small all-reduces, pairwise for a large one, the chain for a 1 MiB broadcast at 4 ranks.
       expect(choices(events), what).toEqual(
-        expect.arrayContaining(['allReduce exchange js', 'allReduce pairwise js', 'broadcast chain js', 'scatter staged coordinator', 'allToAllV staged coordinator']),
+        expect.arrayContaining(['allReduce recursive-doubling js', 'allReduce pairwise js', 'broadcast chain js', 'scatter staged coordinator', 'allToAllV staged coordinator']),
       );
     }
     expect(liveProcesses()).toEqual([]);

@@ -8,7 +8,7 @@ import type { ExpectedShape } from '../../transport/links/links.js';
 import type { LazyDeadlines } from '../../transport/lazy-deadlines.js';
 import { checkAgreement } from '../descriptor.js';
 import { pieceTag } from '../peer-data.js';
-import { HEADER_ONLY } from './header-exchange.js';
+import { HEADER_ONLY, withHeadersFirst } from './header-exchange.js';
 import { headerLabel, labelledHeader, messageLabel, messageText } from './message-label.js';
 import type { Schedule } from './schedule.js';
 
@@ -65,6 +65,15 @@ export function headerPeers(schedule: Schedule, rank: number, worldSize: number)
   const peers = (of: readonly { readonly peer: number }[], neighbour: number) =>
     [...new Set([...of.map(({ peer }) => peer), neighbour])].filter((peer) => peer !== rank).sort((a, b) => a - b);
   return { to: peers(schedule.sends, (rank + 1) % worldSize), from: peers(schedule.receives, (rank + worldSize - 1) % worldSize) };
+}
+
+/**
+ * `schedule` with its agreement's headers as messages of no bytes that wait for nothing, first on
+ * their links: how the JS plane runs it, for the cost model (../choice-cost.ts).
+ */
+export function withHeadersAlone(schedule: Schedule, rank: number, worldSize: number): Schedule {
+  const { to, from } = headerPeers(schedule, rank, worldSize);
+  return withHeadersFirst(schedule, to, from);
 }
 
 /**

@@ -102,11 +102,27 @@ describe('the JS plane\'s agreement on the links (mesh)', () => {
     await Promise.resolve();
     scheduler.flush();
     const errors = await Promise.all(waiting);
-    // Each rank names whom it still waits for: rank 0 its predecessor on the ring, rank 3, which
-    // never came; ranks 1 and 2 the rest of the ring's steps, held up behind it.
+    // Each rank names whom it still waits for: rank 0 its predecessor on the ring, rank 3, whose
+    // header never came; ranks 1 and 2, which hear only from their predecessors (whose headers
+    // came), the ring's steps held up behind it.
     expect(failedAt).toEqual([5_000, 5_000, 5_000]);
     expect(errors.map((error) => error!.message)).toEqual([0, 1, 2].map((rank) => `rank ${rank} collective 0 (AllReduce) on the direct peer mesh; missing ranks [${(rank + 3) % 4}] timed out`));
     expect(traffic.aborts[0]!.reason).toMatch(/on the direct peer mesh; missing ranks \[3\] timed out$/);
+  });
+
+  it('names the silent rank itself, not the ranks held up behind it whose headers came (recursive doubling, 4 ranks)', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { ranks } = memoryJob(4, { scheduler, agreement: 'mesh', timeoutMs: 5_000 });
+    const row = jsRow('allReduce', 'recursive-doubling');
+    const messages: string[] = [];
+    for (const rank of [0, 1, 2]) {
+      runRow('allReduce', row, ranks[rank]!.links, { view: viewTensor(new Float32Array(8)), op: 'sum' }, ranks[rank]!.context).subscribe({ error: (error: Error) => messages.push(error.message) });
+    }
+    await Promise.resolve();
+    scheduler.flush();
+    // Rank 0's second step waits on rank 2, which waits on rank 3: rank 0 names rank 3 alone.
+    expect(messages).toContain('rank 0 collective 0 (AllReduce) on the direct peer mesh; missing ranks [3] timed out');
+    for (const message of messages) expect(message).toMatch(/missing ranks \[3\] timed out$/);
   });
 
   it('takes no coordinator round, and sends each peer its header alone once, ahead of the pieces', async () => {

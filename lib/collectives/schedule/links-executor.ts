@@ -148,7 +148,7 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
         else agreed.afterHeader(receive.peer, post);
       }
     });
-    const stopWaiting = wiring.waiting?.add(() => waitedFor(unreceived));
+    const stopWaiting = wiring.waiting?.add(() => agreed?.silent() ?? waitedFor(unreceived));
     return () => {
       stopWaiting?.();
       agreed?.stop();
@@ -171,6 +171,8 @@ function waitedFor(unreceived: readonly number[]): number[] {
 /**
  * Starts a schedule's agreement (./link-agreement.ts): sends its headers, receives its peers', and
  * times the whole; `afterHeader` runs what receives a peer's pieces once that peer's header passed.
+ * Whom it waits for (`silent`): the peers whose header has not come, since a header waits for
+ * nothing (a rank blocked behind a silent one has sent its own); else those whose pieces it waits for.
  */
 function agreeOnLinks(
   links: Links,
@@ -180,7 +182,7 @@ function agreeOnLinks(
   unreceived: number[],
   start: StartWork,
   fail: (error: unknown) => void,
-): { afterHeader(peer: number, post: () => void): void; stop(): void } {
+): { afterHeader(peer: number, post: () => void): void; silent(): number[]; stop(): void } {
   const { rank, worldSize } = links;
   // This rank's own error first: an abort can come straight back and would end the work with it.
   const refuse = (error: unknown) => {
@@ -211,13 +213,15 @@ function agreeOnLinks(
       for (const post of waiting) post();
     });
   }
-  const due = agreement.deadlines.add(Math.min(waitMs, MAX_TIMER_DELAY_MS), () => refuse(new TimeoutError(missingRanksText(rank, agreement, waitedFor(unreceived)))));
+  const silent = () => (held.size > 0 ? [...held.keys()].sort((a, b) => a - b) : waitedFor(unreceived));
+  const due = agreement.deadlines.add(Math.min(waitMs, MAX_TIMER_DELAY_MS), () => refuse(new TimeoutError(missingRanksText(rank, agreement, silent()))));
   return {
     afterHeader: (peer, post) => {
       const waiting = held.get(peer);
       if (waiting === undefined) post();
       else waiting.push(post);
     },
+    silent,
     stop: () => agreement.deadlines.remove(due),
   };
 }

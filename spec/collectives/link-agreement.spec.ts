@@ -1,9 +1,11 @@
 /**
  * The JS plane's agreement on the mesh (lib/collectives/schedule/link-agreement.ts,
- * docs/protocol.md 9.6.3): the native plane's header, alone, on the schedule's own links, no round
+ * docs/protocol.md 9.7): the native plane's header, alone, on the schedule's own links, no round
  * of its own. Ranks that disagree (op, count, type, root, ring order, algorithm) are named at once
- * with both descriptors and the job is aborted; a silent rank is named at exactly the timeout.
+ * with both descriptors and the job is aborted (every JS row, worlds 2..9: a property); a silent
+ * rank is named at exactly the timeout.
  */
+import fc from 'fast-check';
 import { lastValueFrom, type Observable, tap, VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { CollectiveContext, CollectiveName } from '../../lib/collectives/algorithm.js';
@@ -135,6 +137,63 @@ describe('the JS plane\'s agreement on the links (mesh)', () => {
     // The ring in rank order: each rank's schedule peer is its successor, so one header each.
     expect(headers.map((message) => `${message.from}>${message.to} ${message.bytes}`).sort()).toEqual(['0>1 32', '1>2 32', '2>0 32']);
     for (const header of headers) expect(traffic.messages.filter((message) => message.from === header.from && message.to === header.to).indexOf(header)).toBe(0);
+  });
+});
+
+describe('no silent wait (property)', () => {
+  const rows = (Object.keys(ALGORITHMS) as CollectiveName[]).flatMap((collective) =>
+    (ALGORITHMS[collective] as readonly AlgorithmRow<CollectiveName>[]).filter((row) => row.plane === 'js' && row.schedule !== undefined && row.family !== 'hierarchical').map((row) => ({ collective, row })),
+  );
+  /** A request of `count` elements per rank share (so every rank's tensor divides by W). */
+  const requestOf = (collective: CollectiveName, worldSize: number, count: number, dtype: 'f32' | 'i32', root: number) => {
+    if (collective === 'barrier') return {};
+    const elements = worldSize * count;
+    return { view: viewTensor(dtype === 'f32' ? new Float32Array(elements) : new Int32Array(elements)), op: 'sum', root };
+  };
+
+  it('every JS row, worlds 2..9: a rank that differs in count, type, root or collective is named at once (virtual time 0), never left to time out', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ at: fc.nat({ max: rows.length - 1 }), worldSize: fc.integer({ min: 2, max: 9 }), odd: fc.nat(), how: fc.constantFrom('count', 'dtype', 'root', 'collective'), count: fc.integer({ min: 1, max: 5 }) }),
+        async ({ at, worldSize, odd, how, count }) => {
+          const { collective, row } = rows[at]!;
+          const oddRank = odd % worldSize;
+          const rooted = collective === 'broadcast' || collective === 'reduce' || collective === 'gather';
+          // Each difference where the collective has it; otherwise the odd rank calls another collective.
+          const kind = collective === 'barrier' || (how === 'root' && !rooted) ? 'collective' : how;
+          const scheduler = new VirtualTimeScheduler();
+          const { ranks } = memoryJob(worldSize, { scheduler, agreement: 'mesh', timeoutMs: 60_000 });
+          const failures: { at: number; error: Error }[] = [];
+          const outcomes = Promise.allSettled(
+            ranks.map(({ links, context }) => {
+              const differs = links.rank === oddRank;
+              const call =
+                differs && kind === 'collective'
+                  ? { collective: collective === 'barrier' ? ('allReduce' as const) : ('barrier' as const), row: collective === 'barrier' ? 'ring' : 'dissemination' }
+                  : { collective, row: row.name };
+              const request = requestOf(call.collective, worldSize, differs && kind === 'count' ? count + 1 : count, differs && kind === 'dtype' ? 'i32' : 'f32', differs && kind === 'root' ? 1 : 0);
+              const run = runRow(call.collective, jsRow(call.collective, call.row), links, request as never, context) as Observable<unknown>;
+              return lastValueFrom(run.pipe(tap({ error: (error: Error) => failures.push({ at: scheduler.now(), error }) })), { defaultValue: undefined });
+            }),
+          );
+          await Promise.resolve();
+          scheduler.flush();
+          await outcomes;
+          const found = failures.filter(({ error }) => error.name === 'ProtocolError');
+          expect(found.length, `${collective} ${row.name} W=${worldSize} rank ${oddRank} ${kind}`).toBeGreaterThan(0);
+          for (const { at: when, error } of found) {
+            expect(when).toBe(0);
+            expect(error.message).toMatch(new RegExp(`^collective sequence 0 mismatch: rank \\d submitted \\{.*\\}, rank \\d submitted \\{.*\\}$`));
+            expect(error.message).toContain(`rank ${oddRank} submitted`);
+          }
+          for (const { at: when, error } of failures) {
+            expect(error.name).not.toBe('TimeoutError');
+            expect(when).toBeLessThanOrEqual(COLLECTIVE_RESPONSE_GRACE_MS);
+          }
+        },
+      ),
+      { numRuns: 80 },
+    );
   });
 });
 

@@ -56,7 +56,7 @@ export interface CollectiveContext {
    * one hop) or at the coordinator (a PEER_DATA request). Every rank of a session uses the same.
    */
   readonly agreement: 'mesh' | 'coordinator';
-  /** The number of the next collective agreed on the mesh (per session, from 0; see `exchangeOnMesh`). */
+  /** The number of the next collective agreed on the mesh (per session, from 0: docs/protocol.md 9.7). */
   nextMeshSequence(): bigint;
   /** How long a rank waits for its peers in a collective that stays off the coordinator. */
   timeoutMs(): number;

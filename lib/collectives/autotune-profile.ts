@@ -39,7 +39,7 @@ const OPERATION_DEBUG: Readonly<Record<ProfileOperation, string>> = { allreduce:
 
 /**
  * Algorithms an entry may name: the reference's (direct, ring, pairwise, hierarchical) and rxccl's
- * rows of other names (all-pairs, exchange, chain), which a reference rank cannot read.
+ * rows of other names (all-pairs), which a reference rank cannot read.
  */
 const ENTRY_ALGORITHMS: Readonly<Record<string, string>> = {
   direct: 'Direct',
@@ -47,15 +47,22 @@ const ENTRY_ALGORITHMS: Readonly<Record<string, string>> = {
   pairwise: 'Pairwise',
   hierarchical: 'Hierarchical',
   'all-pairs': 'AllPairs',
-  exchange: 'Exchange',
+};
+
+/**
+ * Rows a profile of an earlier rxccl may name that no longer exist, and why: refused by name, so
+ * the fix (measure again) is in the message rather than a list of the names that are left.
+ */
+const REMOVED_ALGORITHMS: Readonly<Record<string, string>> = {
+  exchange: "the JS plane's exchange rows were removed: its schedules carry their agreement on their own links now (docs/protocol.md 9.6.3); measure again with rxccl tune",
 };
 
 /** Which algorithms can run which operation (rxccl has rows of those names for it). */
 const RUNS: Readonly<Record<ProfileOperation, readonly string[]>> = {
-  allreduce: ['direct', 'ring', 'pairwise', 'hierarchical', 'all-pairs', 'exchange'],
-  allgather: ['direct', 'ring', 'pairwise', 'hierarchical', 'exchange'],
-  reduce_scatter: ['direct', 'ring', 'pairwise', 'hierarchical', 'exchange'],
-  alltoall: ['direct', 'pairwise', 'exchange'],
+  allreduce: ['direct', 'ring', 'pairwise', 'hierarchical', 'all-pairs'],
+  allgather: ['direct', 'ring', 'pairwise', 'hierarchical'],
+  reduce_scatter: ['direct', 'ring', 'pairwise', 'hierarchical'],
+  alltoall: ['direct', 'pairwise'],
 };
 
 export interface AutotuneEntry {
@@ -245,6 +252,8 @@ export function validateAutotuneProfile(value: unknown, job: ProfileJob): Autotu
     const where = `entries[${index}]`;
     if (!isRecord(raw)) throw invalid(`${where} must be an object`);
     const operation = field(raw, 'operation', where, (v): v is ProfileOperation => typeof v === 'string' && Object.hasOwn(PROFILE_OPERATIONS, v), 'allreduce, allgather, reduce_scatter or alltoall');
+    const removed = raw['algorithm'];
+    if (typeof removed === 'string' && Object.hasOwn(REMOVED_ALGORITHMS, removed)) throw invalid(`${where} field "algorithm" is "${removed}": ${REMOVED_ALGORITHMS[removed]}`);
     const algorithm = field(raw, 'algorithm', where, (v): v is string => typeof v === 'string' && Object.hasOwn(ENTRY_ALGORITHMS, v), Object.keys(ENTRY_ALGORITHMS).join(', '));
     const entry = {
       operation,

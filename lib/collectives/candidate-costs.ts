@@ -3,10 +3,9 @@ import type { CollectiveTopology } from '../topology/collective-topology.js';
 import { groupsText, type TopologyGroups } from '../topology/topology-groups.js';
 import type { CollectiveName } from './algorithm.js';
 import { estimateOf, type LinkFacts, plannedSchedules, shapeCost, type ShapeCost } from './choice-cost.js';
-import { exchangeShape } from './mesh-exchange.js';
 import type { ScheduleInput, ScheduleOf } from './schedule/schedule.js';
 
-/** What of a row the model prices: its schedule, or the exchange it runs (family `exchange`). */
+/** What of a row the model prices: its schedule (a staged row has none). */
 export interface PricedRow {
   readonly name: string;
   readonly plane: 'native' | 'js' | 'coordinator';
@@ -45,21 +44,16 @@ function everyLinkAlike({ topology, groups, ringOrder }: PricedSituation): boole
   return topology === null && groups === null && ringOrder.every((rank, position) => rank === position);
 }
 
-function sum(first: ShapeCost, second: ShapeCost): ShapeCost {
-  return { latencyNs: first.latencyNs + second.latencyNs, messagesNs: first.messagesNs + second.messagesNs, nsPerByte: first.nsPerByte + second.nsPerByte };
-}
-
 /**
- * A row's shape cost: its schedule's on its plane (on the JS plane after the agreement, an
- * exchange without data: `agreeOnPeerData`), or the exchange's with every rank's data; null where
- * the model cannot price it (a link missing, a schedule the job's tags cannot number).
+ * A row's shape cost: its schedule's on its plane, the agreement's headers alone counted as
+ * messages (`plannedSchedules`); null where the model cannot price it (a link missing, a schedule
+ * the job's tags cannot number, a staged row).
  */
 function priced(collective: CollectiveName, row: PricedRow, situation: PricedSituation): ShapeCost | null {
-  if (row.plane === 'coordinator') return null;
+  if (row.plane === 'coordinator' || row.schedule === undefined) return null;
   const { worldSize, ranksShareHost, groups, topology, ringOrder, tuning } = situation;
   const facts: LinkFacts = { worldSize, plane: row.plane, topology, ranksShareHost, groups };
   const bytes = referenceBytes(collective, worldSize, tuning.ringChannels);
-  if (row.schedule === undefined) return shapeCost(exchangeShape(worldSize, bytes), facts, bytes);
   const input: Omit<ScheduleInput, 'rank'> = {
     worldSize,
     count: bytes,
@@ -71,9 +65,8 @@ function priced(collective: CollectiveName, row: PricedRow, situation: PricedSit
     inPlace: false,
     ...(groups === null ? {} : { groups }),
   };
-  let cost: ShapeCost | null;
   try {
-    cost = shapeCost(plannedSchedules(row.schedule, input, row.plane), facts, bytes, row.rotated === true && everyLinkAlike(situation));
+    return shapeCost(plannedSchedules(row.schedule, input, row.plane), facts, bytes, row.rotated === true && everyLinkAlike(situation));
   } catch (error) {
     // More messages on a link than its labels can number: not an algorithm for this job. Nothing
     // else is caught: a rank that dropped a row for a reason of its own (its stack, say) would
@@ -81,9 +74,6 @@ function priced(collective: CollectiveName, row: PricedRow, situation: PricedSit
     if (error instanceof ConfigurationError) return null;
     throw error;
   }
-  if (cost === null || row.plane === 'native') return cost;
-  const agreement = shapeCost(exchangeShape(worldSize, 0), facts, 0);
-  return agreement === null ? null : sum(cost, agreement);
 }
 
 /** Small numbers for the objects a situation shares between calls (the table's rows, a topology). */

@@ -2,6 +2,7 @@ import type { CollectiveTopology } from '../topology/collective-topology.js';
 import { stripedBandwidth } from './cost-model.js';
 import { COST_SETTINGS, type LinkClass, type LinkCost } from './cost-settings.js';
 import { withHeaderExchange } from './schedule/header-exchange.js';
+import { withHeadersAlone } from './schedule/link-agreement.js';
 import type { Dependency, Producers, Schedule, ScheduleInput, ScheduleOf } from './schedule/schedule.js';
 
 /**
@@ -196,8 +197,10 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
 }
 
 /**
- * A scheduled row's schedules as they run on `plane`: on the native plane with the agreement's
- * header-only messages (./schedule/header-exchange.ts), which count as messages.
+ * A scheduled row's schedules as they run on `plane`, with the agreement's header-only messages,
+ * which count as messages: the native plane's where a link opens with one
+ * (./schedule/header-exchange.ts), the JS plane's to every peer and the successor
+ * (./schedule/link-agreement.ts).
  */
 export function plannedSchedules(write: ScheduleOf, input: Omit<ScheduleInput, 'rank'>, plane: 'native' | 'js'): (rank: number) => Schedule {
   const written = new Map<number, Schedule>();
@@ -206,5 +209,5 @@ export function plannedSchedules(write: ScheduleOf, input: Omit<ScheduleInput, '
     if (schedule === undefined) written.set(rank, (schedule = write({ ...input, rank })));
     return schedule;
   };
-  return plane === 'native' ? (rank) => withHeaderExchange(of, input.worldSize, rank) : of;
+  return plane === 'native' ? (rank) => withHeaderExchange(of, input.worldSize, rank) : (rank) => withHeadersAlone(of(rank), rank, input.worldSize);
 }

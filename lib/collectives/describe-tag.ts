@@ -1,18 +1,18 @@
 import { communicatorText, keyFields, type MessageKey } from '../protocol/message-key.js';
-import { EXCHANGE_TAG_PREFIX } from './exchange-message.js';
 import { PAIRWISE_TAG_PREFIX } from './pairwise-family.js';
 import { RING_TAG_PREFIX } from './ring-family.js';
+import { HEADER_TAG_PREFIX } from './schedule/link-agreement.js';
 
 /** The algorithm families whose pieces travel under tags of their own (peer-data.ts `pieceTag`). */
 const FAMILIES = new Map<number, string>([
-  [EXCHANGE_TAG_PREFIX, 'exchange'],
+  [HEADER_TAG_PREFIX, 'header'],
   [PAIRWISE_TAG_PREFIX, 'pairwise'],
   [RING_TAG_PREFIX, 'ring'],
 ]);
 
 /**
  * A tag as a person reads it: the number, and for a collective's own message what it is
- * (`tag 4996743787641307136 (exchange of collective 0, step 0, piece 0)`), so that a
+ * (`tag 5207287069147136000 (header of collective 0, step 0, piece 0)`), so that a
  * counterexample or a timeout names the collective, not only a 64-bit number. A message of a
  * communicator (see lib/protocol/message-key.ts) says which.
  */

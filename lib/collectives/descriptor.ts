@@ -8,8 +8,8 @@ import type { CollectiveRequest } from '../transport/collective-channel.js';
 
 /**
  * A collective's descriptor, as every rank states it to the others (docs/protocol.md 9.7): in the
- * mesh exchange's agreement messages, and as the header of every message on the native plane's
- * data links.
+ * JS plane's headers alone (./schedule/link-agreement.ts), and as the header of every message on
+ * the native plane's data links.
  */
 
 /** The descriptor the coordinator's agreement would check for `request`. */

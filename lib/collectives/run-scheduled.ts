@@ -3,7 +3,8 @@ import { ConfigurationError } from '../errors.js';
 import type { Links } from '../transport/links/links.js';
 import type { CollectiveContext, CollectiveName, Collectives } from './algorithm.js';
 import { descriptorOf } from './descriptor.js';
-import { agreeOnPeerData } from './peer-agreement.js';
+import { agreeAtCoordinator } from './peer-agreement.js';
+import type { LinkAgreement } from './schedule/link-agreement.js';
 import { runOnLinks } from './schedule/links-executor.js';
 import { runOnPlane } from './schedule/plane-executor.js';
 import { stripeOverRails } from './schedule/rail-stripes.js';
@@ -21,8 +22,10 @@ export type SchedulePlane = 'js' | 'native';
  *
  * - native: one run of the plane; every message carries the collective's header (its descriptor,
  *   the schedule's layout included, and its mesh number), which is the agreement.
- * - js: the agreement first (`agreeOnPeerData`: on the mesh, or at the coordinator), then the
- *   schedule over the links, its messages tagged with the agreed sequence.
+ * - js: the schedule over the links, its messages tagged with the collective's number. Where the
+ *   session agrees on the mesh, its links carry the agreement too (a header alone to each peer and
+ *   to the successor on the ring, ./schedule/link-agreement.ts: the native plane's header); where
+ *   it agrees at the coordinator, a PEER_DATA request first (`agreeAtCoordinator`).
  */
 export function runScheduled<N extends ScheduledName>(...call: Parameters<typeof startScheduled<N>>): Observable<Collectives[N][1]> {
   return defer(() => startScheduled(...call));
@@ -57,28 +60,34 @@ function startScheduled<N extends ScheduledName>(
     if (native === null) throw new ConfigurationError(`rank ${rank} has no native data plane to run ${collective} (${name}) on`);
     return runOnPlane(native, context, { number: context.nextMeshSequence(), own: descriptor }, cached.program, call, call.result);
   }
-  return agreeOnPeerData(links, context, call.request, schedule.layout).pipe(
-    mergeMap((sequence) => {
-      const scratch = context.scratch.take(schedule.scratchBytes);
-      const wiring = {
-        sequence,
-        elementType: call.elementType,
-        dtype: call.view?.dtype ?? null,
-        width: call.width,
-        pieceBytes: context.pieceBytes,
-        railOrder: context.railOrder,
-        waitMs: context.timeoutMs(),
-        ...(context.waiting === undefined ? {} : { waiting: context.waiting }),
-      };
-      return concat(
-        runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
-        defer(() => {
-          context.scratch.give(scratch);
-          return [call.result()];
-        }),
-      );
-    }),
-  );
+  // The JS plane: on the mesh the schedule's links carry the agreement (`LinkAgreement`); where the
+  // session agrees at the coordinator (tcp_host_staged) its PEER_DATA request comes first.
+  const run = (sequence: bigint, agreement?: LinkAgreement): Observable<Collectives[N][1]> => {
+    const scratch = context.scratch.take(schedule.scratchBytes);
+    const wiring = {
+      sequence,
+      elementType: call.elementType,
+      dtype: call.view?.dtype ?? null,
+      width: call.width,
+      pieceBytes: context.pieceBytes,
+      railOrder: context.railOrder,
+      waitMs: context.timeoutMs(),
+      ...(context.waiting === undefined ? {} : { waiting: context.waiting }),
+      ...(agreement === undefined ? {} : { agreement }),
+    };
+    return concat(
+      runOnLinks(links, schedule, { input: call.input, output: call.output, scratch }, wiring),
+      defer(() => {
+        context.scratch.give(scratch);
+        return [call.result()];
+      }),
+    );
+  };
+  if (context.agreement === 'mesh') {
+    const number = context.nextMeshSequence();
+    return run(number, { own: descriptor, number, deadlines: context.deadlines, abort: (reason) => context.abort(reason) });
+  }
+  return agreeAtCoordinator(context, call.request, schedule.layout).pipe(mergeMap((sequence) => run(sequence)));
 }
 
 /** The entry of `shape` by its key, written first if it is new (`prepare`); remembered for the next call. */

@@ -1,35 +1,26 @@
 import { ConfigurationError } from '../errors.js';
-import { MAX_FRAME_PAYLOAD_BYTES } from '../protocol/constants.js';
 import type { Algorithm, CollectiveName, Collectives } from './algorithm.js';
 import { allPairsAllReduce } from './all-reduce/all-pairs.js';
 import { pairwiseAllReduce } from './all-reduce/pairwise.js';
 import { ringAllReduce } from './all-reduce/ring.js';
-import { exchangeAllReduce } from './all-reduce/exchange.js';
 import { stagedAllReduce } from './all-reduce/staged.js';
 import { pairwiseAllGather } from './all-gather/pairwise.js';
 import { ringAllGather } from './all-gather/ring.js';
-import { exchangeAllGather } from './all-gather/exchange.js';
 import { stagedAllGather } from './all-gather/staged.js';
 import { pairwiseAllToAll } from './all-to-all/pairwise.js';
-import { exchangeAllToAll } from './all-to-all/exchange.js';
 import { stagedAllToAll } from './all-to-all/staged.js';
 import { stagedAllToAllV } from './all-to-all-v/staged.js';
 import { pairwiseBarrier } from './barrier/pairwise.js';
-import { exchangeBarrier } from './barrier/exchange.js';
 import { stagedBarrier } from './barrier/staged.js';
 import { chainBroadcast } from './broadcast/chain.js';
 import { pairwiseBroadcast } from './broadcast/pairwise.js';
-import { exchangeBroadcast } from './broadcast/exchange.js';
 import { stagedBroadcast } from './broadcast/staged.js';
 import { pairwiseGather } from './gather/pairwise.js';
-import { exchangeGather } from './gather/exchange.js';
 import { stagedGather } from './gather/staged.js';
 import { pairwiseReduce } from './reduce/pairwise.js';
-import { exchangeReduce } from './reduce/exchange.js';
 import { stagedReduce } from './reduce/staged.js';
 import { pairwiseReduceScatter } from './reduce-scatter/pairwise.js';
 import { ringReduceScatter } from './reduce-scatter/ring.js';
-import { exchangeReduceScatter } from './reduce-scatter/exchange.js';
 import { stagedReduceScatter } from './reduce-scatter/staged.js';
 import { stagedScatter } from './scatter/staged.js';
 import { recursiveDoublingAllReduce } from './all-reduce/recursive-doubling.js';
@@ -63,12 +54,11 @@ export type Plane = 'native' | 'js' | 'coordinator';
 /**
  * Families, as GX1_COLLECTIVE_ALGORITHM names them: `direct` asks for the staged path, `ring` for
  * the ring family (rings, the chain). `pairwise` moves data between every pair of ranks at once
- * (all-pairs included); `exchange` is the JS plane's small-message path, the agreement and the
- * data in one round of the mesh; `hierarchical` follows the topology groups (GX1_TOPOLOGY_GROUPS);
+ * (all-pairs included); `hierarchical` follows the topology groups (GX1_TOPOLOGY_GROUPS);
  * `tree` takes about log2 W dependent steps, one peer per step (recursive doubling, Rabenseifner's,
  * binomial trees, Bruck's, dissemination).
  */
-export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'exchange' | 'hierarchical' | 'tree';
+export type AlgorithmFamily = 'staged' | 'ring' | 'pairwise' | 'hierarchical' | 'tree';
 
 /** A bound of a row's size range: bytes, or the job's GX1_RING_THRESHOLD_BYTES. */
 export type SizeBound = number | 'ring threshold';
@@ -78,7 +68,7 @@ export type SizeBound = number | 'ring threshold';
  * (`fits`), the sizes a policy that asks for its family takes it at (this rank's tensor in bytes,
  * `from` inclusive, `below` exclusive: `auto` weighs every size), and either the schedule it runs
  * (scheduled rows, run by lib/collectives/run-scheduled.ts on their plane, and priced from it by
- * ./candidate-costs.ts) or its own `run` (staged and exchange rows).
+ * ./candidate-costs.ts) or its own `run` (the staged rows).
  */
 export type AlgorithmRow<N extends CollectiveName> = {
   readonly name: string;
@@ -134,11 +124,6 @@ export const PAIRWISE_MIN_WORLD_SIZE = 3;
 
 const atLeastThreeRanks = ({ worldSize }: Situation) => worldSize >= PAIRWISE_MIN_WORLD_SIZE;
 
-/** The exchange relays every rank's tensor (4 bytes of length each) in one message: it must fit a frame. */
-function exchangeFits({ bytes, worldSize }: Situation): boolean {
-  return (bytes + 4) * (worldSize + 1) <= MAX_FRAME_PAYLOAD_BYTES;
-}
-
 /** The hierarchical rows follow the topology groups: without them there is no hierarchy. */
 const hasGroups = ({ groups }: Situation) => groups !== null;
 
@@ -152,7 +137,6 @@ export const ALGORITHMS: AlgorithmTable = {
   barrier: [
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBarrier },
     { name: 'dissemination', plane: 'native', family: 'tree', schedule: disseminationBarrier, rotated: true },
-    { name: 'exchange', plane: 'js', family: 'exchange', run: exchangeBarrier },
     { name: 'dissemination', plane: 'js', family: 'tree', schedule: disseminationBarrier, rotated: true },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedBarrier },
   ],
@@ -163,7 +147,6 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllReduce, rotated: true },
     { name: 'recursive-doubling', plane: 'native', family: 'tree', below: 'ring threshold', schedule: recursiveDoublingAllReduce },
     { name: 'rabenseifner', plane: 'native', family: 'tree', from: 'ring threshold', schedule: rabenseifnerAllReduce },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllReduce },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllReduce, rotated: true },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllReduce, rotated: true },
@@ -174,7 +157,6 @@ export const ALGORITHMS: AlgorithmTable = {
   reduce: [
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduce },
     { name: 'binomial', plane: 'native', family: 'tree', schedule: binomialReduce },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeReduce },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseReduce },
     { name: 'binomial', plane: 'js', family: 'tree', schedule: binomialReduce },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedReduce },
@@ -183,7 +165,6 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'chain', plane: 'native', family: 'ring', fits: atLeastThreeRanks, schedule: chainBroadcast },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseBroadcast },
     { name: 'binomial', plane: 'native', family: 'tree', schedule: binomialBroadcast },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeBroadcast },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseBroadcast },
     { name: 'chain', plane: 'js', family: 'ring', schedule: chainBroadcast },
     { name: 'binomial', plane: 'js', family: 'tree', schedule: binomialBroadcast },
@@ -194,7 +175,6 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllGather, rotated: true },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringAllGather, rotated: true },
     { name: 'bruck', plane: 'native', family: 'tree', schedule: bruckAllGather },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllGather },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalAllGather },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseAllGather, rotated: true },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringAllGather, rotated: true },
@@ -204,7 +184,6 @@ export const ALGORITHMS: AlgorithmTable = {
   gather: [
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseGather },
     { name: 'binomial', plane: 'native', family: 'tree', schedule: binomialGather },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeGather },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseGather },
     { name: 'binomial', plane: 'js', family: 'tree', schedule: binomialGather },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedGather },
@@ -214,7 +193,6 @@ export const ALGORITHMS: AlgorithmTable = {
     { name: 'hierarchical', plane: 'native', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalReduceScatter },
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseReduceScatter, rotated: true },
     { name: 'ring', plane: 'native', family: 'ring', schedule: ringReduceScatter, rotated: true },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeReduceScatter },
     { name: 'hierarchical', plane: 'js', family: 'hierarchical', fits: hasGroups, schedule: hierarchicalReduceScatter },
     { name: 'pairwise', plane: 'js', family: 'pairwise', fits: atLeastThreeRanks, schedule: pairwiseReduceScatter, rotated: true },
     { name: 'ring', plane: 'js', family: 'ring', schedule: ringReduceScatter, rotated: true },
@@ -222,7 +200,6 @@ export const ALGORITHMS: AlgorithmTable = {
   ],
   allToAll: [
     { name: 'pairwise', plane: 'native', family: 'pairwise', schedule: pairwiseAllToAll, rotated: true },
-    { name: 'exchange', plane: 'js', family: 'exchange', fits: exchangeFits, run: exchangeAllToAll },
     { name: 'pairwise', plane: 'js', family: 'pairwise', schedule: pairwiseAllToAll, rotated: true },
     { name: 'staged', plane: 'coordinator', family: 'staged', run: stagedAllToAll },
   ],
@@ -305,9 +282,8 @@ export function selectAlgorithm<N extends CollectiveName>(collective: N, situati
 /**
  * Under `auto`, the row an autotune profile names for this call (its entry covering `bytes`): the
  * staged row for `direct`, else the row of that name on the plane the session's peer algorithms
- * run on (on tcp_host_staged the JS plane's, as `ring` asks). None (no entry, no such row, or an
- * exchange whose message would not fit a frame): the table decides, as for a size the profile
- * does not cover.
+ * run on (on tcp_host_staged the JS plane's, as `ring` asks). None (no entry, or no such row on
+ * this plane): the table decides, as for a size the profile does not cover.
  */
 export function profiledRow<N extends CollectiveName>(
   collective: N,
@@ -322,6 +298,6 @@ export function profiledRow<N extends CollectiveName>(
   const peerPlane = plane === 'coordinator' ? 'js' : plane;
   const row =
     entry.algorithm === 'direct' ? rows.find((candidate) => candidate.plane === 'coordinator') : rows.find((candidate) => candidate.plane === peerPlane && candidate.name === entry.algorithm);
-  if (row === undefined || (row.family === 'exchange' && !exchangeFits(situation))) return undefined;
+  if (row === undefined) return undefined;
   return { row, entry };
 }

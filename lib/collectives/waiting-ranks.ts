@@ -1,6 +1,6 @@
 /**
  * Whom a rank's running collective waits for, where no coordinator sees it: each wait that knows
- * (a mesh exchange, the JS plane's receives, the native plane's engine) says so while it runs, and
+ * (the JS plane's headers and receives, the native plane's engine) says so while it runs, and
  * the session asks when the collective has waited long, to name them in its waiting warning.
  */
 export class WaitingRanks {

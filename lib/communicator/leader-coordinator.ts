@@ -75,7 +75,7 @@ const bytesShape = (count: number) => ({ elementType: ElementType.U8, count });
  * that names the missing ranks), for the collectives a communicator routes through one place: the
  * staged ones (scatter, all-to-all-v, every collective of one rank or on tcp_host_staged), raw
  * exchanges, set-timeout, and split and group themselves. The agreement of the collectives that run
- * on the links stays on the links (`agreeOnPeerData`).
+ * on the links stays on the links (lib/collectives/schedule/link-agreement.ts).
  *
  * One round (docs/protocol.md 13.6): every member sends its request header; a member with payload
  * waits for the leader's go before sending it (so nothing waits unmatched at the leader); the

@@ -3,13 +3,14 @@ import type { OperationDescriptor } from './agreement.js';
 import type { ElementType } from './element-type.js';
 import type { Opcode } from './opcode.js';
 
-/** Bytes of an encoded descriptor at the head of a mesh exchange message (docs/protocol.md 9.7). */
+/** Bytes of an encoded descriptor: a collective's header on the links (docs/protocol.md 9.7, 9.9). */
 export const DESCRIPTOR_BYTES = 32;
 
 /**
- * A collective's descriptor as the head of a mesh exchange message, little-endian:
+ * A collective's descriptor as the head of its header on the links, little-endian:
  * opcode u8, elementType u8, reduceOp u8, 0 u8, rootRank u32, elementCount u64, layoutHash u64,
- * sequence u64. Every rank sends its own with its data, so every receiver can check it agrees.
+ * sequence u64 (on the links: the number mod 2^32, then the message's label). Every rank sends
+ * its own on the links it uses, so every receiver can check it agrees.
  */
 export function encodeDescriptor(descriptor: OperationDescriptor, sequence: bigint, target: Uint8Array): void {
   const view = new DataView(target.buffer, target.byteOffset, DESCRIPTOR_BYTES);

@@ -77,6 +77,10 @@ describe('the autotune profile', () => {
     expect(check(profile({}, [{ ...entry, ring_channels: 65 }]))).toBe(refused('AllReduce range 0..=100 has invalid ring channel count 65'));
     expect(check(profile({}, [{ ...entry, operation: 'alltoall' }]))).toBe(refused('algorithm Ring cannot execute AllToAll'));
     expect(check(profile({}, [{ ...entry, algorithm: 'hierarchical' }]))).toBe(refused('hierarchical measurement requires configured topology groups'));
+    // A row an earlier rxccl measured and this one no longer has: refused by name, with the fix.
+    expect(check(profile({}, [{ ...entry, algorithm: 'exchange' }]))).toBe(
+      refused('entries[0] field "algorithm" is "exchange": the JS plane\'s exchange rows were removed: its schedules carry their agreement on their own links now (docs/protocol.md 9.6.3); measure again with rxccl tune'),
+    );
     expect(check(profile({}, [{ ...entry, ring_channels: 2 }]))).toBe(refused('AllReduce range 0..=100 was measured with 2 ring channels, this job has 1 (GX1_RING_CHANNELS)'));
     expect(check(profile({}, [entry, { ...entry, min_payload_bytes: 100, max_payload_bytes: 200 }]))).toBe(refused('AllReduce ranges 0..=100 and 100..=200 overlap'));
     expect(check(profile({}, [{ ...entry, algorithm: 'warp' }]))).toMatch(/^invalid collective autotune profile: entries\[0\] field "algorithm" must be direct, ring, /);
@@ -160,18 +164,18 @@ describe('the autotune profile', () => {
     const built = buildAutotuneProfile(
       [
         { operation: 'allreduce', bytes: 1 << 20, algorithm: 'staged', timeNs: 4e6 },
-        { operation: 'allreduce', bytes: 8, algorithm: 'exchange', timeNs: 50_000 },
+        { operation: 'allreduce', bytes: 8, algorithm: 'pairwise', timeNs: 50_000 },
       ],
       tuned,
     );
     expect(built.entries).toEqual([
-      { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 2896, algorithm: 'exchange', ring_channels: 1, measured_time_ns: 50_000 },
+      { operation: 'allreduce', min_payload_bytes: 0, max_payload_bytes: 2896, algorithm: 'pairwise', ring_channels: 1, measured_time_ns: 50_000 },
       { operation: 'allreduce', min_payload_bytes: 2897, max_payload_bytes: 1 << 20, algorithm: 'direct', ring_channels: 1, measured_time_ns: 4e6 },
     ]);
     expect(check(JSON.parse(JSON.stringify(built)))).toBe('accepted');
     // Deciding between algorithms is tune-decision.ts's: two choices at one size are refused.
     const twice = [
-      { operation: 'allreduce', bytes: 8, algorithm: 'exchange', timeNs: 50_000 },
+      { operation: 'allreduce', bytes: 8, algorithm: 'pairwise', timeNs: 50_000 },
       { operation: 'allreduce', bytes: 8, algorithm: 'staged', timeNs: 90_000 },
     ] as const;
     expect(refusal(() => buildAutotuneProfile(twice, tuned))).toBe('two choices for allreduce at 8 bytes: decide one per size first (decideAlgorithm)');

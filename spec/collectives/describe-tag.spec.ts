@@ -2,15 +2,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describeTag } from '../../lib/collectives/describe-tag.js';
-import { EXCHANGE_TAG_PREFIX } from '../../lib/collectives/exchange-message.js';
 import { PAIRWISE_TAG_PREFIX } from '../../lib/collectives/pairwise-family.js';
 import { pieceTag } from '../../lib/collectives/peer-data.js';
 import { RING_TAG_PREFIX } from '../../lib/collectives/ring-family.js';
+import { headerTag } from '../../lib/collectives/schedule/link-agreement.js';
 import { simulateJob } from '../../lib/testing/simulate-job.js';
 
 describe('describeTag', () => {
   it("names a collective's piece by family, collective, channel, step and piece; a user's tag is its number", () => {
-    expect(describeTag(pieceTag(EXCHANGE_TAG_PREFIX, 1n, 0, 0, 0))).toBe('tag 4996743787641307136 (exchange of collective 1, step 0, piece 0)');
+    expect(describeTag(headerTag(1n))).toBe('tag 5207287070220877824 (header of collective 1, step 0, piece 0)');
     expect(describeTag(pieceTag(RING_TAG_PREFIX, 5n, 2, 3, 7))).toBe(`tag ${pieceTag(RING_TAG_PREFIX, 5n, 2, 3, 7)} (ring of collective 5, channel 2, step 3, piece 7)`);
     expect(describeTag(pieceTag(PAIRWISE_TAG_PREFIX, 262_143n, 0, 4095, 4095))).toMatch(/\(pairwise of collective 262143, step 4095, piece 4095\)$/);
     expect(describeTag(7n)).toBe('tag 7');
@@ -24,7 +24,7 @@ describe('describeTag', () => {
         );
         expect(result.ranks.map((outcome) => outcome.status === 'returned' && outcome.value)).toEqual([[3], [3]]);
         expect(result.traffic.deliveries.length).toBeGreaterThan(0);
-        for (const delivery of result.traffic.deliveries) expect(delivery).toMatch(/^[01]>[01] rail 0 tag \d+ \((ring|exchange) of collective 0, step \d+, piece \d+\) #\d+ (i32|u8) \[[-\d, …]*\]( \(\d+ elements\))?$/);
+        for (const delivery of result.traffic.deliveries) expect(delivery).toMatch(/^[01]>[01] rail 0 tag \d+ \((ring|header) of collective 0, step \d+, piece \d+\) #\d+ (i32|u8) \[[-\d, …]*\]( \(\d+ elements\))?$/);
       }),
       { numRuns: 3 },
     );

@@ -1,7 +1,7 @@
 /**
  * The pricing's reckoning (lib/collectives/choice-cost.ts `shapeCost`) gives exactly the numbers of
  * the straightforward one it replaced (./straightforward-shape-cost.ts), so every estimate, and so
- * every choice, is unchanged: every scheduled row and the exchange, over worlds 1..33, both planes,
+ * every choice, is unchanged: every scheduled row (the agreement's headers alone included), over worlds 1..33, both planes,
  * one host or several (groups), any size.
  */
 import fc from 'fast-check';
@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import { referenceBytes } from '../../lib/collectives/candidate-costs.js';
 import { estimateOf, type LinkFacts, plannedSchedules, shapeCost, type ShapeCost } from '../../lib/collectives/choice-cost.js';
-import { exchangeShape } from '../../lib/collectives/mesh-exchange.js';
 import type { Schedule, ScheduleOf } from '../../lib/collectives/schedule/schedule.js';
 import { ALGORITHMS } from '../../lib/collectives/select.js';
 import { straightforwardShapeCost } from './straightforward-shape-cost.js';
@@ -47,10 +46,7 @@ describe("the pricing's reckoning", () => {
         // A rotated row is reckoned from rank 0 alone where every link is alike (no groups), as the choice does.
         const alike = groups === null;
         const reference = referenceBytes(collective, worldSize, channels);
-        const shapes: [(rank: number) => Schedule, boolean][] = [
-          [exchangeShape(worldSize, reference), false],
-          [exchangeShape(worldSize, 0), false],
-        ];
+        const shapes: [(rank: number) => Schedule, boolean][] = [];
         const rows = ALGORITHMS[collective] as readonly { readonly plane: string; readonly schedule?: ScheduleOf; readonly rotated?: true }[];
         for (const row of rows) {
           if (row.plane !== plane || row.schedule === undefined) continue;

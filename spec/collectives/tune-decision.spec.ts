@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { type AlgorithmSamples, decideAlgorithm, formatDecision, sampleSpread } from '../../lib/collectives/tune-decision.js';
 import { refusal } from '../helpers/refusal.js';
 
-const ALGORITHMS = ['staged', 'ring', 'pairwise', 'exchange', 'hierarchical'] as const;
+const ALGORITHMS = ['staged', 'ring', 'pairwise', 'tree', 'hierarchical'] as const;
 
 /** The default's samples and the others', one to seven samples each, times that often tie. */
 const measured = fc

@@ -94,13 +94,13 @@ describe('ranks in separate processes', () => {
     for (const rank of ranks) expect(isAlive(rank.pid)).toBe(false);
   });
 
-  // tcp_peer on the JS data plane: the small all-reduce is relayed through rank 0 (the hub), a
+  // tcp_peer on the JS data plane: the small all-reduce goes by recursive doubling, a
   // large one goes pairwise (every rank on one host) or round the ring, a large broadcast pairwise
-  // from its root; on the native data plane both sizes, and the broadcast's chain, run on the addon's thread; killing the hub,
-  // or a rank of any of them, mid-algorithm ends every rank in < 2 s (a chain broadcast's root,
+  // from its root; on the native data plane both sizes, and the broadcast's chain, run on the addon's thread; killing
+  // a rank of any of them mid-algorithm ends every rank in < 2 s (a chain broadcast's root,
   // which needs nothing of the victim, at its next call: rank-child.ts).
   for (const [what, victimRank, elements, env] of [
-    ['the hub of a relayed exchange', 0, 1, { GX1_DATA_PLANE: 'js' }],
+    ['a rank of a recursive-doubling all-reduce', 0, 1, { GX1_DATA_PLANE: 'js' }],
     ['a rank of a pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'js' }],
     ['a rank of a ring all-reduce', 2, 1 << 20, { GX1_COLLECTIVE_ALGORITHM: 'ring', GX1_DATA_PLANE: 'js' }],
     ['a rank of a pairwise broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'js' }],

@@ -85,9 +85,11 @@ describe('hierarchical collectives in sessions', () => {
     const hierarchical = large.candidates.find((candidate) => candidate.algorithm === 'hierarchical')!;
     expect(large.estimatedTimeNs).toBe(hierarchical.estimatedTimeNs);
     for (const { estimatedTimeNs } of large.candidates) expect(estimatedTimeNs).toBeGreaterThanOrEqual(hierarchical.estimatedTimeNs!);
-    expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'exchange', plane: 'js', estimatedTimeNs: expect.any(Number) });
-    // From root 0 the binomial tree crosses between the hosts once, as the chain does, in two steps instead of three.
-    expect(ranks[0]!.plan('broadcast', 1 << 20)).toMatchObject({ algorithm: 'binomial', directEstimatedTimeNs: null });
+    expect(ranks[0]!.plan('allReduce', 8)).toMatchObject({ algorithm: 'recursive-doubling', plane: 'js', estimatedTimeNs: expect.any(Number) });
+    // From root 0 the chain crosses between the hosts once, as the binomial tree does; the chain's
+    // agreement headers go along its own line, where the tree's leaves add one each to their
+    // successors (docs/protocol.md 9.6.3).
+    expect(ranks[0]!.plan('broadcast', 1 << 20)).toMatchObject({ algorithm: 'chain', directEstimatedTimeNs: null });
     expect(() => ranks[0]!.plan('allreduce' as never, 8)).toThrow('plan: unknown collective "allreduce"; expected one of barrier allReduce');
     const seen = firstValueFrom(
       ranks[0]!.events$.pipe(
@@ -109,7 +111,8 @@ describe('hierarchical collectives in sessions', () => {
     for (const collective of ['allReduce', 'allGather', 'reduceScatter'] as const) {
       for (const bytes of [8, 1 << 20]) expect(ranks[0]!.plan(collective, bytes), `${collective} ${bytes}`).toMatchObject({ algorithm: 'hierarchical', source: 'policy' });
     }
-    expect(ranks[0]!.plan('broadcast', 8)).toMatchObject({ algorithm: 'exchange', source: 'policy' });
+    // A collective without a hierarchical row takes the cheapest by the model, as under auto.
+    expect(ranks[0]!.plan('broadcast', 8)).toMatchObject({ algorithm: 'binomial', source: 'policy' });
   });
 
   it('GX1_TOPOLOGY_GROUPS=auto without links: the hosts the ranks advertise (tcp_peer); none to tell, refused at open with the reference text', async () => {

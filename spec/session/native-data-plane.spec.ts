@@ -354,7 +354,7 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     ] as const) {
       const { sessions } = await nativeJob(worldSize);
       const started = Date.now();
-      // Rank 0 runs the other collective (the relayed exchange's hub at 3 ranks), the rest all-reduce.
+      // Rank 0 runs the other collective, the rest all-reduce.
       const errors = await Promise.all(sessions.map((session, rank) => rejection(rank === 0 ? other(session) : session.allReduce(Float32Array.of(1, 2)))));
       for (const error of errors) {
         expect(error.message).toContain(`collective sequence 0 mismatch: rank 0 submitted ${described}`);

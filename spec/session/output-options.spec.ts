@@ -2,7 +2,7 @@
  * Results written into memory the caller already has (`allReduce` and `broadcast` in place or into
  * an `output`, `allGather(..., { output })`, `reduceScatter(..., { output })`, `allToAll(..., { output })`, as torch's in-place and
  * `*_into_tensor` calls): the returned tensor is the caller's own, the values are exact, on every
- * algorithm (small: the exchange or the staged path, copied there; large: the ring and the chain,
+ * algorithm (small: the trees or the staged path; large: the ring and the chain,
  * written there), and a wrong output is refused before anything is sent.
  */
 import { afterEach, describe, expect, it } from 'vitest';

@@ -47,8 +47,8 @@ describe('allReduce on tcp_peer from the ring threshold (ring and pairwise)', ()
       // Collectives through the coordinator interleave with ring ones in order.
       const small = await Promise.all(sessions.map((session) => session.allReduce(Int32Array.of(session.rank), 'max')));
       for (const result of small) expect(Array.from(result)).toEqual([worldSize - 1]);
-      // The small one goes through the exchange, unless the ring is asked for.
-      expect(ran).toEqual([runs, runs, algorithm === 'ring' ? 'ring' : 'exchange']);
+      // The small one takes recursive doubling (one message per step), unless the ring is asked for.
+      expect(ran).toEqual([runs, runs, algorithm === 'ring' ? 'ring' : 'recursive-doubling']);
       await Promise.all(sessions.map((session) => session.close()));
       await expect(job.coordinator.done).resolves.toBeUndefined();
     });

@@ -15,7 +15,9 @@ import { Opcode } from '../../lib/protocol/opcode.js';
 import { UniqueId } from '../../lib/protocol/unique-id.js';
 import { bindPeerListeners } from '../../lib/transport/peer-endpoint-config.js';
 import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
-import { exchangeBarrier } from '../../lib/collectives/barrier/exchange.js';
+import { disseminationBarrier } from '../../lib/collectives/barrier/dissemination.js';
+import { runScheduled } from '../../lib/collectives/run-scheduled.js';
+import { ScheduleCache } from '../../lib/collectives/schedule/schedule-cache.js';
 import { TimeoutError } from '../../lib/errors.js';
 import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
 import type { ExpectedShape, MessageShape } from '../../lib/transport/links/links.js';
@@ -225,12 +227,19 @@ describe('MeshLinks', () => {
       deadlines: new LazyDeadlines(asyncScheduler),
       timeoutMs: () => 10_000,
       nextMeshSequence: () => 0n,
+      agreement: 'mesh',
       scratch: new BufferPool(),
+      schedules: new ScheduleCache(),
+      ringOrder: [0, 1],
+      ringChannels: 1,
+      topologyGroups: null,
+      railOrder: null,
+      pieceBytes: 1 << 20,
       abort: (reason: string) => void announced.push(reason),
     } as unknown as CollectiveContext;
     cleanups.push(() => context.deadlines.stop());
-    // Rank 1 never joins: the barrier waits on its message when the session fails (a control-rail timeout, say).
-    const pending = lastValueFrom(exchangeBarrier(links, {}, context).pipe(failure.untilEnded()), { defaultValue: undefined });
+    // Rank 1 never joins: the barrier waits on its header when the session fails (a control-rail timeout, say).
+    const pending = lastValueFrom(runScheduled('barrier', 'dissemination', disseminationBarrier, 'js', links, {}, context).pipe(failure.untilEnded()), { defaultValue: undefined });
     const cause = new TimeoutError('point-to-point Heartbeat with tag 0 on rail 0');
     failure.fail(cause);
     await expect(pending).rejects.toBe(cause);

@@ -32,21 +32,28 @@ export function withHeaderExchange(scheduleOf: (rank: number) => Schedule, world
   const predecessor = (rank + worldSize - 1) % worldSize;
   const sends = opensWithHeader(own, successor);
   const receives = opensWithHeader(scheduleOf(predecessor), rank);
-  if (!sends && !receives) return own;
+  return withHeadersFirst(own, sends ? [successor] : [], receives ? [predecessor] : []);
+}
+
+/**
+ * `schedule` with a header alone (no bytes, labelled `HEADER_ONLY`, waiting for nothing) to each
+ * of `to` and from each of `from` before its own messages, its dependencies moved to match.
+ */
+export function withHeadersFirst(schedule: Schedule, to: readonly number[], from: readonly number[]): Schedule {
+  if (to.length === 0 && from.length === 0) return schedule;
   const none = span('input', 0, 0);
   const movedOne = (dependency: Dependency): Dependency => {
-    if ('send' in dependency) return sends ? { send: dependency.send + 1 } : dependency;
-    if ('receive' in dependency) return receives ? { receive: dependency.receive + 1 } : dependency;
+    if ('send' in dependency) return { send: dependency.send + to.length };
+    if ('receive' in dependency) return { receive: dependency.receive + from.length };
     return dependency;
   };
   const moved = (after: Dependency | Producers): Dependency | Producers => ('parts' in after ? { ...after, parts: after.parts.map(movedOne) } : movedOne(after));
   const header = (peer: number) => ({ peer, span: none, ...HEADER_ONLY });
-  const ownSends = own.sends.map((send): ScheduledSend => (send.after === null ? send : { ...send, after: moved(send.after) }));
   return {
-    ...own,
-    sends: sends ? [{ ...header(successor), after: null }, ...ownSends] : ownSends,
-    receives: receives ? [header(predecessor), ...own.receives] : own.receives,
-    folds: own.folds.map((fold) => ({ ...fold, after: fold.after.map(moved) })),
+    ...schedule,
+    sends: [...to.map((peer): ScheduledSend => ({ ...header(peer), after: null })), ...schedule.sends.map((send): ScheduledSend => (send.after === null ? send : { ...send, after: moved(send.after) }))],
+    receives: [...from.map(header), ...schedule.receives],
+    folds: schedule.folds.map((fold) => ({ ...fold, after: fold.after.map(moved) })),
   };
 }
 

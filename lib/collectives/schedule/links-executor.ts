@@ -1,11 +1,14 @@
 import { concat, defer, EMPTY, type Observable } from 'rxjs';
-import { ProtocolError } from '../../errors.js';
+import { failureText, ProtocolError, TimeoutError } from '../../errors.js';
 import { scheduleReduceSpans } from '../../kernels/index.js';
-import type { DType, ElementType } from '../../protocol/element-type.js';
+import { type DType, ElementType } from '../../protocol/element-type.js';
+import { COLLECTIVE_RESPONSE_GRACE_MS } from '../../transport/collective-channel.js';
 import type { Links } from '../../transport/links/links.js';
+import { MAX_TIMER_DELAY_MS } from '../../transport/transport-kind.js';
 import type { WaitingRanks } from '../waiting-ranks.js';
 import { receiveInto } from '../../transport/links/receive-into.js';
 import { MAX_PIECES, PIECE_BYTES, pieceTag } from '../peer-data.js';
+import { checkHeader, HEADER_SHAPE, headerAlone, headerPeers, headerTag, type LinkAgreement, missingRanksText } from './link-agreement.js';
 import { pieceWork, type StartWork } from './piece-work.js';
 import { railOfPart } from './rail-stripes.js';
 import { type Dependency, producedBytes, type Producers, type Schedule, type ScheduledMessage, type Span, spanOfDependency } from './schedule.js';
@@ -31,6 +34,11 @@ export interface LinksWiring {
   readonly railOrder: readonly number[] | null;
   /** How long each receive waits for its peer (the collective timeout). */
   readonly waitMs: number;
+  /**
+   * The agreement the schedule's links carry (./link-agreement.ts), where the session agrees on
+   * the mesh; absent where the coordinator agreed already (tcp_host_staged's PEER_DATA request).
+   */
+  readonly agreement?: LinkAgreement;
   /** Where the schedule says whom it still waits for (the session's waiting warning), if anyone asks. */
   readonly waiting?: WaitingRanks;
 }
@@ -52,6 +60,10 @@ export const FOLD_IN_PLACE_BYTES = 4 * PIECE_BYTES;
  * steps overlap, a chain forwards piece by piece, an owner sends what it has reduced. Sends start
  * piece by piece across the schedule's sends (every link gets its first piece first); receives are
  * posted at once, straight into their spans where the links can, each waiting `waitMs` for its peer.
+ *
+ * With an `agreement`, the headers go first, and a peer's pieces are received once its header
+ * passed; the whole waits `waitMs` for its peers, then names those it still waits for. A mismatch
+ * or that timeout, which only this rank has seen, ends the job (`agreement.abort`).
  *
  * Completes once every piece was sent, received and folded; errors with the first failure.
  */
@@ -91,7 +103,12 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
 
   const expected = schedule.sends.reduce((sum, send) => sum + piecesOf(send.span.bytes), 0) + schedule.folds.reduce((sum, fold) => sum + piecesOf(fold.target.bytes), 0);
   let finished = 0;
-  const work = pieceWork((start) => {
+  const { agreement } = wiring;
+  const receiveWaitMs = agreement === undefined ? wiring.waitMs : Math.min(wiring.waitMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS);
+  const work = pieceWork((start, fail) => {
+    // Receive pieces not in yet (headers too), by peer: whom the schedule waits for.
+    const unreceived = new Array<number>(links.worldSize).fill(0);
+    const agreed = agreement === undefined ? null : agreeOnLinks(links, agreement, schedule, wiring.waitMs, unreceived, start, fail);
     const progress = new DependencyProgress(schedule, piecesOf);
     schedule.folds.forEach((fold, index) => {
       for (let piece = 0; piece < piecesOf(fold.target.bytes); piece++) {
@@ -118,19 +135,24 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
         );
       });
     }
-    // Receive pieces not in yet, by peer: whom the schedule waits for.
-    const unreceived = new Array<number>(links.worldSize).fill(0);
     schedule.receives.forEach((receive, index) => {
       for (let piece = 0; piece < piecesOf(receive.span.bytes); piece++) {
         const bytes = view(receive.span, piece);
         unreceived[receive.peer]! += 1;
-        start(receiveInto(links, railOf(receive, piece), receive.peer, tagOf(receive, piece), shapeOf(bytes), bytes, wiring.waitMs), () => {
-          unreceived[receive.peer]! -= 1;
-          progress.done({ receive: index }, piece);
-        });
+        const post = () =>
+          start(receiveInto(links, railOf(receive, piece), receive.peer, tagOf(receive, piece), shapeOf(bytes), bytes, receiveWaitMs), () => {
+            unreceived[receive.peer]! -= 1;
+            progress.done({ receive: index }, piece);
+          });
+        if (agreed === null) post();
+        else agreed.afterHeader(receive.peer, post);
       }
     });
-    return wiring.waiting?.add(() => unreceived.flatMap((pieces, peer) => (pieces > 0 ? [peer] : [])));
+    const stopWaiting = wiring.waiting?.add(() => agreed?.silent() ?? waitedFor(unreceived));
+    return () => {
+      stopWaiting?.();
+      agreed?.stop();
+    };
   });
   // Everything a schedule starts hangs off its receives and its unconditional sends and folds: a
   // piece left waiting when all of that is over is a schedule that waits on itself.
@@ -139,6 +161,69 @@ export function runOnLinks(links: Links, schedule: Schedule, memory: ScheduleMem
     throw new ProtocolError(`rank ${links.rank} ${schedule.algorithm} schedule ended with ${expected - finished} of its ${expected} sends and folds never started: it waits on itself`);
   });
   return concat(work, check);
+}
+
+/** The peers `unreceived` still counts pieces from. */
+function waitedFor(unreceived: readonly number[]): number[] {
+  return unreceived.flatMap((pieces, peer) => (pieces > 0 ? [peer] : []));
+}
+
+/**
+ * Starts a schedule's agreement (./link-agreement.ts): sends its headers, receives its peers', and
+ * times the whole; `afterHeader` runs what receives a peer's pieces once that peer's header passed.
+ * Whom it waits for (`silent`): the peers whose header has not come, since a header waits for
+ * nothing (a rank blocked behind a silent one has sent its own); else those whose pieces it waits for.
+ */
+function agreeOnLinks(
+  links: Links,
+  agreement: LinkAgreement,
+  schedule: Schedule,
+  waitMs: number,
+  unreceived: number[],
+  start: StartWork,
+  fail: (error: unknown) => void,
+): { afterHeader(peer: number, post: () => void): void; silent(): number[]; stop(): void } {
+  const { rank, worldSize } = links;
+  // This rank's own error first: an abort can come straight back and would end the work with it.
+  const refuse = (error: unknown) => {
+    fail(error);
+    agreement.abort(failureText(error));
+  };
+  const held = new Map<number, (() => void)[]>();
+  const { to, from } = headerPeers(schedule, rank, worldSize);
+  const tag = headerTag(agreement.number);
+  const header = headerAlone(agreement);
+  const shape = { elementType: ElementType.U8, count: header.length };
+  for (const peer of to) start(links.send(0, peer, tag, header, shape));
+  for (const peer of from) {
+    unreceived[peer]! += 1;
+    held.set(peer, []);
+    start(links.receive(0, peer, tag, HEADER_SHAPE, undefined, Math.min(waitMs + COLLECTIVE_RESPONSE_GRACE_MS, MAX_TIMER_DELAY_MS)), (theirs) => {
+      try {
+        checkHeader(theirs, peer, rank, agreement);
+      } catch (mismatch) {
+        refuse(mismatch);
+        return;
+      } finally {
+        links.release(theirs);
+      }
+      unreceived[peer]! -= 1;
+      const waiting = held.get(peer)!;
+      held.delete(peer);
+      for (const post of waiting) post();
+    });
+  }
+  const silent = () => (held.size > 0 ? [...held.keys()].sort((a, b) => a - b) : waitedFor(unreceived));
+  const due = agreement.deadlines.add(Math.min(waitMs, MAX_TIMER_DELAY_MS), () => refuse(new TimeoutError(missingRanksText(rank, agreement, silent()))));
+  return {
+    afterHeader: (peer, post) => {
+      const waiting = held.get(peer);
+      if (waiting === undefined) post();
+      else waiting.push(post);
+    },
+    silent,
+    stop: () => agreement.deadlines.remove(due),
+  };
 }
 
 /** One piece of a receive, fold or send. */

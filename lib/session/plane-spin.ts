@@ -4,9 +4,9 @@ import type { MicrosSetting } from '../settings/micros-setting.js';
 /**
  * What `GX1_OVERSUBSCRIBED_SPIN_US` of `auto` is: no spin. Where the ranks of a host outnumber its
  * cores, the peer a waiting rank needs usually has no core, and the waiter's spin (poll, then
- * sched_yield, native/data_links.cc) is what keeps it off one: 8 ranks on 2 cores spent 2-3x the
+ * sched_yield, native/data_links.cc) is what keeps it off one: 8 ranks on 2 cores spent about 3x the
  * time per 8 B all-reduce with the adaptive spin as sleeping at once on the ring's doorbell, and
- * 16 ranks 1.5-2x (bench/README.md, "Ranks outnumbering cores").
+ * 16 ranks 1.2-2x (bench/README.md, "Ranks outnumbering cores").
  */
 export const DEFAULT_OVERSUBSCRIBED_SPIN_MICROS = 0;
 

@@ -37,6 +37,7 @@ import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { validateResponse } from '../transport/validate-response.js';
 import { meshProcessesOnHost, stagedProcessesOnHost } from './busy-poll.js';
 import { hostGroups } from './host-groups.js';
+import { planeSpinMicros } from './plane-spin.js';
 import type { ResolvedSessionOptions } from './session-options.js';
 import { peerEndpointVariables } from '../settings/setting-parts.js';
 
@@ -205,7 +206,8 @@ async function openMeshLinks(
     // The peers this rank's table puts on its host: every rank reads the same table, so both ends of
     // a link agree on whether it starts with the single-copy agreement.
     const sameHost = groups.find((group) => group.includes(rank))!.filter((peer) => peer !== rank);
-    const planeSettings = { spin: options.spin, inline: options.inline, sameHost, singleCopy: options.singleCopy !== 'off', sharedMemory: options.sharedMemory !== 'off', owner: planeOwner(uniqueId, rank) };
+    // The spin is this host's to decide: with more of the job's processes than CPUs, a waiting rank's spin keeps its peer off a core.
+    const planeSettings = { spin: planeSpinMicros(options.spin, options.oversubscribedSpin, processesOnHost), inline: options.inline, sameHost, singleCopy: options.singleCopy !== 'off', sharedMemory: options.sharedMemory !== 'off', owner: planeOwner(uniqueId, rank) };
     // Communicators open data links of their own, listening where the world's listeners did (port 0).
     const communicatorPlanes: CommunicatorPlaneParts | null =
       sockets === null
@@ -218,7 +220,7 @@ async function openMeshLinks(
             timeoutMs: options.timeoutMs,
             scheduler: options.scheduler,
             unmatchedBytesLimit: options.unmatchedBytesLimit,
-            spin: options.spin,
+            spin: planeSettings.spin,
             inline: options.inline,
             singleCopy: planeSettings.singleCopy,
             sharedMemory: planeSettings.sharedMemory,

@@ -55,6 +55,7 @@ import { SessionFailure } from '../transport/session-failure.js';
 import type { CollectiveTransport } from '../transport/transport-kind.js';
 import { MAX_TIMER_DELAY_MS, validateTimeout } from '../transport/transport-kind.js';
 import { busyPollMicros } from './busy-poll.js';
+import { planeSpinMicros } from './plane-spin.js';
 import { type BroadcastOptions, CollectiveRequests, type OutputOptions, type ReductionOptions } from './collective-requests.js';
 import { CollectiveRunner } from './collective-runner.js';
 import { EventLoopHold } from './event-loop-hold.js';
@@ -281,7 +282,7 @@ export class RankSession {
     const busyPoll = busyPollMicros(options.busyPoll, processesOnHost);
     debugLog.info(
       `rank ${options.rank} of ${options.worldSize} joined through coordinator ${options.host}:${options.port} ` +
-        `(${transport}, ${links.rails} rails, ${dataPlaneText(transport, nativePlane)}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
+        `(${transport}, ${links.rails} rails, ${dataPlaneText(transport, nativePlane, planeSpinMicros(options.spin, options.oversubscribedSpin, processesOnHost ?? options.worldSize))}busy-poll ${busyPoll} us) in ${(performance.now() - started).toFixed(1)} ms`,
     );
     const owner = { uniqueId: options.uniqueId, rank: options.rank, worldSize: options.worldSize, failure: jobFailure, scheduler: options.scheduler };
     // One pool for the session's scratch and the staged responses it reduces, so that a reduction
@@ -1238,9 +1239,10 @@ export class RankSession {
 export type Communicator = RankSession;
 
 /** What the join line says of the data plane: tcp_peer has one, native or JS. */
-function dataPlaneText(transport: CollectiveTransport, nativePlane: NativePlane | null): string {
+/** The plane's part of the joined line; the native plane's with the spin it waits with (./plane-spin.ts, as ./open-links.ts gave it). */
+function dataPlaneText(transport: CollectiveTransport, nativePlane: NativePlane | null, spin: number | 'auto'): string {
   if (transport !== 'tcp_peer') return '';
-  return nativePlane === null ? 'JS data plane, ' : 'native data plane, ';
+  return nativePlane === null ? 'JS data plane, ' : `native data plane spinning ${spin === 'auto' ? 'adaptively' : `${spin} us`}, `;
 }
 
 function splitEqually(bytes: Uint8Array, parts: number): Uint8Array[] {

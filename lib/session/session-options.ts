@@ -109,7 +109,9 @@ export interface SessionOptions extends TuningOptions {
    * `GX1_SPIN_US`, else `auto`). A spinning rank sees a small collective's data at once, but a
    * rank whose peer is late every call burns the spin for nothing. `auto`: up to 20 ms, halved
    * (down to 50) by waits of 5 ms or more that keep coming (within 16 waits of each other) and
-   * doubled back by a wait just past it; a number spins that long after every progress, 0 never.
+   * doubled back by a wait just past it; where the job's processes on this host outnumber its CPUs,
+   * `GX1_OVERSUBSCRIBED_SPIN_US` instead (default 0: a waiting rank gives its core to the peer it
+   * waits for); a number spins that long after every progress, 0 never.
    * 0..100000.
    */
   spinMicros?: number | 'auto';
@@ -161,6 +163,8 @@ export interface ResolvedSessionOptions {
   readonly busyPoll: BusyPollSetting;
   readonly dataPlane: DataPlaneSetting;
   readonly spin: MicrosSetting;
+  /** `GX1_OVERSUBSCRIBED_SPIN_US`: the spin `auto` means where the job's processes on this host outnumber its CPUs (./plane-spin.ts). */
+  readonly oversubscribedSpin: MicrosSetting;
   readonly inline: MicrosSetting;
   readonly singleCopy: SingleCopySetting;
   readonly sharedMemory: SharedMemorySetting;
@@ -222,6 +226,7 @@ export function resolveSessionOptions(options: SessionOptions, env: Settings | E
     dataPlane,
     faultTolerant,
     spin: resolveMicros(options.spinMicros, 'spinMicros', settings.GX1_SPIN_US, MAX_SPIN_MICROS),
+    oversubscribedSpin: settings.GX1_OVERSUBSCRIBED_SPIN_US.value,
     inline: resolveMicros(options.inlineMicros, 'inlineMicros', settings.GX1_INLINE_US, MAX_INLINE_MICROS),
     singleCopy: resolveSingleCopy(options.singleCopy, settings.GX1_SINGLE_COPY),
     sharedMemory: resolveSharedMemory(options.sharedMemory, settings.GX1_SHARED_MEMORY),

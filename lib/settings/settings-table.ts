@@ -200,7 +200,15 @@ export const SETTINGS = [
       GX1_SPIN_US: { type: 'auto | microseconds 0..100000', default: 'auto', parse: microsVariable(MAX_SPIN_MICROS) },
     },
     options: ['spinMicros'],
-    meaning: 'the native data plane: microseconds a wait for a peer spins before it sleeps. `auto` (default) spins up to 20 ms while peers arrive within a few ms of each other, and down to 50 us when one is late every call (which would otherwise burn a core per waiting rank); a number fixes it, 0 never spins. Option `spinMicros` wins',
+    meaning: 'the native data plane: microseconds a wait for a peer spins before it sleeps. `auto` (default): where every process of the job on this host has a CPU of its own, spins up to 20 ms while peers arrive within a few ms of each other, and down to 50 us when one is late every call (which would otherwise burn a core per waiting rank); where they outnumber the CPUs, `GX1_OVERSUBSCRIBED_SPIN_US`. A number fixes it, 0 never spins. Option `spinMicros` wins',
+  },
+  {
+    group: 'job',
+    variables: {
+      GX1_OVERSUBSCRIBED_SPIN_US: { type: 'auto | microseconds 0..100000', default: 'auto (0)', parse: microsVariable(MAX_SPIN_MICROS) },
+    },
+    options: [],
+    meaning: 'the native data plane where the job\'s processes on this host outnumber the CPUs a rank may run on (sched_getaffinity) and `GX1_SPIN_US` is `auto`: microseconds a wait for a peer spins (yielding its core each turn) before it sleeps on its doorbell. The peer it waits for then usually has no core, and a spinning rank keeps it off one, as Open MPI yields when oversubscribed. `auto` (default) is 0: sleep at once (bench/README.md, "Ranks outnumbering cores")',
   },
   {
     group: 'job',

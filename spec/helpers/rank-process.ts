@@ -210,3 +210,16 @@ export async function startProcessJob(
 export function describeRank(rank: RankProcess): string {
   return `rank ${rank.rank} (pid ${rank.pid})\nstdout:\n${rank.lines.join('\n')}\nstderr:\n${rank.stderr()}`;
 }
+
+/** Waits for every rank of a job to exit, and checks each exited 0 and none is left. */
+export async function expectAllExitedCleanly(ranks: readonly RankProcess[]): Promise<void> {
+  const exits = await Promise.all(ranks.map((rank) => rank.exited));
+  exits.forEach((exit, rank) => expect(exit, describeRank(ranks[rank]!)).toEqual({ code: 0, signal: null }));
+  expect(liveProcesses()).toEqual([]);
+}
+
+/** The JSON a rank printed after `prefix ` on a line of its own, or undefined. */
+export function printedJson<T>(rank: RankProcess, prefix: string): T | undefined {
+  const line = rank.lines.find((candidate) => candidate.startsWith(`${prefix} `));
+  return line === undefined ? undefined : (JSON.parse(line.slice(prefix.length + 1)) as T);
+}

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { dataPlaneEngine } from '../../lib/kernels/addon.js';
-import { cleanUpJobsAfterEach, describeRank, forgetCallerSettings, liveProcesses, type RankProcess, startProcessJob } from '../helpers/rank-process.js';
+import { cleanUpJobsAfterEach, describeRank, expectAllExitedCleanly, forgetCallerSettings, printedJson, type RankProcess, startProcessJob } from '../helpers/rank-process.js';
 
 forgetCallerSettings();
 
@@ -19,16 +19,8 @@ if (!native) console.warn('spec/process/inline-calls.spec.ts: skipped: the nativ
 /** The job of `scenario` at 2 ranks, each process with `env`; every rank's exit and output once all exited. */
 async function run(scenario: string, env: Record<string, string>, timeoutMs = 10_000): Promise<RankProcess[]> {
   const { ranks } = await startProcessJob(cleanup, 2, { script: 'spec/process/fixtures/inline-rank.ts', scenario, transport: 'tcp_peer', timeoutMs, env });
-  const exits = await Promise.all(ranks.map((rank) => rank.exited));
-  exits.forEach((exit, rank) => expect(exit, describeRank(ranks[rank]!)).toEqual({ code: 0, signal: null }));
-  expect(liveProcesses()).toEqual([]);
+  await expectAllExitedCleanly(ranks);
   return ranks;
-}
-
-/** The JSON a rank printed after `prefix `, or undefined. */
-function printed<T>(rank: RankProcess, prefix: string): T | undefined {
-  const line = rank.lines.find((candidate) => candidate.startsWith(`${prefix} `));
-  return line === undefined ? undefined : (JSON.parse(line.slice(prefix.length + 1)) as T);
 }
 
 describe.skipIf(!native).each([
@@ -40,18 +32,18 @@ describe.skipIf(!native).each([
   it('64 all-reduces issued without awaiting: each result is its own call\'s sum, in call order', async () => {
     const ranks = await run('order', env);
     const expected = Array.from({ length: 64 }, (_, call) => [2 * call, 10 + 2 * call]);
-    for (const rank of ranks) expect(printed(rank, 'RESULTS'), describeRank(rank)).toEqual(expected);
+    for (const rank of ranks) expect(printedJson(rank, 'RESULTS'), describeRank(rank)).toEqual(expected);
   }, 60_000);
 
   it('ranks calling different all-reduces are named with both ranks and both descriptors', async () => {
     const ranks = await run('mismatch', env);
     const mismatch = /collective sequence 0 mismatch: rank (0|1) submitted \{AllReduce F32 root ANY count [23] op sum layout "all-pairs"\}, rank (0|1) submitted \{AllReduce F32 root ANY count [23] op sum layout "all-pairs"\}/;
-    for (const rank of ranks) expect(printed<{ message: string }>(rank, 'FAILED')?.message, describeRank(rank)).toMatch(mismatch);
+    for (const rank of ranks) expect(printedJson<{ message: string }>(rank, 'FAILED')?.message, describeRank(rank)).toMatch(mismatch);
   }, 60_000);
 
   it('a rank that never comes is named as missing at the timeout', async () => {
     const [zero] = await run('silent', { ...env, SILENT_MS: '6000' }, 2_000);
-    expect(printed<{ code: string; message: string }>(zero!, 'FAILED'), describeRank(zero!)).toMatchObject({
+    expect(printedJson<{ code: string; message: string }>(zero!, 'FAILED'), describeRank(zero!)).toMatchObject({
       code: 'TIMEOUT',
       message: expect.stringMatching(/collective 0 \(AllReduce\) on the native data plane; missing ranks \[1\]/),
     });

@@ -1,4 +1,4 @@
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
 import type { CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
 import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
@@ -192,7 +192,11 @@ async function openMeshLinks(
         secret,
         tls,
         admission: listeners.admission,
+        // Links on demand: a pair connects when a schedule or a message first needs it; the
+        // listeners stay open (unreferenced: they hold no process alive) until the mesh closes.
+        onDemand: { closeListeners: () => closeListeners(listeners.servers) },
       });
+      for (const server of listeners.servers) server.unref();
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);
       throw error;
@@ -231,18 +235,19 @@ async function openMeshLinks(
       sockets: [controlChannel.socket, ...mesh.sockets],
       processesOnHost,
       hostGroups: groups,
-      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings), rank, worldSize),
+      nativePlane:
+        sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings, (peer, rail, waitMs) => mesh.openDataLink(peer, rail, waitMs)), rank, worldSize),
       communicatorPlanes,
     };
   } catch (error) {
     control?.close();
     accepts.close();
+    incoming.end();
+    closeListeners(listeners.servers);
     throw error;
   } finally {
-    // The mesh is complete (or abandoned): every peer has its table, and later dialers are strays.
+    // The table is complete (or abandoned): every peer has it, and later gather dialers are strays.
     gather.close(new ChannelClosedError(`rank ${rank} ended its direct peer set-up`));
-    incoming.end();
-    for (const server of listeners.servers) server.close();
   }
 }
 
@@ -269,4 +274,8 @@ function nativeEngine(): DataPlaneEngine {
   const engine = dataPlaneEngine();
   if (engine === null) throw new ConfigurationError('the native data plane needs the native addon, which does not load here');
   return engine;
+}
+
+function closeListeners(servers: readonly Server[]): void {
+  for (const server of servers) server.close();
 }

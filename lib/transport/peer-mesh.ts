@@ -554,7 +554,7 @@ export class PeerMesh {
    * Links on demand: opens the pair's data links of `rail` with `peer` (this rank dials the one it
    * receives on, the peer the one it sends on), resolving once both are in `dataLinks`; at once
    * where they are. Rejects with the mesh's failure (a dial that failed names the peer and its
-   * endpoint), or after `timeoutMs` with the link that did not open.
+   * endpoint), or after `timeoutMs` with the link that did not open (which fails the mesh too).
    */
   openDataLink(peer: number, rail: number, timeoutMs: number): Promise<void> {
     const at = this.linkIndex(peer, rail);
@@ -573,9 +573,13 @@ export class PeerMesh {
           });
     const endpoint = formatEndpoint(this.onDemand.endpoints[peer]![rail]!);
     return new Promise<void>((resolve, reject) => {
-      const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () =>
-        reject(new TimeoutError(`direct peer rank ${peer} did not open its ${this.describeLink(DATA_LINK + rail)} to rank ${this.identity.rank} within ${timeoutMs} ms (rank ${peer} listens at ${endpoint})`)),
-      );
+      // A peer answers a dial at once (its accept front runs whatever it is doing): one that has
+      // not within the collective's timeout is gone or hung, and the job is told, as for a dial that failed.
+      const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
+        const error = new TimeoutError(`direct peer rank ${peer} did not open its ${this.describeLink(DATA_LINK + rail)} to rank ${this.identity.rank} within ${timeoutMs} ms (rank ${peer} listens at ${endpoint})`);
+        reject(error);
+        this.failDetected(error);
+      });
       Promise.race([Promise.all([this.pairs.need(this.pairKey(peer, DATA_LINK + rail)), arrived]), this.failed$]).then(
         () => {
           this.deadlines.remove(deadline);

@@ -169,6 +169,8 @@ export class PeerMesh {
   private onPeerDeparted: (peer: number) => void = () => undefined;
   /** Communicators whose messages are dropped (`forget`): they failed, nothing will receive them. */
   private readonly forgotten = new Set<bigint>();
+  /** A fault-tolerant job's mesh (it has a departure handler): a peer it cannot dial is lost, not the job. */
+  private losesPeers = false;
   /** Links on demand: how the mesh dials (null: every link was dialled by `connect`). */
   private onDemand: OnDemandDialing | null = null;
   /** Links on demand: this rank's own dial of each pair it opened, by `pairKey` (pair-dials.ts). */
@@ -295,6 +297,7 @@ export class PeerMesh {
   /** Called once per peer whose links it sends on all ended (a fault-tolerant job loses it then). */
   set departureHandler(handler: (peer: number) => void) {
     this.onPeerDeparted = handler;
+    this.losesPeers = true;
   }
 
   /**
@@ -609,7 +612,9 @@ export class PeerMesh {
   /**
    * Dials this rank's own link of a pair (`pairs` calls it once per pair). A dial that fails
    * fails the mesh, announced to every rank, with the reason naming the peer and its endpoint: the
-   * peer is unreachable, and the collective needing it cannot end otherwise.
+   * peer is unreachable, and the collective needing it cannot end otherwise. In a fault-tolerant
+   * job the peer is lost instead (as if its links had closed: `direct peer rank N left`), and the
+   * job goes on without it.
    */
   private async dialPair(key: number): Promise<void> {
     const dialling = this.onDemand!;
@@ -620,8 +625,27 @@ export class PeerMesh {
     try {
       await this.dial(peer, tag, dialling.endpoints[peer]![slot % rails]!, dialling);
     } catch (error) {
-      this.failDetected(error);
-      throw error;
+      if (!this.losesPeers || this.failure !== null) {
+        this.failDetected(error);
+        throw error;
+      }
+      this.unreachable(peer);
+      throw peerLeft(peer);
+    }
+  }
+
+  /** A fault-tolerant job's peer this rank cannot dial: gone here, as if its links had closed; sends waiting for it fail. */
+  private unreachable(peer: number): void {
+    for (let rail = 0; rail < this.identity.rails; rail++) {
+      this.onDeparture(peer, rail, 'inbound', null);
+      const link = this.linkIndex(peer, rail);
+      const waiting = this.waitingSends[link] ?? [];
+      this.waitingSends[link] = undefined;
+      for (const send of waiting.splice(0)) {
+        if (!this.pushedBack.has(send.outcome)) continue;
+        send.forget();
+        send.outcome.error(peerLeft(peer));
+      }
     }
   }
 

@@ -46,8 +46,8 @@ export interface OpenedLinks {
   readonly transport: CollectiveTransport;
   readonly collective: FrameChannel;
   readonly links: SessionLinks;
-  /** Every socket the session holds open (see `EventLoopHold`). */
-  readonly sockets: readonly Socket[];
+  /** Every socket the session holds open (see `EventLoopHold`), in lists a list of links on demand grows as they open. */
+  readonly sockets: readonly (readonly Socket[])[];
   /** The job's processes on this host, where the links tell (see `busyPollMicros`); null: not known. */
   readonly processesOnHost: number | null;
   /** The native data plane, where the job runs one (tcp_peer), else null. */
@@ -99,7 +99,7 @@ export async function openLinks(
     if (transport === 'tcp_peer') {
       const { links, sockets, processesOnHost, nativePlane, mesh, hostGroups, communicatorPlanes } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
       dropPeer = (rank) => mesh.dropPeer(rank);
-      return { transport, collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
+      return { transport, collective, links, sockets: [[collective.socket, ...sockets], mesh.sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
     }
     // Every rail at once: the coordinator answers each once every rank has joined it.
     const channels = await settleAll(Array.from({ length: options.rails }, (_, rail) => connectChannel(address, join(options, rail))));
@@ -108,7 +108,7 @@ export async function openLinks(
       transport,
       collective,
       links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
-      sockets: [collective.socket, ...channels.map((channel) => channel.socket)],
+      sockets: [[collective.socket, ...channels.map((channel) => channel.socket)]],
       processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
       nativePlane: null,
       hostGroups: null,
@@ -151,6 +151,7 @@ async function openMeshLinks(
 ): Promise<{
   links: MeshLinks;
   mesh: PeerMesh;
+  /** Its own sockets beside the mesh's links (the control channel). */
   sockets: Socket[];
   processesOnHost: number;
   nativePlane: NativePlane | null;
@@ -232,7 +233,7 @@ async function openMeshLinks(
     return {
       links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses === null ? null : (peer) => losses.needed(peer, 'its direct peer links closed while this rank needed it')),
       mesh,
-      sockets: [controlChannel.socket, ...mesh.sockets],
+      sockets: [controlChannel.socket],
       processesOnHost,
       hostGroups: groups,
       nativePlane:
@@ -279,3 +280,4 @@ function nativeEngine(): DataPlaneEngine {
 function closeListeners(servers: readonly Server[]): void {
   for (const server of servers) server.close();
 }
+

@@ -15,7 +15,7 @@ function fakeSockets(count: number) {
 describe('EventLoopHold', () => {
   it('unreferences every socket while idle and references them while an operation is pending', () => {
     const { sockets, referenced } = fakeSockets(3);
-    const hold = new EventLoopHold(sockets);
+    const hold = new EventLoopHold([sockets]);
     expect(referenced).toEqual([false, false, false]);
     const first = new Subject<number>();
     const second = new Subject<number>();
@@ -32,7 +32,7 @@ describe('EventLoopHold', () => {
 
   it('lets go when an operation is abandoned, and holds nothing for one that ends at once', () => {
     const { sockets, referenced } = fakeSockets(1);
-    const hold = new EventLoopHold(sockets);
+    const hold = new EventLoopHold([sockets]);
     const pending = NEVER.pipe(hold.during()).subscribe();
     expect(referenced).toEqual([true]);
     pending.unsubscribe();
@@ -42,10 +42,21 @@ describe('EventLoopHold', () => {
     expect(referenced).toEqual([false]);
   });
 
+  it('takes a socket added to one of its lists later (a link opened on demand) at the next change', () => {
+    const { sockets, referenced } = fakeSockets(2);
+    const links: Socket[] = [];
+    const hold = new EventLoopHold([[sockets[0]!], links]);
+    expect(referenced).toEqual([false, true]);
+    const pending = NEVER.pipe(hold.during()).subscribe();
+    links.push(sockets[1]!);
+    pending.unsubscribe();
+    expect(referenced).toEqual([false, false]);
+  });
+
   it('leaves a destroyed socket alone: 100 operations add no listener to it (Node would queue a ref per call for a "connect")', () => {
     const closed = new Socket();
     closed.destroy();
-    const hold = new EventLoopHold([closed]);
+    const hold = new EventLoopHold([[closed]]);
     for (let operation = 0; operation < 100; operation++) NEVER.pipe(hold.during()).subscribe().unsubscribe();
     expect(closed.listenerCount('connect')).toBe(0);
   });

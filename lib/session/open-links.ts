@@ -195,7 +195,12 @@ async function openMeshLinks(
         admission: listeners.admission,
         // Links on demand: a pair connects when a schedule or a message first needs it; the
         // listeners stay open (unreferenced: they hold no process alive) until the mesh closes.
-        onDemand: { closeListeners: () => closeListeners(listeners.servers) },
+        onDemand: {
+          closeListeners: () => {
+            incoming.end();
+            closeListeners(listeners.servers);
+          },
+        },
       });
       for (const server of listeners.servers) server.unref();
     } catch (error) {

@@ -1,10 +1,11 @@
 import type { Socket } from 'node:net';
-import { from, Observable, switchMap } from 'rxjs';
+import { catchError, from, Observable, of, switchMap } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 import { fnv1a64 } from '../protocol/fnv1a.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import { PeerLeftError } from './peer-left-error.js';
 
 /**
  * The sockets of the native data plane's links: `rails` per pair of ranks each way, peer p's on
@@ -311,7 +312,14 @@ export class DataPlane {
     const unopened = this.unopened.get(program);
     if (unopened !== undefined && !this.openNow(unopened)) {
       // Links on demand: the schedule's first run waits for its links (a later run finds them open).
-      return from(this.openLinks(unopened, call.timeoutMs)).pipe(switchMap(() => this.run(program, input, output, call)));
+      // A peer whose link cannot open (a fault-tolerant job's lost rank) ends it as one whose link closed.
+      return from(this.openLinks(unopened, call.timeoutMs)).pipe(
+        switchMap(() => this.run(program, input, output, call)),
+        catchError((error: unknown) => {
+          if (!(error instanceof PeerLeftError)) throw error;
+          return of(peerClosed(error));
+        }),
+      );
     }
     return new Observable<NativeOutcome | undefined>((subscriber) => {
       encodeLinkHeader(call, this.header);
@@ -383,4 +391,9 @@ function descriptorOf(socket: Socket | undefined, rank: number, peer: number, ra
   const fd = (socket as unknown as { _handle: { fd?: number } | null } | undefined)?._handle?.fd;
   if (fd === undefined || fd < 0) throw new ConfigurationError(`rank ${rank} has no data link socket for rank ${peer}${rails === 1 ? '' : ` rail ${link % rails}`}`);
   return fd;
+}
+
+/** How a collective ends whose peer's link could not open because the peer is gone: as if it had closed. */
+function peerClosed(error: PeerLeftError): NativeOutcome {
+  return { kind: 'peer-closed', peer: error.peer, rail: 0, label: 0, error: 0, what: 'its link could not open', missing: [], header: new Uint8Array(0) };
 }

@@ -22,6 +22,7 @@ import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 import { type Deadline, LazyDeadlines } from './lazy-deadlines.js';
 import { TagMatcher } from './tag-matcher.js';
+import { PeerLeftError } from './peer-left-error.js';
 import { PairDials } from './pair-dials.js';
 import { headerKey, keyFields, keysText, keyText, type MessageKey } from '../protocol/message-key.js';
 import { MAX_P2P_RAILS, MAX_TIMER_DELAY_MS } from './transport-kind.js';
@@ -957,14 +958,6 @@ export class PeerMesh {
       this.deadlines.remove(probe.deadline);
     }
     return taken;
-  }
-}
-
-/** A peer's link closed: the mesh says so itself, not as the coordinator's abort. */
-export class PeerLeftError extends RemoteAbortError {
-  constructor(readonly peer: number) {
-    const text = `direct peer rank ${peer} left`;
-    super(text, text);
   }
 }
 

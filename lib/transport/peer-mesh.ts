@@ -414,7 +414,7 @@ export class PeerMesh {
       const at = queue.indexOf(waiting);
       if (at >= 0) queue.splice(at, 1);
     };
-    this.pairs.need(this.pairKey(destination, rail)).catch(() => undefined);
+    this.needPair(destination, rail).catch(() => undefined);
     return () => waiting.forget();
   }
 
@@ -584,7 +584,7 @@ export class PeerMesh {
         reject(error);
         this.failDetected(error);
       });
-      Promise.race([Promise.all([this.pairs.need(this.pairKey(peer, DATA_LINK + rail)), arrived]), this.failed$]).then(
+      Promise.race([Promise.all([this.needPair(peer, DATA_LINK + rail), arrived]), this.failed$]).then(
         () => {
           this.deadlines.remove(deadline);
           resolve();
@@ -600,7 +600,7 @@ export class PeerMesh {
   /** Links on demand: a receive or probe from `source` on `rail` opens the pair (ANY_RANK opens none: its sender's first send does). */
   private needFrom(source: number, rail: number): void {
     if (this.onDemand === null || source === ANY_RANK || source === this.identity.rank) return;
-    this.pairs.need(this.pairKey(source, rail)).catch(() => undefined);
+    this.needPair(source, rail).catch(() => undefined);
   }
 
   /** A pair's key in `pairs`: per peer, its rails, then its rails' data links. */
@@ -611,28 +611,33 @@ export class PeerMesh {
   }
 
   /**
-   * Dials this rank's own link of a pair (`pairs` calls it once per pair). A dial that fails
-   * fails the mesh, announced to every rank, with the reason naming the peer and its endpoint: the
-   * peer is unreachable, and the collective needing it cannot end otherwise. In a fault-tolerant
-   * job the peer is lost instead (as if its links had closed: `direct peer rank N left`), and the
-   * job goes on without it.
+   * This rank needs the pair's links of `tag` with `peer` (a message, a schedule): its own dial,
+   * once (`pairs`). A dial that fails fails the mesh, announced to every rank, with the reason
+   * naming the peer and its endpoint: the peer is unreachable, and what needs it cannot end
+   * otherwise. In a fault-tolerant job the peer is lost instead (as if its links had closed:
+   * `direct peer rank N left`), and the job goes on without it. A dial no need made (answering
+   * the peer's, `acceptedPair`) that fails is nobody's failure until something needs the pair: the
+   * peer may have finished and closed meanwhile.
    */
-  private async dialPair(key: number): Promise<void> {
-    const dialling = this.onDemand!;
-    const rails = this.identity.rails;
-    const peer = Math.floor(key / (2 * rails));
-    const slot = key % (2 * rails);
-    const tag = slot < rails ? slot : DATA_LINK + slot - rails;
-    try {
-      await this.dial(peer, tag, dialling.endpoints[peer]![slot % rails]!, dialling);
-    } catch (error) {
+  private needPair(peer: number, tag: number): Promise<void> {
+    return this.pairs.need(this.pairKey(peer, tag)).catch((error: unknown) => {
       if (!this.losesPeers || this.failure !== null) {
         this.failDetected(error);
         throw error;
       }
       this.unreachable(peer);
       throw peerLeft(peer);
-    }
+    });
+  }
+
+  /** Dials this rank's own link of a pair (`pairs` calls it once per pair, by its key). */
+  private async dialPair(key: number): Promise<void> {
+    const dialling = this.onDemand!;
+    const rails = this.identity.rails;
+    const peer = Math.floor(key / (2 * rails));
+    const slot = key % (2 * rails);
+    const tag = slot < rails ? slot : DATA_LINK + slot - rails;
+    await this.dial(peer, tag, dialling.endpoints[peer]![slot % rails]!, dialling);
   }
 
   /** A fault-tolerant job's peer this rank cannot dial: gone here, as if its links had closed; sends waiting for it fail. */

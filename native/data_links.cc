@@ -35,12 +35,9 @@ inline void CpuRelax() {
 }
 
 // Each message leaves in one sendmsg(); Nagle would hold a small one back for an ACK.
-std::vector<int> WithoutNagle(std::vector<int> fds) {
+void WithoutNagle(int fd) {
   const int on = 1;
-  for (int fd : fds) {
-    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  }
-  return fds;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
 }  // namespace
@@ -51,9 +48,34 @@ int64_t MonotonicNs() {
 
 DataLinks::DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
                      const std::vector<int>& same_host, bool single_copy, bool shared_memory)
-    : send_fds_(WithoutNagle(std::move(send_fds))), recv_fds_(std::move(recv_fds)), wake_fd_(wake_fd), executor_(world_size, rails), spin_(spin_ns),
-      shared_(rank, world_size, rails, same_host, shared_memory),
-      single_copy_(rank, world_size, rails, send_fds_, same_host, single_copy, shared_) {}
+    : rails_(rails),
+      send_fds_(send_fds.size(), -1),
+      recv_fds_(recv_fds.size(), -1),
+      same_host_(size_t(world_size), 0),
+      wake_fd_(wake_fd),
+      executor_(world_size, rails),
+      spin_(spin_ns),
+      shared_(world_size, rails, shared_memory),
+      single_copy_(world_size, rails, single_copy, shared_) {
+  for (int peer : same_host) {
+    if (peer != rank && peer >= 0 && peer < world_size) same_host_[size_t(peer)] = 1;
+  }
+  for (size_t link = 0; link < send_fds.size(); link++) {
+    if (send_fds[link] >= 0) Open(link, send_fds[link], recv_fds[link]);
+  }
+}
+
+std::string DataLinks::Open(size_t link, int send_fd, int recv_fd) {
+  const int peer = int(link / size_t(rails_));
+  WithoutNagle(send_fd);
+  send_fds_[link] = send_fd;
+  recv_fds_[link] = recv_fd;
+  if (same_host_[size_t(peer)] != 0) {
+    shared_.Offer(link);
+    single_copy_.Offer(link, send_fd, peer);
+  }
+  return single_copy_.SetupError();
+}
 
 void DataLinks::Progressed(Collective& c) {
   const int64_t now = MonotonicNs();

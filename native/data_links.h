@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "link_io.h"
@@ -63,9 +64,17 @@ class DataLinks {
   // every wait watches it. spin_ns: how long a wait spins before it sleeps, < 0 adaptive (SpinBudget).
   // same_host: the peers on this rank's host, whose links start with the single-copy agreement
   // (this rank's offers written here); single_copy: whether this rank offers and reads memory;
-  // shared_memory: whether it offers and maps rings.
+  // shared_memory: whether it offers and maps rings. A link not open yet is -1 both ways: `Open`
+  // adds it once its peer is first needed (links on demand).
   DataLinks(int rank, int world_size, int rails, std::vector<int> send_fds, std::vector<int> recv_fds, int wake_fd, int64_t spin_ns,
             const std::vector<int>& same_host, bool single_copy, bool shared_memory);
+
+  // Adds link `link` (peer * rails + rail), not open yet, both ways, as the constructor takes an
+  // open one (its offer written where the peer is on this host). Between collectives only. What
+  // went wrong writing its offer, else empty.
+  std::string Open(size_t link, int send_fd, int recv_fd);
+  // Whether link `link` is open (the constructor had it, or `Open` added it).
+  bool IsOpen(size_t link) const { return send_fds_[link] >= 0; }
 
   // One collective at a time: the next is prepared only once the last is over. `input` and
   // `output` hold at least the program's input_bytes and output_bytes.
@@ -120,8 +129,12 @@ class DataLinks {
   int SendFd(const Transfer& t) const { return send_fds_[t.link]; }
   int ReceiveFd(const Transfer& t) const { return recv_fds_[t.link]; }
 
-  const std::vector<int> send_fds_;
-  const std::vector<int> recv_fds_;
+  const int rails_;
+  // By link, -1 until it is open.
+  std::vector<int> send_fds_;
+  std::vector<int> recv_fds_;
+  // By peer: on this rank's host (its links start with the single-copy agreement).
+  std::vector<char> same_host_;
   const int wake_fd_;
   ProgramExecutor executor_;
   SpinBudget spin_;
@@ -129,7 +142,7 @@ class DataLinks {
   std::atomic<uint64_t> polls_{0};
   // Before single_copy_, whose offers name its rings.
   SharedMemoryLinks shared_;
-  // After send_fds_: its constructor writes the offers on them.
+  // After shared_, whose rings its offers name.
   SingleCopyLinks single_copy_;
   // A small message's header and payload, read in one call (Receive).
   std::vector<uint8_t> staged_ = std::vector<uint8_t>(kDataHeaderBytes + kStagedPayloadBytes);

@@ -91,7 +91,8 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "DataPlane",
                        {InstanceMethod("compile", &DataPlane::Compile), InstanceMethod("release", &DataPlane::Release),
-                        InstanceMethod("run", &DataPlane::Run), InstanceMethod("wake", &DataPlane::Wake),
+                        InstanceMethod("run", &DataPlane::Run), InstanceMethod("open", &DataPlane::Open),
+                        InstanceMethod("programLinks", &DataPlane::ProgramLinks), InstanceMethod("wake", &DataPlane::Wake),
                         InstanceMethod("close", &DataPlane::Close), InstanceMethod("singleCopyLinks", &DataPlane::SingleCopyLinks),
                         InstanceMethod("sharedMemoryLinks", &DataPlane::SharedMemoryLinks),
                         InstanceMethod("waitingFor", &DataPlane::WaitingFor), InstanceMethod("polls", &DataPlane::Polls)});
@@ -211,6 +212,11 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     ExpectArgumentCount(info, 6, 6);
     ExpectIdle(env);
     const Program& program = ProgramArgument(info, 0);
+    for (const Program::Link& link : program.links) {
+      if (!links_->IsOpen(size_t(link.peer) * size_t(rails_) + size_t(link.rail))) {
+        ThrowKernelError(env, "data plane program needs the link to rank " + std::to_string(link.peer) + " rail " + std::to_string(link.rail) + ", which is not open");
+      }
+    }
     const Bytes input = BytesArgument(info, 1, "input");
     const Bytes output = BytesArgument(info, 2, "output");
     if (input.length < program.input_bytes) ThrowKernelError(env, "data plane input is smaller than its program reads");
@@ -221,6 +227,35 @@ class DataPlane : public Napi::ObjectWrap<DataPlane> {
     if (!info[5].IsFunction()) ThrowKernelError(env, "data plane callback must be a function");
     Start(info, 5, links_->Prepare(program, input.data, output.data, header, timeout_ms), {1, 2});
     return env.Undefined();
+  }
+
+  // open(link, sendFd, recvFd): adds data link `link` (peer * rails + rail), not open yet, both ways
+  // (links on demand: JavaScript dials a peer's links when a program first needs them); between
+  // collectives. Where the peer is on this host, its single-copy offer is written now.
+  Napi::Value Open(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    ExpectArgumentCount(info, 3, 3);
+    ExpectIdle(env);
+    const size_t link = CountArgument(info, 0, "link");
+    if (link >= size_t(world_size_) * size_t(rails_) || int(link / size_t(rails_)) == rank_) {
+      ThrowKernelError(env, "data plane link " + std::to_string(link) + " is no link of rank " + std::to_string(rank_) + " to a peer");
+    }
+    if (links_->IsOpen(link)) ThrowKernelError(env, "data plane link " + std::to_string(link) + " is open already");
+    const int send_fd = int(CountArgument(info, 1, "sendFd")), recv_fd = int(CountArgument(info, 2, "recvFd"));
+    const std::string error = links_->Open(link, send_fd, recv_fd);
+    if (!error.empty()) ThrowKernelError(env, "data plane of rank " + std::to_string(rank_) + " " + error);
+    return env.Undefined();
+  }
+
+  // programLinks(id): the links (peer * rails + rail) compiled program `id` moves messages on, which
+  // must be open before it runs.
+  Napi::Value ProgramLinks(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    ExpectArgumentCount(info, 1, 1);
+    const Program& program = ProgramArgument(info, 0);
+    Napi::Array links = Napi::Array::New(env, program.links.size());
+    for (uint32_t i = 0; i < program.links.size(); i++) links.Set(i, Napi::Number::New(env, double(program.links[i].peer * rails_ + program.links[i].rail)));
+    return links;
   }
 
   const Program& ProgramArgument(const Napi::CallbackInfo& info, size_t index) {

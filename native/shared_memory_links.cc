@@ -43,25 +43,20 @@ std::string RingEntryMismatch(const RingMessage& message, bool fragment, size_t 
 
 void FailSharedMemoryJoins(int error) { failed_joins.store(error); }
 
-SharedMemoryLinks::SharedMemoryLinks(int rank, int world_size, int rails, const std::vector<int>& same_host, bool enabled)
+SharedMemoryLinks::SharedMemoryLinks(int world_size, int rails, bool enabled)
     : enabled_(enabled),
       sending_(size_t(world_size) * size_t(rails)),
       writes_(sending_.size(), 0),
       reading_(sending_.size()),
       sends_in_place_(sending_.size(), 0),
       reads_in_place_(sending_.size(), 0),
-      refusals_(sending_.size()) {
-  if (!enabled) return;
-  for (int peer : same_host) {
-    if (peer == rank || peer < 0 || peer >= world_size) continue;
-    for (int rail = 0; rail < rails; rail++) {
-      const size_t link = size_t(peer * rails + rail);
-      if (sending_[link] != nullptr) continue;
-      std::string error;
-      sending_[link] = SharedMemoryRing::Create(error);
-      if (sending_[link] == nullptr) refusals_[link] = "cannot create its ring: " + error;
-    }
-  }
+      refusals_(sending_.size()) {}
+
+void SharedMemoryLinks::Offer(size_t link) {
+  if (!enabled_ || sending_[link] != nullptr) return;
+  std::string error;
+  sending_[link] = SharedMemoryRing::Create(error);
+  if (sending_[link] == nullptr) refusals_[link] = "cannot create its ring: " + error;
 }
 
 void SharedMemoryLinks::Answered(size_t link, bool mapped, bool reads_in_place) {

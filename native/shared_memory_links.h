@@ -32,9 +32,12 @@ namespace rxccl {
 
 class SharedMemoryLinks {
  public:
-  // A ring for each link to a peer of `same_host` (send side, by link), where `enabled`: offered
-  // with the link's single-copy offer. One the system refuses is not offered (its reason kept).
-  SharedMemoryLinks(int rank, int world_size, int rails, const std::vector<int>& same_host, bool enabled);
+  // No ring yet: `Offer` makes one per link to a peer of this host as the link is opened.
+  SharedMemoryLinks(int world_size, int rails, bool enabled);
+
+  // A ring for `link` (send side), a link to a peer of this host, where `enabled`: offered with the
+  // link's single-copy offer. One the system refuses is not offered (its reason kept).
+  void Offer(size_t link);
 
   // Whether this rank maps the rings its peers offer.
   bool enabled() const { return enabled_; }

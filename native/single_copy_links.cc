@@ -8,30 +8,26 @@
 
 namespace rxccl {
 
-SingleCopyLinks::SingleCopyLinks(int rank, int world_size, int rails, const std::vector<int>& send_fds, const std::vector<int>& same_host,
-                                 bool single_copy, SharedMemoryLinks& shared)
-    : links_(size_t(world_size) * size_t(rails)), single_copy_(single_copy), shared_(shared) {
+SingleCopyLinks::SingleCopyLinks(int world_size, int rails, bool single_copy, SharedMemoryLinks& shared)
+    : links_(size_t(world_size) * size_t(rails)), single_copy_(single_copy), shared_(shared) {}
+
+void SingleCopyLinks::Offer(size_t l, int send_fd, int peer) {
+  Agreement& link = links_[l];
+  if (link.offer_due) return;
+  // The receiver verifies the sender by reading its memory, for single copy or a ring alike: held
+  // again where an earlier peer's answer let it go (KeepPtracerOnlyIfRead).
+  if ((single_copy_ || shared_.enabled()) && ptracer_ == nullptr) ptracer_ = std::make_unique<PtracerGrant>();
   // The receiver answers before the first message (AwaitsAnswer). A fresh socket takes these few
   // bytes at once. The sender writes first: the receiver (the mesh's dialler) stopped reading the
   // link in Node before it said ready, while the sender's Node read it until ready came, and could
   // have taken a byte the receiver wrote first.
-  for (int peer : same_host) {
-    if (peer == rank || peer < 0 || peer >= world_size) continue;
-    // The receiver verifies the sender by reading its memory, for single copy or a ring alike.
-    if ((single_copy || shared.enabled()) && ptracer_ == nullptr) ptracer_ = std::make_unique<PtracerGrant>();
-    for (int rail = 0; rail < rails; rail++) {
-      const size_t l = size_t(peer * rails + rail);
-      Agreement& link = links_[l];
-      if (link.offer_due) continue;
-      link.answer = -1;
-      link.offer_due = true;
-      uint8_t offer[kOfferBytes];
-      BuildOffer(single_copy, shared.Offered(l), link.probe, offer);
-      const ssize_t wrote = send(send_fds[l], offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (wrote != ssize_t(kOfferBytes) && setup_error_.empty()) {
-        setup_error_ = "cannot write its single-copy offer to rank " + std::to_string(peer) + ": " + (wrote < 0 ? strerror(errno) : "the socket took part of it");
-      }
-    }
+  link.answer = -1;
+  link.offer_due = true;
+  uint8_t offer[kOfferBytes];
+  BuildOffer(single_copy_, shared_.Offered(l), link.probe, offer);
+  const ssize_t wrote = send(send_fd, offer, kOfferBytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (wrote != ssize_t(kOfferBytes) && setup_error_.empty()) {
+    setup_error_ = "cannot write its single-copy offer to rank " + std::to_string(peer) + ": " + (wrote < 0 ? strerror(errno) : "the socket took part of it");
   }
 }
 

@@ -49,14 +49,16 @@ struct SingleCopyTransfer {
 // answers back, its receive link the other way round.
 class SingleCopyLinks {
  public:
-  // Writes this rank's offer as the first bytes of every link to a peer of `same_host` (send_fds,
-  // by link), naming where it will hold the receiver's challenge and the ring `shared` offers on the
-  // link; a link of another host is agreed inline from the start. single_copy: whether this rank
-  // offers and reads memory. `shared` hears each agreement's word on its ring (it outlives this).
-  SingleCopyLinks(int rank, int world_size, int rails, const std::vector<int>& send_fds, const std::vector<int>& same_host, bool single_copy,
-                  SharedMemoryLinks& shared);
+  // Every link agreed inline until `Offer` starts one with the agreement. single_copy: whether this
+  // rank offers and reads memory. `shared` hears each agreement's word on its ring (it outlives this).
+  SingleCopyLinks(int world_size, int rails, bool single_copy, SharedMemoryLinks& shared);
 
-  // What went wrong writing the offers (the session cannot use its links), else empty.
+  // Writes this rank's offer as the first bytes of `link`, a link to a peer of this host, on its
+  // send descriptor `send_fd`, naming where it will hold the receiver's challenge and the ring
+  // `shared` offers on the link (a link of another host is agreed inline from the start). `peer`
+  // names the link in the error.
+  void Offer(size_t link, int send_fd, int peer);
+  // What went wrong writing an offer (the session cannot use that link), else empty.
   const std::string& SetupError() const { return setup_error_; }
   // The links agreed to single copy so far: sending, and receiving. For tests and diagnostics,
   // between collectives.

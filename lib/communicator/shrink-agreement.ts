@@ -2,7 +2,7 @@ import { catchError, concat, concatMap, defer, EMPTY, first, from, ignoreElement
 import { TimeoutError } from '../errors.js';
 import { ElementType } from '../protocol/element-type.js';
 import type { Links } from '../transport/links/links.js';
-import { PeerLeftError } from '../transport/peer-mesh.js';
+import { PeerLeftError } from '../transport/peer-left-error.js';
 import type { RankLosses } from '../transport/rank-losses.js';
 import { MAX_TIMER_DELAY_MS } from '../transport/transport-kind.js';
 

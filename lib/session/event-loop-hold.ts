@@ -25,7 +25,8 @@ export class EventLoopHold {
   private readonly window: BusyWindow;
 
   constructor(
-    private readonly sockets: readonly Socket[],
+    /** Lists of sockets, read at each change: a session whose links open on demand adds them to its mesh's list as they open. */
+    private readonly sockets: readonly (readonly Socket[])[],
     busyPollMs = 0,
     private readonly clock: PollClock = REAL_CLOCK,
   ) {
@@ -67,7 +68,7 @@ export class EventLoopHold {
 
   private apply(referenced: boolean): void {
     this.referenced = referenced;
-    for (const socket of this.sockets) {
+    for (const list of this.sockets) for (const socket of list) {
       // A destroyed socket (a peer lost before shrink()) holds nothing; and Node's ref()/unref()
       // on a socket without a handle waits for a 'connect' that never comes, one listener per call.
       if (socket.destroyed) continue;

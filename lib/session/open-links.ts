@@ -1,4 +1,4 @@
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
 import type { CommunicatorPlaneParts } from '../communicator/communicator-plane.js';
 import { ChannelClosedError, ConfigurationError, TimeoutError } from '../errors.js';
@@ -47,8 +47,8 @@ export interface OpenedLinks {
   readonly transport: CollectiveTransport;
   readonly collective: FrameChannel;
   readonly links: SessionLinks;
-  /** Every socket the session holds open (see `EventLoopHold`). */
-  readonly sockets: readonly Socket[];
+  /** Every socket the session holds open (see `EventLoopHold`), in lists a list of links on demand grows as they open. */
+  readonly sockets: readonly (readonly Socket[])[];
   /** The job's processes on this host, where the links tell (see `busyPollMicros`); null: not known. */
   readonly processesOnHost: number | null;
   /** The native data plane, where the job runs one (tcp_peer), else null. */
@@ -100,7 +100,7 @@ export async function openLinks(
     if (transport === 'tcp_peer') {
       const { links, sockets, processesOnHost, nativePlane, mesh, hostGroups, communicatorPlanes } = await openMeshLinks(collective, address, options, owner, timeoutMs, losses);
       dropPeer = (rank) => mesh.dropPeer(rank);
-      return { transport, collective, links, sockets: [collective.socket, ...sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
+      return { transport, collective, links, sockets: [[collective.socket, ...sockets], mesh.sockets], processesOnHost, nativePlane, hostGroups, communicatorPlanes };
     }
     // Every rail at once: the coordinator answers each once every rank has joined it.
     const channels = await settleAll(Array.from({ length: options.rails }, (_, rail) => connectChannel(address, join(options, rail))));
@@ -109,7 +109,7 @@ export async function openLinks(
       transport,
       collective,
       links: new StagedLinks(options.rank, options.worldSize, rails, timeoutMs),
-      sockets: [collective.socket, ...channels.map((channel) => channel.socket)],
+      sockets: [[collective.socket, ...channels.map((channel) => channel.socket)]],
       processesOnHost: stagedProcessesOnHost(options.host, options.worldSize),
       nativePlane: null,
       hostGroups: null,
@@ -152,6 +152,7 @@ async function openMeshLinks(
 ): Promise<{
   links: MeshLinks;
   mesh: PeerMesh;
+  /** Its own sockets beside the mesh's links (the control channel). */
   sockets: Socket[];
   processesOnHost: number;
   nativePlane: NativePlane | null;
@@ -193,7 +194,16 @@ async function openMeshLinks(
         secret,
         tls,
         admission: listeners.admission,
+        // Links on demand: a pair connects when a schedule or a message first needs it; the
+        // listeners stay open (unreferenced: they hold no process alive) until the mesh closes.
+        onDemand: {
+          closeListeners: () => {
+            incoming.end();
+            closeListeners(listeners.servers);
+          },
+        },
       });
+      for (const server of listeners.servers) server.unref();
     } catch (error) {
       control.abort(`rank ${rank} direct peer mesh setup failed: ${error instanceof Error ? error.message : String(error)}`);
       throw error;
@@ -230,21 +240,22 @@ async function openMeshLinks(
     return {
       links: new MeshLinks(mesh, control, owner.failure, timeoutMs, losses === null ? null : (peer) => losses.needed(peer, 'its direct peer links closed while this rank needed it')),
       mesh,
-      sockets: [controlChannel.socket, ...mesh.sockets],
+      sockets: [controlChannel.socket],
       processesOnHost,
       hostGroups: groups,
-      nativePlane: sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings), rank, worldSize),
+      nativePlane:
+        sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings, (peer, rail, waitMs) => mesh.openDataLink(peer, rail, waitMs)), rank, worldSize),
       communicatorPlanes,
     };
   } catch (error) {
     control?.close();
     accepts.close();
+    incoming.end();
+    closeListeners(listeners.servers);
     throw error;
   } finally {
-    // The mesh is complete (or abandoned): every peer has its table, and later dialers are strays.
+    // The table is complete (or abandoned): every peer has it, and later gather dialers are strays.
     gather.close(new ChannelClosedError(`rank ${rank} ended its direct peer set-up`));
-    incoming.end();
-    for (const server of listeners.servers) server.close();
   }
 }
 
@@ -272,3 +283,8 @@ function nativeEngine(): DataPlaneEngine {
   if (engine === null) throw new ConfigurationError('the native data plane needs the native addon, which does not load here');
   return engine;
 }
+
+function closeListeners(servers: readonly Server[]): void {
+  for (const server of servers) server.close();
+}
+

@@ -1,10 +1,11 @@
 import type { Socket } from 'node:net';
-import { Observable } from 'rxjs';
+import { catchError, from, Observable, of, switchMap } from 'rxjs';
 import { ConfigurationError } from '../errors.js';
 import type { OperationDescriptor } from '../protocol/agreement.js';
 import { DESCRIPTOR_BYTES, encodeDescriptor } from '../protocol/descriptor-codec.js';
 import { fnv1a64 } from '../protocol/fnv1a.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import { PeerLeftError } from './peer-left-error.js';
 
 /**
  * The sockets of the native data plane's links: `rails` per pair of ranks each way, peer p's on
@@ -46,6 +47,13 @@ export interface NativeDataPlane {
   compile(program: Float64Array): number;
   /** Forgets a compiled schedule. */
   release(program: number): void;
+  /**
+   * Adds link `link` (p * rails + rail), not open yet, both ways (links on demand); between
+   * collectives. Absent from an addon built before links on demand.
+   */
+  open?(link: number, sendFd: number, receiveFd: number): void;
+  /** The links (p * rails + rail) compiled schedule `program` moves messages on. Absent from an addon built before links on demand. */
+  programLinks?(program: number): number[];
   /** Runs compiled schedule `program` over `input` and `output`; `done()` once it is done, `done(outcome)` if it failed; the header is copied at once. */
   run(program: number, input: Uint8Array, output: Uint8Array, header: Uint8Array, timeoutMs: number, done: (outcome?: NativeOutcome) => void): void;
   /** Ends the running collective and every later one with "aborted". */
@@ -61,6 +69,12 @@ export interface NativeDataPlane {
   /** How many times the engine's waits looked at its descriptors (poll()) so far: a collective whose messages cross rings it finds ready makes none. Absent from an addon built before it. */
   polls?(): number;
 }
+
+/**
+ * Opens a pair's data links of one rail when a schedule first needs them (links on demand,
+ * `PeerMesh.openDataLink`): resolves once both are in the plane's `DataLinkSockets`.
+ */
+export type DataLinkOpener = (peer: number, rail: number, timeoutMs: number) => Promise<void>;
 
 /** Links of the native data plane agreed to single copy (native/single_copy.h), as p * rails + rail (the engine's answer). */
 export interface SingleCopyLinks {
@@ -200,28 +214,46 @@ export class DataPlane {
   private readonly headerView = new DataView(this.header.buffer);
   /** Compiled schedules by the caller's key, oldest first. */
   private readonly programs = new Map<string, number>();
+  /** Links on demand: the links each compiled schedule needs that the engine did not have yet, by id. */
+  private readonly unopened = new Map<number, number[]>();
+  /** Links on demand: by link, whether the engine has it. */
+  private readonly opened: boolean[];
 
   private constructor(
     private readonly engine: NativeDataPlane,
-    private readonly sockets: readonly Socket[],
-    private readonly rails: number,
-  ) {}
+    private readonly rank: number,
+    private readonly links: DataLinkSockets,
+    private readonly opener: DataLinkOpener | null,
+  ) {
+    this.opened = links.send.map((socket) => socket !== undefined);
+  }
 
-  /** `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say. */
-  static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}): DataPlane {
+  private get rails(): number {
+    return this.links.rails;
+  }
+
+  /**
+   * `Engine` (the addon's) over `links`, every peer's send and receive sockets, as `settings` say.
+   * With `opener` (links on demand), `links` may lack any peer's: a schedule's first run opens the
+   * links it needs with `opener` (which fills them in), then gives them to the engine.
+   */
+  static open(Engine: DataPlaneEngine, rank: number, worldSize: number, links: DataLinkSockets, settings: DataPlaneSettings = {}, opener: DataLinkOpener | null = null): DataPlane {
     const { spin = 'auto', inline = 'auto', sameHost = [], singleCopy = true, sharedMemory = true, owner } = settings;
     const { rails } = links;
     const descriptor = (socket: Socket | undefined, link: number) => {
       const peer = Math.floor(link / rails);
       if (peer === rank) return -1;
-      const fd = (socket as unknown as { _handle: { fd?: number } | null } | undefined)?._handle?.fd;
-      if (fd === undefined || fd < 0) throw new ConfigurationError(`rank ${rank} has no data link socket for rank ${peer}${rails === 1 ? '' : ` rail ${link % rails}`}`);
-      return fd;
+      if (socket === undefined && opener !== null) return -1;
+      return descriptorOf(socket, rank, peer, rails, link);
     };
     const send = links.send.map(descriptor);
     const receive = links.receive.map(descriptor);
     const engine = new Engine(rank, worldSize, rails, send, receive, spin === 'auto' ? -1 : spin, sameHost, singleCopy, owner, sharedMemory, inline === 'auto' ? DEFAULT_INLINE_MICROS : inline);
-    return new DataPlane(engine, [...links.send, ...links.receive].filter((socket) => socket !== undefined), rails);
+    if (opener !== null && (engine.open === undefined || engine.programLinks === undefined)) {
+      engine.close();
+      throw new ConfigurationError('the native addon predates links on demand (no open/programLinks): rebuild it (npm rebuild rxccl)');
+    }
+    return new DataPlane(engine, rank, links, opener);
   }
 
   /**
@@ -233,9 +265,11 @@ export class DataPlane {
     if (known !== undefined) return known;
     const program = this.engine.compile(encode());
     this.programs.set(key, program);
+    if (this.opener !== null) this.unopened.set(program, this.engine.programLinks!(program));
     if (this.programs.size > PLANE_PROGRAMS) {
       const [oldestKey, oldest] = this.programs.entries().next().value as [string, number];
       this.programs.delete(oldestKey);
+      this.unopened.delete(oldest);
       this.engine.release(oldest);
     }
     return program;
@@ -276,6 +310,7 @@ export class DataPlane {
   forgetPrograms(): void {
     for (const program of this.programs.values()) this.engine.release(program);
     this.programs.clear();
+    this.unopened.clear();
   }
 
   /**
@@ -284,6 +319,18 @@ export class DataPlane {
    * that leaves early (the session failed: `end()` follows) gets nothing.
    */
   run(program: number, input: Uint8Array, output: Uint8Array, call: PlaneCall): Observable<NativeOutcome | undefined> {
+    const unopened = this.unopened.get(program);
+    if (unopened !== undefined && !this.openNow(unopened)) {
+      // Links on demand: the schedule's first run waits for its links (a later run finds them open).
+      // A peer whose link cannot open (a fault-tolerant job's lost rank) ends it as one whose link closed.
+      return from(this.openLinks(unopened, call.timeoutMs)).pipe(
+        switchMap(() => this.run(program, input, output, call)),
+        catchError((error: unknown) => {
+          if (!(error instanceof PeerLeftError)) throw error;
+          return of(peerClosed(error));
+        }),
+      );
+    }
     return new Observable<NativeOutcome | undefined>((subscriber) => {
       if (call.descriptor === this.encoded) {
         // Bytes 24..31: the mesh number's low 32 bits, then the label, 0 (encodeLinkHeader).
@@ -322,8 +369,47 @@ export class DataPlane {
     if (!this.running) this.release();
   }
 
+  /**
+   * Gives the engine those of `links` both of whose sockets are here, and forgets them in
+   * `links`; true once none is left. Only between collectives (the engine takes links only then):
+   * `run` is, as a plane runs one collective at a time.
+   */
+  private openNow(links: number[]): boolean {
+    for (let index = links.length - 1; index >= 0; index--) {
+      const link = links[index]!;
+      if (!this.opened[link]) {
+        const send = this.links.send[link];
+        const receive = this.links.receive[link];
+        if (send === undefined || receive === undefined) continue;
+        const peer = Math.floor(link / this.rails);
+        this.engine.open!(link, descriptorOf(send, this.rank, peer, this.rails, link), descriptorOf(receive, this.rank, peer, this.rails, link));
+        this.opened[link] = true;
+      }
+      links.splice(index, 1);
+    }
+    return links.length === 0;
+  }
+
+  /** Opens `links` with the opener, all at once (a peer's dial fails the job, naming it). */
+  private async openLinks(links: readonly number[], timeoutMs: number): Promise<void> {
+    const opener = this.opener!;
+    await Promise.all(links.map((link) => opener(Math.floor(link / this.rails), link % this.rails, timeoutMs)));
+  }
+
   private release(): void {
     this.engine.close();
-    for (const socket of this.sockets) socket.destroy();
+    for (const socket of [...this.links.send, ...this.links.receive]) socket?.destroy();
   }
+}
+
+/** A data link socket's descriptor (the engine reads and writes it); a socket without one cannot be a link. */
+function descriptorOf(socket: Socket | undefined, rank: number, peer: number, rails: number, link: number): number {
+  const fd = (socket as unknown as { _handle: { fd?: number } | null } | undefined)?._handle?.fd;
+  if (fd === undefined || fd < 0) throw new ConfigurationError(`rank ${rank} has no data link socket for rank ${peer}${rails === 1 ? '' : ` rail ${link % rails}`}`);
+  return fd;
+}
+
+/** How a collective ends whose peer's link could not open because the peer is gone: as if it had closed. */
+function peerClosed(error: PeerLeftError): NativeOutcome {
+  return { kind: 'peer-closed', peer: error.peer, rail: 0, label: 0, error: 0, what: 'its link could not open', missing: [], header: new Uint8Array(0) };
 }

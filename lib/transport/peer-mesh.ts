@@ -22,6 +22,8 @@ import type { ExpectedShape, MessageShape } from './links/links.js';
 import { formatEndpoint, type SocketAddressText } from './peer-endpoint-config.js';
 import { type Deadline, LazyDeadlines } from './lazy-deadlines.js';
 import { TagMatcher } from './tag-matcher.js';
+import { PeerLeftError } from './peer-left-error.js';
+import { PairDials } from './pair-dials.js';
 import { headerKey, keyFields, keysText, keyText, type MessageKey } from '../protocol/message-key.js';
 import { MAX_P2P_RAILS, MAX_TIMER_DELAY_MS } from './transport-kind.js';
 
@@ -64,6 +66,28 @@ interface PostedProbe {
   readonly key: MessageKey;
   readonly outcome: MessageOutcome<FrameHeader>;
   readonly deadline: Deadline;
+}
+
+/** A send waiting for its link to open (links on demand): the header is made, the bytes wait. */
+interface WaitingSend {
+  readonly header: FrameHeader;
+  readonly payload: Uint8Array;
+  readonly key: MessageKey;
+  readonly timeoutMs: number;
+  readonly outcome: MessageOutcome<void>;
+  /** Set once it left the queue (sent or pushed back): what withdrawing it does then. */
+  forget: Withdraw;
+}
+
+/** What a mesh whose links open on demand dials them with (`connect`'s `onDemand`). */
+interface OnDemandDialing {
+  readonly endpoints: readonly (readonly SocketAddressText[])[];
+  readonly secret: JobSecret | null;
+  readonly tls: TlsSettings | null;
+  readonly timeoutMs: number;
+  readonly accepts: PeerAccepts;
+  /** Closes the listeners the mesh is dialled on (the mesh holds them open until it closes). */
+  readonly closeListeners: () => void;
 }
 
 /** Undoes a message that has not ended yet (withdraws a receive, forgets a waiting send). */
@@ -117,6 +141,8 @@ export class PeerMesh {
   /** The links this rank receives on (it dialled them). */
   private readonly inbound: (FrameChannel | undefined)[];
   private readonly readers: Subscription[] = [];
+  /** The sockets of the links in `outbound` and `inbound`, as they opened. */
+  private readonly linkSockets: Socket[] = [];
   /** Peers one of whose links ended: they take no more messages. */
   private readonly departed = new Set<number>();
   /** By `linkIndex`: the inbound link ended, after every message it brought. */
@@ -144,6 +170,19 @@ export class PeerMesh {
   private onPeerDeparted: (peer: number) => void = () => undefined;
   /** Communicators whose messages are dropped (`forget`): they failed, nothing will receive them. */
   private readonly forgotten = new Set<bigint>();
+  /** A fault-tolerant job's mesh (it has a departure handler): a peer it cannot dial is lost, not the job. */
+  private losesPeers = false;
+  /** Links on demand: how the mesh dials (null: every link was dialled by `connect`). */
+  private onDemand: OnDemandDialing | null = null;
+  /** Links on demand: this rank's own dial of each pair it opened, by `pairKey` (pair-dials.ts). */
+  private readonly pairs = new PairDials<number>((key) => this.dialPair(key));
+  /** By `linkIndex`: sends waiting for the link to the peer to open, oldest first. */
+  private readonly waitingSends: (WaitingSend[] | undefined)[];
+  /** By data link index: who waits for the peer's dial of the data link this rank sends on. */
+  private readonly dataArrivals = new Map<number, (() => void)[]>();
+  /** Rejects with the mesh's failure (a data link's wait ends with it). */
+  private readonly failed$: Promise<never>;
+  private rejectFailed: (error: unknown) => void = () => undefined;
 
   private constructor(
     readonly identity: MeshIdentity,
@@ -159,6 +198,9 @@ export class PeerMesh {
     this.unmatchedBytes = new Array<number>(links).fill(0);
     this.inboundEnded = new Array<boolean>(links).fill(false);
     this.sequences = new Array<bigint>(links).fill(0n);
+    this.waitingSends = new Array<WaitingSend[] | undefined>(links).fill(undefined);
+    this.failed$ = new Promise<never>((_, reject) => (this.rejectFailed = reject));
+    this.failed$.catch(() => undefined);
     this.dataSockets = { rails: identity.rails, send: new Array<Socket | undefined>(links).fill(undefined), receive: new Array<Socket | undefined>(links).fill(undefined) };
   }
 
@@ -188,6 +230,13 @@ export class PeerMesh {
     tls?: TlsSettings | null;
     /** Errors when the set-up is to end now (a member of a communicator's mesh was lost): the connect fails with its error. */
     ended?: Observable<never>;
+    /**
+     * Links on demand (docs/architecture.md): dial nothing now; a pair of ranks opens its links
+     * when one of them first sends to or receives from the other (`PairDials`), and the data links
+     * of a rail when the native plane first runs a program on them (`openDataLink`). The mesh keeps
+     * accepting for as long as it is open, then closes the listeners with `closeListeners`.
+     */
+    onDemand?: { readonly closeListeners: () => void };
   }): Promise<PeerMesh> {
     const mesh = new PeerMesh(options.identity, options.scheduler, options.unmatchedBytesLimit ?? DEFAULT_UNMATCHED_BYTES_LIMIT);
     const secret = options.secret ?? null;
@@ -197,6 +246,12 @@ export class PeerMesh {
       options.incoming instanceof PeerAccepts
         ? options.incoming
         : new PeerAccepts(options.incoming, { rank, worldSize, secret, timeoutMs: handshakeTimeoutMs, admission: options.admission ?? null, scheduler: options.scheduler });
+    if (options.onDemand !== undefined) {
+      const { endpoints, timeoutMs, tls = null } = options;
+      mesh.onDemand = { endpoints, secret, tls, timeoutMs, accepts, closeListeners: options.onDemand.closeListeners };
+      void mesh.acceptAll(accepts.accepted, Number.POSITIVE_INFINITY, handshakeTimeoutMs);
+      return mesh;
+    }
     // Per peer its rails, then, where there are data links, one on each rail (to that rail's endpoint).
     const perPeer = rails * (options.identity.dataLinks === true ? 2 : 1);
     const links = (worldSize - 1) * perPeer;
@@ -243,6 +298,7 @@ export class PeerMesh {
   /** Called once per peer whose links it sends on all ended (a fault-tolerant job loses it then). */
   set departureHandler(handler: (peer: number) => void) {
     this.onPeerDeparted = handler;
+    this.losesPeers = true;
   }
 
   /**
@@ -306,7 +362,13 @@ export class PeerMesh {
       return undefined;
     }
     if (this.departed.has(destination)) throw peerLeft(destination);
-    const channel = this.outbound[link]!;
+    const channel = this.outbound[link];
+    if (channel === undefined || this.waitingSends[link] !== undefined) return this.sendOnceOpen(link, rail, destination, { header, payload, key, timeoutMs, outcome, forget: () => undefined });
+    return this.sendOn(channel, rail, destination, header, payload, key, timeoutMs, outcome);
+  }
+
+  /** Writes one message on the link to `destination`; waits for the socket to drain where it pushed back (see `write`). */
+  private sendOn(channel: FrameChannel, rail: number, destination: number, header: FrameHeader, payload: Uint8Array, key: MessageKey, timeoutMs: number, outcome: MessageOutcome<void>): Withdraw | undefined {
     if (channel.send({ header, parts: [payload] })) {
       outcome.next(undefined);
       return undefined;
@@ -333,6 +395,43 @@ export class PeerMesh {
   }
 
   /**
+   * Links on demand: a send to a peer whose link has not opened (or behind sends still waiting for
+   * it) waits for it, in order, and opens the pair; it fails after `timeoutMs` as a send the peer
+   * does not read does, or with the mesh (a dial that failed fails the mesh, naming the peer).
+   */
+  private sendOnceOpen(link: number, rail: number, destination: number, waiting: WaitingSend): Withdraw {
+    const queue = (this.waitingSends[link] ??= []);
+    queue.push(waiting);
+    this.pushedBack.add(waiting.outcome);
+    const deadline = this.deadlines.add(Math.min(waiting.timeoutMs, MAX_TIMER_DELAY_MS), () => {
+      if (!this.pushedBack.has(waiting.outcome)) return;
+      waiting.forget();
+      waiting.outcome.error(new TimeoutError(`direct peer send to rank ${destination} with ${keyText(waiting.key)} on rail ${rail} (its link to rank ${destination} did not open)`));
+    });
+    waiting.forget = () => {
+      this.deadlines.remove(deadline);
+      this.pushedBack.delete(waiting.outcome);
+      const at = queue.indexOf(waiting);
+      if (at >= 0) queue.splice(at, 1);
+    };
+    this.needPair(destination, rail).catch(() => undefined);
+    return () => waiting.forget();
+  }
+
+  /** The link to `peer` on `rail` opened: the sends waiting for it go, in order, before any later one. */
+  private sendWaiting(link: number, rail: number, peer: number, channel: FrameChannel): void {
+    const queue = this.waitingSends[link];
+    if (queue === undefined) return;
+    this.waitingSends[link] = undefined;
+    for (const waiting of queue.splice(0)) {
+      if (!this.pushedBack.has(waiting.outcome)) continue;
+      waiting.forget();
+      const pushed = this.sendOn(channel, rail, peer, waiting.header, waiting.payload, waiting.key, waiting.timeoutMs, waiting.outcome);
+      if (pushed !== undefined) waiting.forget = pushed;
+    }
+  }
+
+  /**
    * Posts a receive for the next matching message (see `write`). Throws if the mesh failed or the
    * source left; else reports to `outcome` once the message is there (at once if it waited
    * already), or an error after `timeoutMs`. With `into` (a receive from one rank), a message that
@@ -345,6 +444,7 @@ export class PeerMesh {
     const matcher = this.matchers[rail]!;
     if (source !== ANY_RANK && this.inboundEnded[this.linkIndex(source, rail)] && !matcher.holdsFrom(source)) throw peerLeft(source);
     const posted: PostedReceive = { source, shape, into: source === ANY_RANK ? null : into, outcome };
+    this.needFrom(source, rail);
     const frame = matcher.post(source, key, posted);
     if (frame !== null) {
       this.countOff(rail, frame);
@@ -381,6 +481,7 @@ export class PeerMesh {
       return undefined;
     }
     if (source !== ANY_RANK && this.inboundEnded[this.linkIndex(source, rail)]) throw peerLeft(source);
+    this.needFrom(source, rail);
     const probes = this.probes[rail]!;
     const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
       if (removeProbe(probes, probe)) outcome.error(new TimeoutError(`direct peer probe from ${rankText(source)} with ${keyText(key)} on rail ${rail}`));
@@ -414,6 +515,7 @@ export class PeerMesh {
   fail(error: unknown): void {
     if (this.failure !== null) return;
     this.failure = error;
+    this.rejectFailed(error);
     for (const matcher of this.matchers) for (const receive of matcher.takeReceives(() => true)) receive.outcome.error(error);
     this.probes.forEach((_, rail) => this.endProbes(rail, () => true, error));
     const pushedBack = [...this.pushedBack];
@@ -435,16 +537,127 @@ export class PeerMesh {
     return this.identity.dataLinks === true ? this.dataSockets : null;
   }
 
-  /** The sockets of every link (a session references them only while it has work pending). */
-  get sockets(): Socket[] {
-    return this.allLinks().map((link) => link.socket);
+  /**
+   * The sockets of every link (a session references them only while it has work pending): one
+   * array, to which a link opened on demand is added as it opens.
+   */
+  get sockets(): readonly Socket[] {
+    return this.linkSockets;
   }
 
   close(): void {
     for (const reader of this.readers) reader.unsubscribe();
     for (const link of this.allLinks()) link.finish();
+    this.onDemand?.accepts.close();
+    this.onDemand?.closeListeners();
     this.deadlines.stop();
     this.fail(new ChannelClosedError(`rank ${this.identity.rank} direct peer mesh closed`));
+  }
+
+  /**
+   * Links on demand: opens the pair's data links of `rail` with `peer` (this rank dials the one it
+   * receives on, the peer the one it sends on), resolving once both are in `dataLinks`; at once
+   * where they are. Rejects with the mesh's failure (a dial that failed names the peer and its
+   * endpoint), or after `timeoutMs` with the link that did not open (which fails the mesh too).
+   */
+  openDataLink(peer: number, rail: number, timeoutMs: number): Promise<void> {
+    const at = this.linkIndex(peer, rail);
+    if (this.dataSockets.send[at] !== undefined && this.dataSockets.receive[at] !== undefined) return Promise.resolve();
+    if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.onDemand === null || this.identity.dataLinks !== true || peer === this.identity.rank) {
+      return Promise.reject(new ConfigurationError(`rank ${this.identity.rank} has no data link of rail ${rail} to rank ${peer}`));
+    }
+    const arrived =
+      this.dataSockets.send[at] !== undefined
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            const waiting = this.dataArrivals.get(at) ?? [];
+            waiting.push(resolve);
+            this.dataArrivals.set(at, waiting);
+          });
+    const endpoint = formatEndpoint(this.onDemand.endpoints[peer]![rail]!);
+    return new Promise<void>((resolve, reject) => {
+      // A peer answers a dial at once (its accept front runs whatever it is doing): one that has
+      // not within the collective's timeout is gone or hung, and the job is told, as for a dial that failed.
+      const deadline = this.deadlines.add(Math.min(timeoutMs, MAX_TIMER_DELAY_MS), () => {
+        const error = new TimeoutError(`direct peer rank ${peer} did not open its ${this.describeLink(DATA_LINK + rail)} to rank ${this.identity.rank} within ${timeoutMs} ms (rank ${peer} listens at ${endpoint})`);
+        reject(error);
+        this.failDetected(error);
+      });
+      Promise.race([Promise.all([this.needPair(peer, DATA_LINK + rail), arrived]), this.failed$]).then(
+        () => {
+          this.deadlines.remove(deadline);
+          resolve();
+        },
+        (error: unknown) => {
+          this.deadlines.remove(deadline);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Links on demand: a receive or probe from `source` on `rail` opens the pair (ANY_RANK opens none: its sender's first send does). */
+  private needFrom(source: number, rail: number): void {
+    if (this.onDemand === null || source === ANY_RANK || source === this.identity.rank) return;
+    this.needPair(source, rail).catch(() => undefined);
+  }
+
+  /** A pair's key in `pairs`: per peer, its rails, then its rails' data links. */
+  private pairKey(peer: number, tag: number): number {
+    const rails = this.identity.rails;
+    const dataRail = dataLinkRail(tag);
+    return peer * 2 * rails + (dataRail === null ? tag : rails + dataRail);
+  }
+
+  /**
+   * This rank needs the pair's links of `tag` with `peer` (a message, a schedule): its own dial,
+   * once (`pairs`). A dial that fails fails the mesh, announced to every rank, with the reason
+   * naming the peer and its endpoint: the peer is unreachable, and what needs it cannot end
+   * otherwise. In a fault-tolerant job the peer is lost instead (as if its links had closed:
+   * `direct peer rank N left`), and the job goes on without it. A dial no need made (answering
+   * the peer's, `acceptedPair`) that fails is nobody's failure until something needs the pair: the
+   * peer may have finished and closed meanwhile.
+   */
+  private needPair(peer: number, tag: number): Promise<void> {
+    return this.pairs.need(this.pairKey(peer, tag)).catch((error: unknown) => {
+      if (!this.losesPeers || this.failure !== null) {
+        this.failDetected(error);
+        throw error;
+      }
+      this.unreachable(peer);
+      throw peerLeft(peer);
+    });
+  }
+
+  /** Dials this rank's own link of a pair (`pairs` calls it once per pair, by its key). */
+  private async dialPair(key: number): Promise<void> {
+    const dialling = this.onDemand!;
+    const rails = this.identity.rails;
+    const peer = Math.floor(key / (2 * rails));
+    const slot = key % (2 * rails);
+    const tag = slot < rails ? slot : DATA_LINK + slot - rails;
+    await this.dial(peer, tag, dialling.endpoints[peer]![slot % rails]!, dialling);
+  }
+
+  /** A fault-tolerant job's peer this rank cannot dial: gone here, as if its links had closed; sends waiting for it fail. */
+  private unreachable(peer: number): void {
+    for (let rail = 0; rail < this.identity.rails; rail++) {
+      this.onDeparture(peer, rail, 'inbound', null);
+      const link = this.linkIndex(peer, rail);
+      const waiting = this.waitingSends[link] ?? [];
+      this.waitingSends[link] = undefined;
+      for (const send of waiting.splice(0)) {
+        if (!this.pushedBack.has(send.outcome)) continue;
+        send.forget();
+        send.outcome.error(peerLeft(peer));
+      }
+    }
+  }
+
+  /** Links on demand: `peer`'s link of a pair came in, so this rank opens its own of the pair too. */
+  private acceptedPair(peer: number, tag: number): void {
+    if (this.onDemand !== null) this.pairs.accepted(this.pairKey(peer, tag));
   }
 
   /** Dials `peer`'s link `tag` names: a rail (0..63), or the data link of rail r (DATA_LINK + r). */
@@ -533,6 +746,8 @@ export class PeerMesh {
       if (this.failure !== null) throw this.failure;
       channel.send({ header: peerHelloHeader(this.identity, peer, rail), parts: [] });
       this.attach(peer, rail, channel, 'outbound');
+      this.sendWaiting(this.linkIndex(peer, rail), rail, peer, channel);
+      this.acceptedPair(peer, rail);
       return true;
     } catch (error) {
       // A stray or crossed connection is told why and dropped; the mesh keeps waiting.
@@ -561,6 +776,9 @@ export class PeerMesh {
     this.checkHello(ready, peer, tag);
     if (this.failure !== null) throw this.failure;
     this.dataSockets.send[at] = channel.handOver();
+    for (const arrived of this.dataArrivals.get(at) ?? []) arrived();
+    this.dataArrivals.delete(at);
+    this.acceptedPair(peer, tag);
     return true;
   }
 
@@ -586,6 +804,7 @@ export class PeerMesh {
     const inbound = direction === 'inbound';
     if (inbound) channel.allocatePayload = (header) => this.destinationOf(peer, rail, header) ?? this.pool.take(header.payloadBytes);
     (inbound ? this.inbound : this.outbound)[this.linkIndex(peer, rail)] = channel;
+    this.linkSockets.push(channel.socket);
     this.readers.push(
       channel.frames$.subscribe({
         next: (frame) => (inbound ? this.onLinkFrame(peer, rail, frame) : this.onReverseFrame(peer, rail, frame)),
@@ -744,14 +963,6 @@ export class PeerMesh {
       this.deadlines.remove(probe.deadline);
     }
     return taken;
-  }
-}
-
-/** A peer's link closed: the mesh says so itself, not as the coordinator's abort. */
-export class PeerLeftError extends RemoteAbortError {
-  constructor(readonly peer: number) {
-    const text = `direct peer rank ${peer} left`;
-    super(text, text);
   }
 }
 

@@ -32,6 +32,10 @@ describe.skipIf(!native)('communicators on the native data plane', () => {
   it('4 ranks split into pairs: each pair runs natively; pair and world calls issued together, in opposite orders on odd and even ranks, all exact; closing the pairs closes every socket they opened', async () => {
     const ranks = await world(4, 'native');
     const sockets = () => process.getActiveResourcesInfo().filter((kind) => kind === 'TCPSocketWrap' || kind === 'TCPServerWrap').length;
+    // The world's links open on demand: its first all-reduce of the shape the test ends with opens
+    // its data links, a message to each partner the links the split trades endpoints on.
+    await Promise.all(ranks.map((session) => session.allReduce(Int32Array.of(1))));
+    await Promise.all(ranks.map((session) => Promise.all([session.send(session.rank ^ 1, 1, Uint8Array.of(1)), session.receive(session.rank ^ 1, 1, { dtype: 'u8', count: 1 })])));
     const before = sockets();
     await Promise.all(
       ranks.map(async (session) => {

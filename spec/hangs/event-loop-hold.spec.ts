@@ -16,7 +16,7 @@ describe('EventLoopHold', () => {
   it('unreferences every socket while idle and references them while an operation is pending, letting go a turn after the last ended', () => {
     const { clock, turn } = fakeClock();
     const { sockets, referenced } = fakeSockets(3);
-    const hold = new EventLoopHold(sockets, 0, clock);
+    const hold = new EventLoopHold([sockets], 0, clock);
     expect(referenced).toEqual([false, false, false]);
     const first = new Subject<number>();
     const second = new Subject<number>();
@@ -38,7 +38,7 @@ describe('EventLoopHold', () => {
     const { clock, turn } = fakeClock();
     let touched = 0;
     const sockets = [0, 1].map(() => ({ ref: () => touched++, unref: () => touched++ }) as unknown as Socket);
-    const hold = new EventLoopHold(sockets, 0, clock);
+    const hold = new EventLoopHold([sockets], 0, clock);
     touched = 0;
     for (let operation = 0; operation < 100; operation++) of(operation).pipe(hold.during()).subscribe();
     // Referenced once, for the first.
@@ -53,7 +53,7 @@ describe('EventLoopHold', () => {
   it('lets go when an operation is abandoned, and holds nothing past a turn for one that ends at once', () => {
     const { clock, turn } = fakeClock();
     const { sockets, referenced } = fakeSockets(1);
-    const hold = new EventLoopHold(sockets, 0, clock);
+    const hold = new EventLoopHold([sockets], 0, clock);
     const pending = NEVER.pipe(hold.during()).subscribe();
     expect(referenced).toEqual([true]);
     pending.unsubscribe();
@@ -65,11 +65,24 @@ describe('EventLoopHold', () => {
     expect(referenced).toEqual([false]);
   });
 
+  it('takes a socket added to one of its lists later (a link opened on demand) at the next change', () => {
+    const { clock, turn } = fakeClock();
+    const { sockets, referenced } = fakeSockets(2);
+    const links: Socket[] = [];
+    const hold = new EventLoopHold([[sockets[0]!], links], 0, clock);
+    expect(referenced).toEqual([false, true]);
+    const pending = NEVER.pipe(hold.during()).subscribe();
+    links.push(sockets[1]!);
+    pending.unsubscribe();
+    turn();
+    expect(referenced).toEqual([false, false]);
+  });
+
   it('leaves a destroyed socket alone: 100 operations add no listener to it (Node would queue a ref per call for a "connect")', () => {
     const { clock, turn } = fakeClock();
     const closed = new Socket();
     closed.destroy();
-    const hold = new EventLoopHold([closed], 0, clock);
+    const hold = new EventLoopHold([[closed]], 0, clock);
     for (let operation = 0; operation < 100; operation++) {
       NEVER.pipe(hold.during()).subscribe().unsubscribe();
       turn();

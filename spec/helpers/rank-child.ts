@@ -9,7 +9,8 @@
  * Scenarios: `collectives`, `die-in-allreduce`, `joined` (below); `split`, `mismatch` (communicators,
  * spec/process/fixtures/communicator-split.ts); `concurrent`, `rank-lost` (calls of several
  * communicators at once, spec/process/fixtures/concurrent-communicators.ts); `fusion`
- * (spec/process/fixtures/fusion.ts); `objects` (spec/process/fixtures/objects.ts).
+ * (spec/process/fixtures/fusion.ts); `objects` (spec/process/fixtures/objects.ts); `small-all-reduces`
+ * (spec/process/fixtures/links-on-demand.ts).
  */
 import { openSession } from '../../lib/index.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
@@ -17,6 +18,7 @@ import { mismatch, split } from '../process/fixtures/communicator-split.js';
 import { concurrent, rankLost } from '../process/fixtures/concurrent-communicators.js';
 import { fusion } from '../process/fixtures/fusion.js';
 import { objects } from '../process/fixtures/objects.js';
+import { smallAllReduces } from '../process/fixtures/links-on-demand.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const result = (name: string, value: unknown) =>
@@ -89,6 +91,7 @@ const scenarios: Record<string, (session: RankSession) => Promise<void>> = {
   'rank-lost': rankLost,
   fusion: (session) => fusion(session, result),
   objects: (session) => objects(session, result),
+  'small-all-reduces': (session) => smallAllReduces(session, result),
 };
 
 async function main(): Promise<number> {

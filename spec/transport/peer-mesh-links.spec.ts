@@ -3,7 +3,7 @@
  * the listening rank to the dialling one (which reads it with `onread`), so a receive that names
  * its destination gets its payload written there by the kernel.
  */
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { openSockets } from '../helpers/open-sockets.js';
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
@@ -74,18 +74,6 @@ function sent(mesh: PeerMesh, rail: number, destination: number, tag: bigint, sh
 /** The next matching message, received with `PeerMesh.post` (`into`: where it may be read straight into). */
 function received(mesh: PeerMesh, rail: number, source: number, tag: bigint, shape: ExpectedShape, timeoutMs: number, into: Uint8Array | null = null): Promise<Frame> {
   return new Promise((resolve, reject) => void mesh.post(rail, source, tag, shape, timeoutMs, into, { next: resolve, error: reject }));
-}
-
-/** The sockets this process holds open (Linux: /proc/self/fd), else null. */
-function openSockets(): number | null {
-  if (!existsSync('/proc/self/fd')) return null;
-  return readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`).startsWith('socket:');
-    } catch {
-      return false;
-    }
-  }).length;
 }
 
 const noProcFds = openSockets() === null;

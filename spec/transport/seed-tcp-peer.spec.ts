@@ -205,14 +205,17 @@ describe('seed tests: tcp_peer', () => {
       rawChannels.push(control);
       const abort = await firstValueFrom(control.frames$.pipe(take(1)));
       expect(abort.header.opcode).toBe(Opcode.Abort);
-      expect(frameText(abort)).toContain('rank 1 direct peer mesh setup failed');
+      expect(frameText(abort)).toContain(`cannot reach direct peer rank 0 rail 0 at 127.0.0.1:${unreachable}`);
     })();
+    // Links on demand (#47 item 3): rank 1's mesh dials rank 0 when it first needs it, here its
+    // first receive; the failed dial names the peer and its endpoint and goes to every rank.
+    const one = await job.openRank(1, { timeoutMs: 300 });
     const started = Date.now();
-    const failing = await rejection(job.openRank(1, { timeoutMs: 300 }));
-    expect(failing.message).toMatch(/cannot reach direct peer rank 0|direct peer mesh setup/);
+    const failing = await rejection(one.receive(0, 1, { dtype: 'u8', count: 1 }));
+    expect(failing.message).toMatch(new RegExp(`cannot reach direct peer rank 0 rail 0 at 127\\.0\\.0\\.1:${unreachable}`));
     expect(Date.now() - started).toBeLessThan(1_000);
     await fakeRank;
-    await expect(job.coordinator.done).rejects.toThrow(/rank 1 direct peer mesh setup failed/);
+    await expect(job.coordinator.done).rejects.toThrow(/rank 1 aborted: cannot reach direct peer rank 0/);
   });
 
   it('tcp_peer_disconnect_wakes_pending_receive_without_waiting_for_timeout', async () => {

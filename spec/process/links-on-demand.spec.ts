@@ -1,0 +1,52 @@
+/**
+ * Links on demand (#47 item 3, docs/architecture.md "Links on demand") with every rank a process
+ * of its own: a job of 16 or 32 ranks that only all-reduces small tensors holds at most
+ * 2 log2 N + 8 sockets per rank (every descriptor that is a socket, /proc/self/fd: its data links,
+ * its listener, its two coordinator channels, its stdio pipes), where every pair connecting at the
+ * start held 4 (N - 1) + 4 (128 at 32 ranks); a point-to-point pair no collective used connects on
+ * its first message; and a rank killed mid-collective still fails every survivor's pending
+ * collective, naming it, though most survivors never had a link to it: the coordinator tells them.
+ */
+import { describe, expect, it } from 'vitest';
+import { cleanUpJobsAfterEach, describeRank, forgetCallerSettings, liveProcesses, type RankProcess, resultOf, startProcessJob } from '../helpers/rank-process.js';
+
+forgetCallerSettings();
+const cleanup = cleanUpJobsAfterEach();
+const CHILD = 'spec/helpers/rank-child.ts';
+
+describe('links on demand, ranks as processes', () => {
+  it.each([16, 32])('%i ranks doing only small all-reduces hold at most 2 log2 N + 8 sockets each; a pair first used by a message connects then', async (worldSize) => {
+    const { coordinator, ranks } = await startProcessJob(cleanup, worldSize, { script: CHILD, scenario: 'small-all-reduces', transport: 'tcp_peer', timeoutMs: 60_000 });
+    const exits = await Promise.all(ranks.map((rank) => rank.exited));
+    exits.forEach((exit, rank) => expect(exit, describeRank(ranks[rank]!)).toEqual({ code: 0, signal: null }));
+    await expect(coordinator.done).resolves.toBeUndefined();
+    const total = (worldSize * (worldSize - 1)) / 2;
+    const bound = 2 * Math.log2(worldSize) + 8;
+    const counts = ranks.map((rank) => resultOf(rank, 'sockets') as number);
+    process.stdout.write(`[links on demand] ${worldSize} ranks: sockets per rank ${Math.min(...counts)}..${Math.max(...counts)} (bound ${bound})\n`);
+    for (const rank of ranks) {
+      expect(resultOf(rank, 'allReduce'), describeRank(rank)).toEqual([total, 19 * worldSize]);
+      expect(resultOf(rank, 'sockets'), describeRank(rank)).toBeLessThanOrEqual(bound);
+    }
+    expect(resultOf(ranks[worldSize / 2 + 1]!, 'farMessage')).toEqual([1, 2, 3]);
+    expect(liveProcesses()).toEqual([]);
+  }, 300_000);
+
+  it('16 ranks: a rank killed mid-all-reduce fails every survivor pending collective, naming it, linked to it or not', async () => {
+    const victimRank = 5;
+    const timeoutMs = 30_000;
+    const { ranks } = await startProcessJob(cleanup, 16, { script: CHILD, scenario: 'die-in-allreduce', transport: 'tcp_peer', timeoutMs, env: { VICTIM_RANK: String(victimRank) } });
+    const victim = ranks[victimRank]!;
+    const survivors = ranks.filter((rank) => rank !== victim);
+    await Promise.all([victim.waitFor(/^BLOCKING$/), ...survivors.map((rank) => rank.waitFor(/^WAITING$/))]);
+    const killed = Date.now();
+    victim.child.kill('SIGKILL');
+    const errors = await Promise.all(survivors.map((rank: RankProcess) => rank.waitFor(/^ERROR /)));
+    const elapsed = Date.now() - killed;
+    for (const [index, line] of errors.entries()) {
+      expect(line, describeRank(survivors[index]!)).toMatch(new RegExp(`^ERROR REMOTE_ABORT .*rank ${victimRank}\\b`));
+    }
+    expect(elapsed, 'survivors told well within the collective timeout').toBeLessThan(timeoutMs / 3);
+    for (const rank of survivors) expect(await rank.exited, describeRank(rank)).toEqual({ code: 3, signal: null });
+  }, 300_000);
+});

@@ -804,6 +804,10 @@ export class PeerMesh {
     const inbound = direction === 'inbound';
     if (inbound) channel.allocatePayload = (header) => this.destinationOf(peer, rail, header) ?? this.pool.take(header.payloadBytes);
     (inbound ? this.inbound : this.outbound)[this.linkIndex(peer, rail)] = channel;
+    // Unreferenced from the start: a session references its links only while it has work pending
+    // (EventLoopHold reads this list at each change), and a link a peer opens on demand while this
+    // rank is idle must not keep a process that never closes its session alive.
+    channel.socket.unref();
     this.linkSockets.push(channel.socket);
     this.readers.push(
       channel.frames$.subscribe({

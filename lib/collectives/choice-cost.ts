@@ -20,17 +20,27 @@ import type { Dependency, Producers, Schedule, ScheduleInput, ScheduleOf } from 
  * The first two do not depend on the tensor's size; the last two grow with it. So one reckoning
  * per shape, at a reference size where every share of every schedule holds bytes, serves every
  * size: estimate(bytes) = ceil(latencyNs + messagesNs + nsPerByte x bytes).
+ *
+ * One exception by size: on the native plane a payload of 256 KiB or more between ranks of one
+ * host is copied by its receiver out of the sender's memory (single copy), so its bytes load the
+ * receiver, not the sender. From the size where every such payload of the shape is that large,
+ * the transfer term counts them as the busiest rank's bytes read instead of sent
+ * (`readByReceiver`): a broadcast's root then sends nothing itself, and every rank reading the
+ * root once costs what one link of the chain does, without the chain's steps.
  */
 export interface ShapeCost {
   readonly latencyNs: number;
   readonly messagesNs: number;
   /** (transfer + folds) at the reference size, divided by its bytes. */
   readonly nsPerByte: number;
+  /** From `fromBytes` (a call's size) every same-host payload is read by its receiver, and the ns per byte are these; null where none is. */
+  readonly readByReceiver: { readonly fromBytes: number; readonly nsPerByte: number } | null;
 }
 
 /** The estimate, ns, of a call of `bytes` of a shape that costs `cost`. */
 export function estimateOf(cost: ShapeCost, bytes: number): number {
-  return Math.ceil(cost.latencyNs + cost.messagesNs + cost.nsPerByte * bytes);
+  const read = cost.readByReceiver;
+  return Math.ceil(cost.latencyNs + cost.messagesNs + (read !== null && bytes >= read.fromBytes ? read.nsPerByte : cost.nsPerByte) * bytes);
 }
 
 /** What the links are: from the job's topology where it has one, else by where the ranks are. */
@@ -47,6 +57,8 @@ export interface LinkFacts {
 interface Link extends LinkCost {
   /** The host whose way out it takes (another host's ranks at its end), else null. */
   readonly leaves: number | null;
+  /** Its receiver copies large payloads out of its sender's memory (native plane, one host). */
+  readonly readByReceiver: boolean;
 }
 
 /**
@@ -64,13 +76,14 @@ export function linksOf(facts: LinkFacts): (source: number, destination: number)
     const apart = !ranksShareHost && host(source) !== host(destination);
     // Groups share a way out wherever they come from (declared links, GX1_TOPOLOGY_GROUPS).
     const leaves = host(source) === host(destination) || (groups === null && ranksShareHost) ? null : host(source);
+    const readByReceiver = !apart && COST_SETTINGS[plane].readByReceiverFromBytes !== null;
     if (topology !== null) {
       const link = topology.link(source, destination);
       const bandwidthMbps = stripedBandwidth(topology, source, destination);
-      return link === undefined || bandwidthMbps === undefined ? undefined : { latencyNs: link.latencyNs, bandwidthMbps, leaves };
+      return link === undefined || bandwidthMbps === undefined ? undefined : { latencyNs: link.latencyNs, bandwidthMbps, leaves, readByReceiver };
     }
     const kind: LinkClass = apart ? 'across hosts' : 'same host';
-    return { ...COST_SETTINGS[plane].links[kind], leaves };
+    return { ...COST_SETTINGS[plane].links[kind], leaves, readByReceiver };
   };
 }
 
@@ -168,6 +181,9 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
   let latencyNs = 0;
   let messages = 0;
   let transferNs = 0;
+  // The transfer term where the receivers read every same-host payload, and the smallest such payload.
+  let readTransferNs = 0;
+  let smallestRead = Infinity;
   let foldNs = 0;
   const leaving = new Map<number, { bytes: number; fastestMbps: number }>();
   for (let rank = 0; rank < schedules.length; rank++) {
@@ -177,23 +193,45 @@ export function shapeCost(scheduleOf: (rank: number) => Schedule, facts: LinkFac
     const perPeer = new Map<number, number>();
     for (const send of schedule.sends) perPeer.set(send.peer, (perPeer.get(send.peer) ?? 0) + send.span.bytes);
     const sent = { bytes: 0, fastestMbps: 0 };
+    const sentByItself = { bytes: 0, fastestMbps: 0 };
     for (const [peer, bytes] of perPeer) {
       const link = linkOf(rank, peer);
       if (link === undefined) return null;
       transferNs = Math.max(transferNs, (bytes * 1000) / link.bandwidthMbps);
+      readTransferNs = Math.max(readTransferNs, (bytes * 1000) / link.bandwidthMbps);
       sent.bytes += bytes;
       sent.fastestMbps = Math.max(sent.fastestMbps, link.bandwidthMbps);
+      if (!link.readByReceiver) {
+        sentByItself.bytes += bytes;
+        sentByItself.fastestMbps = Math.max(sentByItself.fastestMbps, link.bandwidthMbps);
+      }
       if (link.leaves !== null) {
         const out = leaving.get(link.leaves) ?? { bytes: 0, fastestMbps: 0 };
         leaving.set(link.leaves, { bytes: out.bytes + bytes, fastestMbps: Math.max(out.fastestMbps, link.bandwidthMbps) });
       }
     }
     if (sent.bytes > 0) transferNs = Math.max(transferNs, (sent.bytes * 1000) / sent.fastestMbps);
-    const read = schedule.folds.reduce((sum, fold) => sum + fold.target.bytes * fold.sources.length, 0);
-    foldNs = Math.max(foldNs, (read * 1000) / COST_SETTINGS[plane].foldMbps);
+    if (sentByItself.bytes > 0) readTransferNs = Math.max(readTransferNs, (sentByItself.bytes * 1000) / sentByItself.fastestMbps);
+    const read = { bytes: 0, fastestMbps: 0 };
+    for (const receive of schedule.receives) {
+      const link = linkOf(receive.peer, rank);
+      if (link === undefined || !link.readByReceiver || receive.span.bytes === 0) continue;
+      read.bytes += receive.span.bytes;
+      read.fastestMbps = Math.max(read.fastestMbps, link.bandwidthMbps);
+      smallestRead = Math.min(smallestRead, receive.span.bytes);
+    }
+    if (read.bytes > 0) readTransferNs = Math.max(readTransferNs, (read.bytes * 1000) / read.fastestMbps);
+    const folded = schedule.folds.reduce((sum, fold) => sum + fold.target.bytes * fold.sources.length, 0);
+    foldNs = Math.max(foldNs, (folded * 1000) / COST_SETTINGS[plane].foldMbps);
   }
-  for (const out of leaving.values()) transferNs = Math.max(transferNs, (out.bytes * 1000) / out.fastestMbps);
-  return { latencyNs, messagesNs: messages * COST_SETTINGS[plane].messageNs, nsPerByte: referenceBytes === 0 ? 0 : (transferNs + foldNs) / referenceBytes };
+  for (const out of leaving.values()) {
+    transferNs = Math.max(transferNs, (out.bytes * 1000) / out.fastestMbps);
+    readTransferNs = Math.max(readTransferNs, (out.bytes * 1000) / out.fastestMbps);
+  }
+  const perByte = (ns: number) => (referenceBytes === 0 ? 0 : (ns + foldNs) / referenceBytes);
+  const fromBytes = COST_SETTINGS[plane].readByReceiverFromBytes;
+  const readByReceiver = fromBytes === null || smallestRead === Infinity ? null : { fromBytes: Math.ceil((fromBytes * referenceBytes) / smallestRead), nsPerByte: perByte(readTransferNs) };
+  return { latencyNs, messagesNs: messages * COST_SETTINGS[plane].messageNs, nsPerByte: perByte(transferNs), readByReceiver };
 }
 
 /**

@@ -28,6 +28,12 @@ export interface PlaneCost {
   readonly messageNs: number;
   /** MB/s a rank reads while folding (a reduction reads each source once, a copy its one). */
   readonly foldMbps: number;
+  /**
+   * Payloads of at least this many bytes between ranks of one host are copied by their receiver,
+   * out of the sender's memory (single copy, docs/protocol.md 9.9: the protocol's 262144); null
+   * where the plane has no single copy. Then the sender spends nothing on them.
+   */
+  readonly readByReceiverFromBytes: number | null;
 }
 
 /**
@@ -43,10 +49,12 @@ export const COST_SETTINGS: Readonly<Record<'native' | 'js', PlaneCost>> = {
     links: { 'same host': { latencyNs: 10_000, bandwidthMbps: 4_000 }, 'across hosts': { latencyNs: 50_000, bandwidthMbps: 1_000 } },
     messageNs: 3_500,
     foldMbps: 8_000,
+    readByReceiverFromBytes: 262_144,
   },
   js: {
     links: { 'same host': { latencyNs: 30_000, bandwidthMbps: 1_000 }, 'across hosts': { latencyNs: 60_000, bandwidthMbps: 1_000 } },
     messageNs: 15_000,
     foldMbps: 2_000,
+    readByReceiverFromBytes: null,
   },
 };

@@ -9,7 +9,10 @@ import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { CollectiveName } from '../../lib/collectives/algorithm.js';
 import type { AutotuneProfile } from '../../lib/collectives/autotune-profile.js';
+import { pairwiseBroadcast } from '../../lib/collectives/broadcast/pairwise.js';
+import { plannedSchedules, shapeCost } from '../../lib/collectives/choice-cost.js';
 import { planCollective } from '../../lib/collectives/plan.js';
+import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pairwise.js';
 import { candidateEstimates, cheapestRow, selectAlgorithm, type Situation } from '../../lib/collectives/select.js';
 import { resolveTuning } from '../../lib/collectives/tuning.js';
 
@@ -126,8 +129,36 @@ describe('the choice by cost', () => {
     const scattered = estimates('reduceScatter', situation('native', [2, 2], 64 << 20));
     expect(scattered.ring).toBeLessThan(scattered.hierarchical!);
     expect(name('allReduce', situation('native', [2, 2], 8))).toBe('all-pairs on native');
-    // A broadcast of 1 MiB at 3 ranks and more on one host: the chain spreads the sending.
-    for (const ranks of [3, 4, 8]) expect(name('broadcast', situation('native', [ranks], 1 << 20))).toBe('chain on native');
+    // A broadcast at 3 ranks and more on one host: below single copy's 256 KiB the chain spreads
+    // the root's copying; from it every rank reads the root's memory once (bench/README.md,
+    // "Broadcast and all-gather against vader").
+    for (const ranks of [3, 4, 8]) expect(name('broadcast', situation('native', [ranks], 128 << 10))).toBe('chain on native');
+    for (const ranks of [3, 4, 8]) expect(name('broadcast', situation('native', [ranks], 1 << 20))).toBe('pairwise on native');
+  });
+
+  it('a same-host payload of 256 KiB or more on the native plane loads its receiver, which copies it out of the sender (single copy), not its sender', () => {
+    // The direct broadcast at 4 ranks: the root sends the tensor 3 times, each rank receives it once.
+    const slope = (at: (bytes: number) => Situation, collective: CollectiveName, row: string, bytes: number) => estimates(collective, at(2 * bytes))[row]! - estimates(collective, at(bytes))[row]!;
+    const oneHost = (bytes: number) => situation('native', [4], bytes);
+    // Below 256 KiB the root copies the tensor into 3 rings at 4000 MB/s, 0.75 ns a byte; from it
+    // each reader copies it once, 0.25; either way the root's copy into its result, 0.125.
+    expect(slope(oneHost, 'broadcast', 'pairwise', 64 << 10)).toBe(0.875 * (64 << 10));
+    expect(slope(oneHost, 'broadcast', 'pairwise', 256 << 10)).toBe(0.375 * (256 << 10));
+    // The chain sends once per rank either way; the all-gather's pairwise sends what it receives.
+    expect(slope(oneHost, 'broadcast', 'chain', 64 << 10)).toBe(slope(oneHost, 'broadcast', 'chain', 256 << 10) / 4);
+    expect(slope(oneHost, 'allGather', 'pairwise', 64 << 10)).toBe(slope(oneHost, 'allGather', 'pairwise', 256 << 10) / 4);
+    // Not where nothing is read in place: the JS plane, and ranks of different hosts.
+    for (const apart of [(bytes: number) => situation('js', [4], bytes), (bytes: number) => situation('native', [1, 1, 1, 1], bytes)]) {
+      expect(slope(apart, 'broadcast', 'pairwise', 256 << 10)).toBe(4 * slope(apart, 'broadcast', 'pairwise', 64 << 10));
+    }
+    // The switch is the call's size where the shape's smallest same-host payload reaches 256 KiB:
+    // the tensor for the direct broadcast, a quarter of it for the pairwise reduce-scatter.
+    const facts = { worldSize: 4, plane: 'native' as const, topology: null, ranksShareHost: true, groups: null };
+    const input = { worldSize: 4, count: 1 << 18, width: 1, op: 'sum' as const, root: 0, ringOrder: [0, 1, 2, 3], ringChannels: 1, inPlace: false };
+    const direct = shapeCost(plannedSchedules(pairwiseBroadcast, input, 'native'), facts, 1 << 18)!;
+    expect(direct).toMatchObject({ nsPerByte: 0.75 + 0.125, readByReceiver: { fromBytes: 256 << 10, nsPerByte: 0.25 + 0.125 } });
+    const scattered = shapeCost(plannedSchedules(pairwiseReduceScatter, { ...input, root: null }, 'native'), facts, 1 << 18)!;
+    expect(scattered.readByReceiver?.fromBytes).toBe(4 * (256 << 10));
   });
 
   it('trees win where the model says: many ranks and small tensors; the flat rows at few ranks and where bandwidth counts', () => {

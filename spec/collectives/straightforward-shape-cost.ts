@@ -85,7 +85,17 @@ export function straightforwardShapeCost(scheduleOf: (rank: number) => Schedule,
     return ns(out.reduce((sum, { bytes }) => sum + bytes, 0), Math.max(...out.map(({ link }) => link!.bandwidthMbps)));
   });
   const transferNs = Math.max(0, ...byLink, ...byRank, ...byHost);
+  // Where receivers read the same-host payloads: a rank's bytes out on the other links, and its bytes read, each over its fastest such link's.
+  const outByItself = sentOn.map((links) => links.filter(({ link }) => !link!.readByReceiver)).filter((links) => links.length > 0);
+  const byRankItself = outByItself.map((links) => ns(links.reduce((sum, { bytes }) => sum + bytes, 0), Math.max(...links.map(({ link }) => link!.bandwidthMbps))));
+  const readOn = schedules.map((schedule, rank) => schedule.receives.filter((receive) => receive.span.bytes > 0 && linkOf(receive.peer, rank)?.readByReceiver === true).map((receive) => ({ bytes: receive.span.bytes, link: linkOf(receive.peer, rank)! })));
+  const byReader = readOn.filter((reads) => reads.length > 0).map((reads) => ns(reads.reduce((sum, { bytes }) => sum + bytes, 0), Math.max(...reads.map(({ link }) => link.bandwidthMbps))));
+  const readTransferNs = Math.max(0, ...byLink, ...byRankItself, ...byReader, ...byHost);
   const foldNs = Math.max(0, ...schedules.map((schedule) => ns(schedule.folds.reduce((sum, fold) => sum + fold.target.bytes * fold.sources.length, 0), COST_SETTINGS[plane].foldMbps)));
-  return { latencyNs, messagesNs: messages * COST_SETTINGS[plane].messageNs, nsPerByte: referenceBytes === 0 ? 0 : (transferNs + foldNs) / referenceBytes };
+  const perByte = (transfer: number) => (referenceBytes === 0 ? 0 : (transfer + foldNs) / referenceBytes);
+  const reads = readOn.flat();
+  const fromBytes = COST_SETTINGS[plane].readByReceiverFromBytes;
+  const readByReceiver = fromBytes === null || reads.length === 0 ? null : { fromBytes: Math.ceil((fromBytes * referenceBytes) / Math.min(...reads.map(({ bytes }) => bytes))), nsPerByte: perByte(readTransferNs) };
+  return { latencyNs, messagesNs: messages * COST_SETTINGS[plane].messageNs, nsPerByte: perByte(transferNs), readByReceiver };
 }
 

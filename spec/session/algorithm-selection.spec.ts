@@ -231,7 +231,7 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(selectAlgorithm('allGather', { ...base, ranksShareHost: false }).name).toBe('pairwise');
   });
 
-  it('on the native plane: all-pairs for small all-reduces, pairwise for large ones, on one host or across; the chain for a large broadcast at 3 ranks or more; policies as before', () => {
+  it('on the native plane: all-pairs for small all-reduces, pairwise for large ones, on one host or across; the chain for a broadcast of 64-256 KiB at 3 ranks or more, pairwise (read from the root) from 256 KiB; policies as before', () => {
     const tuning = resolveTuning({}, 4, {});
     const base = { transport: 'tcp_peer' as const, plane: 'native' as const, worldSize: 4, bytes: 8, tuning, ranksShareHost: true, groups: null, topology: null, ringOrder: [0, 1, 2, 3], profile: null };
     const choice = (collective: 'allReduce' | 'broadcast' | 'reduceScatter' | 'allGather' | 'reduce', changes: Partial<Situation> = {}) => {
@@ -251,9 +251,14 @@ describe('selectAlgorithm (lib/collectives/select.ts)', () => {
     expect(choice('allReduce', { bytes: 1 << 20, tuning: { ...tuning, ringOrder: [0, 2, 1, 3] } })).toBe('pairwise on native');
     expect(choice('reduceScatter', { bytes: 1 << 20, tuning: { ...tuning, ringChannels: 2 } })).toBe('pairwise on native');
     expect(choice('allGather', { bytes: 8 })).toBe('pairwise on native');
-    expect(choice('reduce', { bytes: 64 << 20 })).toBe('pairwise on native');
+    // A large reduce: the root reads every other rank's tensor itself (single copy), 3 of them
+    // pairwise against the binomial tree's 2 (rank 2 reads rank 3's meanwhile).
+    expect(choice('reduce', { bytes: 64 << 20 })).toBe('binomial on native');
+    expect(choice('reduce', { bytes: 128 << 10 })).toBe('pairwise on native');
     expect(choice('broadcast', { bytes: 8 })).toBe('pairwise on native');
-    expect(choice('broadcast', { bytes: 1 << 20 })).toBe('chain on native');
+    // The chain below single copy's 256 KiB; from it every rank reads the root's memory once.
+    expect(choice('broadcast', { bytes: 128 << 10 })).toBe('chain on native');
+    expect(choice('broadcast', { bytes: 1 << 20 })).toBe('pairwise on native');
     expect(choice('broadcast', { bytes: 1 << 20, ...two })).toBe('pairwise on native');
     // GX1_COLLECTIVE_ALGORITHM=ring takes the plane's ring-family row at any size; direct the coordinator.
     expect(choice('allReduce', { tuning: { ...tuning, algorithm: 'ring' } })).toBe('ring on native');

@@ -57,8 +57,12 @@ async function failureOf(session: RankSession, call: Promise<unknown>): Promise<
 const TREE_ALL_REDUCES: ReadonlySet<string> = new Set(['recursive-doubling on native', 'rabenseifner on native']);
 const FLOATS: ReadonlySet<string> = new Set(['f16', 'bf16', 'f32', 'f64']);
 
-/** A broadcast the cost model sends down the chain at 3 ranks and more on one host (spec/collectives/choice-cost.spec.ts). */
-const CHAIN_BYTES = 1 << 20;
+/**
+ * Broadcasts the cost model sends down the chain at 3 ranks and more on one host, and past single
+ * copy's 256 KiB, where every rank reads the root's memory once (pairwise; spec/collectives/choice-cost.spec.ts).
+ */
+const CHAIN_BYTES = 128 << 10;
+const READ_FROM_ROOT_BYTES = 1 << 20;
 
 describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => {
   it('all-reduce matches the reference bit for bit (a tree all-reduce of floats within rounding, the same bits on every rank), every dtype x op, worlds 2..8, odd counts on both sides of the pairwise size, fresh, output and in place', async () => {
@@ -127,23 +131,29 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
     }
   }, 240_000);
 
-  it('broadcast (direct, and relayed along the chain at 1 MiB from 3 ranks), all-gather, gather, all-to-all and reduce-scatter match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
+  it('broadcast (direct; relayed along the chain at 128 KiB and read from the root by every rank at 1 MiB, from 3 ranks), all-gather, gather, all-to-all and reduce-scatter match the reference, worlds 2..8, every dtype, every root; output and in-place forms', async () => {
     const random = seededRandom(11);
     for (let worldSize = 2; worldSize <= 8; worldSize++) {
       const { sessions } = await nativeJob(worldSize, 20_000);
       const algorithms = algorithmsOf(sessions[0]!);
+      const broadcasts: string[] = [];
+      sessions[0]!.events$.subscribe((event: SessionEvent) => {
+        if (event.type === 'collective-started' && event.collective === 'broadcast') broadcasts.push(`${event.bytes} ${event.algorithm}`);
+      });
       for (const [index, dtype] of DTYPES.entries()) {
         const root = (index + worldSize) % worldSize;
-        // Now and then a broadcast past the chain's size, with a count no world divides evenly.
-        const chain = worldSize >= 3 && (index + worldSize) % 4 === 0;
+        // Now and then a larger broadcast, by turns the chain's and one read from the root, with a
+        // count no world divides evenly.
+        const large = worldSize >= 3 && (index + worldSize) % 4 === 0;
+        const relayed = ((index + worldSize) / 4) % 2 === 1;
         const width = viewTensor(tensorOf(dtype, new Uint8Array(8), false)).bytes.length / viewTensor(tensorOf(dtype, new Uint8Array(8), false)).count;
         for (const kind of ['broadcast', 'allGather', 'gather', 'allToAll', 'reduceScatter'] as const) {
-          const count = kind === 'broadcast' && chain ? Math.ceil(CHAIN_BYTES / width) + worldSize * 5 + 1 : ((worldSize * 5 + index) % 13) + 1;
+          const count = kind === 'broadcast' && large ? Math.ceil((relayed ? CHAIN_BYTES : READ_FROM_ROOT_BYTES) / width) + worldSize * 5 + 1 : ((worldSize * 5 + index) % 13) + 1;
           // Reduce-scatter: every op, and once per world shards of over a MiB (the reduction
           // streamed), in a dtype from the small integers, the wide ones or the floats by turns
           // (one such case per world keeps the test's own data near 200 MiB in all).
           const op = opsFor(dtype)[(worldSize + index) % opsFor(dtype).length]!;
-          const streamed = kind === 'reduceScatter' && chain && Math.floor(index / 4) === worldSize % 3;
+          const streamed = kind === 'reduceScatter' && large && Math.floor(index / 4) === worldSize % 3;
           const shards = streamed ? Math.ceil((1 << 20) / width) + 3 : count;
           const c = buildCase({ kind, dtype, root, op, count: shards }, worldSize, random);
           const outcomes = await Promise.all(sessions.map((session) => runCollective(session, c)));
@@ -178,6 +188,14 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
       const factor = (worldSize * (worldSize + 1)) / 2;
       scattered.forEach((tensor, rank) => expect(Array.from(tensor.subarray(2 * rank, 2 * rank + 2))).toEqual([2 * rank * factor, (2 * rank + 1) * factor]));
       expect(algorithms.every((name) => name.endsWith(' on native'))).toBe(true);
+      if (worldSize >= 3) {
+        const relayedOnes = broadcasts.filter((one) => one.endsWith(' chain')).map((one) => Number.parseInt(one, 10));
+        const readOnes = broadcasts.filter((one) => Number.parseInt(one, 10) >= READ_FROM_ROOT_BYTES);
+        expect(relayedOnes.length).toBeGreaterThan(0);
+        for (const bytes of relayedOnes) expect(bytes).toBeLessThan(256 << 10);
+        expect(readOnes.length).toBeGreaterThan(0);
+        for (const one of readOnes) expect(one).toMatch(/ pairwise$/);
+      }
       await Promise.all(jobs.splice(0).map((job) => job.dispose()));
     }
   }, 240_000);
@@ -217,7 +235,8 @@ describe.skipIf(!available)(`the native data plane in sessions${reason}`, () => 
   }, 120_000);
 
   it('ranks naming different roots, or one in a relayed broadcast and one in an all-gather, fail at once naming both descriptors', async () => {
-    const large = 1 << 20;
+    // f32 elements the chain relays (128 KiB).
+    const large = CHAIN_BYTES / 4;
     for (const [calls, first, second] of [
       [[(s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 1), (s: RankSession) => s.broadcast(Float32Array.of(1, 2), 0)], '{Broadcast F32 root 0 count 2 op none layout "pairwise"}', '{Broadcast F32 root 1 count 2 op none layout "pairwise"}'],
       [[(s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.broadcast(new Float32Array(large), 0), (s: RankSession) => s.allGather(new Float32Array(large))], `{Broadcast F32 root 0 count ${large} op none layout "chain 0,1,2"}`, `{AllGather F32 root ANY count ${large} op none layout "pairwise"}`],

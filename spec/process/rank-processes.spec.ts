@@ -107,8 +107,8 @@ describe('ranks in separate processes', () => {
     // The native data plane: its engine sees the killed rank's links end (or reset) at once.
     ['a rank of a native all-pairs all-reduce', 2, 1, { GX1_DATA_PLANE: 'native' }],
     ['a rank of a native pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'native' }],
-    // (From 256 KiB on one host `auto` broadcasts pairwise: the ring policy keeps the chain.)
-    ['a middle rank of a native chain broadcast', 2, 1 << 20, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'native', GX1_COLLECTIVE_ALGORITHM: 'ring' }],
+    // 128 KiB: the chain's (from 256 KiB on one host every rank reads the root's memory instead).
+    ['a middle rank of a native chain broadcast', 2, 32 << 10, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'native' }],
   ] as const) {
     it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
       const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements), ...env }, 'tcp_peer');

@@ -4,7 +4,8 @@
  * opens data links and an engine of its own between its members, so its collectives run natively,
  * beside the world's and every other communicator's, in its own order: calls on two communicators
  * issued without awaiting, in different orders on different ranks, all complete with exact results.
- * Its links open on demand, as the world's: a pair no schedule of it names is never dialled.
+ * Its links open on demand, as the world's: a pair no schedule of it names is never dialled, and a
+ * dial that fails names the member and its endpoint on every rank of the job.
  * Ranks in this process; spec/communicator/split-processes.spec.ts runs communicators as processes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -97,6 +98,17 @@ describe.skipIf(!native)('communicators on the native data plane', () => {
     // The ring's pairs (0-1, 1-2, 2-3, 3-0), a data link each way: 4 pairs x 2 links x 2 ends in
     // this process (a plane that opened every pair at its creation counted 24 here).
     expect((await steady()) - before).toBe(16);
+  });
+
+  it('a dial of its plane that fails names the member and its endpoint, and the abort reaches every rank of the job', async () => {
+    const ranks = await world(3, 'native');
+    const all = await Promise.all(ranks.map(async (session) => (await session.split({ color: 0 }))!));
+    // Rank 2 closes its communicator, and its listeners with it, before anything dialled them.
+    await all[2]!.close();
+    const failures = await Promise.all([rejection(all[0]!.allReduce(Int32Array.of(1))), rejection(all[1]!.allReduce(Int32Array.of(1))), rejection(ranks[2]!.barrier())]);
+    for (const error of failures) expect(error.message).toMatch(/cannot reach direct peer rank 2 data link at 127\.0\.0\.1:\d+/);
+    // The world of every rank ended with it (a communicator's abort is the job's).
+    for (const session of ranks) await expect(session.allReduce(Int32Array.of(1))).rejects.toThrow(/cannot reach direct peer rank 2/);
   });
 
   it('group([2, 0]) runs natively in the order listed; a communicator of one rank, and any of a JS-plane world, not', async () => {

@@ -143,14 +143,13 @@ export async function openCommunicatorPlane(
     throw error;
   }
 }
+
 /**
  * Every member's `text`, by member: an all-gather by recursive doubling over `setup`, so that a
- * member talks with about log2 M others on the job's links (which open on demand) rather than with
- * every other. Members past the largest power of two P below M first give theirs to member
- * `rank - P`, which holds both through the rounds and gives them the whole table last; in round k
- * member r trades all it holds with member r xor 2^k. (Where members are ranks of the job spaced
- * by a power of two, or an aligned block of them, those are pairs the world's recursive doubling
- * already opened.)
+ * member opens the job's links (on demand) to about log2 M others rather than to every other; they
+ * stay open with the job's. Members past the largest power of two P not above M first give theirs
+ * to member `rank - P`, which holds both through the rounds and gives them the whole table last; in
+ * round k member r trades all it holds with member r xor 2^k (docs/protocol.md 13.8).
  */
 async function tradeEndpoints(setup: SessionLinks, rank: number, worldSize: number, text: string, timeoutMs: number): Promise<string[]> {
   const known = new Map<number, string>([[rank, text]]);
@@ -159,7 +158,12 @@ async function tradeEndpoints(setup: SessionLinks, rank: number, worldSize: numb
     return setup.send(0, member, PLANE_ENDPOINTS_TAG, bytes, { elementType: ElementType.U8, count: bytes.length });
   };
   const receive = (member: number) =>
-    setup.receive(0, member, PLANE_ENDPOINTS_TAG, { elementType: ElementType.U8, count: null }, undefined, timeoutMs).pipe(map((bytes) => decodeTexts(bytes, known)));
+    setup.receive(0, member, PLANE_ENDPOINTS_TAG, { elementType: ElementType.U8, count: null }, undefined, timeoutMs).pipe(
+      map((bytes) => {
+        decodeTexts(bytes, known);
+        setup.release(bytes);
+      }),
+    );
   const power = 2 ** Math.floor(Math.log2(worldSize));
   const extra = rank + power < worldSize ? rank + power : null;
   if (rank >= power) {

@@ -24,7 +24,8 @@ import { PeerAccepts } from '../transport/peer-accepts.js';
 import { GatherLinks } from '../transport/gather-links.js';
 import { readEndpointEntries } from '../transport/endpoint-entries.js';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../transport/handshake.js';
-import { DataPlane, type DataPlaneEngine, planeOwner } from '../transport/data-plane.js';
+import { type DataPlaneEngine, planeOwner } from '../transport/data-plane.js';
+import { onDemandPlane } from '../transport/on-demand-plane.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import { dataPlaneOffer, usesNativeDataPlane } from './data-plane-setting.js';
@@ -247,7 +248,7 @@ async function openMeshLinks(
       processesOnHost,
       hostGroups: groups,
       nativePlane:
-        sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings, (peer, rail, waitMs) => mesh.openDataLink(peer, rail, waitMs)), rank, worldSize),
+        sockets === null ? null : addonPlane(onDemandPlane(nativeEngine(), mesh, planeSettings), rank, worldSize),
       communicatorPlanes,
     };
   } catch (error) {

@@ -16,7 +16,8 @@ export type RxcclErrorCode =
   | 'KERNEL'
   | 'AUTHENTICATION'
   | 'OBJECT_TOO_LARGE'
-  | 'NOT_SERIALIZABLE';
+  | 'NOT_SERIALIZABLE'
+  | 'SETTINGS_DIFFER';
 
 /** The base of every error rxccl raises: `code` says which kind (docs/errors.md), the message says who and what. */
 export class RxcclError extends Error {
@@ -158,6 +159,21 @@ export class UnserializableObjectError extends RxcclError {
     options?: { cause?: unknown },
   ) {
     super('NOT_SERIALIZABLE', `${operation}: rank ${rank}'s value cannot be serialized (structured clone): ${reason}`, options);
+  }
+}
+
+/**
+ * Two ranks of a job would choose collectives' algorithms by different settings (`setting`, a
+ * `GX1_*` variable or the option standing for it): `ranks[i]` has `values[i]`. Every rank's open
+ * fails with this, alike, before any collective could run apart (docs/protocol.md 8.3, step 3).
+ */
+export class SettingsDifferError extends RxcclError {
+  constructor(
+    readonly setting: string,
+    readonly ranks: readonly [number, number],
+    readonly values: readonly [string, string],
+  ) {
+    super('SETTINGS_DIFFER', `${setting} differs: rank ${ranks[0]} has ${values[0]}, rank ${ranks[1]} has ${values[1]}; every rank must choose collectives alike`);
   }
 }
 

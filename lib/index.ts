@@ -14,6 +14,7 @@ export {
   KernelError,
   ObjectTooLargeError,
   UnserializableObjectError,
+  SettingsDifferError,
   failureText,
 } from './errors.js';
 export {

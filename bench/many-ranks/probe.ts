@@ -10,8 +10,8 @@
  * switches (/proc/self/task/* /status). Rank 0 prints one `PROBE` line: the slowest rank's wall
  * time per call and the median rank's CPU time and switches per call.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { openSession } from '../../lib/index.js';
+import { contextSwitches as switches } from './context-switches.js';
 
 const calls = Number(process.env.CALLS ?? 2000);
 const bytes = Number(process.env.BYTES ?? 8);
@@ -19,23 +19,6 @@ const op = process.env.OP ?? 'allreduce';
 const session = await openSession();
 const { rank, worldSize } = session;
 const input = new Float32Array(Math.max(1, bytes / 4)).fill(rank + 1);
-
-/** Context switches of every thread of this process so far. */
-function switches(): { voluntary: number; involuntary: number } {
-  const total = { voluntary: 0, involuntary: 0 };
-  for (const thread of readdirSync('/proc/self/task')) {
-    // A thread may end between the listing and the read.
-    let status: string;
-    try {
-      status = readFileSync(`/proc/self/task/${thread}/status`, 'utf8');
-    } catch {
-      continue;
-    }
-    total.voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]);
-    total.involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]);
-  }
-  return total;
-}
 
 async function call(): Promise<void> {
   if (op === 'allreduce') await session.allReduce(input, 'sum', { inPlace: true });

@@ -3,8 +3,8 @@
  * would ask it (nothing assumed), as one object: `rxccl doctor --json` prints it as it is, and its
  * keys are stable (docs/launch.md, "rxccl doctor", lists them).
  */
-import { arch, availableParallelism, cpus, hostname, networkInterfaces, platform, totalmem } from 'node:os';
-import { seccompMode, transparentHugePages, yamaPtraceScope } from '../diagnostics/linux-settings.js';
+import { arch, availableParallelism, cpus, hostname, networkInterfaces, platform, release, totalmem } from 'node:os';
+import { seccompMode, type SharedMemoryFilesystem, sharedMemoryFilesystem, transparentHugePages, yamaPtraceScope } from '../diagnostics/linux-settings.js';
 import { addonFacts, type AddonFacts } from '../kernels/addon-facts.js';
 import { type AddonOrigin, packageRoot } from '../kernels/addon.js';
 import { POOLED_RESULT_BYTES } from '../kernels/result-memory.js';
@@ -14,11 +14,12 @@ import { unknownVariables } from '../launch/known-variables.js';
 import { LOCAL_COORDINATOR_HOST } from '../launch/local-job.js';
 import { shownVariables } from '../launch/shown-variables.js';
 import { resolveDataPlane } from '../session/data-plane-setting.js';
-import type { DataPlaneSetting, SingleCopySetting } from '../settings/plane-settings.js';
+import type { DataPlaneSetting, SharedMemorySetting, SingleCopySetting } from '../settings/plane-settings.js';
 import { effectiveSettings, type Settings, settingsOf } from '../settings/read-settings.js';
 import { peerEndpointVariables, tlsVariables } from '../settings/setting-parts.js';
 import { parseHostPort } from '../session/session-options.js';
 import { singleCopyVerdict } from '../session/single-copy-verdict.js';
+import { sharedMemoryVerdict } from '../session/shared-memory-verdict.js';
 import { parseRailOrder } from '../topology/link-tuning.js';
 import { interfaceHolding, localAddressToward } from '../transport/local-route.js';
 import { formatEndpoint, peerEndpointConfigurationFromEnvironment } from '../transport/peer-endpoint-config.js';
@@ -49,6 +50,18 @@ export interface DoctorReport {
     readonly yamaPtraceScope: number | null;
     readonly seccomp: number | null;
     readonly refusal: string | null;
+  };
+  /**
+   * Whether links between ranks of this host may move their messages through shared-memory rings
+   * (GX1_SHARED_MEMORY), and why (not): the kernel's release (pidfd_getfd: Linux 5.6), and /dev/shm
+   * as it is here, reported because containers often limit it, though the rings, memfds, need it not.
+   */
+  readonly sharedMemory: {
+    readonly allowed: boolean | null;
+    readonly reason: string;
+    readonly setting: SharedMemorySetting | null;
+    readonly kernel: string;
+    readonly devShm: SharedMemoryFilesystem | null;
   };
   readonly network: {
     readonly interfaces: readonly { readonly name: string; readonly address: string; readonly family: string; readonly cidr: string | null; readonly internal: boolean }[];
@@ -109,6 +122,10 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
     singleCopySetting === null
       ? { allowed: false, reason: 'GX1_SINGLE_COPY cannot be used (see problems)' }
       : singleCopyVerdict({ platform: process.platform, dataPlaneAbsent: dataPlane.native ? null : dataPlane.reason, setting: singleCopySetting, ...linux, refusal: addon.singleCopyRefusal });
+  const sharedMemorySetting = attempt(() => settings.GX1_SHARED_MEMORY.value, null);
+  const sameHost = { platform: process.platform, dataPlaneAbsent: dataPlane.native ? null : dataPlane.reason, ...linux, refusal: addon.singleCopyRefusal, kernel: release(), devShm: sharedMemoryFilesystem() };
+  const sharedMemory =
+    sharedMemorySetting === null ? { allowed: false, reason: 'GX1_SHARED_MEMORY cannot be used (see problems)' } : sharedMemoryVerdict({ ...sameHost, setting: sharedMemorySetting });
   const job = hasJobVariables(env) ? attempt<DiscoveredJob | null>(() => discoverJob(env), null) : null;
   const route = await routeToward(job?.coordinator ?? coordinatorNamed(settings));
   const rails = job?.rails ?? attempt(() => settings.GX1_P2P_RAILS.value, null);
@@ -127,6 +144,7 @@ export async function doctorReport(env: Environment = process.env, addon: AddonF
     resultPool: { keptBytes: addon.resultPoolBytes, fromBytes: POOLED_RESULT_BYTES, transparentHugePages: transparentHugePages() },
     dataPlane,
     singleCopy: { ...verdict, setting: singleCopySetting, ...linux, refusal: addon.singleCopyRefusal },
+    sharedMemory: { ...sharedMemory, setting: sharedMemorySetting, kernel: sameHost.kernel, devShm: sameHost.devShm },
     network: {
       interfaces: Object.entries(networkInterfaces()).flatMap(([name, entries]) =>
         (entries ?? []).map((entry) => ({ name, address: entry.address, family: entry.family, cidr: entry.cidr, internal: entry.internal })),

@@ -5,7 +5,7 @@ const row = (label: string, value: string) => `  ${label.padEnd(13)} ${value}`;
 
 /** `rxccl doctor`'s readable report: a line per fact, grouped as the JSON is. */
 export function formatDoctorReport(report: DoctorReport): string {
-  const { node, host, kernels, resultPool, dataPlane, singleCopy, network } = report;
+  const { node, host, kernels, resultPool, dataPlane, singleCopy, sharedMemory, network } = report;
   const lines = [
     `rxccl ${report.rxccl.version} (${report.rxccl.root})`,
     row('node', `${node.version}, ${node.platform}-${node.arch}, N-API ${node.napi}`),
@@ -18,8 +18,10 @@ export function formatDoctorReport(report: DoctorReport): string {
     ...(kernels.native ? [row('simd', kernels.simd!), row('threads', `${kernels.threads} per large kernel`)] : []),
     row('result pool', `${resultPool.keptBytes === null ? 'none (no addon)' : `${resultPool.keptBytes} bytes kept`}; results from ${resultPool.fromBytes / 1024} KiB; transparent huge pages ${resultPool.transparentHugePages ?? 'not reported'}`),
     row('data plane', `${dataPlane.native ? 'native' : 'js'}${dataPlane.setting === null ? '' : ` (${dataPlane.setting})`}: ${dataPlane.reason}`),
-    row('single copy', `${singleCopy.allowed === null ? 'unknown' : singleCopy.allowed ? 'allowed' : 'not allowed'}: ${singleCopy.reason}`),
+    row('single copy', `${verdictWord(singleCopy.allowed)}: ${singleCopy.reason}`),
     row('', `GX1_SINGLE_COPY ${singleCopy.setting ?? 'invalid'}, Yama ptrace_scope ${singleCopy.yamaPtraceScope ?? 'none'}, seccomp ${singleCopy.seccomp ?? 'not reported'}`),
+    row('shared memory', `${verdictWord(sharedMemory.allowed)}: ${sharedMemory.reason}`),
+    row('', `GX1_SHARED_MEMORY ${sharedMemory.setting ?? 'invalid'}, kernel ${sharedMemory.kernel}, ${describeDevShm(sharedMemory.devShm)}`),
     '',
     'network',
     ...network.interfaces.map((entry, index) => row(index === 0 ? 'interfaces' : '', `${entry.name.padEnd(10)} ${entry.cidr ?? entry.address}${entry.internal ? ' (internal)' : ''}`)),
@@ -42,6 +44,17 @@ export function formatDoctorReport(report: DoctorReport): string {
 function describeJob(job: NonNullable<DoctorReport['network']['job']>): string {
   const local = job.localRank === null ? '' : ` (local rank ${job.localRank})`;
   return `rank ${job.rank}${local} of ${job.worldSize} under ${job.launcher}, coordinator ${job.coordinator}${job.hostsCoordinator ? ' (rank 0 hosts it)' : ''}`;
+}
+
+const verdictWord = (allowed: boolean | null) => (allowed === null ? 'unknown' : allowed ? 'allowed' : 'not allowed');
+
+function describeDevShm(devShm: DoctorReport['sharedMemory']['devShm']): string {
+  if (devShm === null) return '/dev/shm absent (not needed)';
+  return `${devShm.path} ${devShm.writable ? 'writable' : 'not writable'}, ${mebibytes(devShm.bytes)} (${mebibytes(devShm.freeBytes)} free; not needed)`;
+}
+
+function mebibytes(bytes: number): string {
+  return `${Math.floor(bytes / 2 ** 20)} MiB`;
 }
 
 function gibibytes(bytes: number): string {

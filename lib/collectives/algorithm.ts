@@ -52,8 +52,8 @@ export interface CollectiveContext {
   /** The size pipelined algorithms cut their tensors into (PIECE_BYTES; tests make it tiny). */
   readonly pieceBytes: number;
   /**
-   * Where collectives that move their data rank to rank agree: on the mesh (a descriptor exchange,
-   * one hop) or at the coordinator (a PEER_DATA request). Every rank of a session uses the same.
+   * Where collectives that move their data rank to rank agree: on the mesh (each rank's header on the
+   * links its schedule uses, no round of its own) or at the coordinator (a PEER_DATA request). Every rank of a session uses the same.
    */
   readonly agreement: 'mesh' | 'coordinator';
   /** The number of the next collective agreed on the mesh (per session, from 0: docs/protocol.md 9.7). */

@@ -183,23 +183,7 @@ function kindOf(stats: Stats): string {
  * instead of holding the rank until something writes to it.
  */
 export function readAutotuneProfile(path: string): Record<string, unknown> {
-  const cannot = (why: string) => new ConfigurationError(`cannot read collective autotune profile ${JSON.stringify(path)}: ${why}`);
-  let text: string;
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (error) {
-    throw cannot((error as Error).message);
-  }
-  try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) throw cannot(`it is ${kindOf(stats)}, not a regular file`);
-    text = readFileSync(fd, 'utf8');
-  } catch (error) {
-    throw error instanceof ConfigurationError ? error : cannot((error as Error).message);
-  } finally {
-    closeSync(fd);
-  }
+  const text = readAutotuneProfileText(path);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -209,6 +193,26 @@ export function readAutotuneProfile(path: string): Record<string, unknown> {
   // `null`, a number, an array: not a profile, and not "no profile" either (the variable asked for one).
   if (!isRecord(value)) throw invalid(`${path} must hold a JSON object, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
   return value;
+}
+
+/** `readAutotuneProfile`'s file as text, read as it says: a FIFO or a device is refused before a byte is read. */
+export function readAutotuneProfileText(path: string): string {
+  const cannot = (why: string) => new ConfigurationError(`cannot read collective autotune profile ${JSON.stringify(path)}: ${why}`);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    throw cannot((error as Error).message);
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw cannot(`it is ${kindOf(stats)}, not a regular file`);
+    return readFileSync(fd, 'utf8');
+  } catch (error) {
+    throw error instanceof ConfigurationError ? error : cannot((error as Error).message);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -120,7 +120,7 @@ export async function openChildCommunicator(parent: CommunicatorParent, id: bigi
     .subscribe((loss) => failure.fail(new RankLostError(loss.rank, loss.reason, `rank ${rank} setting up the native plane of ${name}`)));
   const setup = new GroupLinks(jobLinks, memberRanks, rank, childCommunicatorId(id, 'native plane'), failure, () => parent.timeoutMs);
   try {
-    return childCommunicator(parent, id, members, await openCommunicatorPlane(planes, setup, failure.ended$, id, memberRanks, rank));
+    return childCommunicator(parent, id, members, await openCommunicatorPlane(planes, setup, id, memberRanks, rank, losses));
   } catch (error) {
     if (losses === null || jobFailure.failed || !(await memberLost(losses, memberRanks, parent.scheduler))) throw error;
     return childCommunicator(parent, id, members);

@@ -1,16 +1,21 @@
 import type { Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
-import { firstValueFrom, forkJoin, map, type Observable, type SchedulerLike } from 'rxjs';
+import { firstValueFrom, forkJoin, map, type SchedulerLike } from 'rxjs';
 import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
+import { ChannelClosedError, failureText } from '../errors.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import { ElementType } from '../protocol/element-type.js';
+import { communicatorText } from '../protocol/message-key.js';
 import type { UniqueId } from '../protocol/unique-id.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../transport/handshake.js';
 import type { JobSecret } from '../transport/job-secret.js';
-import { DataPlane } from '../transport/data-plane.js';
 import type { SessionLinks } from '../transport/links/links.js';
+import { onDemandPlane } from '../transport/on-demand-plane.js';
+import { PeerAccepts } from '../transport/peer-accepts.js';
 import { bindPeerListeners, formatRankEndpoints, type PeerEndpointConfiguration, readRankPublication, type SocketAddressText } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
+import type { RankLosses } from '../transport/rank-losses.js';
 import { communicatorUniqueId } from './communicator-id.js';
 
 /**
@@ -47,20 +52,24 @@ const NO_PLANE = 'none';
  * Opens a native data plane for a communicator of `jobRanks` (this rank is `rank` of them): NCCL's
  * model, connections of the communicator's own, so that its collectives run on an engine thread of
  * their own beside the world's and every other communicator's, in its own order. Each member binds
- * listeners (port 0), trades their endpoints with every other member over `setup` (the job's
- * links, under a set-up communicator id), then the members build a peer mesh of their own (the
- * job's secret authenticates it, the communicator's unique id names it) whose data links the
- * engine takes. Every member decides alike from what it received: where any could not listen, none
- * opens one (null: the communicator runs on the JS plane). `ended` erroring (`setup`'s failure: a
- * member lost) ends the set-up at once with its error, leaving nothing open.
+ * listeners (port 0) and the members trade their endpoints over `setup` (the job's links, under a
+ * set-up communicator id; `tradeEndpoints`). Every member decides alike from what it received:
+ * where any could not listen, none opens one (null: the communicator runs on the JS plane). Else
+ * each builds a peer mesh of its own (the job's secret authenticates it, the communicator's unique
+ * id names it) whose links open on demand as the world's do (docs/architecture.md, "Links on
+ * demand"): nothing is dialled here; a schedule's first run opens the pairs it names, and the
+ * listeners stay open (unreferenced) until the plane closes. A dial that fails is told to every
+ * member through `setup`'s abort (the job's, as any abort from a communicator); in a fault-tolerant
+ * job (`losses`) the peer is lost instead and the collective ends as if its link had closed.
+ * `setup`'s failure (a member lost) ends the trade at once with its error, leaving nothing open.
  */
 export async function openCommunicatorPlane(
   parts: CommunicatorPlaneParts,
   setup: SessionLinks,
-  ended: Observable<never>,
   id: bigint,
   jobRanks: readonly number[],
   rank: number,
+  losses: RankLosses | null,
 ): Promise<NativePlane | null> {
   const engine = dataPlaneEngine();
   const worldSize = jobRanks.length;
@@ -71,69 +80,112 @@ export async function openCommunicatorPlane(
   } catch {
     listeners = null;
   }
-  try {
-    const published = listeners === null ? NO_PLANE : formatRankEndpoints(listeners.endpoints);
-    const texts = await tradeEndpoints(setup, rank, worldSize, published, parts.timeoutMs);
-    if (engine === null || listeners === null || texts.includes(NO_PLANE)) return null;
-    const endpoints = texts.map((text, member) => readRankPublication(text, member, parts.rails, parts.worldEndpoints[jobRanks[member]!]![0]!.host).endpoints);
-    const mesh = await PeerMesh.connect({
-      identity: { uniqueId: communicatorUniqueId(id), rank, worldSize, rails: parts.rails, dataLinks: true },
-      endpoints,
-      incoming,
-      timeoutMs: parts.timeoutMs,
-      scheduler: parts.scheduler,
-      unmatchedBytesLimit: parts.unmatchedBytesLimit,
-      secret: parts.secret,
-      admission: listeners.admission,
-      ended,
-    });
-    // Only the data links carry anything: the mesh's own links stay idle until the plane closes.
-    mesh.failureHandler = () => undefined;
-    const host = parts.worldEndpoints[jobRanks[rank]!]![0]!.host;
-    const sameHost = jobRanks.flatMap((jobRank, member) => (member !== rank && parts.worldEndpoints[jobRank]![0]!.host === host ? [member] : []));
-    let plane: NativePlane;
-    try {
-      plane = addonPlane(DataPlane.open(engine, rank, worldSize, mesh.dataLinks!, { spin: parts.spin, inline: parts.inline, sameHost, singleCopy: parts.singleCopy, sharedMemory: parts.sharedMemory, owner: parts.owner }), rank, worldSize);
-    } catch (error) {
-      // No plane took the data links: they close with the mesh.
-      for (const socket of [...mesh.dataLinks!.send, ...mesh.dataLinks!.receive]) socket?.destroy();
-      mesh.close();
-      throw error;
-    }
-    // Closing the plane closes its data links, then the mesh's idle ones.
-    return {
-      ...plane,
-      close: () => {
-        plane.close();
-        mesh.close();
-      },
-    };
-  } finally {
+  // One front for the listeners from the start: a member that finished its trade may dial before
+  // this one's mesh is made (the front keeps the link for it), or after this one gave up (closing
+  // the front closes it).
+  const { secret, scheduler, timeoutMs } = parts;
+  const accepts = new PeerAccepts(incoming, { rank, worldSize, secret, timeoutMs: Math.min(DEFAULT_HANDSHAKE_TIMEOUT_MS, timeoutMs), admission: listeners?.admission ?? null, scheduler });
+  const closeListeners = () => {
     incoming.end();
     for (const server of listeners?.servers ?? []) server.close();
-    // A member that finished its trade may have dialled in before this one's set-up ended: a
-    // connection no mesh took is closed (one the mesh takes meanwhile, it refuses).
-    void closeUntaken(incoming);
+  };
+  let mesh: PeerMesh | null = null;
+  try {
+    const published = listeners === null ? NO_PLANE : formatRankEndpoints(listeners.endpoints);
+    const texts = await tradeEndpoints(setup, rank, worldSize, published, timeoutMs);
+    if (engine === null || listeners === null || texts.includes(NO_PLANE)) {
+      accepts.close();
+      closeListeners();
+      return null;
+    }
+    const endpoints = texts.map((text, member) => readRankPublication(text, member, parts.rails, parts.worldEndpoints[jobRanks[member]!]![0]!.host).endpoints);
+    const opened = await PeerMesh.connect({
+      identity: { uniqueId: communicatorUniqueId(id), rank, worldSize, rails: parts.rails, dataLinks: true },
+      endpoints,
+      incoming: accepts,
+      timeoutMs,
+      scheduler,
+      unmatchedBytesLimit: parts.unmatchedBytesLimit,
+      secret,
+      admission: listeners.admission,
+      onDemand: { closeListeners },
+    });
+    mesh = opened;
+    for (const server of listeners.servers) server.unref();
+    // Only the data links carry anything (the mesh's own never open): a failure the mesh finds
+    // (a dial that failed) reaches every member on the job's links.
+    opened.detectedFailureHandler = (error) => void setup.abort(failureText(error));
+    if (losses !== null) opened.departureHandler = (peer) => losses.suspect(jobRanks[peer]!, `its native data links of communicator ${communicatorText(id)} could not open`);
+    const host = parts.worldEndpoints[jobRanks[rank]!]![0]!.host;
+    const sameHost = jobRanks.flatMap((jobRank, member) => (member !== rank && parts.worldEndpoints[jobRank]![0]!.host === host ? [member] : []));
+    const plane = addonPlane(onDemandPlane(engine, opened, { spin: parts.spin, inline: parts.inline, sameHost, singleCopy: parts.singleCopy, sharedMemory: parts.sharedMemory, owner: parts.owner }), rank, worldSize);
+    // Ending the plane (the communicator failed, or aborted) ends the links it is still opening;
+    // closing it closes its data links, then the mesh and its listeners.
+    const ended = () => new ChannelClosedError(`rank ${rank} native plane of communicator ${communicatorText(id)} ended`);
+    return {
+      ...plane,
+      end: () => {
+        plane.end();
+        opened.fail(ended());
+      },
+      close: () => {
+        plane.close();
+        opened.close();
+      },
+    };
+  } catch (error) {
+    // Nothing is open but the listeners and what came to them (a mesh closes both).
+    if (mesh !== null) mesh.close();
+    else {
+      accepts.close();
+      closeListeners();
+    }
+    throw error;
   }
 }
 
-async function closeUntaken(incoming: AsyncSink<{ rail: number | null; socket: Socket }>): Promise<void> {
-  for await (const { socket } of incoming) socket.destroy();
+/**
+ * Every member's `text`, by member: an all-gather by recursive doubling over `setup`, so that a
+ * member opens the job's links (on demand) to about log2 M others rather than to every other; they
+ * stay open with the job's. Members past the largest power of two P not above M first give theirs
+ * to member `rank - P`, which holds both through the rounds and gives them the whole table last; in
+ * round k member r trades all it holds with member r xor 2^k (docs/protocol.md 13.8).
+ */
+async function tradeEndpoints(setup: SessionLinks, rank: number, worldSize: number, text: string, timeoutMs: number): Promise<string[]> {
+  const known = new Map<number, string>([[rank, text]]);
+  const send = (member: number) => {
+    const bytes = encodeTexts(known);
+    return setup.send(0, member, PLANE_ENDPOINTS_TAG, bytes, { elementType: ElementType.U8, count: bytes.length });
+  };
+  const receive = (member: number) =>
+    setup.receive(0, member, PLANE_ENDPOINTS_TAG, { elementType: ElementType.U8, count: null }, undefined, timeoutMs).pipe(
+      map((bytes) => {
+        decodeTexts(bytes, known);
+        setup.release(bytes);
+      }),
+    );
+  const power = 2 ** Math.floor(Math.log2(worldSize));
+  const extra = rank + power < worldSize ? rank + power : null;
+  if (rank >= power) {
+    await firstValueFrom(send(rank - power));
+    await firstValueFrom(receive(rank - power));
+  } else {
+    if (extra !== null) await firstValueFrom(receive(extra));
+    for (let distance = 1; distance < power; distance *= 2) {
+      const partner = rank ^ distance;
+      await firstValueFrom(forkJoin([send(partner), receive(partner)]));
+    }
+    if (extra !== null) await firstValueFrom(send(extra));
+  }
+  return Array.from({ length: worldSize }, (_, member) => known.get(member)!);
 }
 
-/** Sends `text` to every other member and receives theirs: every member's text, by member. */
-function tradeEndpoints(setup: SessionLinks, rank: number, worldSize: number, text: string, timeoutMs: number): Promise<string[]> {
-  const bytes = new TextEncoder().encode(text);
-  const others = Array.from({ length: worldSize }, (_, member) => member).filter((member) => member !== rank);
-  const shape = { elementType: ElementType.U8, count: bytes.length };
-  const sends = others.map((member) => setup.send(0, member, PLANE_ENDPOINTS_TAG, bytes, shape));
-  const receives = others.map((member) =>
-    setup.receive(0, member, PLANE_ENDPOINTS_TAG, { elementType: ElementType.U8, count: null }, undefined, timeoutMs).pipe(map((received) => new TextDecoder().decode(received))),
-  );
-  return firstValueFrom(forkJoin([...sends, ...receives])).then((results) => {
-    const texts = new Array<string>(worldSize);
-    texts[rank] = text;
-    others.forEach((member, index) => (texts[member] = results[sends.length + index] as string));
-    return texts;
-  });
+/** Member texts as one message: a JSON array of [member, text] pairs, by member (docs/protocol.md 13.8). */
+function encodeTexts(texts: ReadonlyMap<number, string>): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify([...texts].sort(([a], [b]) => a - b)));
+}
+
+/** Adds the member texts of a message to `into`. */
+function decodeTexts(bytes: Uint8Array, into: Map<number, string>): void {
+  for (const [member, text] of JSON.parse(new TextDecoder().decode(bytes)) as [number, string][]) into.set(member, text);
 }

@@ -7,6 +7,7 @@ import { Opcode } from '../protocol/opcode.js';
 import type { UniqueId } from '../protocol/unique-id.js';
 import { type FrameChannel, outgoing } from '../transport/frame-channel.js';
 import { endpointEntriesFrame } from '../transport/endpoint-entries.js';
+import { choiceSettingsDiffer } from '../transport/choice-attribute.js';
 import { type RankEndpoints, readRankPublication } from '../transport/peer-endpoint-config.js';
 
 export interface EndpointExchangeOptions {
@@ -52,10 +53,25 @@ export async function exchangePeerEndpoints(channels: readonly FrameChannel[], o
     ),
   );
   const job = { uniqueId: options.uniqueId, worldSize, rails: options.rails };
+  const apart = choosingApart(table);
+  if (apart !== null) {
+    // Every rank gets the two entries that differ, and fails alike naming them, before any collective.
+    const run = [table[apart - 1]!, table[apart]!];
+    channels.forEach((channel, rank) => channel.send(outgoing(endpointEntriesFrame(job, { source: 0, destination: rank, first: apart - 1 }, run))));
+    throw choiceSettingsDiffer(apart - 1, run[0]!.choice, apart, run[1]!.choice);
+  }
+  // Agreed: the ranks need the settings no more, and the gather carries none.
+  const entries = table.map(({ endpoints, dataPlane }): RankEndpoints => ({ endpoints, dataPlane }));
   channels.forEach((channel, rank) => {
-    const run = worldSize === 1 ? [table[rank]!] : [table[rank]!, table[(rank + 1) % worldSize]!];
+    const run = worldSize === 1 ? [entries[rank]!] : [entries[rank]!, entries[(rank + 1) % worldSize]!];
     channel.send(outgoing(endpointEntriesFrame(job, { source: 0, destination: rank, first: rank }, run)));
   });
+}
+
+/** The lowest rank whose choice settings are not its predecessor's (as text), else null: every rank's are alike. */
+function choosingApart(table: readonly RankEndpoints[]): number | null {
+  const rank = table.findIndex((entry, rank) => rank > 0 && entry.choice !== table[rank - 1]!.choice);
+  return rank < 0 ? null : rank;
 }
 
 function missing(published: readonly boolean[], timeoutMs: number): TimeoutError {

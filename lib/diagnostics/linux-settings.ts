@@ -3,7 +3,7 @@
  * (`rxccl doctor`): each is null where the file is absent (another platform, a kernel without the
  * feature) or unreadable. Nothing here changes a setting.
  */
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statfsSync } from 'node:fs';
 
 /** The text of `path`, or null where it cannot be read. */
 function readSetting(path: string): string | null {
@@ -40,4 +40,37 @@ export function seccompMode(path = '/proc/self/status'): number | null {
  */
 export function transparentHugePages(path = '/sys/kernel/mm/transparent_hugepage/enabled'): string | null {
   return /\[(\w+)\]/.exec(readSetting(path) ?? '')?.[1] ?? null;
+}
+
+/**
+ * A kernel release's major and minor version (`6.8.0-45-generic` is [6, 8]), null where it does
+ * not start so: shared-memory rings need pidfd_getfd, Linux 5.6.
+ */
+export function kernelVersion(release: string): readonly [number, number] | null {
+  const match = /^(\d+)\.(\d+)/.exec(release);
+  return match === null ? null : [Number(match[1]), Number(match[2])];
+}
+
+/** What a tmpfs such as /dev/shm is here: whether this process may write in it, its size and free bytes; null where absent. */
+export interface SharedMemoryFilesystem {
+  readonly path: string;
+  readonly writable: boolean;
+  readonly bytes: number;
+  readonly freeBytes: number;
+}
+
+/** `path` (by default /dev/shm) as `SharedMemoryFilesystem` says, or null where it is not there. */
+export function sharedMemoryFilesystem(path = '/dev/shm'): SharedMemoryFilesystem | null {
+  try {
+    const stats = statfsSync(path);
+    let writable = true;
+    try {
+      accessSync(path, constants.W_OK);
+    } catch {
+      writable = false;
+    }
+    return { path, writable, bytes: stats.blocks * stats.bsize, freeBytes: stats.bavail * stats.bsize };
+  } catch {
+    return null;
+  }
 }

@@ -26,12 +26,12 @@ export function encodeDescriptor(descriptor: OperationDescriptor, sequence: bigi
 
 export function decodeDescriptor(message: Uint8Array): { descriptor: OperationDescriptor; sequence: bigint } {
   if (message.length < DESCRIPTOR_BYTES) {
-    throw new ProtocolError(`mesh exchange message of ${message.length} bytes is shorter than its ${DESCRIPTOR_BYTES}-byte descriptor`);
+    throw new ProtocolError(`collective header of ${message.length} bytes is shorter than its ${DESCRIPTOR_BYTES}-byte descriptor`);
   }
   const view = new DataView(message.buffer, message.byteOffset, DESCRIPTOR_BYTES);
-  if (view.getUint8(3) !== 0) throw new ProtocolError(`mesh exchange descriptor byte 3 is ${view.getUint8(3)}, expected 0`);
+  if (view.getUint8(3) !== 0) throw new ProtocolError(`collective header byte 3 is ${view.getUint8(3)}, expected 0`);
   const elementCount = view.getBigUint64(8, true);
-  if (elementCount > BigInt(Number.MAX_SAFE_INTEGER)) throw new ProtocolError(`mesh exchange descriptor count ${elementCount} is too large`);
+  if (elementCount > BigInt(Number.MAX_SAFE_INTEGER)) throw new ProtocolError(`collective header element count ${elementCount} is too large`);
   return {
     descriptor: {
       opcode: view.getUint8(0) as Opcode,

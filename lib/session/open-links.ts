@@ -17,16 +17,20 @@ import {
   type PeerEndpointConfiguration,
   type RankEndpoints,
   peerEndpointConfigurationFromEnvironment,
+  type SocketAddressText,
 } from '../transport/peer-endpoint-config.js';
 import { PeerMesh } from '../transport/peer-mesh.js';
 import { PeerAccepts } from '../transport/peer-accepts.js';
 import { GatherLinks } from '../transport/gather-links.js';
 import { readEndpointEntries } from '../transport/endpoint-entries.js';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../transport/handshake.js';
-import { DataPlane, type DataPlaneEngine, planeOwner } from '../transport/data-plane.js';
+import { type DataPlaneEngine, planeOwner } from '../transport/data-plane.js';
+import { onDemandPlane } from '../transport/on-demand-plane.js';
 import type { NativePlane } from '../collectives/schedule/native-plane.js';
 import { addonPlane } from '../collectives/schedule/plane-executor.js';
 import { dataPlaneOffer, usesNativeDataPlane } from './data-plane-setting.js';
+import { choiceDefaults, profileValue, publishedChoiceSettings } from '../collectives/choice-settings.js';
+import { choiceSettingsDiffer, formatChoiceSettings } from '../transport/choice-attribute.js';
 import { dataPlaneEngine } from '../kernels/addon.js';
 import { warnIfUnauthenticated } from '../transport/job-secret.js';
 import type { JobGrowth } from '../transport/job-growth.js';
@@ -173,11 +177,11 @@ async function openMeshLinks(
   const gather = new GatherLinks({ uniqueId, rank, worldSize, rails, secret, tls, timeoutMs: options.timeoutMs, scheduler }, accepts);
   let control: RailClient | null = null;
   try {
-    const { own, successor } = await exchangeEndpoints(collective, formatRankEndpoints(listeners.endpoints, dataPlaneOffer(options.dataPlane)), options);
+    const { own, successor } = await exchangeEndpoints(collective, listeners.endpoints, options);
     const controlChannel = await connectChannel(address, join(options, 0));
     control = new RailClient(controlChannel, owner, 0);
     let mesh: PeerMesh;
-    let table: EndpointTable;
+    let table: Pick<EndpointTable, 'endpoints' | 'dataPlanes'>;
     try {
       // The ranks complete the table among themselves; a failure of the job (a rank lost) ends it.
       const entries = await gather.table(own, successor, owner.failure.ended$);
@@ -244,7 +248,7 @@ async function openMeshLinks(
       processesOnHost,
       hostGroups: groups,
       nativePlane:
-        sockets === null ? null : addonPlane(DataPlane.open(nativeEngine(), rank, worldSize, sockets, planeSettings, (peer, rail, waitMs) => mesh.openDataLink(peer, rail, waitMs)), rank, worldSize),
+        sockets === null ? null : addonPlane(onDemandPlane(nativeEngine(), mesh, planeSettings), rank, worldSize),
       communicatorPlanes,
     };
   } catch (error) {
@@ -260,12 +264,21 @@ async function openMeshLinks(
 }
 
 /**
- * Publishes this rank's endpoints and returns what the coordinator answers: this rank's entry (an
- * unspecified address replaced by the one it sees) and its ring successor's (revision 14).
+ * Publishes this rank's endpoints, its data-plane offer and its choice settings that are not the
+ * defaults, and returns what the coordinator answers: this rank's entry (an unspecified address
+ * replaced by the one it sees) and its ring successor's (revision 14). Where two ranks' choice
+ * settings differ, the coordinator answers every rank with those two ranks' entries instead, and
+ * this rank fails naming the first setting that differs, as every rank does (revision 18).
  */
-async function exchangeEndpoints(collective: FrameChannel, endpoints: string, options: ResolvedSessionOptions): Promise<{ own: RankEndpoints; successor: RankEndpoints }> {
-  const { uniqueId, rank, worldSize, rails, timeoutMs } = options;
-  collective.send(outgoing(peerEndpointFrame({ uniqueId, rank, worldSize }, rails, endpoints)));
+async function exchangeEndpoints(
+  collective: FrameChannel,
+  listening: readonly SocketAddressText[],
+  options: ResolvedSessionOptions,
+): Promise<{ own: RankEndpoints; successor: RankEndpoints }> {
+  const { uniqueId, rank, worldSize, rails, timeoutMs, tuning } = options;
+  const defaults = choiceDefaults(worldSize, rails);
+  const choice = formatChoiceSettings(publishedChoiceSettings(tuning, profileValue(tuning), defaults)) ?? undefined;
+  collective.send(outgoing(peerEndpointFrame({ uniqueId, rank, worldSize }, rails, formatRankEndpoints(listening, dataPlaneOffer(options.dataPlane), choice))));
   const response = await firstFrame(collective, {
     timeoutMs,
     scheduler: options.scheduler,
@@ -273,7 +286,13 @@ async function exchangeEndpoints(collective: FrameChannel, endpoints: string, op
     closed: () => new ConfigurationError('coordinator closed before returning direct peer endpoints'),
   });
   validateResponse(response, uniqueId, rank, worldSize, 0n);
-  const [own, successor = own] = readEndpointEntries(response, { uniqueId, worldSize, rails }, { source: 0, destination: rank, first: rank, count: Math.min(worldSize, 2) }, 'the coordinator');
+  const read = (first: number) => readEndpointEntries(response, { uniqueId, worldSize, rails }, { source: 0, destination: rank, first, count: Math.min(worldSize, 2) }, 'the coordinator');
+  // Two ranks' entries whose choice settings differ: the coordinator's word that they would choose apart.
+  const first = response.header.rootRank;
+  const [own, successor = own] = first < worldSize ? read(first) : read(rank);
+  if (own!.choice !== successor.choice) throw choiceSettingsDiffer(first, own!.choice, (first + 1) % worldSize, successor.choice, defaults);
+  // Any other run must be this rank's own (read again for the refusal that names it).
+  if (first !== rank) read(rank);
   return { own: own!, successor };
 }
 

@@ -373,7 +373,7 @@ export const SETTINGS = [
       GX1_COLLECTIVE_AUTOTUNE_PROFILE: { type: 'path', default: 'none', parse: asText },
     },
     options: ['autotuneProfile'],
-    meaning: 'a profile `rxccl tune` wrote for this job\'s topology: under `auto`, the measured choice per operation and size (a profile of another topology, world size, transport or plane is refused). Give every rank the same file: ranks following different profiles may take paths that do not meet',
+    meaning: 'a profile `rxccl tune` wrote for this job\'s topology: under `auto`, the measured choice per operation and size (a profile of another topology, world size, transport or plane is refused). Give every rank the same file (its path may differ): on tcp_peer, ranks whose files differ fail at open (`SETTINGS_DIFFER`)',
   },
   {
     group: 'algorithm',

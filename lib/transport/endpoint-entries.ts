@@ -78,5 +78,8 @@ export function readEndpointEntries(frame: Frame, job: EntriesJob, run: EntriesR
   } catch (error) {
     throw wrong(`ranks ${run.first}.. (${run.count}): ${(error as Error).message}`);
   }
-  return table.endpoints.map((endpoints, index) => ({ endpoints, dataPlane: table.dataPlanes[index]! }));
+  return table.endpoints.map((endpoints, index) => {
+    const choice = table.choices[index];
+    return { endpoints, dataPlane: table.dataPlanes[index]!, ...(choice === undefined ? {} : { choice }) };
+  });
 }

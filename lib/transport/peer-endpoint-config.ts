@@ -1,5 +1,6 @@
 import { type AddressInfo, isIP, SocketAddress, type Server, type Socket } from 'node:net';
 import { ConfigurationError } from '../errors.js';
+import { CHOICE_ATTRIBUTE, readChoiceSettings } from './choice-attribute.js';
 import { Admission, ADMISSION_GRACE_MS } from './admission.js';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS, MAX_UNAUTHENTICATED_CONNECTIONS } from './handshake.js';
 import { createListener, type TlsSettings } from './tls-settings.js';
@@ -290,44 +291,70 @@ export type DataPlaneOffer = 'auto' | 'native';
 
 const DATA_PLANE_ATTRIBUTE = 'data-plane=';
 
-/** A rank's entry in the endpoint table: an endpoint per rail, and its data-plane offer. */
+/** A rank's entry in the endpoint table: an endpoint per rail, its data-plane offer, and its choice settings. */
 export interface RankEndpoints {
   readonly endpoints: readonly SocketAddressText[];
   readonly dataPlane: DataPlaneOffer | null;
+  /**
+   * The settings by which it chooses its collectives' algorithms, as its `choice=` attribute
+   * carries them (./choice-attribute.ts); absent where they are the defaults. The coordinator
+   * compares them and answers without them (docs/protocol.md 8.3, step 3).
+   */
+  readonly choice?: string;
 }
 
-/** The table every rank gets: `endpoints[rank][rail]`, and each rank's offer. */
+/** The table every rank gets: `endpoints[rank][rail]`, and each rank's offer (and choice settings, in a run that names two ranks' that differ). */
 export interface EndpointTable {
   readonly endpoints: SocketAddressText[][];
   readonly dataPlanes: (DataPlaneOffer | null)[];
+  readonly choices: (string | undefined)[];
 }
 
-/** A rank's first line carries its offer, after a space. */
-function withOffer(line: string, offer: DataPlaneOffer | null): string {
-  return offer === null ? line : `${line} ${DATA_PLANE_ATTRIBUTE}${offer}`;
+/** A rank's first line carries its offer, then its choice settings, each after a space. */
+function withAttributes(line: string, { dataPlane, choice }: Omit<RankEndpoints, 'endpoints'>): string {
+  return `${line}${dataPlane === null ? '' : ` ${DATA_PLANE_ATTRIBUTE}${dataPlane}`}${choice === undefined ? '' : ` ${CHOICE_ATTRIBUTE}${choice}`}`;
 }
 
-/** One line of a publication or table: the endpoint, and the offer where the line may carry one. */
-function readLine(line: string, mayOffer: boolean, where: string): { endpoint: SocketAddressText | undefined; offer: DataPlaneOffer | null } {
+/** One line of a publication or table: the endpoint, and the offer and choice settings where the line may carry them. */
+function readLine(line: string, first: boolean, where: string): { endpoint: SocketAddressText | undefined; offer: DataPlaneOffer | null; choice?: string } {
   const [address = '', ...attributes] = line.split(' ');
   let offer: DataPlaneOffer | null = null;
+  let choice: string | undefined;
+  const refuse = (attribute: string) =>
+    new ConfigurationError(
+      `${where} ${JSON.stringify(line)} has an attribute it cannot carry: ${JSON.stringify(attribute)} (only a rank's first line may carry data-plane=auto or data-plane=native, then choice=...)`,
+    );
   for (const attribute of attributes) {
-    const value = attribute.startsWith(DATA_PLANE_ATTRIBUTE) ? attribute.slice(DATA_PLANE_ATTRIBUTE.length) : undefined;
-    if (!mayOffer || offer !== null || (value !== 'auto' && value !== 'native')) {
-      throw new ConfigurationError(`${where} ${JSON.stringify(line)} has an attribute it cannot carry: ${JSON.stringify(attribute)} (only a rank's first line may carry data-plane=auto or data-plane=native)`);
+    if (!first || choice !== undefined) throw refuse(attribute);
+    if (attribute.startsWith(CHOICE_ATTRIBUTE)) {
+      choice = attribute.slice(CHOICE_ATTRIBUTE.length);
+      readLineChoice(choice, where, line);
+      continue;
     }
+    const value = attribute.startsWith(DATA_PLANE_ATTRIBUTE) ? attribute.slice(DATA_PLANE_ATTRIBUTE.length) : undefined;
+    if (offer !== null || (value !== 'auto' && value !== 'native')) throw refuse(attribute);
     offer = value;
   }
-  return { endpoint: socketAddressOf(address), offer };
+  return { endpoint: socketAddressOf(address), offer, ...(choice === undefined ? {} : { choice }) };
+}
+
+/** A line's choice settings must read back (the coordinator compares them as text, a rank reads the two that differ). */
+function readLineChoice(choice: string, where: string, line: string): void {
+  try {
+    readChoiceSettings(choice);
+  } catch (error) {
+    throw new ConfigurationError(`${where} ${JSON.stringify(line)}: ${(error as Error).message}`);
+  }
 }
 
 /**
  * A rank's own endpoints as it publishes them to the coordinator: one line when every rail
  * shares one endpoint, else one line per rail; the first carries its data-plane offer.
  */
-export function formatRankEndpoints(endpoints: readonly SocketAddressText[], dataPlane: DataPlaneOffer | null = null): string {
+export function formatRankEndpoints(endpoints: readonly SocketAddressText[], dataPlane: DataPlaneOffer | null = null, choice?: string): string {
   const published = usesSharedEndpoint(endpoints) ? endpoints.slice(0, 1) : endpoints;
-  return published.map((endpoint, line) => (line === 0 ? withOffer(formatEndpoint(endpoint), dataPlane) : formatEndpoint(endpoint))).join('\n');
+  const attributes = { dataPlane, ...(choice === undefined ? {} : { choice }) };
+  return published.map((endpoint, line) => (line === 0 ? withAttributes(formatEndpoint(endpoint), attributes) : formatEndpoint(endpoint))).join('\n');
 }
 
 /**
@@ -342,10 +369,10 @@ export function readRankPublication(text: string, rank: number, rails: number, p
       `rank ${rank} published ${entries.length} direct peer endpoints, expected one shared endpoint or ${rails} rail endpoints`,
     );
   }
-  let dataPlane: DataPlaneOffer | null = null;
+  let firstLine: Omit<RankEndpoints, 'endpoints'> = { dataPlane: null };
   const endpoints = entries.map((entry, rail) => {
-    const { endpoint, offer } = readLine(entry, rail === 0, `rank ${rank} direct peer endpoint line`);
-    if (rail === 0) dataPlane = offer;
+    const { endpoint, offer, choice } = readLine(entry, rail === 0, `rank ${rank} direct peer endpoint line`);
+    if (rail === 0) firstLine = { dataPlane: offer, ...(choice === undefined ? {} : { choice }) };
     if (endpoint === undefined) {
       throw new ConfigurationError(
         `rank ${rank} direct peer endpoint ${JSON.stringify(entry)} for rail ${rail} is invalid: ${SOCKET_ADDRESS_SYNTAX}`,
@@ -357,7 +384,7 @@ export function readRankPublication(text: string, rank: number, rails: number, p
     if (!isUnspecified(endpoint.host)) return endpoint;
     return { host: canonicalIp(peerHost) ?? peerHost, port: endpoint.port };
   });
-  return { endpoints: endpoints.length === 1 ? Array.from({ length: rails }, () => endpoints[0]!) : endpoints, dataPlane };
+  return { endpoints: endpoints.length === 1 ? Array.from({ length: rails }, () => endpoints[0]!) : endpoints, ...firstLine };
 }
 
 /** `readRankPublication`'s endpoints alone. */
@@ -375,7 +402,7 @@ export function formatEndpointTable(table: readonly (RankEndpoints | readonly So
   const entries = table.map((entry): RankEndpoints => ('endpoints' in entry ? entry : { endpoints: entry, dataPlane: null }));
   const compact = entries.every((entry) => usesSharedEndpoint(entry.endpoints));
   return entries
-    .flatMap(({ endpoints, dataPlane }) => (compact ? endpoints.slice(0, 1) : endpoints).map((endpoint, line) => (line === 0 ? withOffer(formatEndpoint(endpoint), dataPlane) : formatEndpoint(endpoint))))
+    .flatMap(({ endpoints, ...attributes }) => (compact ? endpoints.slice(0, 1) : endpoints).map((endpoint, line) => (line === 0 ? withAttributes(formatEndpoint(endpoint), attributes) : formatEndpoint(endpoint))))
     .join('\n');
 }
 
@@ -389,11 +416,11 @@ export function readEndpointTable(text: string, worldSize: number, rails: number
     );
   }
   const read = entries.map((entry, index) => {
-    const { endpoint, offer } = readLine(entry, index % perRank === 0, 'direct peer endpoint');
+    const { endpoint, offer, choice } = readLine(entry, index % perRank === 0, 'direct peer endpoint');
     if (endpoint === undefined) {
       throw new ConfigurationError(`direct peer endpoint ${JSON.stringify(entry)} is invalid: ${SOCKET_ADDRESS_SYNTAX}`);
     }
-    return { endpoint, offer };
+    return { endpoint, offer, choice };
   });
   return {
     endpoints: Array.from({ length: worldSize }, (_, rank) => {
@@ -401,6 +428,7 @@ export function readEndpointTable(text: string, worldSize: number, rails: number
       return perRank === 1 ? Array.from({ length: rails }, () => own[0]!) : own;
     }),
     dataPlanes: Array.from({ length: worldSize }, (_, rank) => read[rank * perRank]!.offer),
+    choices: Array.from({ length: worldSize }, (_, rank) => read[rank * perRank]!.choice),
   };
 }
 

@@ -3,8 +3,8 @@
  * this test finds them itself: /proc, the addon, os.networkInterfaces(), the environment given.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { cpus, networkInterfaces, tmpdir } from 'node:os';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, symlinkSync } from 'node:fs';
+import { cpus, networkInterfaces, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../lib/cli/doctor-report.js';
@@ -95,10 +95,26 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
     if (scope !== null && scope >= 2) expect(report.singleCopy.reason).toContain(`ptrace_scope is ${scope}`);
   });
 
-  it('says single copy is not allowed where GX1_SINGLE_COPY=off or the JS data plane is asked for, naming the setting', async () => {
-    const [off, js] = [await doctor({ GX1_SINGLE_COPY: 'off' }), await doctor({ GX1_DATA_PLANE: 'js' })];
+  it('says whether shared-memory rings are allowed as the kernel, /dev/shm and a real process_vm_readv say, and why', async () => {
+    const { report } = await plainReport();
+    const shm = existsSync('/dev/shm') ? statfsSync('/dev/shm') : null;
+    expect(report.sharedMemory).toMatchObject({ setting: 'auto', kernel: release() });
+    expect(report.sharedMemory.devShm).toEqual(shm === null ? null : { path: '/dev/shm', writable: expect.any(Boolean), bytes: shm.blocks * shm.bsize, freeBytes: expect.any(Number) });
+    const [major, minor] = release().split('.').map(Number) as [number, number];
+    const newEnough = major > 5 || (major === 5 && minor >= 6);
+    // pidfd_getfd (Linux 5.6) takes the ring; the sender is verified as single copy verifies it.
+    const system = siblingReads();
+    if (report.sharedMemory.allowed !== null) expect(report.sharedMemory.allowed, report.sharedMemory.reason).toBe(process.platform === 'linux' && newEnough && system.allowed);
+    if (report.sharedMemory.allowed === true) expect(report.sharedMemory.reason).toMatch(/^links between ranks of this host move every message through a ring the two share \(a memfd, named in no filesystem: \/dev\/shm is not needed\)/);
+  });
+
+  it('says single copy and shared memory are not allowed where GX1_SINGLE_COPY=off, GX1_SHARED_MEMORY=off or the JS data plane is asked for, naming the setting', async () => {
+    const [off, js] = [await doctor({ GX1_SINGLE_COPY: 'off', GX1_SHARED_MEMORY: 'off' }), await doctor({ GX1_DATA_PLANE: 'js' })];
     expect(off.report.singleCopy).toMatchObject({ allowed: false, setting: 'off' });
     expect(off.report.singleCopy.reason).toMatch(/^GX1_SINGLE_COPY=off/);
+    expect(off.report.sharedMemory).toMatchObject({ allowed: false, setting: 'off', reason: 'GX1_SHARED_MEMORY=off: every link keeps TCP' });
+    expect(js.report.sharedMemory.allowed).toBe(false);
+    expect(js.report.sharedMemory.reason).toBe('shared-memory rings are part of the native data plane, which would not run: GX1_DATA_PLANE=js');
     expect(js.report.dataPlane).toEqual({ native: false, setting: 'js', reason: 'GX1_DATA_PLANE=js' });
     expect(js.report.singleCopy.allowed).toBe(false);
     expect(js.report.singleCopy.reason).toContain('GX1_DATA_PLANE=js');
@@ -166,9 +182,11 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
   });
 
   it('names configuration a job would stop on, and variables rxccl does not read, and still exits 0', async () => {
-    const { code, report } = await doctor({ GX1_SINGLE_COPY: 'maybe', GX1_RIGN_ORDER: '0,1' });
+    const { code, report } = await doctor({ GX1_SINGLE_COPY: 'maybe', GX1_SHARED_MEMORY: 'ring', GX1_RIGN_ORDER: '0,1' });
     expect(code).toBe(0);
     expect(report.problems).toContain('GX1_SINGLE_COPY must be one of auto, off, got "maybe"');
+    expect(report.problems).toContain('GX1_SHARED_MEMORY must be one of auto, off, got "ring"');
+    expect(report.sharedMemory).toMatchObject({ allowed: false, setting: null, reason: 'GX1_SHARED_MEMORY cannot be used (see problems)' });
     expect(report.singleCopy).toMatchObject({ allowed: false, setting: null });
     expect(report.unknownVariables).toContainEqual({ name: 'GX1_RIGN_ORDER', meant: 'GX1_RING_ORDER' });
   });
@@ -181,6 +199,8 @@ describe('rxccl doctor', { timeout: 60_000 }, () => {
     expect(text.stdout).toContain(`addon         loaded from ${json.report.kernels.addon} (built here)`);
     expect(text.stdout).toContain(`simd          ${json.report.kernels.simd}`);
     expect(text.stdout).toContain(`single copy   ${json.report.singleCopy.allowed === true ? 'allowed' : json.report.singleCopy.allowed === false ? 'not allowed' : 'unknown'}: ${json.report.singleCopy.reason}`);
+    expect(text.stdout).toContain(`shared memory ${json.report.sharedMemory.allowed === true ? 'allowed' : json.report.sharedMemory.allowed === false ? 'not allowed' : 'unknown'}: ${json.report.sharedMemory.reason}`);
+    expect(text.stdout).toMatch(new RegExp(`GX1_SHARED_MEMORY auto, kernel ${release().replaceAll('.', '\\.')}, (/dev/shm (not )?writable, \\d+ MiB \\(\\d+ MiB free; not needed\\)|/dev/shm absent \\(not needed\\))`));
     expect(text.stdout).toContain(`route         to 127.0.0.1: from 127.0.0.1 on ${json.report.network.route.interface}`);
   });
 

@@ -170,6 +170,18 @@ describe('the choice by cost', () => {
     for (const ranks of [4, 8, 16]) expect(name('allReduce', situation('native', [ranks], 64 << 20))).toBe('pairwise on native');
   });
 
+  it('where 8 and 16 ranks share the 2 cores, takes the rows measured best or within a tenth of it (bench/README.md, "Oversubscribed hosts")', () => {
+    for (const bytes of [8, 1024]) {
+      expect(name('allReduce', situation('native', [8], bytes))).toBe('recursive-doubling on native');
+      expect(name('broadcast', situation('native', [8], bytes))).toBe('pairwise on native');
+      expect(name('broadcast', situation('native', [16], bytes))).toBe('binomial on native');
+    }
+    expect(name('allGather', situation('native', [8], 1024))).toBe('pairwise on native');
+    expect(name('allGather', situation('native', [16], 8))).toBe('bruck on native');
+    // At 2 and 4 ranks all-pairs, which beat recursive doubling there too (0.72x at 8 B, 0.87x at 1 KiB with 4 ranks).
+    for (const ranks of [2, 4]) for (const bytes of [8, 1024]) expect(name('allReduce', situation('native', [ranks], bytes))).toBe('all-pairs on native');
+  });
+
   it("docs/protocol.md 9.10's worked example: 1 + 2 hosts, native plane, all-reduce of 1 MiB and of 8 B", () => {
     const mib = situation('native', [1, 2], 1 << 20);
     expect(mib.groups).toEqual([[0], [1, 2]]);

@@ -76,8 +76,7 @@ describe.skipIf(!native)('fresh results on recycled memory', () => {
       const kept = pool.resultPoolBytes();
       expect(kept).toBeGreaterThanOrEqual(20 * COUNT * 4);
       const second = await Promise.all(sessions.map((session) => collectives(session, 2, COUNT)));
-      // Both planes' schedules take their fresh results from the pool (the JS plane's small
-      // collectives made theirs elsewhere while they ran as a mesh exchange).
+      // Both planes' schedules take their fresh results from the pool.
       expect(pool.resultPoolBytes()).toBeLessThan(kept);
       second.forEach((results, rank) => {
         const want = expected(2, rank, COUNT);

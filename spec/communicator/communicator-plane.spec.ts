@@ -4,6 +4,8 @@
  * opens data links and an engine of its own between its members, so its collectives run natively,
  * beside the world's and every other communicator's, in its own order: calls on two communicators
  * issued without awaiting, in different orders on different ranks, all complete with exact results.
+ * Its links open on demand, as the world's: a pair no schedule of it names is never dialled, and a
+ * dial that fails names the member and its endpoint on every rank of the job.
  * Ranks in this process; spec/communicator/split-processes.spec.ts runs communicators as processes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -66,6 +68,47 @@ describe.skipIf(!native)('communicators on the native data plane', () => {
     // (Sockets end on the next turns of the loop.)
     for (let turn = 0; turn < 50 && sockets() > before; turn++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(sockets()).toBeLessThanOrEqual(before);
+  });
+
+  it("a communicator's links open on demand: a ring all-reduce on 4 members dials the ring's 4 pairs, never the 2 across it", async () => {
+    const job = await startCoordinator(4, { timeoutMs: 10_000, transport: 'tcp_peer' });
+    jobs.push(job);
+    const ranks = await Promise.all(Array.from({ length: 4 }, (_, rank) => job.openRank(rank, { dataPlane: 'native', algorithm: 'ring' })));
+    const connections = () => process.getActiveResourcesInfo().filter((kind) => kind === 'TCPSocketWrap').length;
+    // The count that stays: links of the set-up (the endpoint gather's) close a few turns later.
+    const steady = async () => {
+      let count = connections();
+      for (let sample = 0; sample < 10; sample++) count = Math.min(count, await sleep(50).then(connections));
+      return count;
+    };
+    // Every pair of the world trades a message first, and the world all-reduces (the split's
+    // agreement takes the ring's data links), so the job's links the split uses are all open
+    // before the count: what it adds is the communicator's plane's alone.
+    await Promise.all(ranks.map((session) => Promise.all([1, 2, 3].flatMap((step) => [session.send((session.rank + step) % 4, 2, Uint8Array.of(1)), session.receive((session.rank + 4 - step) % 4, 2, { dtype: 'u8', count: 1 })]))));
+    await Promise.all(ranks.map((session) => session.allReduce(Int32Array.of(1))));
+    const before = await steady();
+    const sums = await Promise.all(
+      ranks.map(async (session) => {
+        const all = (await session.split({ color: 0 }))!;
+        expect(all.plan('allReduce', 8)).toMatchObject({ algorithm: 'ring', plane: 'native' });
+        return Array.from(await all.allReduce(Int32Array.of(session.rank, 1)));
+      }),
+    );
+    expect(sums).toEqual(Array.from({ length: 4 }, () => [6, 4]));
+    // The ring's pairs (0-1, 1-2, 2-3, 3-0), a data link each way: 4 pairs x 2 links x 2 ends in
+    // this process (a plane that opened every pair at its creation counted 24 here).
+    expect((await steady()) - before).toBe(16);
+  });
+
+  it('a dial of its plane that fails names the member and its endpoint, and the abort reaches every rank of the job', async () => {
+    const ranks = await world(3, 'native');
+    const all = await Promise.all(ranks.map(async (session) => (await session.split({ color: 0 }))!));
+    // Rank 2 closes its communicator, and its listeners with it, before anything dialled them.
+    await all[2]!.close();
+    const failures = await Promise.all([rejection(all[0]!.allReduce(Int32Array.of(1))), rejection(all[1]!.allReduce(Int32Array.of(1))), rejection(ranks[2]!.barrier())]);
+    for (const error of failures) expect(error.message).toMatch(/cannot reach direct peer rank 2 data link at 127\.0\.0\.1:\d+/);
+    // The world of every rank ended with it (a communicator's abort is the job's).
+    for (const session of ranks) await expect(session.allReduce(Int32Array.of(1))).rejects.toThrow(/cannot reach direct peer rank 2/);
   });
 
   it('group([2, 0]) runs natively in the order listed; a communicator of one rank, and any of a JS-plane world, not', async () => {

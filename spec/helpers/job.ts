@@ -62,6 +62,11 @@ export async function startJob(worldSize: number, options: JobOptions = {}): Pro
   return { ...job, sessions };
 }
 
+/** Opens every rank of `job`, each with `overrides(rank)`, expecting every one to fail: the errors, by rank. */
+export async function openRejections(job: TestJob, overrides: (rank: number) => RankOverrides): Promise<(Error & { code?: string })[]> {
+  return Promise.all(Array.from({ length: job.worldSize }, (_, rank) => rejection(job.openRank(rank, overrides(rank)))));
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Resolves with the rejection of `promise` (fails if it resolves). */

@@ -176,4 +176,27 @@ describe('ranks in separate processes', () => {
     expect(line).toMatch(/^ERROR REMOTE_ABORT .*unique id mismatch/);
     expect(await stranger.exited).toEqual({ code: 3, signal: null });
   });
+
+  it('ranks whose environments set GX1_RING_CHANNELS apart both fail at open, naming it, the ranks and both values', async () => {
+    const uniqueId = UniqueId.random();
+    const coordinator = await Coordinator.listen({ host: '127.0.0.1', port: 0, uniqueId, worldSize: 2, transport: 'tcp_peer' });
+    coordinators.push(coordinator);
+    const ranks = ['2', '4'].map((channels, rank) =>
+      spawnRank({
+        script: CHILD,
+        args: ['collectives'],
+        coordinator: `127.0.0.1:${coordinator.address.port}`,
+        uniqueId: uniqueId.toHex(),
+        rank,
+        worldSize: 2,
+        timeoutMs: TIMEOUT_MS,
+        env: { GX1_COLLECTIVE_TRANSPORT: 'tcp_peer', GX1_RING_CHANNELS: channels },
+      }),
+    );
+    spawned.push(...ranks);
+    for (const rank of ranks) {
+      expect(await rank.waitFor(/^ERROR /), describeRank(rank)).toBe('ERROR SETTINGS_DIFFER GX1_RING_CHANNELS differs: rank 0 has 2, rank 1 has 4; every rank must choose collectives alike');
+      expect(await rank.exited).toEqual({ code: 3, signal: null });
+    }
+  });
 });

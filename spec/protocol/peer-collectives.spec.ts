@@ -165,13 +165,13 @@ describe('the pairwise broadcast of docs 9.6', () => {
   });
 });
 
-describe('the mesh exchange descriptor of docs 9.7', () => {
+describe('the collective header\'s descriptor of docs 9.7', () => {
   it('encodes the documented example and decodes what it encodes', () => {
     const bytes = new Uint8Array(DESCRIPTOR_BYTES);
     const descriptor = descriptorOf({ opcode: Opcode.AllReduce, elementType: ElementType.F32, elementCount: 2, reduceOp: reduceOpCode('sum') }, '');
     encodeDescriptor(descriptor, 0n, bytes);
     expect(Buffer.from(bytes).toString('hex')).toBe('0b0b0100ffffffff020000000000000000000000000000000000000000000000');
     expect(decodeDescriptor(bytes)).toEqual({ descriptor, sequence: 0n });
-    expect(() => decodeDescriptor(bytes.subarray(0, 31))).toThrow('mesh exchange message of 31 bytes is shorter than its 32-byte descriptor');
+    expect(() => decodeDescriptor(bytes.subarray(0, 31))).toThrow('collective header of 31 bytes is shorter than its 32-byte descriptor');
   });
 });

@@ -18,7 +18,7 @@ import { resolveSessionOptions } from '../../lib/session/session-options.js';
 import { resolveProbeOptions } from '../../lib/topology/probe-options.js';
 import { readSettings } from '../../lib/settings/read-settings.js';
 import { probeVariables } from '../../lib/settings/setting-parts.js';
-import { rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
+import { openRejections, rejection, startCoordinator, type JobOptions, type RankOverrides, type TestJob } from '../helpers/job.js';
 import { refusal } from '../helpers/refusal.js';
 
 /** The probe options of `env`'s `GX1_TOPOLOGY_PROBE_*` variables, as a rank's `probeTopology()` takes them. */
@@ -179,10 +179,13 @@ describe('algorithm selection in sessions', () => {
     for (const result of results) expect(result.every((value) => value === 6)).toBe(true);
     await Promise.all(ranks.map((session) => session.close()));
 
-    // Under auto the model takes pairwise here, which follows no ring: the ring, asked for.
-    const split = await sessions(3, { transport: 'tcp_peer' }, (rank) => ({ algorithm: 'ring', ringOrder: rank === 1 ? [0, 2, 1] : [0, 1, 2] }));
-    const errors = await Promise.all(split.map((session) => rejection(session.allReduce(new Float32Array(big)))));
-    for (const error of errors) expect(error.message).toMatch(/collective sequence 0 mismatch: rank (0 submitted .*"ring 0,1,2 channels 1".*, rank 1 submitted .*"ring 0,2,1 channels 1"|1 submitted .*"ring 0,2,1 channels 1".*, rank 2 submitted .*"ring 0,1,2 channels 1")/);
+    // Told apart at open, on every rank (docs/protocol.md 8.3, step 3), before a collective could run apart.
+    const job = await startCoordinator(3, { timeoutMs: 10_000, transport: 'tcp_peer' });
+    jobs.push(job);
+    const errors = await openRejections(job, (rank) => ({ dataPlane: 'js', algorithm: 'ring', ringOrder: rank === 1 ? [0, 2, 1] : [0, 1, 2] }));
+    for (const error of errors) {
+      expect(error).toMatchObject({ code: 'SETTINGS_DIFFER', message: 'GX1_RING_ORDER differs: rank 0 has 0,1,2, rank 1 has 0,2,1; every rank must choose collectives alike' });
+    }
   });
 
   it('topologyLinks (GX1_TOPOLOGY_LINKS) chooses the ring: the fast links win', async () => {

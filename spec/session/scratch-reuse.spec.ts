@@ -33,11 +33,11 @@ it('back-to-back large reductions (pooled response memory) give exact results', 
 });
 
 it.each([2, 3])(
-  'tcp_peer at %i ranks: mid-size exchanges back to back reuse their message memory (sent, relayed and received) and every result stays exact',
+  'tcp_peer at %i ranks: mid-size collectives back to back reuse their message memory (sent and received) and every result stays exact',
   async (worldSize) => {
-    // 96 KiB tensors take the mesh exchange (below the ring threshold), and every buffer it sends
-    // or receives (the agreement message, the hub's relayed reply, the joined parts) is over the
-    // pools' floor (DEFAULT_POOLED_BYTES), so each call reuses the memory the one before gave back.
+    // 96 KiB tensors run a schedule on the session's plane, and every piece it sends or receives
+    // is over the pools' floor (DEFAULT_POOLED_BYTES), so each call reuses the memory the one
+    // before gave back.
     const started = await startJob(worldSize, { transport: 'tcp_peer' });
     job = started;
     const count = 24 * 1024;

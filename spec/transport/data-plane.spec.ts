@@ -220,7 +220,7 @@ describe.skipIf(!available)(`the native data plane's engine${reason}`, () => {
   it('a header of another collective number, or a corrupt one, is named as such', async () => {
     for (const [theirs, expected] of [
       [headerOf(collectiveFor(4, 7n)), 'rank 1 sent mesh collective 7 where rank 0 is at 0'],
-      [(() => { const bytes = headerOf(collectiveFor(4)); bytes[3] = 9; return bytes; })(), 'mesh exchange descriptor byte 3 is 9, expected 0'],
+      [(() => { const bytes = headerOf(collectiveFor(4)); bytes[3] = 9; return bytes; })(), 'collective header byte 3 is 9, expected 0'],
     ] as const) {
       const { plane, peer } = await engineAndPeer();
       const { context } = recordingContext();

@@ -7,7 +7,9 @@ import fc from 'fast-check';
 import { firstValueFrom, of, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { acceptorMac, authContext, dialerMac } from '../../lib/protocol/auth.js';
-import { peerHelloHeader } from '../../lib/protocol/control-frames.js';
+import { peerEndpointFrame, peerHelloHeader } from '../../lib/protocol/control-frames.js';
+import { choiceDefaults } from '../../lib/collectives/choice-settings.js';
+import { choiceSettingsDiffer, formatChoiceSettings } from '../../lib/transport/choice-attribute.js';
 import { decodeFrames } from '../../lib/protocol/decode-frames.js';
 import type { Frame } from '../../lib/protocol/frame.js';
 import { encodeHeader } from '../../lib/protocol/header.js';
@@ -29,6 +31,17 @@ function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString('hex');
 }
 
+/** The coordinator's run of `entries` from rank `first` to rank `destination` of 4 (1 rail): the frame, its payload's text, its header's bytes in hex. */
+function coordinatorRun(destination: number, first: number, entries: readonly RankEndpoints[]) {
+  const frame = endpointEntriesFrame({ uniqueId, worldSize: 4, rails: 1 }, { source: 0, destination, first }, entries);
+  return { frame, text: Buffer.from(frame.payload).toString('utf8'), header: hex(encodeHeader(frame.header)) };
+}
+
+/** A rank's choice settings as its `choice=` attribute carries them (revision 18). */
+const arbChoice = fc
+  .uniqueArray(fc.tuple(fc.stringMatching(/^GX1_[A-Z_]{1,12}$/), fc.string({ unit: 'grapheme', maxLength: 12 })), { selector: ([variable]) => variable, minLength: 1, maxLength: 4 })
+  .map((settings) => formatChoiceSettings(settings)!);
+
 /** A job (world size, rails), a run's sender, receiver and first rank, and its entries. */
 const arbRun = fc.integer({ min: 1, max: 64 }).chain((worldSize) => {
   const rank = fc.integer({ min: 0, max: worldSize - 1 });
@@ -39,7 +52,7 @@ const arbRun = fc.integer({ min: 1, max: 64 }).chain((worldSize) => {
       source: rank,
       destination: rank,
       first: rank,
-      entries: fc.array(fc.record({ endpoints: arbRailEndpoints(rails), dataPlane: fc.constantFrom('auto' as const, 'native' as const, null) }), {
+      entries: fc.array(fc.record({ endpoints: arbRailEndpoints(rails), dataPlane: fc.constantFrom('auto' as const, 'native' as const, null), choice: arbChoice }, { requiredKeys: ['endpoints', 'dataPlane'] }), {
         minLength: 1,
         maxLength: Math.min(worldSize, 8),
       }),
@@ -48,7 +61,7 @@ const arbRun = fc.integer({ min: 1, max: 64 }).chain((worldSize) => {
 });
 
 describe('a run of endpoint entries', () => {
-  it('round-trips through the wire for any job, run and entries (either layout, any offers)', async () => {
+  it('round-trips through the wire for any job, run and entries (either layout, any offers and choice settings)', async () => {
     await fc.assert(
       fc.asyncProperty(arbRun, async ({ worldSize, rails, source, destination, first, entries }) => {
         const job = { uniqueId, worldSize, rails };
@@ -60,16 +73,37 @@ describe('a run of endpoint entries', () => {
   });
 
   it("is docs/protocol.md 8.3's vector: the coordinator's answer to rank 2 of 4", () => {
-    const entries: RankEndpoints[] = [
+    const { text, header } = coordinatorRun(2, 2, [
       { endpoints: [{ host: '127.0.0.1', port: 40415 }], dataPlane: 'auto' },
       { endpoints: [{ host: '127.0.0.1', port: 40519 }], dataPlane: null },
-    ];
-    const frame = endpointEntriesFrame({ uniqueId, worldSize: 4, rails: 1 }, { source: 0, destination: 2, first: 2 }, entries);
-    expect(Buffer.from(frame.payload).toString('utf8')).toBe('127.0.0.1:40415 data-plane=auto\n127.0.0.1:40519');
-    expect(hex(encodeHeader(frame.header))).toBe(
+    ]);
+    expect(text).toBe('127.0.0.1:40415 data-plane=auto\n127.0.0.1:40519');
+    expect(header).toBe(
       '47583146010060000301000001000000000102030405060708090a0b0c0d0e0f' +
         '0000000002000000020000000400000000000000000000000100000000000000' +
         '2f000000000000002f000000000000000000000000000000000000005909d74e',
+    );
+  });
+
+  it("is docs/protocol.md 8.3's vector of revision 18: every rank of 4 told that ranks 1 and 2 choose by different settings, and fails naming them", () => {
+    const { frame, text, header } = coordinatorRun(3, 1, [
+      { endpoints: [{ host: '127.0.0.1', port: 40307 }], dataPlane: 'auto' },
+      { endpoints: [{ host: '127.0.0.1', port: 40415 }], dataPlane: 'auto', choice: 'GX1_RING_CHANNELS:4' },
+    ]);
+    expect(text).toBe('127.0.0.1:40307 data-plane=auto\n127.0.0.1:40415 data-plane=auto choice=GX1_RING_CHANNELS:4');
+    expect(header).toBe(
+      '47583146010060000301000001000000000102030405060708090a0b0c0d0e0f' +
+        '0000000003000000010000000400000000000000000000000100000000000000' +
+        '5a000000000000005a000000000000000000000000000000000000008f976188',
+    );
+    const [one, two] = readEndpointEntries(frame, { uniqueId, worldSize: 4, rails: 1 }, { source: 0, destination: 3, first: 1, count: 2 }, 'the coordinator');
+    expect(choiceSettingsDiffer(1, one!.choice, 2, two!.choice, choiceDefaults(4, 1)).message).toBe(
+      'GX1_RING_CHANNELS differs: rank 1 has 1 (the default), rank 2 has 4; every rank must choose collectives alike',
+    );
+    expect(hex(encodeHeader(peerEndpointFrame({ uniqueId, rank: 2, worldSize: 4 }, 1, '127.0.0.1:40415 data-plane=auto choice=GX1_RING_CHANNELS:4').header))).toBe(
+      '47583146010060000301000001000000000102030405060708090a0b0c0d0e0f' +
+        '02000000ffffffffffffffff0400000000000000000000000100000000000000' +
+        '3a000000000000003a00000000000000000000000000000000000000b939f61b',
     );
   });
 

@@ -322,13 +322,13 @@ describe('direct peer endpoint tables', () => {
     expect(readRankPublication('10.0.0.1:1', 0, 2, '10.0.0.1')).toEqual({ endpoints: shared, dataPlane: null });
     const compact = formatEndpointTable([{ endpoints: shared, dataPlane: 'auto' }, { endpoints: shared, dataPlane: null }]);
     expect(compact).toBe('10.0.0.1:1 data-plane=auto\n10.0.0.1:1');
-    expect(readEndpointTable(compact, 2, 2)).toEqual({ endpoints: [shared, shared], dataPlanes: ['auto', null] });
+    expect(readEndpointTable(compact, 2, 2)).toEqual({ endpoints: [shared, shared], dataPlanes: ['auto', null], choices: [undefined, undefined] });
     const full = formatEndpointTable([{ endpoints: shared, dataPlane: null }, { endpoints: perRail, dataPlane: 'native' }]);
     expect(full).toBe('10.0.0.1:1\n10.0.0.1:1\n10.0.0.2:2 data-plane=native\n10.0.0.2:3');
-    expect(readEndpointTable(full, 2, 2)).toEqual({ endpoints: [shared, perRail], dataPlanes: [null, 'native'] });
+    expect(readEndpointTable(full, 2, 2)).toEqual({ endpoints: [shared, perRail], dataPlanes: [null, 'native'], choices: [undefined, undefined] });
     // Only a rank's first line may offer, one offer, of a known kind.
     expect(() => readRankPublication('10.0.0.2:2\n10.0.0.2:3 data-plane=auto', 1, 2, '10.0.0.2')).toThrow(
-      'rank 1 direct peer endpoint line "10.0.0.2:3 data-plane=auto" has an attribute it cannot carry: "data-plane=auto" (only a rank\'s first line may carry data-plane=auto or data-plane=native)',
+      'rank 1 direct peer endpoint line "10.0.0.2:3 data-plane=auto" has an attribute it cannot carry: "data-plane=auto" (only a rank\'s first line may carry data-plane=auto or data-plane=native, then choice=...)',
     );
     expect(() => readRankPublication('10.0.0.2:2 data-plane=fast', 1, 1, '10.0.0.2')).toThrow(/has an attribute it cannot carry: "data-plane=fast"/);
     expect(() => readRankPublication('10.0.0.2:2 data-plane=auto data-plane=auto', 1, 1, '10.0.0.2')).toThrow(/cannot carry/);

@@ -80,7 +80,7 @@ export function encodeProgram(schedule: Schedule, elementType: ElementType): Flo
 
 /**
  * A collective on the native data plane: its mesh number (the session's count of mesh-agreed
- * collectives, shared with the exchange) and descriptor, which every one of its messages carries
+ * collectives, shared with the header exchanges before collectives agreed at the coordinator) and descriptor, which every one of its messages carries
  * as its header (docs/protocol.md 9.9).
  */
 export interface NativeCollective {
@@ -143,7 +143,7 @@ export function agreeBeforeCoordinator(plane: NativePlane, context: CollectiveCo
 
 /**
  * How the engine's outcome ends the collective: `result` when it is done (no outcome); else the
- * error the mesh exchange would give for the same failure, after telling every rank (the job is
+ * error the JS plane's agreement gives for the same failure, after telling every rank (the job is
  * over):
  * - mismatch: the peer's header is checked as a mesh agreement message, so a different operation
  *   names both ranks and both descriptors, a different sequence both numbers; a header that is
@@ -186,7 +186,7 @@ export function settleNative<T>(outcome: NativeOutcome | undefined, context: Col
 
 /**
  * Why a peer's header on a data link is not the one this rank expected: another collective (the
- * exchange's texts: both ranks and descriptors, or both numbers); the same collective but another
+ * agreement's texts: both ranks and descriptors, or both numbers); the same collective but another
  * of its messages (its label: both identities and the link); else a corrupt header, by its bytes.
  */
 function headerMismatch(outcome: NativeOutcome, rank: number, collective: NativeCollective): Error {

@@ -15,7 +15,12 @@ import type { RankSession } from '../../lib/session/rank-session.js';
 import { rejection, sleep, startCoordinator, type TestJob } from '../helpers/job.js';
 
 const LIMIT = 64 * 1024;
-const LEASE_MS = 200;
+/**
+ * Long enough that a busy machine's event-loop stall is not a lost lease (a full run with two
+ * spec files per core pair saw a 246 ms one expire a 200 ms lease), short enough that a paused
+ * connection would lose it within the test's three leases.
+ */
+const LEASE_MS = 1_000;
 
 /** Jobs this file started; each test's are disposed after it. */
 const jobs: TestJob[] = [];

@@ -81,7 +81,10 @@ beforeAll(() => {
   if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
 }, 120_000);
 
-describe.concurrent('the built package', () => {
+// One test at a time: the tarball and notebook tests wait in spawnSync, which holds this worker's
+// event loop, so a job test run beside them could not read its ranks' output until they ended and
+// timed out behind them (a full run's 60 s went by behind their 80 s under load).
+describe('the built package', () => {
   it('runs a job with the built CLI and plain Node.js ranks', async () => {
     const result = await runRxccl(['launch', '-n', '2', '--', 'node', 'spec/examples/fixtures/dist-rank.mjs'], { RXCCL_CLI: 'dist' }, ROOT, 'bin');
     expect(result.stderr).not.toContain('job failed');

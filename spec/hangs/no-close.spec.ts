@@ -16,13 +16,18 @@ const BOUND_MS = 40_000;
 
 const EXPECTED = ['rank 0 received 41', 'rank 1 received 42 from itself', 'rank 0: sum 3', 'rank 1: sum 3'];
 
-/** A port nobody listens on right now. */
-async function freePort(): Promise<number> {
+/**
+ * A MASTER_PORT whose next port, where rank 0 binds the coordinator (torchrun.ts: MASTER_PORT
+ * itself is torch's store's), nobody holds right now: the port the kernel just gave, minus one.
+ * A free MASTER_PORT says nothing of the port above it, which a full run's sockets may hold (rank
+ * 0 then exits 1 on its bind, and rank 1 waits for a coordinator that never comes).
+ */
+async function freeMasterPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return port - 1;
 }
 
 /** Runs one rank as torchrun would start it; resolves with its exit code and output. */
@@ -64,11 +69,11 @@ describe('a rank that never closes its session', () => {
   }
 
   it('exits, and so does rank 0 with the coordinator it hosts, under torchrun-style variables', async () => {
-    const port = await freePort();
+    const port = await freeMasterPort();
     const started = Date.now();
     const ranks = await Promise.all([torchrunRank(0, port), torchrunRank(1, port)]);
-    expect(ranks.map((rank) => rank.code)).toEqual([0, 0]);
     const output = ranks.map((rank) => rank.output).join('');
+    expect(ranks.map((rank) => rank.code), output).toEqual([0, 0]);
     for (const line of EXPECTED) expect(output).toContain(line);
     expect(Date.now() - started).toBeLessThan(BOUND_MS);
   }, 2 * BOUND_MS);

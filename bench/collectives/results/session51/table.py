@@ -18,6 +18,14 @@ def rx(path,op='allreduce'):
             if (cur,size) in rows: continue
             rows[(cur,size)]=(float(f[5]),float(f[9]) if f[9]!='-' else None)
     return rows
+def med(l): return st.median([q for q in l if q]) if any(l) else float('nan')
+def ratio(x,peer):
+    'the median (min-max) of same-round ratios rxccl / peer'
+    q=[a/b for a,b in zip(x,peer) if a and b]
+    return f'{st.median(q):.2f} ({min(q):.2f}-{max(q):.2f})'
+def beside(v,t,x,*more):
+    'the cells every row shares: vader, MPI tcp, rxccl (and `more` of its columns), the ratios to both peers'
+    return ' | '.join([f'{med(v):.1f}',f'{med(t):.1f}',f'{med(x):.1f}',*(f'{med(m):.1f}' for m in more),ratio(x,v),ratio(x,t)])
 sizes=[8,1024,8192,131072,1048576,8388608,67108864]
 R={r:rx(f'{out}/rx-r{r}.txt') for r in (1,2,3)}
 print('size | vader | MPI tcp | rxccl in place | rxccl fresh | rx/vader (min-max) | rx/tcp (min-max)')
@@ -26,9 +34,7 @@ for s in sizes:
     t=[mpi.get(('mpi-tcp',2,'allreduce',s,f'r{r}')) for r in (1,2,3)]
     x=[R[r].get(('allreduce',s),(None,None))[1] for r in (1,2,3)]
     xf=[R[r].get(('allreduce',s),(None,None))[0] for r in (1,2,3)]
-    rv=[a/b for a,b in zip(x,v) if a and b]; rt=[a/b for a,b in zip(x,t) if a and b]
-    med=lambda l: st.median([q for q in l if q]) if any(l) else float('nan')
-    print(f'{s} | {med(v):.1f} | {med(t):.1f} | {med(x):.1f} | {med(xf):.1f} | {st.median(rv):.2f} ({min(rv):.2f}-{max(rv):.2f}) | {st.median(rt):.2f} ({min(rt):.2f}-{max(rt):.2f})')
+    print(f'{s} | {beside(v,t,x,xf)}')
 print()
 # 4 ranks: broadcast and all-gather beside vader and MPI tcp (rxccl in place where it has the form)
 m4={}
@@ -43,9 +49,7 @@ for op in ('broadcast','allgather'):
         v=[m4.get(('mpi-shm',op,s,f'r{r}')) for r in (1,2,3)]
         t=[m4.get(('mpi-tcp',op,s,f'r{r}')) for r in (1,2,3)]
         x=[R4[r].get((op,s),(None,None))[1] for r in (1,2,3)]
-        rv=[a/b for a,b in zip(x,v) if a and b]; rt=[a/b for a,b in zip(x,t) if a and b]
-        med=lambda l: st.median([q for q in l if q]) if any(l) else float('nan')
-        print(f'{op} {s} | {med(v):.1f} | {med(t):.1f} | {med(x):.1f} | {st.median(rv):.2f} ({min(rv):.2f}-{max(rv):.2f}) | {st.median(rt):.2f} ({min(rt):.2f}-{max(rt):.2f})')
+        print(f'{op} {s} | {beside(v,t,x)}')
 print()
 nm={}
 for line in open(f'{out}/n/mpi.tsv'):

@@ -6,18 +6,42 @@ const SPECS = 'spec/**/*.spec.ts';
 
 /**
  * What marks a spec that starts OS processes: rank processes, the CLI, launchers, compilers,
- * python3. Those run one file at a time, after the others, as their deadlines and socket counts
- * assume the machine's cores are theirs. Every other spec (pure functions, property tests, jobs
- * of ranks in one process) runs two files at a time: one such file mostly keeps one core busy or
- * waits on a timer, so run one by one they left a core of a 2-core CI machine idle, and the suite
- * came within 12 s of CI's 20 minutes.
+ * python3. Every spec that keeps to one process (pure functions, property tests, jobs of ranks in
+ * one process) runs two files at a time: one such file mostly keeps one core busy or waits on a
+ * timer, so run one by one they left a core of a 2-core CI machine idle. Those that start
+ * processes run after them, also two files at a time: most of their time is spent waiting (for a
+ * timeout, a lease, a killed rank's news) with 2 to 4 small ranks. Then come those in RUNS_ALONE,
+ * one file at a time.
  */
 const STARTS_PROCESSES = /node:child_process|spawnRank|cleanUpJobsAfterEach|killAll|startRxccl|runRxccl|compiledNode|compiled-script|cross-memory|netns-node|rank-child|growable-job|rxccl-cli|data-plane-peer|fail-shared-memory/;
 
+/**
+ * The specs that start processes and need the machine's cores to themselves: jobs of 8 to 32
+ * ranks (which already outnumber the cores), several jobs at once within the file, deadlines or
+ * socket and descriptor counts that a second file's processes would disturb, or minutes of CPU
+ * (an npm install, measured runs).
+ */
+const RUNS_ALONE = new Set([
+  'communicator/shrink-processes.spec.ts', // 8-rank jobs, every survivor shrinks within 2 s
+  'communicator/split-processes.spec.ts', // concurrent jobs of 8 processes
+  'process/planes.spec.ts', // 16 processes on the tree schedules, random programs
+  'process/links-on-demand.spec.ts', // 16 and 32 ranks, sockets counted per rank
+  'process/bootstrap-processes.spec.ts', // 16 and 32 processes join
+  'process/oversubscribed.spec.ts', // 16 processes, CPU per rank bounded
+  'process/rank-processes.spec.ts', // every survivor fails within 2 s of a SIGKILL
+  'examples/examples.spec.ts', // five jobs of the examples at once, each near its timeout
+  'examples/built-package.spec.ts', // npm pack and install, tsc, a notebook
+  'cli/launch.spec.ts', // concurrent launches, 16 ranks
+  'cli/tune.spec.ts', // measures algorithms against each other
+  'process/bench.spec.ts', // measured runs, hosts in network namespaces
+  'security/pre-auth-flood.spec.ts', // 3,000 connections, descriptors counted
+]);
+
 const specDirectory = fileURLToPath(new URL('./spec/', import.meta.url));
 const startsProcesses = readdirSync(specDirectory, { recursive: true, encoding: 'utf8' })
-  .filter((file) => file.endsWith('.spec.ts') && STARTS_PROCESSES.test(readFileSync(specDirectory + file, 'utf8')))
-  .map((file) => `spec/${file}`);
+  .filter((file) => file.endsWith('.spec.ts') && STARTS_PROCESSES.test(readFileSync(specDirectory + file, 'utf8')));
+const runsAlone = startsProcesses.filter((file) => RUNS_ALONE.has(file)).map((file) => `spec/${file}`);
+const runsBesideAnother = startsProcesses.filter((file) => !RUNS_ALONE.has(file)).map((file) => `spec/${file}`);
 
 export default defineConfig({
   test: {
@@ -28,8 +52,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
-      { extends: true, test: { name: 'in-process', include: [SPECS], exclude: startsProcesses, maxWorkers: 2, sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: 'processes', include: startsProcesses, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'in-process', include: [SPECS], exclude: [...runsBesideAnother, ...runsAlone], maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'processes', include: runsBesideAnother, maxWorkers: 2, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'processes-alone', include: runsAlone, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -2,11 +2,17 @@ import { RemoteAbortError } from '../errors.js';
 
 /**
  * A peer's link closed, or (links on demand) could not open because the peer is gone: the mesh
- * says so itself, not as the coordinator's abort.
+ * says so itself, not as the coordinator's abort. `how`, where given, says what showed it (a link
+ * reset while it opened).
  */
 export class PeerLeftError extends RemoteAbortError {
-  constructor(readonly peer: number) {
-    const text = `direct peer rank ${peer} left`;
+  constructor(
+    readonly peer: number,
+    how?: string,
+    options?: ErrorOptions,
+  ) {
+    const text = `direct peer rank ${peer} left${how === undefined ? '' : ` (${how})`}`;
     super(text, text);
+    if (options?.cause !== undefined) this.cause = options.cause;
   }
 }

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { EmptyError, firstValueFrom, from, merge, NEVER, type Observable, type SchedulerLike, type Subscription, throwError, timeout } from 'rxjs';
-import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, TimeoutError } from '../errors.js';
+import { ChannelClosedError, ConfigurationError, failureText, ProtocolError, RemoteAbortError, RxcclError, TimeoutError } from '../errors.js';
 import { ANY_RANK } from '../protocol/constants.js';
 import { abortFrame, abortReason, peerHelloHeader } from '../protocol/control-frames.js';
 import { elementTypeName } from '../protocol/element-type.js';
@@ -670,6 +670,12 @@ export class PeerMesh {
     const dataRail = dataLinkRail(tag);
     const reach = `direct peer rank ${peer} ${this.describeLink(tag)} at ${formatEndpoint(endpoint)}`;
     const { rank, worldSize } = this.identity;
+    // A socket's own error once connected (the peer reset the link: it was killed while this rank
+    // opened it, a link on demand dialled after it died) says the peer is gone, and names it.
+    const gone = (error: unknown) =>
+      error instanceof RxcclError || typeof (error as NodeJS.ErrnoException | null)?.code !== 'string'
+        ? error
+        : new PeerLeftError(peer, `its ${this.describeLink(tag)} failed while rank ${rank} opened it: ${(error as Error).message}`, { cause: error });
     const channel = await dialAuthenticated({
       listener: `direct peer rank ${peer}`,
       rank,
@@ -683,6 +689,8 @@ export class PeerMesh {
         return new FrameChannel(socket, reads);
       },
       authenticate: (opened, left) => dialHandshake(opened, { secret, claim: { rank, worldSize, peer, rail: tag }, timeoutMs: left, scheduler: this.scheduler, acceptor: `direct peer rank ${peer}` }),
+    }).catch((error: unknown) => {
+      throw gone(error);
     });
     try {
       channel.send({ header: peerHelloHeader(this.identity, peer, tag), parts: [] });
@@ -698,7 +706,7 @@ export class PeerMesh {
       }
     } catch (error) {
       channel.destroy();
-      throw error;
+      throw gone(error);
     }
     this.attach(peer, tag, channel, 'inbound');
   }

@@ -109,6 +109,9 @@ describe('ranks in separate processes', () => {
     ['a rank of a native pairwise all-reduce', 2, 1 << 20, { GX1_DATA_PLANE: 'native' }],
     // 128 KiB: the chain's (from 256 KiB on one host every rank reads the root's memory instead).
     ['a middle rank of a native chain broadcast', 2, 32 << 10, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'native' }],
+    // The ring's chain: the root's next call dials the killed rank's data link on demand, and the
+    // reset of that dial names the rank (it once surfaced as a bare `read ECONNRESET`).
+    ['a middle rank of a chain broadcast along the ring (GX1_COLLECTIVE_ALGORITHM=ring)', 2, 32 << 10, { PENDING_COLLECTIVE: 'broadcast', GX1_DATA_PLANE: 'native', GX1_COLLECTIVE_ALGORITHM: 'ring' }],
   ] as const) {
     it(`tcp_peer, 4 ranks: SIGKILL of ${what}: every other rank fails within 2 s, naming it`, async () => {
       const { ranks } = await job(4, 'die-in-allreduce', { VICTIM_RANK: String(victimRank), ALLREDUCE_ELEMENTS: String(elements), ...env }, 'tcp_peer');

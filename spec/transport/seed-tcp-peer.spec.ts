@@ -43,6 +43,23 @@ async function publishEndpoint(channel: FrameChannel, uniqueId: UniqueId, rank: 
   return firstValueFrom(channel.frames$.pipe(take(1)));
 }
 
+/**
+ * Rank 0 as a bare client of `job`: joins, publishes `endpoint` as its mesh's, and resolves with
+ * the text of the Abort the job's failure then sends it on its control channel.
+ */
+async function rankZeroAbort(job: TestJob, endpoint: string): Promise<string> {
+  const address = { host: '127.0.0.1', port: job.coordinator.address.port };
+  const collective = await connectChannel(address, { uniqueId: job.uniqueId, rank: 0, worldSize: 2, rail: null, timeoutMs: 2_000 });
+  rawChannels.push(collective);
+  const table = await publishEndpoint(collective, job.uniqueId, 0, 2, endpoint);
+  expect(table.header.opcode).toBe(Opcode.PeerEndpoint);
+  const control = await connectChannel(address, { uniqueId: job.uniqueId, rank: 0, worldSize: 2, rail: 0, timeoutMs: 2_000 });
+  rawChannels.push(control);
+  const abort = await firstValueFrom(control.frames$.pipe(take(1)));
+  expect(abort.header.opcode).toBe(Opcode.Abort);
+  return frameText(abort);
+}
+
 describe('seed tests: tcp_peer', () => {
   it('tcp_peer_mesh_routes_rank_to_rank_data_on_multiple_rails', async () => {
     const job = await peerJob(3, { rails: 2, uniqueId: UniqueId.fromBytes(new Array(16).fill(0x51)) });
@@ -188,7 +205,6 @@ describe('seed tests: tcp_peer', () => {
 
   it('tcp_peer_mesh_setup_failure_is_broadcast_on_control_plane', async () => {
     const job = await peerJob(2, { uniqueId: UniqueId.fromBytes(new Array(16).fill(0x56)) });
-    const address = { host: '127.0.0.1', port: job.coordinator.address.port };
     // An endpoint nobody listens on: bind a port, then free it.
     const unreachable = await new Promise<number>((resolve) => {
       const server = createServer().listen(0, '127.0.0.1', () => {
@@ -196,17 +212,7 @@ describe('seed tests: tcp_peer', () => {
         server.close(() => resolve(port));
       });
     });
-    const fakeRank = (async () => {
-      const collective = await connectChannel(address, { uniqueId: job.uniqueId, rank: 0, worldSize: 2, rail: null, timeoutMs: 2_000 });
-      rawChannels.push(collective);
-      const table = await publishEndpoint(collective, job.uniqueId, 0, 2, `127.0.0.1:${unreachable}`);
-      expect(table.header.opcode).toBe(Opcode.PeerEndpoint);
-      const control = await connectChannel(address, { uniqueId: job.uniqueId, rank: 0, worldSize: 2, rail: 0, timeoutMs: 2_000 });
-      rawChannels.push(control);
-      const abort = await firstValueFrom(control.frames$.pipe(take(1)));
-      expect(abort.header.opcode).toBe(Opcode.Abort);
-      expect(frameText(abort)).toContain(`cannot reach direct peer rank 0 rail 0 at 127.0.0.1:${unreachable}`);
-    })();
+    const abort = rankZeroAbort(job, `127.0.0.1:${unreachable}`);
     // Links on demand (#47 item 3): rank 1's mesh dials rank 0 when it first needs it, here its
     // first receive; the failed dial names the peer and its endpoint and goes to every rank.
     const one = await job.openRank(1, { timeoutMs: 300 });
@@ -214,8 +220,27 @@ describe('seed tests: tcp_peer', () => {
     const failing = await rejection(one.receive(0, 1, { dtype: 'u8', count: 1 }));
     expect(failing.message).toMatch(new RegExp(`cannot reach direct peer rank 0 rail 0 at 127\\.0\\.0\\.1:${unreachable}`));
     expect(Date.now() - started).toBeLessThan(1_000);
-    await fakeRank;
+    expect(await abort).toContain(`cannot reach direct peer rank 0 rail 0 at 127.0.0.1:${unreachable}`);
     await expect(job.coordinator.done).rejects.toThrow(/rank 1 aborted: cannot reach direct peer rank 0/);
+  });
+
+  it('a dial on demand that connects, then is reset by its peer (killed meanwhile), names the peer as left, with the reset', async () => {
+    const job = await peerJob(2, { uniqueId: UniqueId.fromBytes(new Array(16).fill(0x57)) });
+    // A listener that resets each connection once the dialler's hello arrives, as the kernel of a
+    // rank killed meanwhile does. (A reset before anything was sent reads as a listener turning
+    // connections away unauthenticated, which the dialler retries: spec/security/pre-auth-flood.spec.ts.)
+    const resetting = createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
+    const port = await new Promise<number>((resolve) => resetting.listen(0, '127.0.0.1', () => resolve((resetting.address() as { port: number }).port)));
+    try {
+      const abort = rankZeroAbort(job, `127.0.0.1:${port}`);
+      const one = await job.openRank(1, { timeoutMs: 300 });
+      const failing = await rejection(one.receive(0, 1, { dtype: 'u8', count: 1 }));
+      expect(failing).toMatchObject({ code: 'REMOTE_ABORT', peer: 0 });
+      expect(failing.message).toMatch(/^direct peer rank 0 left \(its rail 0 failed while rank 1 opened it: .*ECONNRESET\)$/);
+      expect(await abort).toContain('direct peer rank 0 left (its rail 0 failed while rank 1 opened it:');
+    } finally {
+      resetting.close();
+    }
   });
 
   it('tcp_peer_disconnect_wakes_pending_receive_without_waiting_for_timeout', async () => {

@@ -81,8 +81,9 @@ export class RemoteAbortError extends RxcclError {
   constructor(
     readonly reason: string,
     message = `collective coordinator aborted: ${reason}`,
+    options?: { cause?: unknown },
   ) {
-    super('REMOTE_ABORT', message);
+    super('REMOTE_ABORT', message, options);
   }
 }
 

@@ -9,10 +9,9 @@ export class PeerLeftError extends RemoteAbortError {
   constructor(
     readonly peer: number,
     how?: string,
-    options?: ErrorOptions,
+    options?: { cause?: unknown },
   ) {
     const text = `direct peer rank ${peer} left${how === undefined ? '' : ` (${how})`}`;
-    super(text, text);
-    if (options?.cause !== undefined) this.cause = options.cause;
+    super(text, text, options);
   }
 }

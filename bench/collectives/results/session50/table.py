@@ -1,44 +1,13 @@
-import re,statistics as st,sys,glob
-import os; out=os.path.dirname(os.path.abspath(__file__))
-mpi={}
-for line in open(f'{out}/mpi.tsv'):
-    f=line.split('\t')
-    if f[0].startswith('#'): continue
-    mpi[(f[0],int(f[1]),f[2],int(f[3]),f[10])]=float(f[4])
-def rx(path,op='allreduce'):
-    rows={};cur=None;seen=set()
-    for line in open(path):
-        m=re.match(r'# (\w+), (\d+) ranks',line)
-        if m: cur=m.group(1); first=True; continue
-        f=line.split()
-        if len(f)>=13 and f[0].isdigit():
-            if first: first=False; continue
-            size=int(f[0])
-            if (cur,size) in rows: continue
-            rows[(cur,size)]=(float(f[5]),float(f[9]))
-    return rows
-sizes=[8,1024,8192,131072,1048576,8388608,67108864]
-R={r:rx(f'{out}/rx-r{r}.txt') for r in (1,2,3)}
+"""Session 50's tables: 2 ranks beside vader and MPI tcp, then 8 and 16 ranks beside MPI tcp.
+Usage: python3 table.py  (reads the files beside it)"""
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from tables import beside, print_many_ranks, two_rank_all_reduce
+
+out = os.path.dirname(os.path.abspath(__file__))
+rounds = (1, 2, 3)
 print('size | vader | MPI tcp | rxccl in place | rxccl fresh | rx/vader (min-max) | rx/tcp (min-max)')
-for s in sizes:
-    v=[mpi.get(('mpi-shm',2,'allreduce',s,f'r{r}')) for r in (1,2,3)]
-    t=[mpi.get(('mpi-tcp',2,'allreduce',s,f'r{r}')) for r in (1,2,3)]
-    x=[R[r].get(('allreduce',s),(None,None))[1] for r in (1,2,3)]
-    xf=[R[r].get(('allreduce',s),(None,None))[0] for r in (1,2,3)]
-    rv=[a/b for a,b in zip(x,v) if a and b]; rt=[a/b for a,b in zip(x,t) if a and b]
-    med=lambda l: st.median([q for q in l if q]) if any(l) else float('nan')
-    print(f'{s} | {med(v):.1f} | {med(t):.1f} | {med(x):.1f} | {med(xf):.1f} | {st.median(rv):.2f} ({min(rv):.2f}-{max(rv):.2f}) | {st.median(rt):.2f} ({min(rt):.2f}-{max(rt):.2f})')
+for s, v, t, x, xf in two_rank_all_reduce(out, rounds):
+    print(f'{s} | {beside(v, t, x, xf)}')
 print()
-nm={}
-for line in open(f'{out}/n/mpi.tsv'):
-    f=line.split('\t')
-    if f[0].startswith('#'): continue
-    nm[(int(f[1]),f[2],int(f[3]),f[10])]=float(f[4])
-for n in (8,16):
-    Rn={r:rx(f'{out}/n/rx-{n}-r{r}.txt') for r in (1,2,3)}
-    for op in ('allreduce','barrier'):
-        for s in ((8,1024) if op=='allreduce' else (8,)):
-            t=[nm.get((n,op,s if op=='allreduce' else 0,f'r{r}')) or nm.get((n,op,s,f'r{r}')) for r in (1,2,3)]
-            x=[Rn[r].get((op,s),(None,None))[1] for r in (1,2,3)]
-            rt=[a/b for a,b in zip(x,t) if a and b]
-            print(n,op,s,'mpi tcp',[q for q in t],'rx',x,'ratio med',round(st.median(rt),2) if rt else None, (round(min(rt),2),round(max(rt),2)) if rt else '')
+print_many_ranks(f'{out}/n', (8, 16), rounds)

@@ -35,6 +35,11 @@ const RUNS_ALONE = new Set([
   'cli/tune.spec.ts', // measures algorithms against each other
   'process/bench.spec.ts', // measured runs, hosts in network namespaces
   'security/pre-auth-flood.spec.ts', // 3,000 connections, descriptors counted
+  // These two failed once beside another file (a fresh clone's run; causes not found: mpirun's
+  // job exited 13, its coordinator port is derived from the job's identity and may be held; the
+  // chain-relay property of 15 runs over real sockets outlived its 60 s).
+  'launch/mpirun.spec.ts',
+  'transport/data-plane.spec.ts',
 ]);
 
 const specDirectory = fileURLToPath(new URL('./spec/', import.meta.url));

@@ -15,7 +15,7 @@ describe('under mpirun', () => {
       { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
     );
     expect(result.stderr).not.toMatch(/Error/);
-    expect(result.status).toBe(0);
+    expect(result.status, `stdout:\n${result.stdout}\nstderr:\n${result.stderr}`).toBe(0);
     expect(result.stdout).toContain('rank 0 of 2: sum 3');
     expect(result.stdout).toContain('rank 1 of 2: sum 3');
   }, 90_000);

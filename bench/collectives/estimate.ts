@@ -8,7 +8,7 @@
  * network or a slow algorithm at some size makes the real time differ, by a factor at worst.
  */
 import type { Peer } from './peers/peer.js';
-import { type Budget, busFactor, callsPerSample, type Cell, IN_PLACE_OPS, warmupCalls } from './plan.js';
+import { type Budget, busFactor, callsPerSample, type Cell, IN_PLACE_OPS, processWarmupCells, warmupCalls } from './plan.js';
 
 /** The model's figures. */
 export const A_PRIORI = {
@@ -33,7 +33,7 @@ export function callSeconds(cell: Cell, worldSize: number): number {
 export function formSeconds(call: number, bytes: number, budget: Budget): number {
   const ms = call * 1e3;
   const warmup = warmupCalls(budget, ms);
-  const iterations = callsPerSample(budget, ms);
+  const iterations = callsPerSample(budget, ms, bytes);
   const sampleMs = iterations * ms;
   const samples = Math.min(budget.maxSamples, Math.max(budget.minSamples, Math.ceil(budget.cellMs / sampleMs)), Math.max(1, Math.ceil(budget.maxCellMs / sampleMs)));
   // The probe call, the warm-up, the samples, the checked call; the inputs and the check.
@@ -44,6 +44,13 @@ export function formSeconds(call: number, bytes: number, budget: Budget): number
 function peerCalls(bytes: number): number {
   const [warm, batch, samples] = bytes <= 4096 ? [50, 200, 11] : bytes <= 65536 ? [20, 50, 11] : bytes <= 1 << 20 ? [5, 10, 11] : bytes <= 16 << 20 ? [3, 2, 7] : [2, 1, 7];
   return warm + batch * samples;
+}
+
+/** The process warm-up (worker.ts): rounds of `processWarmupCells`, for `processWarmupMs` and `processWarmupCalls` calls at least. */
+function processWarmupSeconds(cells: readonly Cell[], worldSize: number, budget: Budget): number {
+  const round = processWarmupCells(cells, worldSize);
+  const roundSeconds = round.reduce((sum, cell) => sum + callSeconds(cell, worldSize), 0);
+  return Math.max(budget.processWarmupMs / 1e3, (budget.processWarmupCalls / Math.max(1, round.length)) * roundSeconds);
 }
 
 /** What one run measures: per world size its cells, the forms, the rounds, the peers that will run. */
@@ -59,7 +66,7 @@ export interface RunShape {
 export function estimateSeconds(run: RunShape): number {
   let seconds = 0;
   for (const { worldSize, cells } of run.plans) {
-    let round = A_PRIORI.jobStartSeconds + run.budget.processWarmupMs / 1e3;
+    let round = A_PRIORI.jobStartSeconds + processWarmupSeconds(cells, worldSize, run.budget);
     for (const cell of cells) {
       const call = callSeconds(cell, worldSize);
       round += formSeconds(call, cell.bytes, run.budget) * (run.inPlace && IN_PLACE_OPS.includes(cell.op) ? 2 : 1);

@@ -9,7 +9,7 @@
  * `#` line when the block closes.
  */
 import { comparableTime } from './peers/peer.js';
-import type { BenchRow, Timing } from './plan.js';
+import type { BenchRow, ProcessWarmup, Timing } from './plan.js';
 import { IN_PLACE_OPS, redopOf, rootOf } from './plan.js';
 
 /** A peer's column: its median time in microseconds for a row, or why it has none. */
@@ -43,6 +43,8 @@ export class NcclTable {
   /** The block's reasons for empty peer cells, each once, by column. */
   private empty = new Map<string, Set<string>>();
   private readonly rows: BenchRow[] = [];
+  /** The world sizes whose process warm-up has been said (under their first block's header). */
+  private readonly warmupsSaid = new Set<number>();
   private readonly columns: readonly (readonly [string, string, number])[];
 
   /** `meta` is read when a block opens: the workers report it before their first row. */
@@ -95,6 +97,11 @@ export class NcclTable {
     this.print(`#${this.line(this.columns.map(([name]) => name))}`);
     this.print(`#${this.line(this.columns.map(([, unit]) => unit))}`);
     if (!IN_PLACE_OPS.includes(row.op)) this.print(`# (${row.op} has no in-place form: its in-place columns stay empty)`);
+    const warmup = (meta.warmups as Record<number, ProcessWarmup> | undefined)?.[row.worldSize];
+    if (warmup !== undefined && !this.warmupsSaid.has(row.worldSize)) {
+      this.warmupsSaid.add(row.worldSize);
+      this.print(`# ${formatWarmup(warmup)}`);
+    }
   }
 
   /** The line naming the two forms over their columns, as nccl-tests heads them. */
@@ -121,6 +128,11 @@ export class NcclTable {
   private line(values: readonly (string | number)[]): string {
     return values.map((value, index) => String(value).padStart(this.columns[index]![2])).join(' ');
   }
+}
+
+/** The process warm-up as said once per world: what a cold process costs before the timed rows (JIT). */
+export function formatWarmup({ calls, seconds, firstUs, lastUs }: ProcessWarmup): string {
+  return `warm-up: ${calls} small calls in ${seconds.toFixed(1)} s before the first row; a call took ${firstUs.toFixed(0)} us in the first 50 rounds, ${lastUs.toFixed(0)} us in the last`;
 }
 
 /** One form's cells; `-` in each where it was not measured. */

@@ -126,12 +126,20 @@ export function sizeSweep(minBytes: number, maxBytes: number, step: number): num
 export interface Budget {
   /**
    * Before the first cell, each rank process calls every collective of the plan at its smallest
-   * size, round after round, for about this long: Node's optimizing compiler needs ~2,000 small
-   * collectives before a process reaches its steady state (an 8 B staged all-reduce here: ~500 µs a
-   * call for the first 1,000, ~170 µs from 2,500 on; with V8's tier-up budget lowered, steady from
-   * ~750), which the 40 ms of a cell's own warm-up never reach.
+   * size, round after round, for at least this long and at least `processWarmupCalls` calls: Node's
+   * optimizing compiler needs a few thousand small collectives before a process reaches its steady
+   * state (an 8 B staged all-reduce here: ~500 µs a call for the first 1,000, ~170 µs from 2,500
+   * on; with V8's tier-up budget lowered, steady from ~750), which the 40 ms of a cell's own
+   * warm-up never reach.
    */
   readonly processWarmupMs: number;
+  /**
+   * The process warm-up's calls, at least (counted over the collectives of a round). A time alone
+   * is too short where calls are slow: 16 ranks sharing 2 cores make ~400 small calls in 2 s, and
+   * their 8 B all-reduce went on falling from ~5 ms to ~1 ms a call over the first 3,000-8,000
+   * (bench/README.md, "The first thousands of calls").
+   */
+  readonly processWarmupCalls: number;
   /** Target duration of warm-up, beyond the first call and the probe call. */
   readonly warmupMs: number;
   /** Target duration of one timed sample (sets the iterations per sample). */
@@ -143,13 +151,21 @@ export interface Budget {
   /** Stop taking samples (past the first, even below minSamples) once they took this long. */
   readonly maxCellMs: number;
   readonly maxIterations: number;
+  /**
+   * Calls per sample at least, in a cell of `SMALL_CELL_BYTES` or less: as Open MPI's and Gloo's
+   * benchmarks batch small calls (mpi_bench.c, gloo_bench.py: 200), so that the skew of the ranks
+   * leaving a sample's barrier, paid once per sample, weighs as little in rxccl's samples as in
+   * theirs where a call is slow (16 ranks on 2 cores: ~2 ms, which `sampleMs` alone would sample
+   * 10 at a time).
+   */
+  readonly smallBatch: number;
   /** Fixed warm-up calls after the first (sizing) call, instead of about `warmupMs` of them. */
   readonly warmupIterations?: number;
   /** Fixed calls per sample, instead of about `sampleMs` of them. */
   readonly iterations?: number;
 }
 
-export const DEFAULT_BUDGET: Budget = { processWarmupMs: 2_000, warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
+export const DEFAULT_BUDGET: Budget = { processWarmupMs: 2_000, processWarmupCalls: 3_000, smallBatch: 200, warmupMs: 40, sampleMs: 20, minSamples: 3, maxSamples: 9, cellMs: 400, maxCellMs: 12_000, maxIterations: 2_000 };
 
 const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
 
@@ -162,9 +178,17 @@ export function warmupCalls(budget: Budget, callMs: number): number {
   return budget.warmupIterations ?? clamp(Math.ceil(budget.warmupMs / callMs), callMs < budget.cellMs ? 1 : 0, budget.maxIterations);
 }
 
-/** The calls per timed sample (the worker's step 3) when one call takes `callMs`: the fixed `iterations`, else about `sampleMs` of them. */
-export function callsPerSample(budget: Budget, callMs: number): number {
-  return budget.iterations ?? clamp(Math.round(budget.sampleMs / callMs), 1, budget.maxIterations);
+/** The largest cell whose samples take `smallBatch` calls at least (the peers' benchmarks' smallest sizes). */
+export const SMALL_CELL_BYTES = 4096;
+
+/**
+ * The calls per timed sample (the worker's step 3) of a cell of `bytes` when one call takes
+ * `callMs`: the fixed `iterations`, else about `sampleMs` of them, and `smallBatch` at least in a
+ * small cell.
+ */
+export function callsPerSample(budget: Budget, callMs: number, bytes: number): number {
+  const batch = bytes <= SMALL_CELL_BYTES ? budget.smallBatch : 0;
+  return budget.iterations ?? clamp(Math.max(Math.round(budget.sampleMs / callMs), batch), 1, budget.maxIterations);
 }
 
 /**
@@ -179,6 +203,23 @@ export type Form = (typeof FORMS)[number];
 export const IN_PLACE_OPS: readonly BenchOp[] = ['allreduce', 'broadcast', 'allgather', 'reducescatter'];
 
 /** What the bench process hands each rank process (as JSON in BENCH_PLAN). */
+
+/** A round of the process warm-up (worker.ts): one call of each collective of `cells`, at its smallest size, or SMALL_CELL_BYTES if smaller. */
+export function processWarmupCells(cells: readonly Cell[], worldSize: number): Cell[] {
+  const smallest = new Map<BenchOp, Cell>();
+  for (const cell of cells) if (cell.bytes <= (smallest.get(cell.op)?.bytes ?? Infinity)) smallest.set(cell.op, cell);
+  return [...smallest.values()].map((cell) => cellFor(cell.op, cell.dtype, Math.min(cell.bytes, SMALL_CELL_BYTES), worldSize));
+}
+
+/** What a world's process warm-up showed (rank 0's `WARMUP` line): its calls and time, and the time a call of its first and of its last 50 rounds (max over ranks). */
+export interface ProcessWarmup {
+  readonly worldSize: number;
+  readonly calls: number;
+  readonly seconds: number;
+  readonly firstUs: number;
+  readonly lastUs: number;
+}
+
 export interface WorkerPlan {
   readonly cells: readonly Cell[];
   readonly budget: Budget;
@@ -226,5 +267,5 @@ export interface BenchRow extends Timing {
 export const QUICK = {
   worldSizes: [2],
   sizes: [8, 64 * 1024, 1024 * 1024],
-  budget: { processWarmupMs: 500, warmupMs: 10, sampleMs: 5, minSamples: 3, maxSamples: 3, cellMs: 0, maxCellMs: 3_000 } satisfies Partial<Budget>,
+  budget: { processWarmupMs: 500, processWarmupCalls: 0, smallBatch: 0, warmupMs: 10, sampleMs: 5, minSamples: 3, maxSamples: 3, cellMs: 0, maxCellMs: 3_000 } satisfies Partial<Budget>,
 } as const;

@@ -55,6 +55,7 @@ import {
   DEFAULT_BUDGET,
   parseDType,
   parseOp,
+  type ProcessWarmup,
   QUICK,
   sizeSweep,
   type WorkerPlan,
@@ -318,6 +319,10 @@ async function runWorld(
       createInterface({ input: child.stdout! }).on('line', (line) => {
         if (line.startsWith('ROW ')) onRow(JSON.parse(line.slice(4)) as BenchRow);
         else if (line.startsWith('META ')) Object.assign(meta, JSON.parse(line.slice(5)));
+        else if (line.startsWith('WARMUP ')) {
+          const warmup = JSON.parse(line.slice(7)) as ProcessWarmup;
+          meta.warmups = { ...(meta.warmups as Record<number, ProcessWarmup> | undefined), [warmup.worldSize]: warmup };
+        }
         else if (line.startsWith('ERROR ')) errors.push(`rank ${rank}: ${line.slice(6)}`);
       });
       return new Promise<void>((resolve) => {

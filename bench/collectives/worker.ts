@@ -1,7 +1,8 @@
 /**
  * One rank of the collectives bench, run as its own process by bench/collectives/run.ts with the
  * GX1_* environment and the plan in BENCH_PLAN. First the process warms up: rounds of one call
- * of each collective of the plan at its smallest size, for about `processWarmupMs` (see Budget).
+ * of each collective of the plan at its smallest size, for at least `processWarmupMs` and
+ * `processWarmupCalls` calls (see Budget).
  * Then for each cell, nccl-tests style, in each of its forms (out-of-place, then in-place where the
  * collective has that form and the plan asks for it, see `callFor`):
  *
@@ -29,7 +30,7 @@ import { formatTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { dtypeWidth, emptyLike, isTaggedTensor, type Tensor, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
-import { type BenchOp, type Budget, busFactor, callsPerSample, type Cell, cellFor, COLLECTIVE_OF_OP, FORMS, type Form, type Timing, warmupCalls, type WorkerPlan } from './plan.js';
+import { type Budget, busFactor, callsPerSample, type Cell, COLLECTIVE_OF_OP, FORMS, type Form, processWarmupCells, type Timing, warmupCalls, type WorkerPlan } from './plan.js';
 import { median } from '../../lib/diagnostics/median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -124,7 +125,7 @@ async function measure(session: RankSession, cell: Cell, budget: Budget, call: (
     for (let index = 0; index < warmup; index++) await call();
     estimate = Math.max(1e-3, await maxOverRanks(session, (performance.now() - warmupStart) / warmup));
   }
-  const iterations = callsPerSample(budget, estimate);
+  const iterations = callsPerSample(budget, estimate, cell.bytes);
   const samples: number[] = [];
   let spentMs = 0;
   while (samples.length < budget.maxSamples) {
@@ -145,24 +146,31 @@ async function measure(session: RankSession, cell: Cell, budget: Budget, call: (
   return { samples, iterations, warmup: warmup + 1, wrong: totalWrong };
 }
 
-/** The size the process warm-up calls each collective at (or the plan's smallest, if smaller). */
-const PROCESS_WARMUP_BYTES = 4096;
+/** Rounds of the process warm-up between two looks at the time taken (every rank stops at the same one). */
+const WARMUP_ROUNDS_PER_LOOK = 50;
 
 /**
  * Process warm-up (JIT, kernel thread pool, socket buffers) before the first cell is timed: rounds
  * of one small call of each collective of the plan, until they took about `processWarmupMs` (the
- * max over ranks, checked every 50 rounds, so every rank stops at the same one).
+ * max over ranks) and made `processWarmupCalls` calls, looked at every 50 rounds. What it shows of
+ * a cold process, the first 50 rounds' time a call against the last 50's, rank 0 reports in a
+ * `WARMUP` line (the table's "# warm-up:").
  */
 async function warmUpProcess(session: RankSession, plan: WorkerPlan): Promise<void> {
-  const smallest = new Map<BenchOp, Cell>();
-  for (const cell of plan.cells) if (cell.bytes <= (smallest.get(cell.op)?.bytes ?? Infinity)) smallest.set(cell.op, cell);
-  const cells = [...smallest.values()].map((cell) => cellFor(cell.op, cell.dtype, Math.min(cell.bytes, PROCESS_WARMUP_BYTES), session.worldSize));
-  const calls = cells.map((cell) => callFor(session, cell, 'out-of-place')!);
+  const calls = processWarmupCells(plan.cells, session.worldSize).map((cell) => callFor(session, cell, 'out-of-place')!);
+  const callsPerLook = WARMUP_ROUNDS_PER_LOOK * calls.length;
   await session.barrier();
   const start = performance.now();
+  const looks: number[] = [];
   for (let round = 1; ; round++) {
     for (const call of calls) await call();
-    if (round % 50 === 0 && (await maxOverRanks(session, performance.now() - start)) >= plan.budget.processWarmupMs) return;
+    if (round % WARMUP_ROUNDS_PER_LOOK !== 0) continue;
+    looks.push(await maxOverRanks(session, performance.now() - start));
+    if (looks.at(-1)! >= plan.budget.processWarmupMs && round * calls.length >= plan.budget.processWarmupCalls) break;
+  }
+  if (session.rank === 0) {
+    const lastUs = ((looks.at(-1)! - (looks.at(-2) ?? 0)) / callsPerLook) * 1e3;
+    say(`WARMUP ${JSON.stringify({ worldSize: session.worldSize, calls: looks.length * callsPerLook, seconds: looks.at(-1)! / 1e3, firstUs: (looks[0]! / callsPerLook) * 1e3, lastUs })}`);
   }
 }
 

@@ -11,7 +11,7 @@ import { measurePeer, parsePeerRows, peerKey } from '../../bench/collectives/pee
 import { cellFor } from '../../bench/collectives/plan.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 
-const FAST = { processWarmupMs: 1, warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
+const FAST = { processWarmupMs: 1, processWarmupCalls: 0, smallBatch: 0, warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
 
 const benchmark = GLOO_REDUCE_SCATTER.prepare();
 const notHere = typeof benchmark === 'string';

@@ -174,9 +174,11 @@ describe.skipIf(allocate === null)(`fresh results${reason}`, () => {
     }
     // 256 MiB of results: a scavenge per 32 MiB of them. Without, none, and external memory grows
     // past 64 MiB before a full collection starts (measured: 0 scavenges, 3 full, 65 MiB at most;
-    // with: 7 scavenges, no full collection, 33-39 MiB).
+    // with: 7 scavenges, no full collection, 33-39 MiB alone, 61 MiB once beside another spec file
+    // on the 2 loaded cores, where a scavenge came late). The scavenges' count tells the two apart;
+    // the bound says memory stays under the full collection's threshold.
     expect(minor.count).toBeGreaterThanOrEqual(4);
-    expect(most).toBeLessThan(60 * MiB);
+    expect(most).toBeLessThan(64 * MiB);
     expect(hits).toBeGreaterThanOrEqual(128);
   });
 });

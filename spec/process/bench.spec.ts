@@ -17,13 +17,13 @@ import { GLOO_REDUCE_SCATTER } from '../../bench/collectives/peers/gloo-reduce-s
 import { OPEN_MPI_TCP } from '../../bench/collectives/peers/open-mpi.js';
 import { measurePeer, parsePeerRows, peerKey, peersDirectory } from '../../bench/collectives/peers/peer.js';
 import { estimateSeconds, formatDuration, formSeconds } from '../../bench/collectives/estimate.js';
-import { type BenchOp, type BenchRow, busFactor, callsPerSample, type Cell, cellFor, DEFAULT_BUDGET, QUICK, sizeSweep, warmupCalls } from '../../bench/collectives/plan.js';
+import { type BenchOp, type BenchRow, busFactor, callsPerSample, type Cell, cellFor, DEFAULT_BUDGET, type ProcessWarmup, QUICK, sizeSweep, warmupCalls } from '../../bench/collectives/plan.js';
 import { cellRounds, formatRoundSummary } from '../../bench/collectives/rounds.js';
 import { runCollectivesBench } from '../../bench/collectives/run.js';
 import type { TypedArray } from '../../lib/tensor.js';
 import { runRxccl, startRxccl } from '../cli/rxccl-process.js';
 
-const FAST = { processWarmupMs: 1, warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
+const FAST = { processWarmupMs: 1, processWarmupCalls: 0, smallBatch: 0, warmupMs: 1, sampleMs: 1, minSamples: 2, maxSamples: 2, cellMs: 1 };
 
 /** A measured row of `op` (f32, tcp_peer) taking `timeUs` per call, for the report's own tests. */
 function benchRow(op: BenchOp, bytes: number, worldSize: number, timeUs: number): BenchRow {
@@ -57,7 +57,8 @@ describe('collectives bench', () => {
       minBytes: 8,
       maxBytes: 64,
       json: true,
-      budget: FAST,
+      // 3 collectives a round, looked at every 50 rounds: 400 calls take 3 looks.
+      budget: { ...FAST, processWarmupCalls: 400 },
       onProgress: (done, total) => progress.push([done, total]),
       print: (text) => {
         printed += text;
@@ -83,9 +84,12 @@ describe('collectives bench', () => {
     }
     expect(progress.at(0)).toEqual([0, 5]);
     expect(progress.at(-1)).toEqual([5, 5]);
-    const parsed = JSON.parse(printed) as { rows: unknown[]; meta: { transport: string } };
+    const parsed = JSON.parse(printed) as { rows: unknown[]; meta: { transport: string; warmups: Record<string, ProcessWarmup> } };
     expect(parsed.rows).toHaveLength(5);
     expect(parsed.meta.transport).toBe('tcp_peer');
+    const warmup = parsed.meta.warmups['2']!;
+    expect(warmup).toMatchObject({ worldSize: 2, calls: 450 });
+    for (const time of [warmup.seconds, warmup.firstUs, warmup.lastUs]) expect(time).toBeGreaterThan(0);
   }, 30_000);
 
   it('refuses unknown collectives and element types before starting anything', async () => {
@@ -226,6 +230,22 @@ describe('peers', () => {
     // Each reason once, under its block, before the block's totals.
     expect(lines.filter((line) => line.startsWith('# mpi empty: '))).toEqual(['# mpi empty: no alltoall here']);
     expect(lines.indexOf('# mpi empty: no alltoall here')).toBeLessThan(lines.lastIndexOf('# Out of bounds values : 0 OK'));
+  });
+
+  it("says each world's process warm-up once, under its first block's header", () => {
+    const lines: string[] = [];
+    const warmups = { 4: { worldSize: 4, calls: 3000, seconds: 2.04, firstUs: 812.4, lastUs: 301.6 } };
+    const table = new NcclTable((line) => lines.push(line), () => ({ warmups }));
+    table.add(benchRow('allreduce', 8, 2, 100));
+    table.add(benchRow('allreduce', 8, 4, 300));
+    table.add(benchRow('broadcast', 8, 4, 200));
+    table.end(1);
+    const said = '# warm-up: 3000 small calls in 2.0 s before the first row; a call took 812 us in the first 50 rounds, 302 us in the last';
+    expect(lines.filter((line) => line.startsWith('# warm-up'))).toEqual([said]);
+    // Under the 4-rank all-reduce block's header, before its first row.
+    const header = lines.findIndex((line) => line.startsWith('# allreduce, 4 ranks'));
+    expect(lines.indexOf(said)).toBeGreaterThan(header);
+    expect(lines.indexOf(said)).toBeLessThan(lines.findIndex((line, index) => index > header && /^ +\d/.test(line)));
   });
 
   it('says why a peer cell is empty: no benchmark of the column measures it, the one that does is not run here, it failed, or it had no such row', () => {
@@ -482,11 +502,21 @@ describe('rxccl bench', () => {
     // At least one warm-up call, unless one call alone outlasts the cell.
     const noWarmup = { ...DEFAULT_BUDGET, warmupMs: 0 };
     expect([warmupCalls(noWarmup, 1), warmupCalls(noWarmup, DEFAULT_BUDGET.cellMs + 1)]).toEqual([1, 0]);
-    expect([callsPerSample(DEFAULT_BUDGET, 1), callsPerSample(DEFAULT_BUDGET, 100)]).toEqual([20, 1]);
+    expect([callsPerSample(DEFAULT_BUDGET, 1, 8192), callsPerSample(DEFAULT_BUDGET, 100, 8192)]).toEqual([20, 1]);
+    // A small cell's samples batch 200 calls at least, as the peers' benchmarks do; more where calls are quick.
+    expect([callsPerSample(DEFAULT_BUDGET, 2, 4096), callsPerSample(DEFAULT_BUDGET, 0.01, 8)]).toEqual([200, 2000]);
     const fixed = { ...DEFAULT_BUDGET, warmupIterations: 3, iterations: 5, minSamples: 2, maxSamples: 2, cellMs: 0 };
-    expect([warmupCalls(fixed, 1), callsPerSample(fixed, 1)]).toEqual([3, 5]);
+    expect([warmupCalls(fixed, 1), callsPerSample(fixed, 1, 8)]).toEqual([3, 5]);
     // The probe, 3 warm-up calls, 2 samples of 5, the checked call; no bytes to check.
     expect(formSeconds(0.01, 0, fixed)).toBeCloseTo((2 + 3 + 2 * 5) * 0.01, 9);
+  });
+
+  it("estimates the process warm-up as the longer of its time and its calls: the calls where ranks are many", () => {
+    const run = (worldSize: number, processWarmupCalls: number) => ({ plans: [{ worldSize, cells: [cellFor('allreduce', 'f32', 8, worldSize)] }], budget: { ...DEFAULT_BUDGET, processWarmupCalls }, inPlace: true, rounds: 1, peers: [] });
+    // 2 ranks: 3,000 calls of 150 us take 0.45 s, under the 2 s.
+    expect(estimateSeconds(run(2, 3000))).toBeCloseTo(estimateSeconds(run(2, 0)), 9);
+    // 32 ranks: 3,000 calls of 31 x 150 us (and 8 B each) take 14 s.
+    expect(estimateSeconds(run(32, 3000)) - estimateSeconds(run(32, 0))).toBeCloseTo(3000 * 31 * 150e-6 - 2, 3);
   });
 
   it('ends with status 141, as SIGPIPE ends a C tool, once the reader of its rows is gone (rxccl bench | head -1)', async () => {

@@ -270,7 +270,7 @@ Napi::Value SharedMemoryRingTraceEntry(const Napi::CallbackInfo& info) {
       } else if (what == "reader sleeps" || what == "writer sleeps") {
         const bool reader = what == "reader sleeps";
         const bool sleeps = ring->Sleep(reader);
-        if (sleeps) ring->Woken(reader);
+        if (sleeps) ring->Woken(reader, true);
         answers.Set(i, sleeps);
       } else {
         ThrowKernelError(env, "unknown step \"" + what + "\"");

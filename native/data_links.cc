@@ -200,12 +200,12 @@ bool DataLinks::Advance(Collective& c, Outcome& outcome, int64_t until_ns) {
     // A range being read goes on at once (below), so the poll only looks.
     polls_.fetch_add(1, std::memory_order_relaxed);
     const int count = poll(ready.data(), ready.size(), sleeps ? int(std::clamp<int64_t>(left_ms, 0, 60'000)) : 0);
-    // Before Woken, whose drain of an empty doorbell sets errno (EAGAIN): a signal that interrupted
+    // Before Woken, whose drain of a doorbell may set errno: a signal that interrupted
     // a sleep on a ring (a profiler's SIGPROF) must read as EINTR, not end the collective.
     const int poll_error = errno;
     for (size_t i = 0; i < phase.size(); i++) {
-      if (ready[4 * i + 2].fd >= 0) shared_.Woken(phase[i], false);
-      if (ready[4 * i + 3].fd >= 0) shared_.Woken(phase[i], true);
+      if (ready[4 * i + 2].fd >= 0) shared_.Woken(phase[i], false, count > 0 && ready[4 * i + 2].revents != 0);
+      if (ready[4 * i + 3].fd >= 0) shared_.Woken(phase[i], true, count > 0 && ready[4 * i + 3].revents != 0);
     }
     if (count < 0) {
       if (poll_error == EINTR) continue;

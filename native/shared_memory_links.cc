@@ -145,8 +145,8 @@ int SharedMemoryLinks::Sleep(const Transfer& t, bool reader) {
   return WriteDue(t) && !sending_[t.link]->HasSpace() && sending_[t.link]->Sleep(false) ? sending_[t.link]->bell(false) : -1;
 }
 
-void SharedMemoryLinks::Woken(const Transfer& t, bool reader) {
-  (reader ? reading_[t.link] : sending_[t.link])->Woken(reader);
+void SharedMemoryLinks::Woken(const Transfer& t, bool reader, bool rung) {
+  (reader ? reading_[t.link] : sending_[t.link])->Woken(reader, rung);
 }
 
 }  // namespace rxccl

@@ -83,9 +83,9 @@ class SharedMemoryLinks {
 
   // Waiting: where the transfer waits on the ring (reader: for a header; writer: for a slot), its
   // side says it sleeps; the doorbell to sleep on, else -1 (it waits for nothing there, or its wait
-  // just ended: it must not sleep). Woken undoes Sleep after the poll.
+  // just ended: it must not sleep). Woken undoes Sleep after the poll, which saw the doorbell `rung` or not.
   int Sleep(const Transfer& t, bool reader);
-  void Woken(const Transfer& t, bool reader);
+  void Woken(const Transfer& t, bool reader, bool rung);
 
  private:
   const bool enabled_;

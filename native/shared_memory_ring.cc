@@ -222,13 +222,13 @@ void SharedMemoryRing::Release() {
 bool SharedMemoryRing::Sleep(bool reader) {
   __atomic_store_n(Word32(base_, reader ? kReaderSleepsAt : kWriterSleepsAt), 1u, __ATOMIC_SEQ_CST);
   const bool still = reader ? Next().header == nullptr : !HasSpace();
-  if (!still) Woken(reader);
+  if (!still) Woken(reader, false);
   return still;
 }
 
-void SharedMemoryRing::Woken(bool reader) {
+void SharedMemoryRing::Woken(bool reader, bool rung) {
   __atomic_store_n(Word32(base_, reader ? kReaderSleepsAt : kWriterSleepsAt), 0u, __ATOMIC_SEQ_CST);
-  Drain(bell(reader));
+  if (rung) Drain(bell(reader));
 }
 
 }  // namespace rxccl

@@ -117,9 +117,12 @@ class SharedMemoryRing {
   void Release();
 
   // A side about to sleep says so: false where its wait ended meanwhile (a message came, a slot
-  // freed), so it must not sleep. Woken, after the sleep: it no longer sleeps, the doorbell drained.
+  // freed), so it must not sleep. Woken, after the sleep: it no longer sleeps, and the doorbell is
+  // drained where poll() saw it `rung`. A ring after poll() returned stays in the eventfd and ends
+  // the side's next sleep at once (a spurious wake-up, never a lost one): a drain that usually
+  // finds nothing would cost a system call each time instead.
   bool Sleep(bool reader);
-  void Woken(bool reader);
+  void Woken(bool reader, bool rung);
   // The descriptor the writer (!reader) or the reader sleeps on in poll().
   int bell(bool reader) const { return reader ? reader_bell_ : writer_bell_; }
 

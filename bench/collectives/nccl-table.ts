@@ -10,7 +10,7 @@
  */
 import { comparableTime } from './peers/peer.js';
 import type { BenchRow, ProcessWarmup, Timing } from './plan.js';
-import { IN_PLACE_OPS, redopOf, rootOf } from './plan.js';
+import { IN_PLACE_OPS, redopOf, rootOf, WARMUP_ROUNDS_PER_LOOK } from './plan.js';
 
 /** A peer's column: its median time in microseconds for a row, or why it has none. */
 export interface PeerColumn {
@@ -132,7 +132,7 @@ export class NcclTable {
 
 /** The process warm-up as said once per world: what a cold process costs before the timed rows (JIT). */
 export function formatWarmup({ calls, seconds, firstUs, lastUs }: ProcessWarmup): string {
-  return `warm-up: ${calls} small calls in ${seconds.toFixed(1)} s before the first row; a call took ${firstUs.toFixed(0)} us in the first 50 rounds, ${lastUs.toFixed(0)} us in the last`;
+  return `warm-up: ${calls} small calls in ${seconds.toFixed(1)} s before the first row; a call took ${firstUs.toFixed(0)} us in the first ${WARMUP_ROUNDS_PER_LOOK} rounds, ${lastUs.toFixed(0)} us in the last`;
 }
 
 /** One form's cells; `-` in each where it was not measured. */

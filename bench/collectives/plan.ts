@@ -202,7 +202,8 @@ export type Form = (typeof FORMS)[number];
 /** The collectives with an in-place form. */
 export const IN_PLACE_OPS: readonly BenchOp[] = ['allreduce', 'broadcast', 'allgather', 'reducescatter'];
 
-/** What the bench process hands each rank process (as JSON in BENCH_PLAN). */
+/** Rounds of the process warm-up between two looks at the time taken (every rank stops at the same one; `ProcessWarmup` reports the first and the last such window). */
+export const WARMUP_ROUNDS_PER_LOOK = 50;
 
 /** A round of the process warm-up (worker.ts): one call of each collective of `cells`, at its smallest size, or SMALL_CELL_BYTES if smaller. */
 export function processWarmupCells(cells: readonly Cell[], worldSize: number): Cell[] {
@@ -211,7 +212,7 @@ export function processWarmupCells(cells: readonly Cell[], worldSize: number): C
   return [...smallest.values()].map((cell) => cellFor(cell.op, cell.dtype, Math.min(cell.bytes, SMALL_CELL_BYTES), worldSize));
 }
 
-/** What a world's process warm-up showed (rank 0's `WARMUP` line): its calls and time, and the time a call of its first and of its last 50 rounds (max over ranks). */
+/** What a world's process warm-up showed (rank 0's `WARMUP` line): its calls and time, and the time a call of its first and of its last `WARMUP_ROUNDS_PER_LOOK` rounds (max over ranks). */
 export interface ProcessWarmup {
   readonly worldSize: number;
   readonly calls: number;
@@ -220,6 +221,7 @@ export interface ProcessWarmup {
   readonly lastUs: number;
 }
 
+/** What the bench process hands each rank process (as JSON in BENCH_PLAN). */
 export interface WorkerPlan {
   readonly cells: readonly Cell[];
   readonly budget: Budget;

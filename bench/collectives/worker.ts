@@ -30,7 +30,7 @@ import { formatTopologyLinks } from '../../lib/topology/ring-tuning.js';
 import type { RankSession } from '../../lib/session/rank-session.js';
 import { dtypeWidth, emptyLike, isTaggedTensor, type Tensor, viewTensor } from '../../lib/tensor.js';
 import { countWrong, inputTensor } from './data-check.js';
-import { type Budget, busFactor, callsPerSample, type Cell, COLLECTIVE_OF_OP, FORMS, type Form, processWarmupCells, type Timing, warmupCalls, type WorkerPlan } from './plan.js';
+import { type Budget, busFactor, callsPerSample, type Cell, COLLECTIVE_OF_OP, FORMS, type Form, processWarmupCells, type Timing, WARMUP_ROUNDS_PER_LOOK, warmupCalls, type WorkerPlan } from './plan.js';
 import { median } from '../../lib/diagnostics/median.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -146,15 +146,12 @@ async function measure(session: RankSession, cell: Cell, budget: Budget, call: (
   return { samples, iterations, warmup: warmup + 1, wrong: totalWrong };
 }
 
-/** Rounds of the process warm-up between two looks at the time taken (every rank stops at the same one). */
-const WARMUP_ROUNDS_PER_LOOK = 50;
-
 /**
  * Process warm-up (JIT, kernel thread pool, socket buffers) before the first cell is timed: rounds
  * of one small call of each collective of the plan, until they took about `processWarmupMs` (the
- * max over ranks) and made `processWarmupCalls` calls, looked at every 50 rounds. What it shows of
- * a cold process, the first 50 rounds' time a call against the last 50's, rank 0 reports in a
- * `WARMUP` line (the table's "# warm-up:").
+ * max over ranks) and made `processWarmupCalls` calls, looked at every `WARMUP_ROUNDS_PER_LOOK`
+ * rounds. What it shows of a cold process, the first look's time a call against the last's, rank
+ * 0 reports in a `WARMUP` line (the table's "# warm-up:").
  */
 async function warmUpProcess(session: RankSession, plan: WorkerPlan): Promise<void> {
   const calls = processWarmupCells(plan.cells, session.worldSize).map((cell) => callFor(session, cell, 'out-of-place')!);

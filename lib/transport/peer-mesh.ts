@@ -499,6 +499,12 @@ export class PeerMesh {
     this.pool.give(payload);
   }
 
+  /** Runs `action` after `delayMs` on the mesh's scheduler, unless the function returned is called first. */
+  later(delayMs: number, action: () => void): Withdraw {
+    const deadline = this.deadlines.add(delayMs, action);
+    return () => this.deadlines.remove(deadline);
+  }
+
   /** Sends an Abort with `message` down every link (best effort) so every peer stops at once. */
   abort(message: string): void {
     const frame = outgoing(abortFrame(this.identity, message));

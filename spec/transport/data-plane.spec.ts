@@ -19,7 +19,8 @@ import { pairwiseReduceScatter } from '../../lib/collectives/reduce-scatter/pair
 import { descriptorOf } from '../../lib/collectives/descriptor.js';
 import { HEADER_ONLY } from '../../lib/collectives/schedule/header-exchange.js';
 import { labelledHeader, messageLabel } from '../../lib/collectives/schedule/message-label.js';
-import { encodeProgram, type NativeCollective, nativeCollective, PEER_LEFT_GRACE_MS, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
+import { encodeProgram, type NativeCollective, nativeCollective, settleNative } from '../../lib/collectives/schedule/plane-executor.js';
+import { PEER_LEFT_GRACE_MS } from '../../lib/transport/peer-left-error.js';
 import { RemoteAbortError, ProtocolError, TimeoutError } from '../../lib/errors.js';
 import { dataPlaneEngine, loadAddon } from '../../lib/kernels/addon.js';
 import { ElementType } from '../../lib/protocol/element-type.js';

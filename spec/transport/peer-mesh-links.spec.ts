@@ -18,12 +18,13 @@ import type { CollectiveContext } from '../../lib/collectives/algorithm.js';
 import { disseminationBarrier } from '../../lib/collectives/barrier/dissemination.js';
 import { runScheduled } from '../../lib/collectives/run-scheduled.js';
 import { ScheduleCache } from '../../lib/collectives/schedule/schedule-cache.js';
-import { TimeoutError } from '../../lib/errors.js';
+import { RemoteAbortError, TimeoutError } from '../../lib/errors.js';
 import { LazyDeadlines } from '../../lib/transport/lazy-deadlines.js';
 import type { ExpectedShape, MessageShape } from '../../lib/transport/links/links.js';
 import { MeshLinks } from '../../lib/transport/links/mesh-links.js';
 import type { RailClient } from '../../lib/transport/links/rail-client.js';
 import { PeerMesh } from '../../lib/transport/peer-mesh.js';
+import { PEER_LEFT_GRACE_MS } from '../../lib/transport/peer-left-error.js';
 import { SessionFailure } from '../../lib/transport/session-failure.js';
 import { BufferPool } from '../../lib/transport/buffer-pool.js';
 
@@ -203,6 +204,31 @@ describe('MeshLinks', () => {
     one.close();
     await expect(both).rejects.toThrow('direct peer rank 1 left');
     expect(aborts).toEqual(['direct peer rank 1 left']);
+  });
+
+  it(`blames a peer that left only after ${PEER_LEFT_GRACE_MS} ms, and not at all when the session fails meanwhile (the Abort naming the rank that died)`, async () => {
+    // Alone: the receive fails with the peer's departure, announced once the grace is over.
+    const [zero, one] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const { links, aborts } = meshLinks(zero);
+    const started = performance.now();
+    const alone = lastValueFrom(links.receive(0, 1, 1n, u8(1)));
+    one.close();
+    await expect(alone).rejects.toThrow('direct peer rank 1 left');
+    // A timer never fires early by more than Node's millisecond rounding.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(PEER_LEFT_GRACE_MS - 1);
+    expect(aborts).toEqual(['direct peer rank 1 left']);
+
+    // The session fails within the grace: the receive ends with that reason, and nothing is announced.
+    const [two, three] = (await meshes(2, 1)) as [PeerMesh, PeerMesh];
+    const told = meshLinks(two);
+    const graced = lastValueFrom(told.links.receive(0, 1, 1n, u8(1)));
+    const gone = once(two.link('inbound', 1, 0)!.socket, 'close');
+    three.close();
+    await gone;
+    const truer = new RemoteAbortError('rank 3 aborted: direct peer rank 2 left');
+    told.failure.fail(truer);
+    await expect(graced).rejects.toBe(truer);
+    expect(told.aborts).toEqual([]);
   });
 
   it("the session's failure ends a pending collective as the session's, then fails the mesh, and nobody announces it again", async () => {

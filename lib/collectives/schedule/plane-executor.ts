@@ -6,6 +6,7 @@ import { opcodeName } from '../../protocol/opcode.js';
 import { reduceOpCode } from '../../protocol/reduce-op.js';
 import type { CollectiveRequest } from '../../transport/collective-channel.js';
 import { type DataPlane, encodeLinkHeader, linkSequence, type NativeOutcome, type PlaneCall } from '../../transport/data-plane.js';
+import { PEER_LEFT_GRACE_MS } from '../../transport/peer-left-error.js';
 import { DESCRIPTOR_BYTES } from '../../protocol/descriptor-codec.js';
 import type { NativePlane, PlaneMemory } from './native-plane.js';
 import type { PlaneProgram } from './schedule-cache.js';
@@ -208,14 +209,6 @@ function headerMismatch(outcome: NativeOutcome, rank: number, collective: Native
     `rank ${peer} sent collective ${collective.number} (${opcodeName(collective.own.opcode)}) ${messageText(label)} on ${link}, where rank ${rank} expects ${messageText(outcome.label)}`,
   );
 }
-
-/**
- * How long a collective whose peer closed its data link waits before it blames that peer. The
- * peer is most often a survivor that failed first, on another rank's death: it aborted the job,
- * naming the rank that died, on its control channel and mesh links just before it closed, but the
- * engine's thread saw the data link close before the event loop read that Abort.
- */
-export const PEER_LEFT_GRACE_MS = 100;
 
 /**
  * Fails with `error` (telling every rank) after `PEER_LEFT_GRACE_MS`, unless the session fails

@@ -3,7 +3,7 @@ import { failureText } from '../../errors.js';
 import type { Frame } from '../../protocol/frame.js';
 import type { FrameHeader } from '../../protocol/header.js';
 import type { MessageOutcome, PeerMesh, Withdraw } from '../peer-mesh.js';
-import { PeerLeftError } from '../peer-left-error.js';
+import { PEER_LEFT_GRACE_MS, PeerLeftError } from '../peer-left-error.js';
 import type { SessionFailure } from '../session-failure.js';
 import type { ExpectedShape, MessageEnvelope, MessageShape, SessionLinks } from './links.js';
 import type { RailClient } from './rail-client.js';
@@ -20,7 +20,7 @@ export class MeshLinks implements SessionLinks {
   constructor(
     private readonly mesh: PeerMesh,
     private readonly control: RailClient,
-    failure: SessionFailure,
+    private readonly failure: SessionFailure,
     private readonly timeoutMs: () => number,
     /**
      * A fault-tolerant job's: a message that fails because its peer left aborts nothing, and is
@@ -103,22 +103,36 @@ export class MeshLinks implements SessionLinks {
    * abort reaches every rank (this one too, back from the coordinator), so nobody waits on a peer
    * that gave up. A failure of the mesh itself is the job's already and is not announced again.
    * The session's failure reaches messages through the mesh (see the constructor), not through an
-   * operator per message.
+   * operator per message. A peer that left is blamed only after `PEER_LEFT_GRACE_MS`: where the
+   * session fails meanwhile (the Abort that peer sent, or the coordinator relayed, naming the rank
+   * that died), the message ends with that truer reason and announces nothing.
    */
   private guarded<T, R>(subscriber: Subscriber<R>, start: (outcome: MessageOutcome<T>) => Withdraw | undefined, project: (value: T) => R): Withdraw | undefined {
-    const fail = (error: unknown) => {
+    let grace: Withdraw | null = null;
+    const blame = (error: unknown) => {
       // A message its caller gave up on (a sibling's failure ended the collective) announces nothing.
       if (subscriber.closed) return;
-      if (this.onPeerNeeded !== null && error instanceof PeerLeftError) this.onPeerNeeded(error.peer);
-      else if (!this.mesh.failed) this.abort(failureText(error));
+      if (!this.mesh.failed) this.abort(failureText(error));
       subscriber.error(error);
     };
+    const fail = (error: unknown) => {
+      if (subscriber.closed) return;
+      if (!(error instanceof PeerLeftError)) blame(error);
+      else if (this.onPeerNeeded !== null) {
+        this.onPeerNeeded(error.peer);
+        subscriber.error(error);
+      } else grace = this.mesh.later(PEER_LEFT_GRACE_MS, () => blame(this.failure.failed ? this.failure.error : error));
+    };
+    let withdraw: Withdraw | undefined;
     try {
-      return start(completing(subscriber, project, fail));
+      withdraw = start(completing(subscriber, project, fail));
     } catch (error) {
       fail(error);
-      return undefined;
     }
+    return () => {
+      grace?.();
+      withdraw?.();
+    };
   }
 }
 

@@ -6,6 +6,13 @@ export function option(name: string, fallback: string): string {
   return at < 0 ? fallback : process.argv[at + 1]!;
 }
 
+/** The whole number after `name` on the command line (at least `min`), else `fallback`. */
+export function wholeNumber(name: string, fallback: number, min: number): number {
+  const value = Number(option(name, String(fallback)));
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number of at least ${min}, got ${option(name, '')}`);
+  return value;
+}
+
 /** A size in bytes: a whole number with an optional K, M or G (powers of 1024). */
 export function bytesOf(text: string): number {
   const match = /^(\d+)([KMG]?)$/.exec(text);

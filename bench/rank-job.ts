@@ -8,6 +8,8 @@ export interface RankJobOptions {
   readonly hosts?: HostNamespaces | null;
   /** A fault-tolerant job, as `rxccl launch --keep-going` starts it. */
   readonly keepGoing?: boolean;
+  /** Node's flags for every rank (`--no-opt`), before the script. */
+  readonly nodeFlags?: readonly string[];
 }
 
 /**
@@ -16,10 +18,10 @@ export interface RankJobOptions {
  * `marker ` (rank 0 prints them, by convention), in order. Fails with the job's failure.
  */
 export async function rankJobLines<T>(worldSize: number, script: string, args: readonly string[], marker: string, options: RankJobOptions = {}): Promise<T[]> {
-  const { hosts = null, keepGoing = false } = options;
+  const { hosts = null, keepGoing = false, nodeFlags = [] } = options;
   const captured = capturedOutput();
   // A bench run from its compiled JS (dist/bench) runs its ranks without tsx, as installed.
-  const node = [...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script, ...args];
+  const node = [...nodeFlags, ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script, ...args];
   // Each rank enters its host's namespace by its GX1_RANK, which the job sets.
   const inHost = hosts === null ? null : ['-c', `exec ip netns exec ${hosts.rankNamespace('GX1_RANK', worldSize)} "$0" "$@"`, process.execPath, ...node];
   const job = await LocalJob.start({

@@ -16,16 +16,9 @@
  * CPU a call (user + system, max over ranks, us).
  */
 import { fileURLToPath } from 'node:url';
-import { LocalJob } from '../../lib/launch/local-job.js';
-import { option } from '../argv.js';
-import { capturedOutput } from '../captured-output.js';
+import { option, wholeNumber } from '../argv.js';
+import { rankJobLines } from '../rank-job.js';
 import { openSession } from '../../lib/launch/open-session.js';
-
-function count(name: string, fallback: number): number {
-  const value = Number(option(name, String(fallback)));
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number, got ${option(name, '')}`);
-  return value;
-}
 
 const cpuMicros = () => {
   const { user, system } = process.cpuUsage();
@@ -51,27 +44,18 @@ async function rank(block: number, blocks: number, bytes: number): Promise<void>
 
 async function main(): Promise<void> {
   const worldSizes = option('-n', '2,8,16').split(',').map(Number);
-  const block = count('--block', 500);
-  const blocks = count('--blocks', 16);
-  const bytes = count('--bytes', 8);
+  const block = wholeNumber('--block', 500, 1);
+  const blocks = wholeNumber('--blocks', 16, 1);
+  const bytes = wholeNumber('--bytes', 8, 1);
   const flagSets = option('--node-flags', '').split(';');
   console.log(`# ${bytes} B all-reduce, in place, tcp_peer; ${blocks} blocks of ${block} calls from each rank's first call; per block the time a call, then the process CPU a call (us, max over ranks)`);
   for (const worldSize of worldSizes) {
     for (const flags of flagSets) {
-      const captured = capturedOutput();
-      const job = await LocalJob.start({
-        worldSize,
-        command: process.execPath,
-        args: [...flags.split(' ').filter((flag) => flag.length > 0), '--import', 'tsx', fileURLToPath(import.meta.url), 'rank', String(block), String(blocks), String(bytes)],
-        transport: 'tcp_peer',
-        env: process.env,
-        stdout: captured.stream,
-        stderr: process.stderr,
-      });
-      const outcome = await job.outcome;
-      const line = captured.text().split('\n').find((text) => text.includes('COLD '));
-      if (!outcome.ok || line === undefined) throw new Error(`${worldSize} ranks, node flags '${flags}': ${outcome.failure ?? 'no result line'}`);
-      const { timeUs, cpuUs } = JSON.parse(line.slice(line.indexOf('COLD ') + 5)) as { timeUs: number[]; cpuUs: number[] };
+      const args = ['rank', String(block), String(blocks), String(bytes)];
+      const nodeFlags = flags.split(' ').filter((flag) => flag.length > 0);
+      const [cold] = await rankJobLines<{ timeUs: number[]; cpuUs: number[] }>(worldSize, fileURLToPath(import.meta.url), args, 'COLD', { nodeFlags });
+      if (cold === undefined) throw new Error(`${worldSize} ranks, node flags '${flags}': no result line`);
+      const { timeUs, cpuUs } = cold;
       const row = (values: number[]) => values.map((value) => value.toFixed(0)).join(' ');
       console.log(`${worldSize} ranks, node flags '${flags}':\n  time ${row(timeUs)}\n  cpu  ${row(cpuUs)}`);
     }

@@ -13,15 +13,10 @@
  */
 import { fileURLToPath } from 'node:url';
 import { LocalJob } from '../../lib/launch/local-job.js';
-import { option } from '../argv.js';
+import { option, wholeNumber } from '../argv.js';
 import { capturedOutput } from '../captured-output.js';
 import { openSession } from '../../lib/launch/open-session.js';
 
-function count(name: string, fallback: number): number {
-  const value = Number(option(name, String(fallback)));
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got ${option(name, '')}`);
-  return value;
-}
 
 const cpuSeconds = () => {
   const { user, system } = process.cpuUsage();
@@ -50,10 +45,10 @@ async function rank(lateMs: number, calls: number, bytes: number): Promise<void>
 }
 
 async function main(): Promise<void> {
-  const worldSize = count('-n', 2);
-  const lateMs = count('--late-ms', 20);
-  const calls = count('--calls', 100);
-  const bytes = count('--bytes', 8);
+  const worldSize = wholeNumber('-n', 2, 0);
+  const lateMs = wholeNumber('--late-ms', 20, 0);
+  const calls = wholeNumber('--calls', 100, 0);
+  const bytes = wholeNumber('--bytes', 8, 0);
   const spins = option('--spins', 'auto,20000,0').split(',');
   console.log(`# ${worldSize} ranks, tcp_peer, ${bytes} B all-reduce; the last rank ${lateMs} ms late at each of ${calls} calls`);
   console.log('# GX1_SPIN_US   waiting CPU s/100 calls   late CPU s/100 calls   ms/call');

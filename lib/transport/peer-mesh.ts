@@ -618,15 +618,21 @@ export class PeerMesh {
 
   /**
    * This rank needs the pair's links of `tag` with `peer` (a message, a schedule): its own dial,
-   * once (`pairs`). A dial that fails fails the mesh, announced to every rank, with the reason
-   * naming the peer and its endpoint: the peer is unreachable, and what needs it cannot end
-   * otherwise. In a fault-tolerant job the peer is lost instead (as if its links had closed:
-   * `direct peer rank N left`), and the job goes on without it. A dial no need made (answering
-   * the peer's, `acceptedPair`) that fails is nobody's failure until something needs the pair: the
-   * peer may have finished and closed meanwhile.
+   * once (`pairs`). A dial that fails while something still waits for the pair fails the mesh,
+   * announced to every rank, with the reason naming the peer and its endpoint: the peer is
+   * unreachable, and what needs it cannot end otherwise. In a fault-tolerant job the peer is lost
+   * instead (as if its links had closed: `direct peer rank N left`), and the job goes on without it.
+   *
+   * A dial that fails when nothing waits for the pair any more is nobody's failure, like one no
+   * need made (answering the peer's, `acceptedPair`): the peer may have finished and closed
+   * meanwhile. A send's own need is met by the peer's dial, not this rank's, so a peer that took
+   * the message and ended its session while this rank's dial was under way reset a dial nothing
+   * needed (a healthy job failed so: spec/transport/links-on-demand.spec.ts). `pairs` keeps the
+   * failure, so the pair's next need meets it.
    */
   private needPair(peer: number, tag: number): Promise<void> {
     return this.pairs.need(this.pairKey(peer, tag)).catch((error: unknown) => {
+      if (this.failure === null && !this.awaitsPair(peer, tag)) throw error;
       if (!this.losesPeers || this.failure !== null) {
         this.failDetected(error);
         throw error;
@@ -634,6 +640,16 @@ export class PeerMesh {
       this.unreachable(peer);
       throw peerLeft(peer);
     });
+  }
+
+  /**
+   * Whether something here waits for the pair's links of `tag` with `peer`: a receive or probe
+   * from it, a send to it whose link has not opened, or (a data link) the collective that opens it.
+   */
+  private awaitsPair(peer: number, tag: number): boolean {
+    if (dataLinkRail(tag) !== null) return true;
+    const waitingSends = this.waitingSends[this.linkIndex(peer, tag)]?.length ?? 0;
+    return waitingSends > 0 || this.matchers[tag]!.awaits(peer) || this.probes[tag]!.some((probe) => probe.source === peer);
   }
 
   /** Dials this rank's own link of a pair (`pairs` calls it once per pair, by its key). */

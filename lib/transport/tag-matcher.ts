@@ -78,6 +78,11 @@ export class TagMatcher<Message, Receive> {
     return taken;
   }
 
+  /** True if a receive posted from `source` itself (not ANY_RANK) waits for a message. */
+  awaits(source: number): boolean {
+    return this.receives.some((receive) => receive.source === source);
+  }
+
   /** True if a message from `source` waits for a receive. */
   holdsFrom(source: number): boolean {
     return this.messages.some((message) => message.source === source);

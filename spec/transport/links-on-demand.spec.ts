@@ -5,9 +5,10 @@
  * twice"); a receive from any rank takes a first message from a peer this rank never dialled; the
  * native plane's data links of a pair open the same way from both ends at once; and a dial that
  * fails names the peer and its endpoint, fails the mesh (so the job hears of it) and does so
- * within the message's timeout.
+ * within the message's timeout; a dial that fails once nothing waits for the pair fails nothing
+ * until the pair's next need.
  */
-import type { Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { AsyncSink } from 'ix/asynciterable';
 import { asyncScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -24,8 +25,11 @@ afterEach(() => {
   for (const mesh of meshesToClose.splice(0)) mesh.close();
 });
 
-/** `worldSize` ranks' meshes with links on demand, in this process; `closed` ranks' listeners are closed before any dial. */
-async function onDemandMeshes(worldSize: number, { dataLinks = false, closed = [] as number[] } = {}): Promise<PeerMesh[]> {
+/**
+ * `worldSize` ranks' meshes with links on demand, in this process; `closed` ranks' listeners are
+ * closed before any dial; the others dial rank r at `dialledAt[r]` where one is given.
+ */
+async function onDemandMeshes(worldSize: number, { dataLinks = false, closed = [] as number[], dialledAt = new Map<number, Endpoint>() } = {}): Promise<PeerMesh[]> {
   const uniqueId = UniqueId.random();
   const bound = await Promise.all(
     Array.from({ length: worldSize }, async () => {
@@ -39,7 +43,7 @@ async function onDemandMeshes(worldSize: number, { dataLinks = false, closed = [
     }),
   );
   for (const rank of closed) bound[rank]!.closeListeners();
-  const endpoints = bound.map(({ endpoints }) => [endpoints[0]!]);
+  const endpoints = bound.map(({ endpoints }, rank) => [dialledAt.get(rank) ?? endpoints[0]!]);
   const meshes = await Promise.all(
     bound.map(({ incoming, closeListeners }, rank) =>
       PeerMesh.connect({ identity: { uniqueId, rank, worldSize, rails: 1, dataLinks }, endpoints, incoming, timeoutMs: 5_000, scheduler: asyncScheduler, onDemand: { closeListeners } }),
@@ -48,6 +52,8 @@ async function onDemandMeshes(worldSize: number, { dataLinks = false, closed = [
   meshesToClose.push(...meshes);
   return meshes;
 }
+
+type Endpoint = Awaited<ReturnType<typeof bindPeerListeners>>['endpoints'][number];
 
 const u8 = (count: number) => ({ elementType: ElementType.U8, count });
 
@@ -122,5 +128,42 @@ describe('links on demand', () => {
     expect((error as Error).message).toMatch(/cannot reach direct peer rank 1 rail 0 at 127\.0\.0\.1:\d+/);
     expect(failures).toEqual([error]);
     expect(zero!.failed).toBe(true);
+  });
+
+  it("a peer that ended after taking this rank's message, its dial of the pair still under way, fails nothing; the pair's next need fails naming it", async () => {
+    // Rank 1's listener as a rank that finished meanwhile: it holds rank 0's dial, then resets it.
+    const held: Socket[] = [];
+    const holding = createServer((socket) => void held.push(socket));
+    const port = await new Promise<number>((resolve) => holding.listen(0, '127.0.0.1', () => resolve((holding.address() as { port: number }).port)));
+    try {
+      const [zero, one, two] = await onDemandMeshes(3, { dialledAt: new Map([[1, { host: '127.0.0.1', port }]]) });
+      const failures: unknown[] = [];
+      zero!.failureHandler = (error) => failures.push(error);
+      // Rank 0's send dials rank 1 (the link rank 0 receives on); rank 1's receive dials rank 0
+      // (the link the send goes on), so the message arrives while rank 0's dial hangs.
+      const sending = sent(zero!, 1, 6n, Uint8Array.of(6));
+      expect(Array.from((await received(one!, 0, 6n, 1)).payload)).toEqual([6]);
+      await sending;
+      expect(held.length).toBe(1);
+      await new Promise<void>((resolve) => {
+        held[0]!.once('close', () => resolve());
+        held[0]!.resetAndDestroy();
+      });
+      // The reset reaches rank 0's dial at once on loopback; give its handling time on a loaded machine.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect([zero!.failed, failures]).toEqual([false, []]);
+      const [, fromZero] = await Promise.all([sent(zero!, 2, 7n, Uint8Array.of(7)), received(two!, 0, 7n, 1)]);
+      expect(Array.from(fromZero.payload)).toEqual([7]);
+      // The pair's next need meets the dial's failure: the receive fails, naming rank 1, and so does the mesh.
+      const error = await received(zero!, 1, 8n, 1).then(
+        () => null,
+        (failure: unknown) => failure as Error & { code?: string },
+      );
+      expect(error).toMatchObject({ code: 'REMOTE_ABORT', peer: 1 });
+      expect(error!.message).toMatch(/^direct peer rank 1 left \(its rail 0 failed while rank 0 opened it: .*ECONNRESET\)$/);
+      expect(failures).toEqual([error]);
+    } finally {
+      holding.close();
+    }
   });
 });

@@ -246,6 +246,9 @@ describe('seed tests: tcp_peer', () => {
   it('tcp_peer_disconnect_wakes_pending_receive_without_waiting_for_timeout', async () => {
     const job = await peerJob(2, { timeoutMs: 3_000, uniqueId: UniqueId.fromBytes(new Array(16).fill(0x55)) });
     const [receiver, disconnecting] = (await Promise.all([0, 1].map((rank) => job.openRank(rank)))) as [RankSession, RankSession];
+    // Links open on demand: a first message from rank 1 opens the link rank 0 receives on, so the
+    // close below meets an open link (the seed's mesh was whole from the start), not rank 0's dial.
+    await Promise.all([disconnecting.send(0, 504, Uint32Array.of(1)), receiver.receive(1, 504, { dtype: 'u32', count: 1 })]);
     const started = Date.now();
     const pending = rejection(receiver.receive(1, 505, { dtype: 'u32', count: 1 }));
     await sleep(10);
